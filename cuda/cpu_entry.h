@@ -1,0 +1,49 @@
+// cpu_entry.h: the CPU tracer's C entry point. Included after the kernel source and after
+// CPU_KERNEL_CALL, the engine-written line that calls the kernel with its arguments from cpu_args.
+#pragma once
+
+struct CpuArgs {
+    void *ptrs[8];
+    int ints[8];
+};
+static thread_local CpuArgs cpu_args;
+
+static void cpu_body(void) { CPU_KERNEL_CALL; }
+
+// Runs the traced blocks. Returns 0, or 1 + the id of the array an access fell outside of,
+// or -1 when memory for the fibers could not be had.
+extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigned int grid_x,
+                             unsigned int grid_y, const unsigned int *block_map, unsigned int blocks,
+                             unsigned int *counts, unsigned int *epochs,
+                             const unsigned long long *offsets, void *records, void *const *ptrs,
+                             const int *ints, const unsigned long long *bounds) {
+    for (int i = 0; i < 8; ++i) {
+        cpu_args.ptrs[i] = ptrs[i];
+        cpu_args.ints[i] = ints[i];
+    }
+    for (int a = 0; a < TRACE_ARRAY_COUNT; ++a) trace_bounds[a] = bounds[a];
+    trace_counts = counts;
+    trace_epochs = epochs;
+    trace_offsets = offsets;
+    trace_records = (TraceRecord *)records;
+    trace_fault = 0;
+    unsigned int n = block_x * block_y;
+    char *stacks = (char *)malloc((size_t)n * CPU_FIBER_STACK);
+    cpu.fibers = (CpuFiber *)malloc(n * sizeof(CpuFiber));
+    if (!stacks || !cpu.fibers) {
+        free(stacks);
+        free(cpu.fibers);
+        return -1;
+    }
+    cpu.block_dim = dim3(block_x, block_y, 1);
+    cpu.grid_dim = dim3(grid_x, grid_y, 1);
+    cpu.body = cpu_body;
+    for (unsigned int j = 0; j < blocks && !trace_fault; ++j) {
+        cpu.launched_block = j;
+        cpu.block = dim3(block_map[2 * j], block_map[2 * j + 1], 0);
+        cpu_run_block(stacks);
+    }
+    free(stacks);
+    free(cpu.fibers);
+    return trace_fault;
+}

@@ -1,0 +1,20 @@
+// naive_x_cols.cu: one thread per element of C, with threadIdx.x walking the COLUMNS of C.
+// Rung 2, as seeds 002, 003 and 004 write it. Fixes rung 1's mapping: the lanes of a warp now
+// hold consecutive columns, so their B reads (and C writes) are consecutive floats, 4 sectors per
+// request, and their A reads are one broadcast address. Still reads every element of A and B
+// from global memory once per output that uses it (seed 004's "2 N^3 reads").
+#include "trace.cuh"
+
+extern "C" __global__ void naive_x_cols(const float *A, const float *B, float *C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;  // lane -> column: consecutive addresses in B and C
+    if (row < M && col < N) {
+        float sum = 0.0f;
+        for (int k = 0; k < K; k++) {
+            float a = LDG(A, row * K + k);
+            float b = LDG(B, k * N + col);
+            sum += a * b;
+        }
+        STG(C, row * N + col, sum);
+    }
+}

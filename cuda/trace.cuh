@@ -1,0 +1,134 @@
+// trace.cuh: the access macros every kernel in cuda/ is written with.
+//
+// One source, two builds:
+//   plain (default)   each macro is the bare access, so the timing build carries no tracing cost;
+//   -DMATMUL_TRACE    each access is also recorded: source line, array, load/store, element index
+//                     and the thread's barrier epoch (how many SYNC()s it has passed).
+// The same file is compiled for the GPU by nvcc and for the CPU by a host C++ compiler through
+// cpu_shim.h, so both trace sources run literally the same kernel code.
+//
+// Write at most one access macro per statement: C++ leaves the order of operands of `*` unspecified,
+// and two compilers could then record the same thread's accesses in different orders.
+#pragma once
+
+// The arrays a kernel may trace. engine/sources.py reads this list, so keep it on one line.
+#define TRACE_ARRAYS(X) X(A) X(B) X(C) X(BT) X(As) X(Bs) X(Asub) X(Bsub) X(tile_A) X(tile_B)
+
+#define TRACE_ENUM_ENTRY(name) TRACE_ID_##name,
+enum TraceArrayId { TRACE_ARRAYS(TRACE_ENUM_ENTRY) TRACE_ARRAY_COUNT };
+#undef TRACE_ENUM_ENTRY
+
+#ifndef MATMUL_CPU
+#define TRACE_FN __device__ __forceinline__
+#define TRACE_GLOBAL __device__
+#endif
+
+#ifndef MATMUL_TRACE
+
+#define LDG(arr, i) ((arr)[i])
+#define STG(arr, i, v) ((arr)[i] = (v))
+#define LDS(arr, r, c) ((arr)[r][c])
+#define STS(arr, r, c, v) ((arr)[r][c] = (v))
+#define SYNC() __syncthreads()
+
+#else
+
+// 12 bytes per record; engine/trace.py mirrors this layout (RAW_DTYPE).
+struct TraceRecord {
+    unsigned int index;   // element index in the array (row * pitch + col)
+    unsigned short line;  // source line of the access macro
+    unsigned char array;  // TraceArrayId
+    unsigned char op;     // 0 load, 1 store
+    unsigned int epoch;   // barriers this thread had passed
+};
+
+// Per traced thread ("slot" = launched block * threads per block + thread): a record counter and an
+// epoch counter. The count pass runs with trace_records == 0 and only counts; the engine turns the
+// counts into offsets (an exclusive scan) and the write pass stores each thread's records in
+// program order at its offset. Both passes give the same order on GPU and CPU.
+TRACE_GLOBAL unsigned int *trace_counts;
+TRACE_GLOBAL unsigned int *trace_epochs;
+TRACE_GLOBAL const unsigned long long *trace_offsets;
+TRACE_GLOBAL TraceRecord *trace_records;
+// Traced blocks: launched block j runs as block (trace_block_map[2j], trace_block_map[2j+1]) of a
+// grid of trace_grid_x by trace_grid_y, so one block of a 4096^2 product costs one block's work.
+TRACE_GLOBAL const unsigned int *trace_block_map;
+TRACE_GLOBAL unsigned int trace_grid_x;
+TRACE_GLOBAL unsigned int trace_grid_y;
+// CPU builds only: element counts of the global arrays, to turn an out-of-bounds access into an error.
+TRACE_GLOBAL unsigned long long trace_bounds[TRACE_ARRAY_COUNT];
+TRACE_GLOBAL int trace_fault;
+
+#ifndef MATMUL_CPU
+TRACE_FN unsigned int trace_launched_block() { return blockIdx.x; }
+#endif
+
+TRACE_FN unsigned int trace_slot() {
+    unsigned int threads = blockDim.x * blockDim.y * blockDim.z;
+    unsigned int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    return trace_launched_block() * threads + t;
+}
+
+TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned int array,
+                           unsigned int op) {
+    unsigned int s = trace_slot();
+    unsigned int n = trace_counts[s]++;
+    if (trace_records) {
+        TraceRecord r;
+        r.index = (unsigned int)index;
+        r.line = (unsigned short)line;
+        r.array = (unsigned char)array;
+        r.op = (unsigned char)op;
+        r.epoch = trace_epochs[s];
+        trace_records[trace_offsets[s] + n] = r;
+    }
+}
+
+#ifdef MATMUL_CPU
+// The CPU build checks global bounds, so a wrong index is reported as an error instead of crashing
+// the process that hosts the tracer; the access itself is then skipped.
+#define TRACE_OUT_OF_BOUNDS(array, index) \
+    ((array) < TRACE_ID_As && (index) >= trace_bounds[array] && (trace_fault = 1 + (array)))
+#else
+#define TRACE_OUT_OF_BOUNDS(array, index) false
+#endif
+
+template <typename T>
+TRACE_FN T trace_load(const T *base, long long index, unsigned int line, unsigned int array) {
+    trace_record(index, line, array, 0);
+    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index)) return T(0);
+    return base[index];
+}
+
+template <typename T, typename V>
+TRACE_FN void trace_store(T *base, long long index, V value, unsigned int line, unsigned int array) {
+    trace_record(index, line, array, 1);
+    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index)) return;
+    base[index] = value;
+}
+
+TRACE_FN void trace_sync() {
+    __syncthreads();
+    trace_epochs[trace_slot()]++;
+}
+
+// Row pitch of a 2-D shared array in elements: padding included, so bank maths sees real addresses.
+#define TRACE_PITCH(arr) (sizeof((arr)[0]) / sizeof((arr)[0][0]))
+
+#define LDG(arr, i) trace_load((arr), (i), __LINE__, TRACE_ID_##arr)
+#define STG(arr, i, v) trace_store((arr), (i), (v), __LINE__, TRACE_ID_##arr)
+#define LDS(arr, r, c) trace_load(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), __LINE__, TRACE_ID_##arr)
+#define STS(arr, r, c, v) trace_store(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), (v), __LINE__, TRACE_ID_##arr)
+#define SYNC() trace_sync()
+
+#ifndef MATMUL_CPU
+// The launched grid is 1-D over the traced blocks; kernels see the block they stand for.
+__device__ __forceinline__ uint3 trace_block_idx() {
+    return make_uint3(trace_block_map[2 * blockIdx.x], trace_block_map[2 * blockIdx.x + 1], 0);
+}
+__device__ __forceinline__ dim3 trace_grid_dim() { return dim3(trace_grid_x, trace_grid_y, 1); }
+#define blockIdx trace_block_idx()
+#define gridDim trace_grid_dim()
+#endif
+
+#endif  // MATMUL_TRACE

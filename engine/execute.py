@@ -1,0 +1,67 @@
+"""Runs a TracePlan on a device (GPU through PyCUDA, or the CPU tracer): the two-pass record scheme.
+
+Per traced launch: a count pass (each thread counts its records), an exclusive scan of the counts
+into offsets, a check against the record cap, then a write pass that stores each thread's records
+at its offset in program order. Both devices run exactly this code, so they fill the same layout.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import reference, sources
+from .errors import EngineError
+from .plan import TracePlan, global_shapes
+from .problem import make_inputs
+
+
+@dataclass
+class RawLaunch:
+    counts: np.ndarray     # uint32 per traced thread (slot)
+    records: np.ndarray    # RAW_DTYPE
+
+
+@dataclass
+class RawRun:
+    launches: list[RawLaunch | None]
+    rel_error: float
+    checked_outputs: int
+    device: str
+    seconds: dict[str, float]
+
+
+def global_array_ids() -> dict[str, int]:
+    names = sources.trace_arrays()
+    return {n: names.index(n) for n in ("A", "B", "C", "BT")}
+
+
+def execute(plan: TracePlan, device) -> RawRun:
+    """device: upload(buffers), run(launch_plan, offsets, total) -> counts or records, read(name, idx)."""
+    a, b = make_inputs(plan.problem)
+    shapes = global_shapes(plan.problem)
+    device.upload({"A": a, "B": b}, shapes, {"M": plan.problem.m, "N": plan.problem.n, "K": plan.problem.k})
+    raws: list[RawLaunch | None] = []
+    for lp in plan.launches:
+        counts = device.run(lp, None, 0)
+        if not lp.traced:
+            raws.append(None)
+            continue
+        total = int(counts.sum(dtype=np.int64))
+        if total > plan.cap:
+            raise EngineError(f"this trace holds {total:,} records, over the cap of {plan.cap:,}: "
+                              "trace fewer blocks or a smaller size")
+        offsets = np.zeros(len(counts), dtype=np.uint64)
+        np.cumsum(counts[:-1], out=offsets[1:])
+        records = device.run(lp, offsets, total)
+        raws.append(RawLaunch(counts, records))
+    # Check every output element the traced blocks stored against float64 numpy.
+    ids = global_array_ids()
+    last = raws[-1]
+    stored = last.records[(last.records["array"] == ids["C"]) & (last.records["op"] == 1)]["index"]
+    if len(stored):
+        got = device.read("C", stored)
+        err = reference.relative_error(got, reference.elements(a, b, stored, plan.problem.n))
+    else:
+        err = float("nan")
+    return RawRun(raws, err, int(len(stored)), device.name, dict(device.seconds))

@@ -1,0 +1,134 @@
+"""The app's side of the GPU worker: starts it (spawned, never forked), sends one request at a
+time, and replaces it when it dies, hangs past a timeout, or reports a fault that poisons its context.
+
+Nothing here imports PyCUDA: whether a GPU is there is asked of the worker.
+"""
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .errors import EngineError, WorkerCrashed
+
+DEFAULT_TIMEOUT_S = float(os.environ.get("MATMUL_EXPLORER_GPU_TIMEOUT", 120))
+START_TIMEOUT_S = 90.0
+
+
+@dataclass
+class GpuStatus:
+    available: bool
+    name: str = ""
+    reason: str = ""
+    free_bytes: int = 0
+    info: dict = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return "GPU" if self.available else "CPU"
+
+
+class _Worker:
+    def __init__(self):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        from . import gpu_worker  # noqa: PLC0415 - the target must be importable in the child
+        self.process = ctx.Process(target=gpu_worker.serve, args=(child,), daemon=True,
+                                   name="matmul-explorer-gpu-worker")
+        self.process.start()
+        child.close()
+
+    def stop(self):
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=10)
+        self.conn.close()
+
+
+_lock = threading.RLock()
+_worker: _Worker | None = None
+_status: GpuStatus | None = None
+restarts = 0
+
+
+def _gpu_disabled_reason() -> str | None:
+    if os.environ.get("MATMUL_EXPLORER_GPU", "1") == "0":
+        return "the GPU is switched off (MATMUL_EXPLORER_GPU=0)"
+    if importlib.util.find_spec("pycuda") is None:
+        return "PyCUDA is not installed (requirements-gpu.txt)"
+    return None
+
+
+def _drop_worker() -> None:
+    global _worker, restarts
+    if _worker is not None:
+        _worker.stop()
+        _worker = None
+        restarts += 1
+
+
+def call(op: str, payload=None, timeout: float = DEFAULT_TIMEOUT_S):
+    """One request to the worker. Raises EngineError with the worker's one-line message."""
+    global _worker
+    with _lock:
+        if _worker is None or not _worker.process.is_alive():
+            _worker = None
+            _worker = _Worker()
+            timeout = max(timeout, START_TIMEOUT_S)
+        w = _worker
+        try:
+            w.conn.send((op, payload))
+            if not w.conn.poll(timeout):
+                _drop_worker()
+                raise WorkerCrashed(f"the GPU request ran past {timeout:.0f} s; the GPU worker was restarted")
+            reply = w.conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            code = w.process.exitcode
+            _drop_worker()
+            raise WorkerCrashed(f"the GPU worker died (exit code {code}); it was restarted") from None
+        if reply[0] == "ok":
+            return reply[1]
+        _, message, fatal = reply
+        if fatal:
+            _drop_worker()
+            raise WorkerCrashed(f"the kernel failed on the GPU ({message}); the GPU worker was restarted")
+        raise EngineError(message)
+
+
+def status(refresh: bool = False) -> GpuStatus:
+    """Is there a GPU to trace and time on? Cached after the first answer."""
+    global _status
+    with _lock:
+        if _status is not None and not refresh:
+            return _status
+        reason = _gpu_disabled_reason()
+        if reason:
+            _status = GpuStatus(False, reason=reason)
+            return _status
+        try:
+            info = call("info", timeout=START_TIMEOUT_S)
+        except EngineError as exc:
+            _status = GpuStatus(False, reason=str(exc))
+            return _status
+        _status = GpuStatus(info["available"], info.get("name", ""), info.get("reason", ""),
+                            info.get("free_bytes", 0), info)
+        if not _status.available:
+            _drop_worker()
+        return _status
+
+
+def shutdown() -> None:
+    with _lock:
+        _drop_worker()
+
+
+def wait_ready(timeout: float = START_TIMEOUT_S) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if status(refresh=True).available:
+            return True
+        time.sleep(0.5)
+    return False

@@ -1,0 +1,82 @@
+"""The GPU worker: a separate, spawned process that owns the CUDA context and serves requests
+one at a time over a pipe. It is the only place PyCUDA is imported.
+
+Requests are (op, payload); replies are ("ok", value) or ("error", message, fatal). After a fatal
+error (a fault that leaves the CUDA context unusable) the worker exits; the client starts a new one.
+"""
+from __future__ import annotations
+
+import traceback
+
+
+def device_info(cuda, dev) -> dict:
+    a = cuda.device_attribute
+    free, total = cuda.mem_get_info()
+    return {
+        "available": True, "name": dev.name(), "reason": "",
+        "compute_capability": "%d.%d" % dev.compute_capability(),
+        "sm_count": dev.get_attribute(a.MULTIPROCESSOR_COUNT),
+        "sm_clock_mhz": dev.get_attribute(a.CLOCK_RATE) // 1000,
+        "memory_clock_mhz": dev.get_attribute(a.MEMORY_CLOCK_RATE) // 1000,
+        "memory_bus_bits": dev.get_attribute(a.GLOBAL_MEMORY_BUS_WIDTH),
+        "l2_bytes": dev.get_attribute(a.L2_CACHE_SIZE),
+        "shared_per_block_optin": dev.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        "free_bytes": free, "total_bytes": total,
+        "driver": cuda.get_driver_version(), "cuda": ".".join(map(str, cuda.get_version())),
+    }
+
+
+def _fatal(exc: BaseException, cuda) -> bool:
+    """CUDA faults (illegal address, launch failure, ...) poison the context: the worker must go."""
+    if cuda is None:
+        return False
+    return isinstance(exc, cuda.Error) and not isinstance(exc, cuda.MemoryError)
+
+
+def serve(conn) -> None:
+    cuda = ctx = None
+    try:
+        import pycuda.driver as cuda  # noqa: PLC0415 - only ever here, in the worker process
+        cuda.init()
+        dev = cuda.Device(0)
+        ctx = dev.make_context()
+        info = device_info(cuda, dev)
+    except Exception as exc:  # no driver, no GPU, no PyCUDA: the app runs in CPU mode
+        info = {"available": False, "reason": f"{type(exc).__name__}: {exc}".strip()}
+    from . import execute, gpu_device, handlers  # noqa: PLC0415
+    modules: dict = {}
+    while True:
+        try:
+            op, payload = conn.recv()
+        except (EOFError, OSError):
+            break
+        try:
+            if op == "info":
+                if info["available"]:
+                    info["free_bytes"], info["total_bytes"] = cuda.mem_get_info()
+                value = info
+            elif not info["available"]:
+                raise RuntimeError(f"no GPU: {info['reason']}")
+            elif op == "execute":
+                device = gpu_device.GpuDevice(info["name"], modules)
+                try:
+                    value = execute.execute(payload, device)
+                finally:
+                    device.free()
+            else:
+                value = handlers.handle(op, payload, cuda, info, modules)
+            conn.send(("ok", value))
+        except Exception as exc:
+            fatal = _fatal(exc, cuda)
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if not fatal and type(exc).__name__ != "EngineError":
+                message = f"{type(exc).__name__}: {message}"
+                traceback.print_exc()
+            conn.send(("error", message, fatal))
+            if fatal:
+                break
+    if ctx is not None:
+        try:
+            ctx.pop()
+        except Exception:
+            pass

@@ -1,0 +1,57 @@
+"""What nvcc actually emitted: memory instructions in the SASS of the timing (plain) build.
+
+The trace counts source-level accesses. nvcc may merge several scalar shared loads into one
+LDS.64 / LDS.128 (an unrolled loop reading consecutive words), and Nsight Compute counts hardware
+instructions, so its instruction and wavefront counts then differ from the trace's. This module
+says so instead of pretending: it counts memory opcodes per source line (-lineinfo) with nvdisasm.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sysconfig
+from collections import Counter
+from pathlib import Path
+
+from . import build
+
+_OP_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)")
+_LINE_RE = re.compile(r'line (\d+)')
+MEMORY_PREFIXES = ("LDG", "STG", "LDS", "STS", "LD.", "ST.")
+
+
+def nvdisasm() -> str | None:
+    found = shutil.which("nvdisasm") or shutil.which("nvdisasm", path="/usr/local/cuda/bin")
+    if found:
+        return found
+    # The nvidia-cuda-nvdisasm wheel (requirements.txt) puts it under site-packages/nvidia/*/bin.
+    for hit in Path(sysconfig.get_paths()["purelib"]).glob("nvidia/*/bin/nvdisasm"):
+        return str(hit)
+    return None
+
+
+def memory_instructions(file: str, tile: int, pad: int) -> dict:
+    """{'available': bool, 'by_line': {line: {opcode: count}}, 'note': str} for the plain build."""
+    tool = nvdisasm()
+    if not tool or not build.nvcc():
+        return {"available": False, "by_line": {}, "note": "SASS not inspected: nvcc or nvdisasm not found"}
+    cubin = build.build_cubin(file, tile, pad, traced=False)
+    text = subprocess.run([tool, "--print-line-info", str(cubin)], capture_output=True, text=True,
+                          timeout=60).stdout
+    by_line: dict[int, Counter] = {}
+    line = 0
+    for raw in text.splitlines():
+        m = _LINE_RE.search(raw) if "//## File" in raw else None
+        if m:
+            line = int(m.group(1))
+            continue
+        op = _OP_RE.search(raw)
+        if op and op.group(1).startswith(MEMORY_PREFIXES):
+            by_line.setdefault(line, Counter())[op.group(1)] += 1
+    wide = sorted({op for ops in by_line.values() for op in ops if re.search(r"\.(64|128)\b", op)})
+    note = ("SASS matches the source: one 32-bit instruction per access" if not wide else
+            f"nvcc merged accesses into {', '.join(wide)}: Nsight Compute counts these wider hardware "
+            "instructions, so its shared instruction and wavefront totals differ from the trace's "
+            "source-level counts (the bank pattern per access is the same)")
+    return {"available": True, "by_line": {k: dict(v) for k, v in sorted(by_line.items())}, "note": note}

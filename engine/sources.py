@@ -1,0 +1,89 @@
+"""Reads the kernel sources in cuda/: signature, access sites and shared arrays.
+
+An access site is one use of an access macro (LDG, STG, LDS, STS from cuda/trace.cuh) in the
+source. A trace record names its site by (source line, array, load/store), which the macro
+records; this module gives every site an id and the text of its line, for the pages to show.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+CUDA_DIR = Path(__file__).resolve().parent.parent / "cuda"
+
+_MACROS = {"LDG": ("global", "load"), "STG": ("global", "store"),
+           "LDS": ("shared", "load"), "STS": ("shared", "store")}
+_SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)\(\s*(\w+)")
+_SIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
+_SHARED_RE = re.compile(r"__shared__\s+float\s+(\w+)\s*\[([^\]]+)\]\s*\[([^\]]+)\]")
+
+
+@dataclass(frozen=True)
+class Site:
+    line: int       # 1-based line in the .cu file
+    array: str
+    space: str      # "global" or "shared"
+    op: str         # "load" or "store"
+    text: str       # the source line, stripped
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str                                   # the extern "C" kernel name
+    path: Path
+    text: str
+    params: tuple[tuple[str, str], ...]          # (C type, name), in order
+    sites: tuple[Site, ...]
+    shared: dict[str, tuple[str, str]]          # array -> (rows expr, cols expr) in TILE and PAD
+
+    def shared_shape(self, array: str, tile: int, pad: int) -> tuple[int, int]:
+        rows, cols = self.shared[array]
+        env = {"TILE": tile, "PAD": pad}
+        return _eval_int(rows, env), _eval_int(cols, env)
+
+
+def _eval_int(expr: str, env: dict[str, int]) -> int:
+    # The shapes are written in TILE, PAD, integers and + - * ( ): check that, then evaluate.
+    if not re.fullmatch(r"[\sTILEPAD0-9+\-*()]+", expr):
+        raise ValueError(f"shared array size {expr!r} is not an expression in TILE and PAD")
+    return int(eval(expr, {"__builtins__": {}}, dict(env)))  # noqa: S307 - checked above
+
+
+def _strip_comment(line: str) -> str:
+    return line.split("//", 1)[0]
+
+
+@lru_cache(maxsize=None)
+def trace_arrays() -> tuple[str, ...]:
+    """The array names of cuda/trace.cuh's TRACE_ARRAYS list, in id order."""
+    text = (CUDA_DIR / "trace.cuh").read_text()
+    line = next(l for l in text.splitlines() if l.startswith("#define TRACE_ARRAYS(X)"))
+    return tuple(re.findall(r"X\((\w+)\)", line.split(")", 1)[1]))
+
+
+@lru_cache(maxsize=None)
+def load(file: str) -> KernelSource:
+    path = CUDA_DIR / file
+    text = path.read_text()
+    sig = _SIG_RE.search(text)
+    if not sig:
+        raise ValueError(f"{file}: no extern \"C\" __global__ kernel found")
+    params = []
+    for p in sig.group(2).split(","):
+        words = p.replace("*", " * ").split()
+        params.append((" ".join(words[:-1]), words[-1]))
+    known = set(trace_arrays())
+    sites = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        for macro, array in _SITE_RE.findall(_strip_comment(line)):
+            if array not in known:
+                raise ValueError(f"{file}:{number}: array {array} is not in trace.cuh's TRACE_ARRAYS")
+            space, op = _MACROS[macro]
+            sites.append(Site(number, array, space, op, line.strip()))
+    keys = [(s.line, s.array, s.op) for s in sites]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{file}: two accesses of one array on one line cannot be told apart in a trace")
+    shared = {m.group(1): (m.group(2), m.group(3)) for m in _SHARED_RE.finditer(text)}
+    return KernelSource(sig.group(1), path, text, tuple(params), tuple(sites), shared)

@@ -1,0 +1,194 @@
+"""The trace: one row per memory access of every traced thread. This docstring is the schema.
+
+Fields of TRACE_DTYPE (31 bytes per record in memory):
+  launch            which launch of the kernel's pipeline (0 unless it has a preparation step)
+  block_x, block_y  blockIdx of the thread, in the kernel's full grid
+  thread_x, thread_y threadIdx of the thread
+  warp, lane        (threadIdx.y * blockDim.x + threadIdx.x) // 32 and % 32: the hardware's warp split
+  site              index into Trace.sites: which access macro in the source (Trace.sites[i].line
+  line              is its 1-based source line, also stored here)
+  ordinal           how many times this thread had already executed this site (0 for the first)
+  epoch             how many SYNC() (__syncthreads) the thread had passed: tiled kernels alternate
+                    a load epoch (2p) and a compute epoch (2p + 1) for phase p
+  space             0 global, 1 shared
+  op                0 load, 1 store
+  array             index into Trace.arrays (A, B, C, BT, As, ...)
+  row, col          the element, in the array's own row-major shape (shared arrays: their padded
+                    pitch, so col can reach TILE + PAD - 1)
+  offset            byte offset of the element from the start of its array
+
+Order: by launch, then traced block (in request order), then thread (x fastest), then program
+order within the thread, the same on GPU and CPU. Records come from the kernels as 12-byte
+RAW_DTYPE rows (cuda/trace.cuh's TraceRecord) and are assembled here, for both sources alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .sources import Site, trace_arrays
+
+RAW_DTYPE = np.dtype([("index", "<u4"), ("line", "<u2"), ("array", "u1"), ("op", "u1"), ("epoch", "<u4")])
+
+TRACE_DTYPE = np.dtype([
+    ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("thread_x", "<u2"), ("thread_y", "<u2"),
+    ("warp", "u1"), ("lane", "u1"), ("site", "u1"), ("line", "<u2"), ("ordinal", "<u4"), ("epoch", "<u2"),
+    ("space", "u1"), ("op", "u1"), ("array", "u1"), ("row", "<u2"), ("col", "<u2"), ("offset", "<u4"),
+])
+SPACES = ("global", "shared")
+OPS = ("load", "store")
+ELEMENT_BYTES = 4
+
+
+@dataclass(frozen=True)
+class TraceSite:
+    launch: int
+    kernel: str
+    site: Site
+
+    @property
+    def label(self) -> str:
+        s = self.site
+        return f"{self.kernel}:{s.line} {s.op} {s.array} ({s.space})"
+
+
+@dataclass
+class LaunchInfo:
+    kernel: str
+    file: str
+    grid: tuple[int, int]
+    block: tuple[int, int]
+    traced: bool
+    blocks: np.ndarray            # (n, 2) uint32 blockIdx of the launched blocks, in order
+
+
+@dataclass
+class Trace:
+    kernel: str
+    problem: object
+    source: str                  # "gpu" or "cpu"
+    device: str                  # e.g. "NVIDIA H200" or "CPU (x86_64, g++)"
+    records: np.ndarray
+    sites: list[TraceSite]
+    arrays: tuple[str, ...]
+    shapes: dict[str, tuple[int, int]]   # array -> (rows, cols) as traced (shared: padded pitch)
+    launches: list[LaunchInfo]
+    rel_error: float              # traced outputs vs float64 numpy
+    checked_outputs: int
+    # Helpers for analysis, not part of the schema: records per traced thread (in record order)
+    # and each thread's warp, numbered across the whole trace.
+    thread_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    thread_warp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The records with names instead of codes, for display and export."""
+        df = pd.DataFrame(self.records)
+        df["space"] = pd.Categorical.from_codes(df["space"], SPACES)
+        df["op"] = pd.Categorical.from_codes(df["op"], OPS)
+        df["array"] = pd.Categorical.from_codes(df["array"], self.arrays)
+        return df
+
+
+# The per-thread fields lie together at the head of a record: filled per thread, then repeated.
+_HEAD_FIELDS = ("launch", "block_x", "block_y", "thread_x", "thread_y", "warp", "lane")
+_HEAD_DTYPE = np.dtype({n: TRACE_DTYPE.fields[n] for n in _HEAD_FIELDS})
+_HEAD_BYTES = sum(TRACE_DTYPE.fields[n][0].itemsize for n in _HEAD_FIELDS)
+_HEAD_VIEW = np.dtype({"names": ["head"], "formats": [f"V{_HEAD_BYTES}"], "offsets": [0],
+                       "itemsize": TRACE_DTYPE.itemsize})
+
+
+def _ordinals(thread_start: np.ndarray, site: np.ndarray) -> np.ndarray:
+    """For each record, how many earlier records of the same thread had the same site.
+
+    A stable sort by site (a radix sort for one byte) keeps each thread's records of that site
+    together and in order; the ordinal is then the position within that run.
+    """
+    order = np.argsort(site, kind="stable")
+    key_site = site[order]
+    key_thread = thread_start[order]
+    n = len(order)
+    start = np.ones(n, dtype=bool)
+    start[1:] = (key_site[1:] != key_site[:-1]) | (key_thread[1:] != key_thread[:-1])
+    pos = np.arange(n, dtype=np.int64)
+    out = np.empty(n, dtype=np.uint32)
+    out[order] = pos - np.maximum.accumulate(np.where(start, pos, 0))
+    return out
+
+
+def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: LaunchInfo,
+                    site_ids: dict[tuple[int, int, int], int], pitches: np.ndarray,
+                    shared_ids: np.ndarray) -> np.ndarray:
+    """Raw records of one launch -> TRACE_DTYPE rows. site_ids maps (line, array, op) to a site id."""
+    n = len(raw)
+    out = np.empty(n, dtype=TRACE_DTYPE)
+    if n == 0:
+        return out
+    bx, by = info.block
+    tpb = bx * by
+    j, t = np.divmod(np.arange(len(counts), dtype=np.uint32), tpb)
+    head = np.empty(len(counts), dtype=_HEAD_DTYPE)
+    head["launch"] = launch
+    head["block_x"] = info.blocks[j, 0]
+    head["block_y"] = info.blocks[j, 1]
+    head["thread_x"] = t % bx
+    head["thread_y"] = t // bx
+    head["warp"] = t // 32
+    head["lane"] = t % 32
+    packed = np.empty(len(counts), dtype=_HEAD_VIEW)
+    packed_bytes = packed.view(np.uint8).reshape(len(counts), -1)
+    head_bytes = np.frombuffer(head.tobytes(), dtype=np.uint8).reshape(len(counts), -1)
+    packed_bytes[:, :_HEAD_BYTES] = head_bytes
+    out.view(_HEAD_VIEW)["head"] = np.repeat(packed["head"], counts)
+
+    n_arr = len(pitches)
+    max_line = int(raw["line"].max())
+    lut = np.full((max_line + 1) * n_arr * 2, 255, dtype=np.uint8)
+    for (line, array, op), sid in site_ids.items():
+        if line <= max_line:
+            lut[(line * n_arr + array) * 2 + op] = sid
+    array = raw["array"]
+    site = lut[(raw["line"].astype(np.int32) * n_arr + array) * 2 + raw["op"]]
+    if (site == 255).any():
+        bad = raw[site == 255][0]
+        raise ValueError(f"{info.file}: a record from line {bad['line']} matches no access site")
+    starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    out["site"] = site
+    out["line"] = raw["line"]
+    out["ordinal"] = _ordinals(np.repeat(starts, counts), site)
+    out["epoch"] = raw["epoch"]
+    out["space"] = shared_ids[array]
+    out["op"] = raw["op"]
+    out["array"] = array
+    index = raw["index"]
+    pitch = pitches[array]
+    row = index // pitch
+    out["row"] = row
+    out["col"] = index - row * pitch
+    out["offset"] = index * np.uint32(ELEMENT_BYTES)
+    return out
+
+
+def thread_warps(counts: np.ndarray, block: tuple[int, int], first_warp: int) -> np.ndarray:
+    """Warp number of each traced thread of a launch, counting on from first_warp."""
+    tpb = block[0] * block[1]
+    j, t = np.divmod(np.arange(len(counts), dtype=np.uint32), tpb)
+    return first_warp + j * (-(-tpb // 32)) + t // 32
+
+
+def array_tables(shapes: dict[str, tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per array id: its row pitch in elements, and 1 if it lives in shared memory."""
+    names = trace_arrays()
+    pitches = np.ones(len(names), dtype=np.uint32)
+    shared = np.zeros(len(names), dtype=np.uint8)
+    for i, name in enumerate(names):
+        if name in shapes:
+            pitches[i] = max(shapes[name][1], 1)
+        shared[i] = 1 if i >= names.index("As") else 0
+    return pitches, shared

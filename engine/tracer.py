@@ -1,0 +1,73 @@
+"""The trace API the pages and the command line use: trace(kernel, problem, blocks, source)."""
+from __future__ import annotations
+
+import time
+
+from . import gpu_client, sources
+from .cpu_backend import CpuDevice
+from .errors import EngineError
+from .execute import execute
+from .plan import DEFAULT_RECORD_CAP, TracePlan, buffer_bytes, make_plan
+from .problem import Problem
+from .trace import LaunchInfo, Trace, TraceSite, array_tables, assemble_launch, thread_warps
+
+import numpy as np
+
+
+def format_bytes(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def resolve_source(source: str) -> str:
+    """'auto' picks the GPU when the worker has one, else the CPU."""
+    if source not in ("auto", "gpu", "cpu"):
+        raise EngineError(f"source must be gpu, cpu or auto, not {source!r}")
+    if source == "auto":
+        return "gpu" if gpu_client.status().available else "cpu"
+    return source
+
+
+def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
+          cap: int = DEFAULT_RECORD_CAP) -> Trace:
+    start = time.perf_counter()
+    plan = make_plan(kernel, problem, blocks, cap)
+    source = resolve_source(source)
+    if source == "gpu":
+        st = gpu_client.status()
+        if not st.available:
+            raise EngineError(f"no GPU trace source: {st.reason}")
+        need = buffer_bytes(problem, kernel)
+        if need > st.free_bytes:
+            raise EngineError(f"{problem.describe()} needs {format_bytes(need)} of GPU memory for its matrices; "
+                              f"{format_bytes(st.free_bytes)} is free on the {st.name}")
+        raw = gpu_client.call("execute", plan)
+    else:
+        raw = execute(plan, CpuDevice())
+    ran = time.perf_counter()
+    result = assemble(plan, raw, source)
+    result.timings = {**raw.seconds, "run": ran - start, "assemble": time.perf_counter() - ran}
+    return result
+
+
+def assemble(plan: TracePlan, raw, source: str) -> Trace:
+    names = sources.trace_arrays()
+    sites: list[TraceSite] = []
+    launches: list[LaunchInfo] = []
+    parts, counts, warps = [], [], []
+    pitches, shared = array_tables(plan.shapes)
+    for i, (lp, rl) in enumerate(zip(plan.launches, raw.launches)):
+        info = LaunchInfo(lp.kernel, lp.file, lp.grid, lp.block, lp.traced, lp.blocks)
+        launches.append(info)
+        if rl is None:
+            continue
+        ids = {}
+        for s in sources.load(lp.file).sites:
+            ids[(s.line, names.index(s.array), 0 if s.op == "load" else 1)] = len(sites)
+            sites.append(TraceSite(i, lp.kernel, s))
+        parts.append(assemble_launch(i, rl.records, rl.counts, info, ids, pitches, shared))
+        first_warp = int(warps[-1][-1]) + 1 if warps and len(warps[-1]) else 0
+        counts.append(rl.counts)
+        warps.append(thread_warps(rl.counts, lp.block, first_warp))
+    records = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    return Trace(plan.kernel, plan.problem, source, raw.device, records, sites, names, dict(plan.shapes),
+                 launches, raw.rel_error, raw.checked_outputs, np.concatenate(counts), np.concatenate(warps))

@@ -1,0 +1,78 @@
+"""Speed and memory of tracing + analysis, against issue 2's targets. Prints its figures.
+
+    python tests/benchmarks/bench_engine.py            # CPU figures; GPU figures too where a GPU is
+"""
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from engine import analysis, gpu_client, tracer  # noqa: E402
+from engine.problem import make_problem  # noqa: E402
+from engine.trace import TRACE_DTYPE  # noqa: E402
+
+
+def timed(fn, repeat=5):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def trace_and_analyse(kernel, p, source, blocks=None):
+    t = tracer.trace(kernel, p, blocks, source)
+    analysis.summarize(t)
+    return t
+
+
+def row(label, seconds, records, target=None):
+    rate = records / seconds / 1e6
+    verdict = "" if target is None else ("  PASS" if seconds <= target else f"  FAIL (target {target} s)")
+    print(f"{label:58} {seconds * 1e3:9.1f} ms  {records:>11,} records  {rate:6.1f} M rec/s{verdict}")
+
+
+def main():
+    print(f"bytes per trace record in memory: {TRACE_DTYPE.itemsize} (target <= 32)")
+    for source in ("cpu", "gpu"):
+        if source == "gpu" and not gpu_client.status().available:
+            print("gpu: no GPU here, GPU figures skipped")
+            continue
+        print(f"--- {source} (trace + analysis, median of 5, warm caches)")
+        p = make_problem(64, 64, 64)
+        trace_and_analyse("naive_x_cols", p, source)  # builds cached
+        s, t = timed(lambda: trace_and_analyse("naive_x_cols", p, source))
+        row("naive_x_cols 64x64x64", s, len(t), 0.2 if source == "cpu" else None)
+        s, t = timed(lambda: trace_and_analyse("naive_x_rows", p, source))
+        row("naive_x_rows 64x64x64", s, len(t), 0.2 if source == "cpu" else None)
+        p = make_problem(128, 128, 128, tile=16)
+        trace_and_analyse("tiled_guarded", p, source)
+        s, t = timed(lambda: trace_and_analyse("tiled_guarded", p, source), 3)
+        row("tiled_guarded TILE 16 128x128x128", s, len(t), 2.0 if source == "cpu" else None)
+        s, t = timed(lambda: trace_and_analyse("naive_x_cols", make_problem(4096, 4096, 4096), source, [(7, 9)]), 3)
+        row("naive_x_cols one block of 4096^3", s, len(t))
+        if source == "gpu":
+            p = make_problem(256, 256, 64)
+            trace_and_analyse("naive_x_cols", p, source)
+            s, t = timed(lambda: trace_and_analyse("naive_x_cols", p, source), 3)
+            row("naive_x_cols 256x256x64 (target >= 10 M rec/s)", s, len(t))
+            print(f"    of which GPU kernels {t.timings['kernel'] * 1e3:.1f} ms, run {t.timings['run'] * 1e3:.1f} ms, "
+                  f"assemble {t.timings['assemble'] * 1e3:.1f} ms")
+            p = make_problem(128, 128, 128, tile=16)
+            s, t = timed(lambda: trace_and_analyse("tiled_guarded", p, source), 3)
+            row("tiled_guarded TILE 16 128^3 (target >= 10 M rec/s)", s, len(t))
+            gpu_client.call("ping")
+            s, _ = timed(lambda: gpu_client.call("ping"), 50)
+            print(f"{'warm worker round trip (ping)':58} {s * 1e3:9.2f} ms")
+            tiny = make_problem(4, 4, 4)
+            s, _ = timed(lambda: tracer.trace("naive_x_cols", tiny, None, "gpu"), 20)
+            print(f"{'warm worker tiny trace request (4x4x4), target < 50 ms':58} {s * 1e3:9.2f} ms"
+                  f"  {'PASS' if s < 0.05 else 'FAIL'}")
+    gpu_client.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""The configurations whose GPU traces are kept under tests/golden/ and compared with CPU traces.
+
+Sizes are non-square and, where the kernel allows, not multiples of the tile, so guards and
+zero-filled edges are covered. record_golden.py (run on the device) writes golden_traces.npz.
+"""
+CASES = [
+    # (case name, kernel, M, N, K, tile, pad, block, blocks)
+    ("naive_x_rows_16x16", "naive_x_rows", 37, 45, 29, 16, 0, (16, 16), None),
+    ("naive_x_rows_32x8", "naive_x_rows", 64, 40, 33, 16, 0, (32, 8), None),
+    ("naive_x_cols_16x16", "naive_x_cols", 37, 45, 29, 16, 0, (16, 16), None),
+    ("naive_x_cols_32x32", "naive_x_cols", 40, 72, 17, 16, 0, (32, 32), None),
+    ("naive_transposed_b_32x32", "naive_transposed_b", 37, 45, 29, 16, 0, (32, 32), None),
+    ("naive_transposed_b_one_block", "naive_transposed_b", 96, 80, 48, 16, 0, (32, 32), [(1, 2)]),
+    ("tiled_guarded_t8", "tiled_guarded", 37, 45, 29, 8, 0, (16, 16), None),
+    ("tiled_guarded_t16", "tiled_guarded", 37, 45, 29, 16, 0, (16, 16), None),
+    ("tiled_guarded_t32", "tiled_guarded", 37, 45, 29, 32, 0, (16, 16), None),
+    ("tiled_unguarded_t16", "tiled_unguarded", 32, 48, 64, 16, 0, (16, 16), None),
+    ("tiled_unguarded_t32", "tiled_unguarded", 64, 32, 96, 32, 0, (16, 16), None),
+    ("bank_t16_pad0", "shared_bank_conflicts", 37, 45, 29, 16, 0, (16, 16), None),
+    ("bank_t16_pad1", "shared_bank_conflicts", 37, 45, 29, 16, 1, (16, 16), None),
+    ("bank_t32_pad0", "shared_bank_conflicts", 40, 33, 50, 32, 0, (16, 16), None),
+    ("bank_t32_pad1", "shared_bank_conflicts", 40, 33, 50, 32, 1, (16, 16), None),
+    ("naive_x_cols_big_one_block", "naive_x_cols", 1024, 1024, 512, 16, 0, (16, 16), [(63, 63), (5, 17)]),
+    ("tiled_guarded_big_one_block", "tiled_guarded", 2000, 3000, 700, 32, 0, (16, 16), [(93, 62)]),
+]
+
+
+def trace_case(case, source):
+    from engine import problem, tracer
+    _, kernel, m, n, k, tile, pad, block, blocks = case
+    p = problem.make_problem(m, n, k, tile=tile, pad=pad, block=block)
+    return tracer.trace(kernel, p, blocks, source)

@@ -1,0 +1,74 @@
+"""Nsight Compute's quantities on traces whose answers can be worked out by hand."""
+import numpy as np
+import pytest
+
+from engine import analysis, tracer
+from engine.problem import make_problem
+
+
+def _sites(kernel, **kw):
+    t = tracer.trace(kernel, make_problem(64, 64, 64, **kw), source="cpu")
+    s = analysis.site_summary(t)
+    return {(r.array, r.op): r for r in s.itertuples()}, t
+
+
+def test_coalesced_naive_reads_b_in_4_sectors_and_a_by_broadcast():
+    s, _ = _sites("naive_x_cols", block=(32, 8))
+    assert s[("B", "load")].sectors_per_request == 4 and s[("B", "load")].lines_per_request == 1
+    assert s[("A", "load")].sectors_per_request == 1
+    assert s[("C", "store")].sectors_per_request == 4
+    assert s[("A", "load")].requests == 64 * 64 // 32 * 64  # warps x K
+
+
+def test_seed000_mapping_puts_every_lane_of_a_warp_in_its_own_sector_of_a():
+    s, _ = _sites("naive_x_rows", block=(32, 8))
+    assert s[("A", "load")].sectors_per_request == 32
+    assert s[("B", "load")].sectors_per_request == 1
+
+
+def test_transposed_b_is_not_coalesced_across_lanes():
+    s, _ = _sites("naive_transposed_b", block=(32, 32))
+    assert s[("BT", "load")].sectors_per_request == 32
+
+
+@pytest.mark.parametrize("tile, pad, ways", [(32, 0, 32), (32, 1, 1), (16, 0, 8), (16, 1, 1), (8, 0, 2), (8, 1, 1)])
+def test_seed001_tile_a_bank_conflicts_vanish_with_padding(tile, pad, ways):
+    s, _ = _sites("shared_bank_conflicts", tile=tile, pad=pad)
+    a = s[("tile_A", "load")]
+    assert a.wavefronts_per_request == ways
+    assert a.bank_conflicts == a.wavefronts - a.requests
+    assert s[("tile_B", "load")].wavefronts_per_request == 1  # broadcast
+
+
+def test_guarded_tiled_kernel_is_conflict_free_and_reads_tile_times_less():
+    s, t = _sites("tiled_guarded", tile=16)
+    assert all(r.bank_conflicts == 0 for k, r in s.items() if r.space == "shared")
+    naive = tracer.trace("naive_x_cols", make_problem(64, 64, 64), source="cpu")
+    assert analysis.global_reads(naive) == 16 * analysis.global_reads(t)
+
+
+def test_wavefronts_of_crafted_addresses():
+    rows = np.full((5, 32), -1, dtype=np.int64)
+    rows[0] = 7                                  # one word for all: broadcast
+    rows[1] = np.arange(32) * 32                  # one bank, 32 words
+    rows[2] = np.arange(32) * 2                   # two words per even bank
+    rows[3, :4] = [0, 32, 32, 64]                 # 3 distinct words in bank 0, inactive lanes
+    rows[4] = np.arange(32) * 33                  # padded pitch: all banks
+    assert list(analysis._wavefronts(rows)) == [1, 32, 2, 3, 1]
+
+
+def test_ncu_totals_use_the_metric_names():
+    _, t = _sites("tiled_guarded", tile=16)
+    totals = analysis.summarize(t)["ncu"]["tiled_guarded"]
+    assert totals["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 2 * (64 * 64 // 32) * 4
+    assert totals["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 0
+    assert totals["smsp__inst_executed_op_shared_ld.sum"] == 2 * (64 * 64 // 32) * 64
+
+
+def test_block_phases_show_the_tiles_each_phase_loads():
+    t = tracer.trace("tiled_guarded", make_problem(40, 40, 40, tile=16), source="cpu")
+    ph = analysis.block_phases(t, 1, 2)
+    a1 = ph[(ph["phase"] == 1) & (ph["array"] == "A")]
+    assert set(a1["row"]) == set(range(32, 40)) and set(a1["col"]) == set(range(16, 32))
+    b2 = ph[(ph["phase"] == 2) & (ph["array"] == "B")]
+    assert set(b2["row"]) == set(range(32, 40)) and set(b2["col"]) == set(range(16, 32))

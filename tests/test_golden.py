@@ -1,0 +1,30 @@
+"""CPU traces must equal the traces recorded on a real GPU (tests/golden/golden_traces.npz)."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.golden.cases import CASES, trace_case
+
+GOLDEN = Path(__file__).parent / "golden" / "golden_traces.npz"
+
+
+@pytest.fixture(scope="module")
+def golden():
+    assert GOLDEN.exists(), "golden traces missing: record them on the device (tests/golden/record_golden.py)"
+    return np.load(GOLDEN)
+
+
+def test_golden_traces_were_recorded_on_a_gpu(golden):
+    meta = json.loads(str(golden["meta"]))
+    assert {c[0] for c in CASES} <= set(meta)
+    assert all(m["device"].startswith("NVIDIA") for m in meta.values())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_cpu_trace_equals_gpu_trace(golden, case):
+    cpu = trace_case(case, "cpu")
+    gpu = golden[case[0]]
+    assert len(cpu.records) == len(gpu)
+    assert np.array_equal(cpu.records, gpu)

@@ -1,0 +1,70 @@
+"""The trace's schema and meaning, checked on CPU traces of small problems."""
+import numpy as np
+
+from engine import tracer
+from engine.problem import make_problem
+from engine.trace import TRACE_DTYPE
+
+
+def test_record_is_at_most_32_bytes():
+    assert TRACE_DTYPE.itemsize <= 32
+
+
+def test_naive_thread_reads_a_row_of_a_and_a_column_of_b_in_order():
+    t = tracer.trace("naive_x_cols", make_problem(8, 40, 6, block=(32, 8)), source="cpu")
+    r = t.records
+    me = r[(r["block_x"] == 1) & (r["thread_x"] == 3) & (r["thread_y"] == 5)]  # row 5, col 35
+    names = [t.arrays[a] for a in me["array"]]
+    assert names == ["A", "B"] * 6 + ["C"]
+    a = me[me["array"] == 0]
+    assert list(a["row"]) == [5] * 6 and list(a["col"]) == list(range(6)) and list(a["ordinal"]) == list(range(6))
+    b = me[me["array"] == 1]
+    assert list(b["row"]) == list(range(6)) and list(b["col"]) == [35] * 6
+    assert list(b["offset"]) == [4 * (k * 40 + 35) for k in range(6)]
+    c = me[me["array"] == 2][0]
+    assert (c["row"], c["col"], c["op"], c["space"]) == (5, 35, 1, 0)
+    assert set(me["warp"]) == {(5 * 32 + 3) // 32} and set(me["lane"]) == {(5 * 32 + 3) % 32}
+    assert set(me["epoch"]) == {0}
+    for rec in me:
+        site = t.sites[rec["site"]].site
+        assert site.line == rec["line"] and site.array == t.arrays[rec["array"]]
+
+
+def test_tiled_epochs_alternate_load_and_compute():
+    t = tracer.trace("tiled_guarded", make_problem(20, 20, 20, tile=8), source="cpu")
+    r = t.records
+    glob_loads = r[(r["space"] == 0) & (r["op"] == 0)]
+    shared_loads = r[(r["space"] == 1) & (r["op"] == 0)]
+    assert set(glob_loads["epoch"] % 2) == {0} and set(shared_loads["epoch"] % 2) == {1}
+    assert r["epoch"].max() == 2 * 3  # 3 phases of K=20 in tiles of 8, two barriers each
+
+
+def test_edge_threads_store_zeros_without_loading():
+    t = tracer.trace("tiled_guarded", make_problem(20, 20, 20, tile=8), source="cpu")
+    r = t.records
+    edge = r[(r["block_x"] == 2) & (r["block_y"] == 2) & (r["thread_x"] == 7) & (r["thread_y"] == 7)]
+    # row 23 >= M: never loads A, but stores As in every phase
+    assert not ((edge["array"] == 0) & (edge["op"] == 0)).any()
+    assert ((edge["array"] == t.arrays.index("As")) & (edge["op"] == 1)).sum() == 3
+
+
+def test_selected_blocks_give_the_same_records_as_the_full_trace():
+    p = make_problem(48, 40, 24, tile=8)
+    full = tracer.trace("tiled_guarded", p, source="cpu").records
+    part = tracer.trace("tiled_guarded", p, [(3, 1), (0, 5)], source="cpu").records
+    want = np.concatenate([full[(full["block_x"] == x) & (full["block_y"] == y)] for x, y in [(3, 1), (0, 5)]])
+    assert np.array_equal(part, want)
+
+
+def test_padded_shared_rows_use_the_padded_pitch():
+    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, tile=16, pad=1), source="cpu")
+    r = t.records
+    tile_a = r[r["array"] == t.arrays.index("tile_A")]
+    assert t.shapes["tile_A"] == (16, 17)
+    assert np.array_equal(tile_a["offset"], 4 * (tile_a["row"].astype(np.int64) * 17 + tile_a["col"]))
+
+
+def test_dataframe_has_names():
+    t = tracer.trace("naive_x_rows", make_problem(4, 4, 4), source="cpu")
+    df = t.to_dataframe()
+    assert set(df["array"].astype(str)) == {"A", "B", "C"} and set(df["space"].astype(str)) == {"global"}
