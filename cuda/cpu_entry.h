@@ -15,7 +15,8 @@ static void cpu_body(void) { CPU_KERNEL_CALL; }
 extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigned int grid_x,
                              unsigned int grid_y, const unsigned int *block_map, unsigned int blocks,
                              unsigned int *counts, unsigned int *epochs,
-                             const unsigned long long *offsets, void *records, void *const *ptrs,
+                             const unsigned long long *offsets, void *records,
+                             unsigned int *ordinals, void *const *ptrs,
                              const int *ints, const unsigned long long *bounds) {
     for (int i = 0; i < 8; ++i) {
         cpu_args.ptrs[i] = ptrs[i];
@@ -26,6 +27,7 @@ extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigne
     trace_epochs = epochs;
     trace_offsets = offsets;
     trace_records = (TraceRecord *)records;
+    trace_ordinals = ordinals;
     trace_fault = 0;
     unsigned int n = block_x * block_y;
     char *stacks = (char *)malloc((size_t)n * CPU_FIBER_STACK);

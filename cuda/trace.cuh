@@ -33,14 +33,20 @@ enum TraceArrayId { TRACE_ARRAYS(TRACE_ENUM_ENTRY) TRACE_ARRAY_COUNT };
 
 #else
 
-// 12 bytes per record; engine/trace.py mirrors this layout (RAW_DTYPE).
+// 16 bytes per record; engine/trace.py mirrors this layout (RAW_DTYPE).
 struct TraceRecord {
-    unsigned int index;   // element index in the array (row * pitch + col)
-    unsigned short line;  // source line of the access macro
-    unsigned char array;  // TraceArrayId
-    unsigned char op;     // 0 load, 1 store
-    unsigned int epoch;   // barriers this thread had passed
+    unsigned int index;    // element index in the array (row * pitch + col)
+    unsigned short line;   // source line of the access macro
+    unsigned char array;   // TraceArrayId
+    unsigned char op;      // 0 load, 1 store
+    unsigned int epoch;    // barriers this thread had passed
+    unsigned int ordinal;  // times this thread had executed this access site before
 };
+
+// Per-thread counters of each site's executions, TRACE_SITE_SLOTS per thread, indexed by this
+// hash. engine/sources.py computes the same hash and refuses a kernel whose sites collide.
+#define TRACE_SITE_SLOTS 32
+#define TRACE_SITE_HASH(line, array, op) (((line) * 2u + (op) + (array) * 17u) & (TRACE_SITE_SLOTS - 1))
 
 // Per traced thread ("slot" = launched block * threads per block + thread): a record counter and an
 // epoch counter. The count pass runs with trace_records == 0 and only counts; the engine turns the
@@ -50,6 +56,7 @@ TRACE_GLOBAL unsigned int *trace_counts;
 TRACE_GLOBAL unsigned int *trace_epochs;
 TRACE_GLOBAL const unsigned long long *trace_offsets;
 TRACE_GLOBAL TraceRecord *trace_records;
+TRACE_GLOBAL unsigned int *trace_ordinals;   // write pass: TRACE_SITE_SLOTS counters per slot
 // Traced blocks: launched block j runs as block (trace_block_map[2j], trace_block_map[2j+1]) of a
 // grid of trace_grid_x by trace_grid_y, so one block of a 4096^2 product costs one block's work.
 TRACE_GLOBAL const unsigned int *trace_block_map;
@@ -80,6 +87,7 @@ TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned
         r.array = (unsigned char)array;
         r.op = (unsigned char)op;
         r.epoch = trace_epochs[s];
+        r.ordinal = trace_ordinals[(unsigned long long)s * TRACE_SITE_SLOTS + TRACE_SITE_HASH(line, array, op)]++;
         trace_records[trace_offsets[s] + n] = r;
     }
 }

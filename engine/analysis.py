@@ -17,6 +17,9 @@ where nvcc merges them into wider instructions).
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 
@@ -64,45 +67,54 @@ def _compact(keys: np.ndarray) -> tuple[int, np.ndarray]:
     return int(present.sum()), ids[keys - lo]
 
 
+def _site_instances(trace: Trace, s: int, warp_id: np.ndarray, seq: np.ndarray) -> np.ndarray | None:
+    r = trace.columns
+    idx = np.flatnonzero(r["site"] == s)
+    if not len(idx):
+        return None
+    o = r["ordinal"][idx].astype(np.int64)
+    w = warp_id[idx]
+    n_rows, inverse = _compact(w * (int(o.max()) + 1) + o)
+    offsets = r["offset"][idx]
+    # 32-bit addresses halve the memory traffic of the per-row sorts; -1 marks an inactive lane.
+    addr = np.full((n_rows, WARP), -1, dtype=np.int32 if offsets.max() < 2**31 else np.int64)
+    addr[inverse, r["lane"][idx]] = offsets
+    first = np.empty(n_rows, dtype=np.int64)
+    first[inverse[::-1]] = idx[::-1]     # the last write wins: each row's first record
+    inst = np.empty(n_rows, dtype=INSTANCE_DTYPE)
+    for f in ("launch", "block_x", "block_y", "warp", "ordinal", "epoch"):
+        inst[f] = r[f][first]
+    inst["site"] = s
+    inst["active"] = (addr >= 0).sum(axis=1)
+    inst["first"] = first
+    inst["seq"] = seq[first]
+    if trace.sites[s].site.space == "global":
+        inst["sectors"] = _distinct_per_row(np.where(addr >= 0, addr // SECTOR_BYTES, -1))
+        inst["lines"] = _distinct_per_row(np.where(addr >= 0, addr // LINE_BYTES, -1))
+        inst["wavefronts"] = 0
+    else:
+        inst["sectors"] = inst["lines"] = 0
+        inst["wavefronts"] = _wavefronts(np.where(addr >= 0, addr // ELEMENT_BYTES, -1))
+    return inst
+
+
 def warp_instructions(trace: Trace) -> np.ndarray:
     """One INSTANCE_DTYPE row per warp-level instruction, in each warp's program order."""
-    r = trace.records
-    if not len(r):
+    if not len(trace):
         return np.empty(0, dtype=INSTANCE_DTYPE)
     counts = trace.thread_counts
     warp_id = np.repeat(trace.thread_warp.astype(np.int64), counts)
     starts = np.zeros(len(counts), dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
-    seq = np.arange(len(r), dtype=np.int64) - np.repeat(starts, counts)
-    site_of = r["site"]
-    out = []
-    for s in range(len(trace.sites)):
-        idx = np.flatnonzero(site_of == s)
-        if not len(idx):
-            continue
-        o = r["ordinal"][idx].astype(np.int64)
-        n_rows, inverse = _compact(warp_id[idx] * (int(o.max()) + 1) + o)
-        addr = np.full((n_rows, WARP), -1, dtype=np.int64)
-        addr[inverse, r["lane"][idx]] = r["offset"][idx]
-        first = np.empty(n_rows, dtype=np.int64)
-        first[inverse[::-1]] = idx[::-1]     # the last write wins: each row's first record
-        inst = np.empty(n_rows, dtype=INSTANCE_DTYPE)
-        head = r[first]
-        for f in ("launch", "block_x", "block_y", "warp", "ordinal", "epoch"):
-            inst[f] = head[f]
-        inst["site"] = s
-        inst["active"] = (addr >= 0).sum(axis=1)
-        inst["first"] = first
-        inst["seq"] = seq[first]
-        if trace.sites[s].site.space == "global":
-            inst["sectors"] = _distinct_per_row(np.where(addr >= 0, addr // SECTOR_BYTES, -1))
-            inst["lines"] = _distinct_per_row(np.where(addr >= 0, addr // LINE_BYTES, -1))
-            inst["wavefronts"] = 0
-        else:
-            inst["sectors"] = inst["lines"] = 0
-            inst["wavefronts"] = _wavefronts(np.where(addr >= 0, addr // ELEMENT_BYTES, -1))
-        out.append(inst)
-    inst = np.concatenate(out)
+    seq = np.arange(len(trace), dtype=np.int64) - np.repeat(starts, counts)
+    # Sites are independent and numpy releases the GIL: one thread per site on big traces.
+    work = lambda s: _site_instances(trace, s, warp_id, seq)  # noqa: E731
+    if len(trace) > 200_000:
+        with ThreadPoolExecutor(min(len(trace.sites), os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(work, range(len(trace.sites))))
+    else:
+        parts = [work(s) for s in range(len(trace.sites))]
+    inst = np.concatenate([p for p in parts if p is not None])
     # Program order per warp: by the warp's first record, then its position in its thread's stream.
     order = np.lexsort((inst["seq"], warp_id[inst["first"]]))
     return inst[order]
@@ -178,10 +190,10 @@ def block_phases(trace: Trace, block_x: int, block_y: int, launch: int | None = 
     Tiled kernels alternate a load epoch 2p and a compute epoch 2p + 1: phase p = epoch // 2.
     Each row is one global load that feeds a shared store, with the element it read.
     """
-    r = trace.records
+    r = trace.columns
     launch = len(trace.launches) - 1 if launch is None else launch
-    mine = r[(r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
-             & (r["space"] == 0) & (r["op"] == 0)]
+    mine = trace.select((r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
+                        & (r["space"] == 0) & (r["op"] == 0))
     df = pd.DataFrame({"epoch": mine["epoch"], "phase": mine["epoch"] // 2,
                        "array": [trace.arrays[a] for a in mine["array"]],
                        "row": mine["row"], "col": mine["col"],
@@ -191,5 +203,5 @@ def block_phases(trace: Trace, block_x: int, block_y: int, launch: int | None = 
 
 def global_reads(trace: Trace) -> int:
     """Element reads from global memory (every lane's load counts)."""
-    r = trace.records
+    r = trace.columns
     return int(((r["space"] == 0) & (r["op"] == 0)).sum())

@@ -28,7 +28,7 @@ def _library(file: str, tile: int, pad: int):
             fn.restype = ctypes.c_int
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, _u32p, ctypes.c_uint,
                            _u32p, _u32p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                           ctypes.c_void_p, ctypes.c_void_p]
+                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
             _LIBS[path] = lib
         return _LIBS[path].cpu_trace_run
 
@@ -69,11 +69,13 @@ class CpuDevice:
         counts = np.zeros(slots, dtype=np.uint32)
         epochs = np.zeros(slots, dtype=np.uint32)
         records = np.empty(total, dtype=RAW_DTYPE) if offsets is not None else None
+        ordinals = np.zeros(slots * sources.SITE_SLOTS, dtype=np.uint32) if offsets is not None else None
         blocks = np.ascontiguousarray(lp.blocks, dtype=np.uint32)
         start = time.perf_counter()
         rc = fn(lp.block[0], lp.block[1], lp.grid[0], lp.grid[1], blocks.ravel(), len(blocks), counts, epochs,
                 offsets.ctypes.data if offsets is not None else None,
-                records.ctypes.data if records is not None else None, ptr_arr, int_arr, bounds.ctypes.data)
+                records.ctypes.data if records is not None else None,
+                ordinals.ctypes.data if ordinals is not None else None, ptr_arr, int_arr, bounds.ctypes.data)
         self.seconds["kernel"] += time.perf_counter() - start
         if rc < 0:
             raise EngineError(f"{lp.kernel}: not enough host memory for {lp.block[0] * lp.block[1]} CPU threads")

@@ -9,6 +9,7 @@ import pycuda.driver as cuda
 
 from . import build
 from .plan import LaunchPlan
+from .sources import SITE_SLOTS
 from .trace import RAW_DTYPE
 
 NAN_BITS = 0x7FC00000  # outputs start as NaN, so an element nothing wrote cannot pass the check
@@ -58,10 +59,15 @@ class GpuDevice:
         block_map = cuda.to_device(np.ascontiguousarray(lp.blocks, dtype=np.uint32))
         offs = cuda.to_device(offsets) if offsets is not None else None
         records = cuda.mem_alloc(max(total, 1) * RAW_DTYPE.itemsize) if offsets is not None else None
+        ordinals = None
+        if offsets is not None:
+            ordinals = cuda.mem_alloc(4 * slots * SITE_SLOTS)
+            cuda.memset_d32(ordinals, 0, slots * SITE_SLOTS)
         self._set(mod, "trace_counts", int(counts))
         self._set(mod, "trace_epochs", int(epochs))
         self._set(mod, "trace_offsets", int(offs) if offs is not None else 0)
         self._set(mod, "trace_records", int(records) if records is not None else 0)
+        self._set(mod, "trace_ordinals", int(ordinals) if ordinals is not None else 0)
         self._set(mod, "trace_block_map", int(block_map))
         self._set(mod, "trace_grid_x", lp.grid[0], np.uint32)
         self._set(mod, "trace_grid_y", lp.grid[1], np.uint32)
@@ -80,6 +86,7 @@ class GpuDevice:
                 cuda.memcpy_dtoh(out, records)
             records.free()
             offs.free()
+            ordinals.free()
         counts.free()
         epochs.free()
         block_map.free()

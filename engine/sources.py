@@ -29,6 +29,14 @@ class Site:
     text: str       # the source line, stripped
 
 
+SITE_SLOTS = 32  # cuda/trace.cuh TRACE_SITE_SLOTS
+
+
+def site_slot(line: int, array_id: int, op: int) -> int:
+    """cuda/trace.cuh's TRACE_SITE_HASH: which per-thread counter counts a site's executions."""
+    return (line * 2 + op + array_id * 17) & (SITE_SLOTS - 1)
+
+
 @dataclass(frozen=True)
 class KernelSource:
     name: str                                   # the extern "C" kernel name
@@ -85,5 +93,9 @@ def load(file: str) -> KernelSource:
     keys = [(s.line, s.array, s.op) for s in sites]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{file}: two accesses of one array on one line cannot be told apart in a trace")
+    slots = [site_slot(s.line, trace_arrays().index(s.array), s.op == "store") for s in sites]
+    if len(set(slots)) != len(slots):
+        raise ValueError(f"{file}: two access sites share an ordinal counter (TRACE_SITE_HASH); "
+                         "move one of them to another line")
     shared = {m.group(1): (m.group(2), m.group(3)) for m in _SHARED_RE.finditer(text)}
     return KernelSource(sig.group(1), path, text, tuple(params), tuple(sites), shared)

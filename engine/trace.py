@@ -1,6 +1,7 @@
 """The trace: one row per memory access of every traced thread. This docstring is the schema.
 
-Fields of TRACE_DTYPE (31 bytes per record in memory):
+Fields of TRACE_DTYPE (31 bytes per record in memory, kept column by column in Trace.columns;
+Trace.records packs them into one numpy structured array on demand):
   launch            which launch of the kernel's pipeline (0 unless it has a preparation step)
   block_x, block_y  blockIdx of the thread, in the kernel's full grid
   thread_x, thread_y threadIdx of the thread
@@ -18,8 +19,9 @@ Fields of TRACE_DTYPE (31 bytes per record in memory):
   offset            byte offset of the element from the start of its array
 
 Order: by launch, then traced block (in request order), then thread (x fastest), then program
-order within the thread, the same on GPU and CPU. Records come from the kernels as 12-byte
-RAW_DTYPE rows (cuda/trace.cuh's TraceRecord) and are assembled here, for both sources alike.
+order within the thread, the same on GPU and CPU. Records come from the kernels as 16-byte
+RAW_DTYPE rows (cuda/trace.cuh's TraceRecord: element index, line, array, op, epoch, ordinal) and
+are assembled here, for both sources alike.
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ import pandas as pd
 
 from .sources import Site, trace_arrays
 
-RAW_DTYPE = np.dtype([("index", "<u4"), ("line", "<u2"), ("array", "u1"), ("op", "u1"), ("epoch", "<u4")])
+RAW_DTYPE = np.dtype([("index", "<u4"), ("line", "<u2"), ("array", "u1"), ("op", "u1"), ("epoch", "<u4"),
+                      ("ordinal", "<u4")])
 
 TRACE_DTYPE = np.dtype([
     ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("thread_x", "<u2"), ("thread_y", "<u2"),
@@ -70,7 +73,7 @@ class Trace:
     problem: object
     source: str                  # "gpu" or "cpu"
     device: str                  # e.g. "NVIDIA H200" or "CPU (x86_64, g++)"
-    records: np.ndarray
+    columns: dict[str, np.ndarray]   # one contiguous array per TRACE_DTYPE field
     sites: list[TraceSite]
     arrays: tuple[str, ...]
     shapes: dict[str, tuple[int, int]]   # array -> (rows, cols) as traced (shared: padded pitch)
@@ -84,67 +87,48 @@ class Trace:
     timings: dict[str, float] = field(default_factory=dict)
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.columns["site"])
+
+    @property
+    def records(self) -> np.ndarray:
+        """The trace as one TRACE_DTYPE structured array (built on each call: for export and tests)."""
+        out = np.empty(len(self), dtype=TRACE_DTYPE)
+        for name in TRACE_DTYPE.names:
+            out[name] = self.columns[name]
+        return out
+
+    def select(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        return {k: v[mask] for k, v in self.columns.items()}
 
     def to_dataframe(self) -> pd.DataFrame:
         """The records with names instead of codes, for display and export."""
-        df = pd.DataFrame(self.records)
+        df = pd.DataFrame(self.columns, copy=False)
         df["space"] = pd.Categorical.from_codes(df["space"], SPACES)
         df["op"] = pd.Categorical.from_codes(df["op"], OPS)
         df["array"] = pd.Categorical.from_codes(df["array"], self.arrays)
         return df
 
 
-# The per-thread fields lie together at the head of a record: filled per thread, then repeated.
-_HEAD_FIELDS = ("launch", "block_x", "block_y", "thread_x", "thread_y", "warp", "lane")
-_HEAD_DTYPE = np.dtype({n: TRACE_DTYPE.fields[n] for n in _HEAD_FIELDS})
-_HEAD_BYTES = sum(TRACE_DTYPE.fields[n][0].itemsize for n in _HEAD_FIELDS)
-_HEAD_VIEW = np.dtype({"names": ["head"], "formats": [f"V{_HEAD_BYTES}"], "offsets": [0],
-                       "itemsize": TRACE_DTYPE.itemsize})
-
-
-def _ordinals(thread_start: np.ndarray, site: np.ndarray) -> np.ndarray:
-    """For each record, how many earlier records of the same thread had the same site.
-
-    A stable sort by site (a radix sort for one byte) keeps each thread's records of that site
-    together and in order; the ordinal is then the position within that run.
-    """
-    order = np.argsort(site, kind="stable")
-    key_site = site[order]
-    key_thread = thread_start[order]
-    n = len(order)
-    start = np.ones(n, dtype=bool)
-    start[1:] = (key_site[1:] != key_site[:-1]) | (key_thread[1:] != key_thread[:-1])
-    pos = np.arange(n, dtype=np.int64)
-    out = np.empty(n, dtype=np.uint32)
-    out[order] = pos - np.maximum.accumulate(np.where(start, pos, 0))
-    return out
+def empty_columns(n: int = 0) -> dict[str, np.ndarray]:
+    return {name: np.zeros(n, dtype=TRACE_DTYPE.fields[name][0]) for name in TRACE_DTYPE.names}
 
 
 def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: LaunchInfo,
                     site_ids: dict[tuple[int, int, int], int], pitches: np.ndarray,
-                    shared_ids: np.ndarray) -> np.ndarray:
-    """Raw records of one launch -> TRACE_DTYPE rows. site_ids maps (line, array, op) to a site id."""
+                    shared_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """Raw records of one launch -> TRACE_DTYPE columns. site_ids maps (line, array, op) to a site id."""
     n = len(raw)
-    out = np.empty(n, dtype=TRACE_DTYPE)
     if n == 0:
-        return out
+        return empty_columns()
+    dt = TRACE_DTYPE.fields
     bx, by = info.block
     tpb = bx * by
     j, t = np.divmod(np.arange(len(counts), dtype=np.uint32), tpb)
-    head = np.empty(len(counts), dtype=_HEAD_DTYPE)
-    head["launch"] = launch
-    head["block_x"] = info.blocks[j, 0]
-    head["block_y"] = info.blocks[j, 1]
-    head["thread_x"] = t % bx
-    head["thread_y"] = t // bx
-    head["warp"] = t // 32
-    head["lane"] = t % 32
-    packed = np.empty(len(counts), dtype=_HEAD_VIEW)
-    packed_bytes = packed.view(np.uint8).reshape(len(counts), -1)
-    head_bytes = np.frombuffer(head.tobytes(), dtype=np.uint8).reshape(len(counts), -1)
-    packed_bytes[:, :_HEAD_BYTES] = head_bytes
-    out.view(_HEAD_VIEW)["head"] = np.repeat(packed["head"], counts)
+    per_thread = {"block_x": info.blocks[j, 0], "block_y": info.blocks[j, 1], "thread_x": t % bx,
+                  "thread_y": t // bx, "warp": t // 32, "lane": t % 32}
+    cols = {"launch": np.full(n, launch, dtype=dt["launch"][0])}
+    for name, values in per_thread.items():
+        cols[name] = np.repeat(values.astype(dt[name][0]), counts)
 
     n_arr = len(pitches)
     max_line = int(raw["line"].max())
@@ -152,27 +136,21 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
     for (line, array, op), sid in site_ids.items():
         if line <= max_line:
             lut[(line * n_arr + array) * 2 + op] = sid
-    array = raw["array"]
-    site = lut[(raw["line"].astype(np.int32) * n_arr + array) * 2 + raw["op"]]
+    line = np.ascontiguousarray(raw["line"])
+    array = np.ascontiguousarray(raw["array"])
+    op = np.ascontiguousarray(raw["op"])
+    site = lut[(line.astype(np.int32) * n_arr + array) * 2 + op]
     if (site == 255).any():
-        bad = raw[site == 255][0]
-        raise ValueError(f"{info.file}: a record from line {bad['line']} matches no access site")
-    starts = np.zeros(len(counts), dtype=np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    out["site"] = site
-    out["line"] = raw["line"]
-    out["ordinal"] = _ordinals(np.repeat(starts, counts), site)
-    out["epoch"] = raw["epoch"]
-    out["space"] = shared_ids[array]
-    out["op"] = raw["op"]
-    out["array"] = array
-    index = raw["index"]
+        bad = line[site == 255][0]
+        raise ValueError(f"{info.file}: a record from line {bad} matches no access site")
+    index = np.ascontiguousarray(raw["index"])
     pitch = pitches[array]
     row = index // pitch
-    out["row"] = row
-    out["col"] = index - row * pitch
-    out["offset"] = index * np.uint32(ELEMENT_BYTES)
-    return out
+    cols.update(site=site, line=line, ordinal=np.ascontiguousarray(raw["ordinal"]),
+                epoch=raw["epoch"].astype(dt["epoch"][0]), space=shared_ids[array], op=op, array=array,
+                row=row.astype(dt["row"][0]), col=(index - row * pitch).astype(dt["col"][0]),
+                offset=index * np.uint32(ELEMENT_BYTES))
+    return cols
 
 
 def thread_warps(counts: np.ndarray, block: tuple[int, int], first_warp: int) -> np.ndarray:

@@ -68,6 +68,6 @@ def assemble(plan: TracePlan, raw, source: str) -> Trace:
         first_warp = int(warps[-1][-1]) + 1 if warps and len(warps[-1]) else 0
         counts.append(rl.counts)
         warps.append(thread_warps(rl.counts, lp.block, first_warp))
-    records = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    return Trace(plan.kernel, plan.problem, source, raw.device, records, sites, names, dict(plan.shapes),
+    columns = parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return Trace(plan.kernel, plan.problem, source, raw.device, columns, sites, names, dict(plan.shapes),
                  launches, raw.rel_error, raw.checked_outputs, np.concatenate(counts), np.concatenate(warps))

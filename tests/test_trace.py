@@ -68,3 +68,11 @@ def test_dataframe_has_names():
     t = tracer.trace("naive_x_rows", make_problem(4, 4, 4), source="cpu")
     df = t.to_dataframe()
     assert set(df["array"].astype(str)) == {"A", "B", "C"} and set(df["space"].astype(str)) == {"global"}
+
+
+def test_recorded_ordinals_count_each_threads_executions_of_a_site():
+    t = tracer.trace("shared_bank_conflicts", make_problem(37, 45, 29, tile=16), source="cpu")
+    df = t.to_dataframe()
+    thread = df[["block_x", "block_y", "thread_x", "thread_y"]].astype(str).agg("-".join, axis=1)
+    expected = df.groupby([thread, df["site"]]).cumcount()
+    assert (expected.to_numpy() == df["ordinal"].to_numpy()).all()

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One device call: GPU tests, golden traces, engine benchmarks, ncu comparison. Logs go to $OUT.
+#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tests golden bench ncu all-tests
+set -uo pipefail
+source .gpu/activate.sh || exit 1
+export PYTHONUNBUFFERED=1 MATMUL_EXPLORER_CACHE=/tmp/mmx-cache
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+steps=${*:-info tests golden bench ncu}
+for step in $steps; do
+  echo "=== $step"
+  case $step in
+    info) nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+          python3 -m engine info ;;
+    tests) python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -25 ;;
+    golden) python3 tests/golden/record_golden.py "$OUT/golden_traces.npz" 2>&1 | tee "$OUT/golden.log" ;;
+    bench) python3 tests/benchmarks/bench_engine.py 2>&1 | tee "$OUT/bench-engine.log" ;;
+    ncu) timeout 420 python3 tests/benchmarks/ncu_compare.py "$OUT/ncu-compare.md" 2>&1 | tail -60 ;;
+    all-tests) python3 -m pytest -q tests -p no:cacheprovider 2>&1 | tee "$OUT/all-tests.log" | tail -15 ;;
+    *) echo "unknown step $step" ;;
+  esac
+done

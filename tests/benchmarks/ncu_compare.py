@@ -1,0 +1,84 @@
+"""Compares the trace's metrics with Nsight Compute's hardware counters, kernel by kernel.
+
+Run on the GPU machine:  python3 tests/benchmarks/ncu_compare.py [OUT.md]
+For each case: a full GPU trace of the instrumented build gives our totals; ncu profiles one launch
+of the plain build of the same kernel and size (--clock-control none) and reads the same metrics.
+"""
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from engine import analysis, gpu_client, registry, sass, tracer  # noqa: E402
+from engine.analysis import NCU_METRICS  # noqa: E402
+from engine.problem import make_problem  # noqa: E402
+
+CASES = [
+    ("naive_x_rows", 128, 128, 128, 16, 0, (16, 16)),
+    ("naive_x_rows", 128, 128, 128, 16, 0, (32, 8)),
+    ("naive_x_cols", 128, 128, 128, 16, 0, (16, 16)),
+    ("naive_transposed_b", 128, 128, 128, 16, 0, (32, 32)),
+    ("tiled_guarded", 128, 128, 128, 16, 0, (16, 16)),
+    ("tiled_guarded", 100, 120, 90, 16, 0, (16, 16)),
+    ("tiled_guarded", 128, 128, 128, 32, 0, (16, 16)),
+    ("tiled_unguarded", 128, 128, 128, 16, 0, (16, 16)),
+    ("shared_bank_conflicts", 128, 128, 128, 16, 0, (16, 16)),
+    ("shared_bank_conflicts", 128, 128, 128, 16, 1, (16, 16)),
+    ("shared_bank_conflicts", 128, 128, 128, 32, 0, (16, 16)),
+    ("shared_bank_conflicts", 128, 128, 128, 32, 1, (16, 16)),
+]
+METRICS = sorted(set(NCU_METRICS.values()))
+SHORT = {m: m.replace("l1tex__", "").replace("_pipe_lsu_mem", "").replace(".sum", "") for m in METRICS}
+
+
+def ncu(kernel_name: str, case) -> dict[str, float]:
+    kernel, m, n, k, tile, pad, (bx, by) = case
+    cmd = ["ncu", "--clock-control", "none", "--target-processes", "all", "-k", f"regex:^{kernel_name}$",
+           "--launch-count", "1", "--metrics", ",".join(METRICS), "--csv",
+           sys.executable, str(ROOT / "tests/benchmarks/ncu_target.py"), kernel, *map(str, (m, n, k, tile, pad, bx, by))]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
+    rows = [l for l in out.splitlines() if l.startswith('"')]
+    values = {}
+    for row in csv.DictReader(io.StringIO("\n".join(rows))):
+        values[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+    return values
+
+
+def main(out_path: str | None) -> None:
+    lines = ["| kernel | size | TILE/PAD/block | metric | trace | ncu | match |", "|---|---|---|---|---:|---:|---|"]
+    mismatches = []
+    for case in CASES:
+        kernel, m, n, k, tile, pad, block = case
+        p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
+        t = tracer.trace(kernel, p, None, "gpu")
+        totals = analysis.summarize(t)["ncu"]
+        spec = registry.get(kernel)
+        for launch in spec.launches:
+            hw = ncu(launch.kernel, case)
+            merged = sass.memory_instructions(launch.file, tile, pad)["note"]
+            for metric in METRICS:
+                ours = totals.get(launch.kernel, {}).get(metric, 0)
+                theirs = hw.get(metric)
+                if theirs is None or (ours == 0 and theirs == 0):
+                    continue
+                ok = "yes" if abs(ours - theirs) < 0.5 else "no"
+                if ok == "no":
+                    mismatches.append((launch.kernel, metric, ours, theirs, merged))
+                lines.append(f"| {launch.kernel} | {m}x{n}x{k} | {tile}/{pad}/{block[0]}x{block[1]} | "
+                             f"{SHORT[metric]} | {ours:,} | {theirs:,.0f} | {ok} |")
+    text = "\n".join(lines)
+    text += f"\n\n{len(mismatches)} mismatching metric rows.\n"
+    for kern, metric, ours, theirs, note in mismatches:
+        text += f"- {kern} {SHORT[metric]}: trace {ours:,} vs ncu {theirs:,.0f}  [{note}]\n"
+    print(text)
+    if out_path:
+        Path(out_path).write_text(text)
+    gpu_client.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else None)

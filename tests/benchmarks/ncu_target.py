@@ -1,0 +1,17 @@
+"""One launch of a catalog kernel's plain (timing) build, through the GPU worker: ncu's target.
+
+    ncu ... python3 tests/benchmarks/ncu_target.py KERNEL M N K TILE PAD BX BY
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from engine import gpu_client  # noqa: E402
+from engine.problem import make_problem  # noqa: E402
+
+kernel, m, n, k, tile, pad, bx, by = sys.argv[1], *map(int, sys.argv[2:9])
+p = make_problem(m, n, k, tile=tile, pad=pad, block=(bx, by))
+out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": 0, "reps": 0})
+print(f"{kernel}: correct={out['correct']} rel_error={out['rel_error']:.2e}")
+gpu_client.shutdown()
