@@ -9,6 +9,7 @@ import pycuda.driver as cuda
 
 from . import build
 from .plan import LaunchPlan
+from .shm import SharedArray
 from .sources import SITE_SLOTS
 from .trace import RAW_DTYPE
 
@@ -21,6 +22,7 @@ class GpuDevice:
         self.modules = modules      # shared cache of loaded cubins, owned by the worker
         self.seconds = {"kernel": 0.0, "copy": 0.0}
         self.buffers: dict[str, cuda.DeviceAllocation] = {}
+        self.shared: dict[int, SharedArray] = {}   # record arrays handed to the app in shared memory
 
     def module(self, file: str, tile: int, pad: int, traced: bool):
         path = str(build.build_cubin(file, tile, pad, traced))
@@ -81,7 +83,9 @@ class GpuDevice:
             out = np.empty(slots, dtype=np.uint32)
             cuda.memcpy_dtoh(out, counts)
         else:
-            out = np.empty(total, dtype=RAW_DTYPE)
+            handle = SharedArray((total,), RAW_DTYPE)
+            out = handle.array
+            self.shared[id(out)] = handle
             if total:
                 cuda.memcpy_dtoh(out, records)
             records.free()
@@ -98,7 +102,17 @@ class GpuDevice:
         cuda.memcpy_dtoh(host, self.buffers[name])
         return host[index]
 
+    def hand_over(self, run) -> None:
+        """Swap each record array of an execute() result for its shared-memory handle."""
+        for rl in run.launches:
+            if rl is not None:
+                rl.records = self.shared.pop(id(rl.records))
+
     def free(self):
         for buf in self.buffers.values():
             buf.free()
         self.buffers.clear()
+        for handle in self.shared.values():   # not handed over (an error came first)
+            handle.release()
+            handle.shm.unlink()
+        self.shared.clear()

@@ -6,6 +6,7 @@ error (a fault that leaves the CUDA context unusable) the worker exits; the clie
 """
 from __future__ import annotations
 
+import os
 import traceback
 
 
@@ -61,8 +62,14 @@ def serve(conn) -> None:
                 device = gpu_device.GpuDevice(info["name"], modules)
                 try:
                     value = execute.execute(payload, device)
+                    device.hand_over(value)
+                    conn.send(("ok", value))
+                    for rl in value.launches:
+                        if rl is not None:
+                            rl.records.release()
                 finally:
                     device.free()
+                continue
             else:
                 value = handlers.handle(op, payload, cuda, info, modules)
             conn.send(("ok", value))
@@ -74,7 +81,9 @@ def serve(conn) -> None:
                 traceback.print_exc()
             conn.send(("error", message, fatal))
             if fatal:
-                break
+                # The context is poisoned: leave at once, without clean-up calls into a dead
+                # context. The client starts a fresh worker for the next request.
+                os._exit(3)
     if ctx is not None:
         try:
             ctx.pop()

@@ -9,6 +9,7 @@ from .errors import EngineError
 from .execute import execute
 from .plan import DEFAULT_RECORD_CAP, TracePlan, buffer_bytes, make_plan
 from .problem import Problem
+from .shm import SharedArray
 from .trace import LaunchInfo, Trace, TraceSite, array_tables, assemble_launch, thread_warps
 
 import numpy as np
@@ -41,6 +42,9 @@ def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
             raise EngineError(f"{problem.describe()} needs {format_bytes(need)} of GPU memory for its matrices; "
                               f"{format_bytes(st.free_bytes)} is free on the {st.name}")
         raw = gpu_client.call("execute", plan)
+        for rl in raw.launches:  # the worker hands records over in shared memory
+            if rl is not None and isinstance(rl.records, SharedArray):
+                rl.records = rl.records.take()
     else:
         raw = execute(plan, CpuDevice())
     ran = time.perf_counter()

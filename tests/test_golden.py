@@ -25,6 +25,7 @@ def test_golden_traces_were_recorded_on_a_gpu(golden):
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_cpu_trace_equals_gpu_trace(golden, case):
     cpu = trace_case(case, "cpu")
-    gpu = golden[case[0]]
-    assert len(cpu.records) == len(gpu)
-    assert np.array_equal(cpu.records, gpu)
+    for field, column in cpu.columns.items():
+        gpu = golden[f"{case[0]}/{field}"]
+        assert len(column) == len(gpu), field
+        assert np.array_equal(column, gpu), field

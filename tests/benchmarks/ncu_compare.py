@@ -5,7 +5,9 @@ For each case: a full GPU trace of the instrumented build gives our totals; ncu 
 of the plain build of the same kernel and size (--clock-control none) and reads the same metrics.
 """
 import csv
+import glob
 import io
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,13 +37,23 @@ METRICS = sorted(set(NCU_METRICS.values()))
 SHORT = {m: m.replace("l1tex__", "").replace("_pipe_lsu_mem", "").replace(".sum", "") for m in METRICS}
 
 
+def ncu_path() -> str:
+    found = shutil.which("ncu") or next(iter(sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))), None) \
+        or next(iter(sorted(glob.glob("/usr/local/cuda*/bin/ncu"))), None)
+    if not found:
+        sys.exit("ncu not found")
+    return found
+
+
 def ncu(kernel_name: str, case) -> dict[str, float]:
     kernel, m, n, k, tile, pad, (bx, by) = case
-    cmd = ["ncu", "--clock-control", "none", "--target-processes", "all", "-k", f"regex:^{kernel_name}$",
+    cmd = [ncu_path(), "--clock-control", "none", "--target-processes", "all", "-k", f"regex:^{kernel_name}$",
            "--launch-count", "1", "--metrics", ",".join(METRICS), "--csv",
            sys.executable, str(ROOT / "tests/benchmarks/ncu_target.py"), kernel, *map(str, (m, n, k, tile, pad, bx, by))]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
-    rows = [l for l in out.splitlines() if l.startswith('"')]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    rows = [l for l in done.stdout.splitlines() if l.startswith('"')]
+    if not rows:
+        print(f"ncu gave no CSV for {kernel_name}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}", file=sys.stderr)
     values = {}
     for row in csv.DictReader(io.StringIO("\n".join(rows))):
         values[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))

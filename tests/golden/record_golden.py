@@ -18,7 +18,8 @@ def main(out: str) -> None:
     arrays, meta = {}, {}
     for case in CASES:
         t = trace_case(case, "gpu")
-        arrays[case[0]] = t.records
+        for field, column in t.columns.items():
+            arrays[f"{case[0]}/{field}"] = column
         meta[case[0]] = {"device": t.device, "records": len(t), "rel_error": t.rel_error}
         print(f"{case[0]:32} {len(t):>9,} records  rel_error {t.rel_error:.2e}  on {t.device}")
     np.savez_compressed(out, meta=np.array(json.dumps(meta)), **arrays)

@@ -1,0 +1,53 @@
+"""Hands large arrays from the GPU worker to the app through shared memory, not the pipe.
+
+The worker fills a SharedArray (its .array is a numpy view of a named shared-memory block) and
+sends it; only the name, shape and dtype are pickled. The receiver's copy attaches to the block,
+and .take() copies the data out and frees the block. Pickling 100+ MB through the pipe would cost
+more than the GPU's whole trace.
+"""
+from __future__ import annotations
+
+from multiprocessing import resource_tracker, shared_memory
+
+import numpy as np
+
+
+def _untrack(shm: shared_memory.SharedMemory) -> None:
+    # Python < 3.13 registers every block with the resource tracker, which would unlink it when
+    # the process that made (or merely opened) it exits; the receiver frees it explicitly instead.
+    try:
+        resource_tracker.unregister(shm._name, "shared_memory")  # noqa: SLF001
+    except Exception:
+        pass
+
+
+class SharedArray:
+    def __init__(self, shape, dtype):
+        dtype = np.dtype(dtype)
+        self.shape, self.dtype = tuple(shape), dtype
+        self.shm = shared_memory.SharedMemory(create=True, size=max(1, int(np.prod(shape)) * dtype.itemsize))
+        _untrack(self.shm)
+        self.array = np.ndarray(self.shape, dtype, buffer=self.shm.buf)
+
+    def __getstate__(self):
+        return {"name": self.shm.name, "shape": self.shape, "dtype": self.dtype}
+
+    def __setstate__(self, state):
+        self.shape, self.dtype = state["shape"], state["dtype"]
+        # Opening registers the block with the tracker again (Python < 3.13); unlink() in take()
+        # unregisters it, so the books balance.
+        self.shm = shared_memory.SharedMemory(name=state["name"])
+        self.array = np.ndarray(self.shape, self.dtype, buffer=self.shm.buf)
+
+    def release(self) -> None:
+        """The sender's side: drop its mapping once sent (the block lives on until taken)."""
+        self.array = None
+        self.shm.close()
+
+    def take(self) -> np.ndarray:
+        """The receiver's side: a private copy of the data; the block is freed."""
+        out = self.array.copy()
+        self.array = None
+        self.shm.close()
+        self.shm.unlink()
+        return out
