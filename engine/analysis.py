@@ -13,7 +13,7 @@ wavefronts beyond the ideal 1 of a 4-byte access. Totals match
 l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum and
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum, and the instruction count
 smsp__inst_executed_op_shared_{ld,st}.sum, for the source-level accesses (see engine/sass.py for
-where nvcc merges them into wider instructions).
+where nvcc merges them into wider instructions; as_compiled() then gives the hardware counts).
 """
 from __future__ import annotations
 
@@ -167,11 +167,81 @@ def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[
     return out
 
 
-def summarize(trace: Trace) -> dict:
+VECTOR_WIDTH = {"LDS.128": 4}   # words per lane of the wide shared loads this model covers
+HALF_WARP = 16
+
+
+def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
+    """Hardware totals of a shared-load site that nvcc compiled into `width`-word vector loads.
+
+    `width` consecutive executions of the site by a thread (ordinals width*g .. width*g+width-1)
+    are one vector instruction reading `width` consecutive, aligned words. As Nsight Compute counts
+    them on sm_90: each half-warp is served separately, wavefronts = most distinct words in one
+    bank, and the ideal is 4 wavefronts per 128-bit instruction (512 bytes at 128 per wavefront).
+    Returns None when the records do not have that shape (the model then does not apply).
+    """
+    r = trace.columns
+    idx = np.flatnonzero(r["site"] == s)
+    if not len(idx):
+        return None
+    o = r["ordinal"][idx].astype(np.int64)
+    words = (r["offset"][idx] // ELEMENT_BYTES).astype(np.int64)
+    warp_id = np.repeat(trace.thread_warp.astype(np.int64), trace.thread_counts)[idx]
+    group, part = np.divmod(o, width)
+    n_rows, inverse = _compact(warp_id * (int(group.max()) + 1) + group)
+    table = np.full((n_rows, WARP, width), -1, dtype=np.int64)
+    table[inverse, r["lane"][idx], part] = words
+    lanes = table.reshape(n_rows * WARP, width)
+    active = lanes[:, 0] >= 0
+    aligned = (lanes[active, 0] % width == 0) & (lanes[active] == lanes[active, :1] + np.arange(width)).all(axis=1)
+    if not aligned.all():
+        return None
+    half = HALF_WARP * width
+    flat = table.reshape(n_rows, WARP * width)
+    wavefronts = _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:])
+    ideal = 4
+    return {"requests": n_rows, "wavefronts": int(wavefronts.sum()),
+            "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum())}
+
+
+def as_compiled(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[pd.DataFrame, list[str]]:
+    """The site table as the hardware executes it: shared-load sites that the SASS shows as
+    vector loads get their hardware instruction, wavefront and conflict counts (what ncu reads)."""
+    hw = sites.copy()
+    notes = []
+    by_line = sass_info.get("by_line", {}) if sass_info.get("available") else {}
+    for i, row in hw.iterrows():
+        if row["space"] != "shared" or row["op"] != "load" or row["kernel"] != trace.launches[-1].kernel:
+            continue
+        ops = by_line.get(row["line"], {})
+        wide = [op for op in ops if op in VECTOR_WIDTH]
+        if not wide:
+            continue
+        if set(ops) != {wide[0]}:
+            notes.append(f"line {row['line']}: mixed {', '.join(ops)}; hardware counts not modelled")
+            continue
+        totals = _merged_site_totals(trace, int(row["site"]), VECTOR_WIDTH[wide[0]])
+        if totals is None:
+            notes.append(f"line {row['line']}: {wide[0]} but the accesses are not consecutive words; not modelled")
+            continue
+        hw.loc[i, ["requests", "wavefronts", "bank_conflicts"]] = [totals[k] for k in ("requests", "wavefronts", "bank_conflicts")]
+        hw.loc[i, "wavefronts_per_request"] = totals["wavefronts"] / max(totals["requests"], 1)
+        notes.append(f"line {row['line']} ({row['array']}): nvcc merged every {VECTOR_WIDTH[wide[0]]} reads into one "
+                     f"{wide[0]}: {row['requests']:,} warp-level reads in the source are {totals['requests']:,} hardware instructions "
+                     f"with {totals['wavefronts']:,} wavefronts")
+    return hw, notes
+
+
+def summarize(trace: Trace, sass_info: dict | None = None) -> dict:
     """The JSON-ready summary `python -m engine trace` prints."""
     inst = warp_instructions(trace)
     sites = site_summary(trace, inst)
     p = trace.problem
+    hardware = {}
+    if sass_info is not None:
+        hw, notes = as_compiled(trace, sites, sass_info)
+        hardware = {"ncu": {k: ncu_totals(hw, k) for k in dict.fromkeys(hw["kernel"])}, "notes": notes,
+                    "sass_note": sass_info.get("note", "")}
     return {
         "kernel": trace.kernel, "size": {"M": p.m, "N": p.n, "K": p.k}, "tile": p.tile, "pad": p.pad,
         "block": list(trace.launches[-1].block), "source": trace.source, "device": trace.device,
@@ -180,6 +250,7 @@ def summarize(trace: Trace) -> dict:
         "relative_error": trace.rel_error, "checked_outputs": trace.checked_outputs,
         "sites": sites.drop(columns=["source"]).to_dict(orient="records"),
         "ncu": {k: ncu_totals(sites, k) for k in dict.fromkeys(sites["kernel"])},
+        "as_compiled": hardware,
         "seconds": {k: round(v, 4) for k, v in trace.timings.items()},
     }
 

@@ -48,10 +48,9 @@ def cmd_trace(args) -> int:
     block = parse_block(args.block) if args.block else spec.default_block
     problem = make_problem(args.m, args.n, args.k, tile=args.tile, pad=args.pad, block=block)
     trace = tracer.trace(args.kernel, problem, parse_blocks(args.blocks), args.source, args.cap)
-    summary = analysis.summarize(trace)
-    if spec.launches:
-        last = spec.launches[-1]
-        summary["sass"] = sass.memory_instructions(last.file, problem.tile, problem.pad)
+    sass_info = sass.memory_instructions(spec.launches[-1].file, problem.tile, problem.pad)
+    summary = analysis.summarize(trace, sass_info)
+    summary["sass"] = sass_info
     if args.out:
         save_trace(trace, Path(args.out))
         summary["trace_file"] = args.out

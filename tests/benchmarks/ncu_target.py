@@ -10,8 +10,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from engine import gpu_client  # noqa: E402
 from engine.problem import make_problem  # noqa: E402
 
-kernel, m, n, k, tile, pad, bx, by = sys.argv[1], *map(int, sys.argv[2:9])
-p = make_problem(m, n, k, tile=tile, pad=pad, block=(bx, by))
-out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": 0, "reps": 0})
-print(f"{kernel}: correct={out['correct']} rel_error={out['rel_error']:.2e}")
-gpu_client.shutdown()
+
+def main() -> None:
+    kernel, m, n, k, tile, pad, bx, by = sys.argv[1], *map(int, sys.argv[2:9])
+    p = make_problem(m, n, k, tile=tile, pad=pad, block=(bx, by))
+    out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": 0, "reps": 0})
+    print(f"{kernel}: correct={out['correct']} rel_error={out['rel_error']:.2e}")
+    gpu_client.shutdown()
+
+
+if __name__ == "__main__":  # the GPU worker is spawned: this module is re-imported in it
+    main()
