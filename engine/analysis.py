@@ -201,14 +201,15 @@ def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
     wavefronts = _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:])
     ideal = 4
     return {"requests": n_rows, "wavefronts": int(wavefronts.sum()),
-            "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum())}
+            "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum()), "per_instruction": wavefronts}
 
 
-def as_compiled(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[pd.DataFrame, list[str]]:
+def as_compiled(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[pd.DataFrame, list[str], dict]:
     """The site table as the hardware executes it: shared-load sites that the SASS shows as
-    vector loads get their hardware instruction, wavefront and conflict counts (what ncu reads)."""
+    vector loads get their hardware instruction, wavefront and conflict counts (what ncu reads).
+    Also returns, per merged site, the wavefronts of each hardware instruction."""
     hw = sites.copy()
-    notes = []
+    notes, per_site = [], {}
     by_line = sass_info.get("by_line", {}) if sass_info.get("available") else {}
     for i, row in hw.iterrows():
         if row["space"] != "shared" or row["op"] != "load" or row["kernel"] != trace.launches[-1].kernel:
@@ -226,10 +227,11 @@ def as_compiled(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[pd.
             continue
         hw.loc[i, ["requests", "wavefronts", "bank_conflicts"]] = [totals[k] for k in ("requests", "wavefronts", "bank_conflicts")]
         hw.loc[i, "wavefronts_per_request"] = totals["wavefronts"] / max(totals["requests"], 1)
+        per_site[int(row["site"])] = totals["per_instruction"]
         notes.append(f"line {row['line']} ({row['array']}): nvcc merged every {VECTOR_WIDTH[wide[0]]} reads into one "
                      f"{wide[0]}: {row['requests']:,} warp-level reads in the source are {totals['requests']:,} hardware instructions "
                      f"with {totals['wavefronts']:,} wavefronts")
-    return hw, notes
+    return hw, notes, per_site
 
 
 def summarize(trace: Trace, sass_info: dict | None = None) -> dict:
@@ -239,7 +241,7 @@ def summarize(trace: Trace, sass_info: dict | None = None) -> dict:
     p = trace.problem
     hardware = {}
     if sass_info is not None:
-        hw, notes = as_compiled(trace, sites, sass_info)
+        hw, notes, _ = as_compiled(trace, sites, sass_info)
         hardware = {"ncu": {k: ncu_totals(hw, k) for k in dict.fromkeys(hw["kernel"])}, "notes": notes,
                     "sass_note": sass_info.get("note", "")}
     return {

@@ -14,7 +14,29 @@ from .plan import DEFAULT_RECORD_CAP, parse_blocks
 from .problem import make_problem, parse_block
 
 
+def catalog_markdown() -> str:
+    """The README's kernel table, from the registry (tests/test_readme.py keeps the README in step)."""
+    rows = ["| kernel | seed | kind | parameters | lesson |", "|---|---|---|---|---|"]
+    for k in registry.CATALOG:
+        params = []
+        if k.tiles:
+            params.append("TILE " + "/".join(map(str, k.tiles)))
+        if k.pads:
+            params.append("PAD " + "/".join(map(str, k.pads)))
+        if k.block_shapes:
+            params.append("block shape")
+        if k.needs_tile_multiple:
+            params.append("sizes multiple of TILE")
+        source = ", ".join(f"`cuda/{l.file}`" for l in k.launches)
+        name = f"`{k.name}`" + (f" ({source})" if source else "")
+        rows.append(f"| {name} | {', '.join(k.seeds)} | {k.kind} | {'; '.join(params) or '-'} | {k.lesson} |")
+    return "\n".join(rows)
+
+
 def cmd_kernels(args) -> int:
+    if args.markdown:
+        print(catalog_markdown())
+        return 0
     for k in registry.CATALOG:
         seeds = ",".join(k.seeds)
         params = []
@@ -61,7 +83,9 @@ def cmd_trace(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine", description="CUDA Matmul Explorer engine")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("kernels", help="list the kernel catalog").set_defaults(fn=cmd_kernels)
+    kernels = sub.add_parser("kernels", help="list the kernel catalog")
+    kernels.add_argument("--markdown", action="store_true", help="as the README's table")
+    kernels.set_defaults(fn=cmd_kernels)
     sub.add_parser("info", help="GPU or CPU mode, and the device").set_defaults(fn=cmd_info)
     t = sub.add_parser("trace", help="trace a kernel, print its metrics as JSON")
     t.add_argument("kernel")

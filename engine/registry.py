@@ -48,6 +48,7 @@ class KernelSpec:
     needs_tile_multiple: bool = False      # seeds 003/004: no boundary guards
     default_block: tuple[int, int] = (16, 16)
     precision: str = "fp32"                # arithmetic: "fp32", or "tf32" for tensor-op math
+    rows_from_block_x: bool = False        # blockIdx.x walks the rows of C (seeds 000 and 001's mapping)
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -89,6 +90,7 @@ CATALOG: tuple[KernelSpec, ...] = (
                          grid=lambda p: (_cdiv(p.m, p.block[0]), _cdiv(p.n, p.block[1])),
                          block=lambda p: p.block, records_per_thread=_naive_records),),
         block_shapes=NAIVE_BLOCKS,
+        rows_from_block_x=True,
         notes=("Seed 000 says A is read coalesced and B strided; with its own mapping it is the reverse.",
                "Seed 000's launch line `matMul<<<blocksPerGridX, blocksPerGridY>>>` passes a block count "
                "where the threads per block belong; the engine launches the 2-D grid the kernel expects."),
@@ -152,6 +154,7 @@ CATALOG: tuple[KernelSpec, ...] = (
                          block=_tile_block, records_per_thread=_tiled_records),),
         tiles=TILES,
         pads=(0, 1),
+        rows_from_block_x=True,
     ),
     KernelSpec(
         name="cublas_sgemm",

@@ -1,0 +1,60 @@
+"""CUDA Matmul Explorer: `streamlit run app.py`. The home page lives here; the others in pages/."""
+import pandas as pd
+import streamlit as st
+
+from engine import registry
+from pages.lib import ui
+
+st.set_page_config(page_title="CUDA Matmul Explorer", page_icon=":material/grid_on:", layout="wide")
+
+
+def home() -> None:
+    ui.setup_page("CUDA Matmul Explorer",
+                  "Why one matrix-multiplication kernel is 100x faster than another, shown from what every "
+                  "thread of the real kernels reads and writes.")
+    st.markdown(
+        "**Where to look, in order**\n"
+        "1. **Coalescing**: a warp's 32 reads collapse into 4 sectors, or spray over 32. The naive kernels, "
+        "two thread mappings side by side, and seed 001's transposed B.\n"
+        "2. **Tile phases**: what one block pulls into shared memory, phase by phase, and how many global "
+        "reads that saves against the naive kernel.\n"
+        "3. **Bank conflicts**: 32 lanes piling onto one bank of shared memory until one word of padding "
+        "spreads them out (seed 001's kernel).\n"
+        "4. **Benchmarks**: the same kernels timed against cuBLAS.")
+    st.subheader("Device")
+    device_card()
+    st.subheader("Kernel catalog")
+    rows = [{"kernel": k.name, "what": k.title, "seed": ", ".join(k.seeds), "kind": k.kind, "lesson": k.lesson}
+            for k in registry.CATALOG]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption("Every kernel's source is in cuda/; the seed documents are the five texts the project "
+               "started from. Sizes, tiles and block shapes are chosen on each page.")
+
+
+def device_card() -> None:
+    status = ui.device_status()
+    if not status.available:
+        st.info(f"No NVIDIA GPU in this machine ({status.reason}). Traces come from the CPU path, which runs the "
+                "same kernel sources and gives the same traces as the GPU; benchmark charts show runs recorded "
+                "on a real GPU, labelled as such.", icon=":material/computer:")
+        return
+    info = status.info
+    cols = st.columns(5)
+    cols[0].metric("GPU", info["name"])
+    cols[1].metric("SMs", info["sm_count"])
+    cols[2].metric("Memory", f"{info['total_bytes'] / 2**30:.0f} GiB")
+    cols[3].metric("Max SM clock", f"{info['sm_clock_mhz']} MHz")
+    cols[4].metric("Compute capability", info["compute_capability"])
+    st.caption(f"Memory clock {info['memory_clock_mhz']} MHz, {info['memory_bus_bits']}-bit bus, "
+               f"L2 {info['l2_bytes'] / 2**20:.0f} MiB, CUDA {info['cuda']}, driver API {info['driver']}.")
+
+
+PAGES = [
+    st.Page(home, title="Home", icon=":material/home:", default=True, url_path="home"),
+    st.Page("pages/coalescing.py", title="Coalescing", icon=":material/view_week:"),
+    st.Page("pages/tile_phases.py", title="Tile phases", icon=":material/grid_view:"),
+    st.Page("pages/bank_conflicts.py", title="Bank conflicts", icon=":material/view_column:"),
+    st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:"),
+]
+
+st.navigation(PAGES).run()

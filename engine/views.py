@@ -1,0 +1,149 @@
+"""Page-ready slices of a trace, as plain data: one warp's instructions lane by lane, one block's
+tile phases. The pages turn these into pictures (pages/figures.py); nothing here draws."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import registry
+from .analysis import BANKS, LINE_BYTES, SECTOR_BYTES
+from .reference import matmul
+from .problem import make_inputs
+from .trace import ELEMENT_BYTES, Trace
+
+
+@dataclass
+class Step:
+    """One warp-level instruction: what each active lane touched."""
+    index: int            # position in the warp's program order
+    site: int
+    line: int
+    kernel: str
+    array: str
+    space: str
+    op: str
+    epoch: int
+    lanes: np.ndarray     # lane numbers of the active lanes
+    rows: np.ndarray
+    cols: np.ndarray
+    offsets: np.ndarray   # byte offsets in the array
+    sectors: int          # distinct 32-byte sectors (global)
+    lines: int            # distinct 128-byte lines (global)
+    wavefronts: int       # shared: most distinct words in one bank
+
+    @property
+    def banks(self) -> np.ndarray:
+        return (self.offsets // ELEMENT_BYTES) % BANKS
+
+    @property
+    def sector_ids(self) -> np.ndarray:
+        return self.offsets // SECTOR_BYTES
+
+    @property
+    def line_ids(self) -> np.ndarray:
+        return self.offsets // LINE_BYTES
+
+
+def warps_of(trace: Trace, block_x: int, block_y: int, launch: int | None = None) -> list[int]:
+    launch = len(trace.launches) - 1 if launch is None else launch
+    r = trace.columns
+    mask = (r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
+    return sorted(set(r["warp"][mask].tolist()))
+
+
+def warp_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, space: str | None,
+               start: int = 0, limit: int = 160, launch: int | None = None) -> tuple[list[Step], int]:
+    """The warp's instructions in program order (optionally one memory space), a window of them,
+    and how many there are in all."""
+    launch = len(trace.launches) - 1 if launch is None else launch
+    mine = inst[(inst["launch"] == launch) & (inst["block_x"] == block_x) & (inst["block_y"] == block_y)
+                & (inst["warp"] == warp)]
+    if space is not None:
+        keep = np.array([trace.sites[s].site.space == space for s in mine["site"]], dtype=bool)
+        mine = mine[keep]
+    total = len(mine)
+    window = mine[start:start + limit]
+    r = trace.columns
+    in_warp = np.flatnonzero((r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
+                             & (r["warp"] == warp))
+    key = r["site"][in_warp].astype(np.int64) << 32 | r["ordinal"][in_warp]
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    steps = []
+    for i, row in enumerate(window):
+        k = int(row["site"]) << 32 | int(row["ordinal"])
+        lo, hi = np.searchsorted(sorted_key, [k, k + 1])
+        idx = in_warp[order[lo:hi]]
+        ts = trace.sites[int(row["site"])]
+        steps.append(Step(start + i, int(row["site"]), ts.site.line, ts.kernel, ts.site.array, ts.site.space,
+                          ts.site.op, int(row["epoch"]), r["lane"][idx].astype(int), r["row"][idx].astype(int),
+                          r["col"][idx].astype(int), r["offset"][idx].astype(np.int64), int(row["sectors"]),
+                          int(row["lines"]), int(row["wavefronts"])))
+    return steps, total
+
+
+def bank_layers(step: Step) -> pd.DataFrame:
+    """For a shared-memory step: each distinct word with its bank, its layer (0 for the first word
+    of a bank, 1 for the second: the extra wavefronts) and the lanes that read it (broadcast)."""
+    words = step.offsets // ELEMENT_BYTES
+    df = pd.DataFrame({"lane": step.lanes, "word": words, "bank": words % BANKS})
+    grouped = df.groupby(["bank", "word"], sort=True)["lane"].apply(lambda s: sorted(s.tolist())).reset_index()
+    grouped["layer"] = grouped.groupby("bank").cumcount()
+    return grouped
+
+
+@dataclass
+class Phase:
+    phase: int
+    a_rows: tuple[int, int]   # half-open ranges of the tiles the block asked for (may pass the edge)
+    a_cols: tuple[int, int]
+    b_rows: tuple[int, int]
+    b_cols: tuple[int, int]
+    a_loaded: int             # elements really read from global memory (inside the matrix)
+    b_loaded: int
+    zero_filled: int          # shared-memory elements stored as zeros (edges)
+
+
+def tile_phases(trace: Trace, block_x: int, block_y: int) -> list[Phase]:
+    """Per phase: which tile of A and of B the block loads, and the zero-filled part, from the trace."""
+    tile = trace.problem.tile
+    r = trace.columns
+    launch = len(trace.launches) - 1
+    mine = (r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
+    names = trace.arrays
+    gl = mine & (r["space"] == 0) & (r["op"] == 0)
+    st = mine & (r["space"] == 1) & (r["op"] == 1)
+    phases = []
+    for p in range(-(-trace.problem.k // tile)):
+        ep = r["epoch"] == 2 * p
+        loads = gl & ep
+        a = loads & (r["array"] == names.index("A"))
+        b = loads & (r["array"] == names.index("B"))
+        stores = int((st & ep).sum())
+        rows_c, cols_c = block_rows_cols(trace, block_x, block_y)
+        phases.append(Phase(p, rows_c, (p * tile, (p + 1) * tile), (p * tile, (p + 1) * tile), cols_c,
+                            int(a.sum()), int(b.sum()), stores - int(a.sum()) - int(b.sum())))
+    return phases
+
+
+def block_rows_cols(trace: Trace, block_x: int, block_y: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The tile of C a block owns, from the kernel's launch geometry (rows, cols; half-open)."""
+    tile = trace.problem.tile
+    if registry.get(trace.kernel).rows_from_block_x:   # seed 000/001's mapping
+        return (block_x * tile, (block_x + 1) * tile), (block_y * tile, (block_y + 1) * tile)
+    return (block_y * tile, (block_y + 1) * tile), (block_x * tile, (block_x + 1) * tile)
+
+
+def partial_sums(trace: Trace, block_x: int, block_y: int) -> list[np.ndarray]:
+    """The block's C tile after each phase (float64 from the same inputs): what accumulates in `sum`."""
+    p = trace.problem
+    a, b = make_inputs(p)
+    (r0, r1), (c0, c1) = block_rows_cols(trace, block_x, block_y)
+    r1, c1 = min(r1, p.m), min(c1, p.n)
+    out = []
+    for ph in range(-(-p.k // p.tile)):
+        k1 = min((ph + 1) * p.tile, p.k)
+        out.append(matmul(a[r0:r1, :k1], b[:k1, c0:c1]))
+    return out

@@ -1,0 +1,74 @@
+"""Bank conflicts: each shared-memory instruction's 32 lanes mapped onto the 32 banks."""
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from engine import analysis, registry, views
+from pages.lib import claims, figures, ui
+
+ui.setup_page("Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes reading different "
+              "words of one bank are served one after another: each extra word is one more wavefront.")
+
+shared = [k.name for k in registry.traceable() if k.uses_tile]
+c0, c1, c2, c3 = st.columns([2.2, 1, 1, 1])
+kernel = c0.selectbox("Kernel", shared, index=shared.index(ui.query_str("kernel", "shared_bank_conflicts", shared)),
+                      format_func=ui.kernel_label)
+spec = registry.get(kernel)
+tile = c1.selectbox("TILE", spec.tiles, index=spec.tiles.index(ui.query_int("tile", 32, spec.tiles)))
+pad = int(c2.toggle("Pad rows by one word", value=ui.query_int("pad", 0, (0, 1)) == 1, disabled=not spec.pads,
+                    help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
+size = c3.number_input("M = N = K", tile, 128, max(tile, ui.query_int("size", 64)), step=tile)
+ui.remember(kernel=kernel, tile=tile, pad=pad, size=size)
+
+trace, inst = ui.trace_or_stop(kernel, size, size, size, tile, pad, spec.default_block, None, "auto")
+grid = trace.launches[-1].grid
+d1, d2, d3 = st.columns([1, 1, 2])
+warps = views.warps_of(trace, 0, 0)
+warp = d1.selectbox("Warp of block (0, 0)", warps, index=warps.index(ui.query_int("warp", 0, warps)))
+kinds = d2.radio("Show", ["loads", "loads and stores"], horizontal=True)
+speed = d3.select_slider("Speed", ["slow", "normal", "fast"], value="normal")
+ui.remember(warp=warp)
+
+steps, total = views.warp_steps(trace, inst, 0, 0, warp, "shared", 0, 160)
+if kinds == "loads":
+    steps = [s for s in steps if s.op == "load"]
+if steps:
+    fig = figures.bank_figure(steps, [views.bank_layers(s) for s in steps], ui.source_lines(trace.launches[-1].file),
+                              ui.presenter(), {"slow": 900, "normal": 400, "fast": 80}[speed], kernel)
+    st.plotly_chart(fig, width="stretch", config={"displaylogo": False})
+    st.caption("Green: the first word a bank serves; red: every further word of the same bank, one more wavefront "
+               "each. Lanes wired to one square read the same word: a broadcast, served together.")
+
+st.subheader("The whole kernel")
+summary = analysis.site_summary(trace, inst)
+sass_info = ui.cached_sass(trace.launches[-1].file, tile, pad)
+hw, notes, per_site = analysis.as_compiled(trace, summary, sass_info)
+loads = summary[(summary["space"] == "shared") & (summary["op"] == "load")]
+source_ways = pd.Series(inst["wavefronts"][np.isin(inst["site"], loads["site"].to_numpy())]).value_counts().sort_index()
+compiled = None
+if per_site:
+    merged = np.concatenate(list(per_site.values()))
+    others = inst["wavefronts"][np.isin(inst["site"], [s for s in loads["site"] if s not in per_site])]
+    compiled = pd.Series(np.concatenate([merged, others])).value_counts().sort_index().to_dict()
+left, right = st.columns([1.3, 1])
+left.plotly_chart(figures.ways_histogram(source_ways.to_dict(), compiled, ui.presenter()), width="stretch")
+rows = []
+for (_, r), (_, h) in zip(summary.iterrows(), hw.iterrows()):
+    if r["space"] != "shared":
+        continue
+    rows.append({"line": r["line"], "access": f"{r['op']} {r['array']}", "requests": r["requests"],
+                 "wavefronts": int(r["wavefronts"]), "bank conflicts": int(r["bank_conflicts"]),
+                 "as compiled: instructions": int(h["requests"]), "wavefronts ": int(h["wavefronts"]),
+                 "conflicts ": int(h["bank_conflicts"])})
+right.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+right.caption("Left block: as written (one 32-bit read per access). Right block: as compiled, what "
+              "`ncu --metrics smsp__inst_executed_op_shared_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,"
+              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum` reads.")
+for note in notes:
+    right.info(note, icon=":material/memory:")
+if sass_info.get("available") is False:
+    right.caption(sass_info["note"])
+
+st.subheader("What the seeds say, and what measurement shows")
+for claim, verdict in claims.CLAIMS["banks"]:
+    st.markdown(f"- *{claim}*  \n  {verdict}")

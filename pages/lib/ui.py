@@ -1,0 +1,128 @@
+"""What every page shares: the mode banner, presenter mode, view state in the URL, cached engine calls.
+
+Pages stay thin: controls -> an engine call through here -> a figure from pages/figures.py.
+"""
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from engine import analysis, gpu_client, registry, sass, sources, tracer
+from engine.errors import EngineError
+from engine.problem import make_problem
+
+SEED_NAMES = {"000": "seed 000 (Matrix Multiplication, tiling tutorial)",
+              "001": "seed 001 (non-square matmul homework, transposed B, padding)",
+              "002": "seed 002 (naive to tensor cores, cuBLAS)",
+              "003": "seed 003 (tiling notes, Asub/Bsub)",
+              "004": "seed 004 (shared-memory tiling, tileA/tileB)"}
+
+
+@st.cache_resource(show_spinner=False)
+def device_status():
+    """Asked once per server: starts the GPU worker if PyCUDA is installed."""
+    return gpu_client.status()
+
+
+def presenter() -> bool:
+    return st.session_state.get("presenter", False)
+
+
+def font_size() -> int:
+    return 22 if presenter() else 13
+
+
+def setup_page(title: str, intro: str) -> None:
+    """Title, presenter toggle, mode banner. Call first on every page."""
+    st.set_page_config(page_title=f"{title} · CUDA Matmul Explorer", layout="wide")
+    state = st.query_params.get("presenter", "0") == "1"
+    st.session_state.setdefault("presenter", state)
+    with st.sidebar:
+        on = st.toggle("Presenter mode (big text)", key="presenter",
+                       help="Larger fonts and thicker lines, for the back of a classroom")
+        st.query_params["presenter"] = "1" if on else "0"
+        mode_banner(sidebar=True)
+    if presenter():
+        st.markdown("<style>html, body, [class*='css'], .stMarkdown p, .stMarkdown li {font-size: 1.35rem !important;}"
+                    " h1 {font-size: 3rem !important;} .stCode code {font-size: 1.2rem !important;}</style>",
+                    unsafe_allow_html=True)
+    st.title(title)
+    st.caption(intro)
+
+
+def mode_banner(sidebar: bool = False) -> None:
+    st_ = device_status()
+    box = st.success if st_.available else st.info
+    if st_.available:
+        text = (f"**GPU mode** · {st_.name} · traces are recorded live by the instrumented kernels "
+                f"on this GPU.")
+    else:
+        text = (f"**CPU mode** · no NVIDIA GPU here ({st_.reason}). Traces come from the same kernel "
+                "sources run on the CPU; tests check them against traces recorded on an H200.")
+    box(text, icon=":material/memory:")
+
+
+def query_int(name: str, default: int, choices=None) -> int:
+    try:
+        value = int(st.query_params.get(name, default))
+    except ValueError:
+        value = default
+    if choices is not None and value not in choices:
+        value = default
+    return value
+
+
+def query_str(name: str, default: str, choices=None) -> str:
+    value = st.query_params.get(name, default)
+    return value if choices is None or value in choices else default
+
+
+def remember(**values) -> None:
+    """Puts the view's state in the URL, so a teacher can hand out a link to this exact view."""
+    for k, v in values.items():
+        st.query_params[k] = str(v)
+
+
+@st.cache_resource(max_entries=48, ttl=3600, show_spinner=False)
+def cached_trace(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
+                 blocks: tuple | None, source: str):
+    """One trace per distinct view, shared by all sessions (read-only)."""
+    p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
+    t = tracer.trace(kernel, p, list(blocks) if blocks else None, source)
+    inst = analysis.warp_instructions(t)
+    return t, inst
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def cached_sass(file: str, tile: int, pad: int) -> dict:
+    return sass.memory_instructions(file, tile, pad)
+
+
+def trace_or_stop(*args, **kwargs):
+    """The trace, or a one-line message in the page (and nothing else drawn)."""
+    try:
+        return cached_trace(*args, **kwargs)
+    except EngineError as exc:
+        st.error(str(exc), icon=":material/error:")
+        st.stop()
+
+
+def kernel_label(name: str) -> str:
+    spec = registry.get(name)
+    return f"{spec.title} — seed {', '.join(spec.seeds)}"
+
+
+def source_lines(file: str) -> list[str]:
+    return sources.load(file).text.splitlines()
+
+
+def code_html(file: str, highlight: set[int], title: str = "") -> str:
+    """The kernel source with lines highlighted (for static views; animations draw it in the figure)."""
+    rows = []
+    for n, line in enumerate(source_lines(file), start=1):
+        style = "background:#ffe08a;" if n in highlight else ""
+        rows.append(f"<div style='{style}white-space:pre;font-family:monospace;font-size:{font_size()}px'>"
+                    f"<span style='color:#999'>{n:3d} </span>{html.escape(line)}</div>")
+    head = f"<div style='font-weight:600'>{html.escape(title)}</div>" if title else ""
+    return head + "<div style='border:1px solid #ddd;padding:6px;overflow-x:auto'>" + "".join(rows) + "</div>"
