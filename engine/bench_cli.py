@@ -1,5 +1,66 @@
-"""`python -m engine bench`: registered by engine/cli.py (see engine/benchmark.py)."""
+"""`python -m engine bench`: a sweep on the GPU (or a recorded run re-rendered), written as files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import benchmark, export, gpu_client, registry
+from .errors import EngineError
+from .problem import parse_block
 
 
 def register(sub) -> None:
-    return None
+    b = sub.add_parser("bench", help="time kernels against cuBLAS and write CSV/JSON/PNG/SVG/HTML")
+    b.add_argument("--kernels", default="naive_x_rows,naive_x_cols,tiled_guarded,cublas_sgemm,cublas_sgemm_tf32",
+                   help="comma-separated catalog names (python -m engine kernels)")
+    b.add_argument("--sizes", default="256,512,1024,2048,4096", help="N or MxNxK, comma-separated")
+    b.add_argument("--tile", type=int, default=16)
+    b.add_argument("--pad", type=int, default=0)
+    b.add_argument("--block", help="launch block of the naive kernels, e.g. 32x32 (default: each kernel's own)")
+    b.add_argument("--reps", type=int, default=20)
+    b.add_argument("--warmup", type=int, default=2)
+    b.add_argument("--flush-l2", action="store_true", help="flush L2 before every timed repetition")
+    b.add_argument("--formats", default=",".join(export.FORMATS))
+    b.add_argument("--from", dest="source", help="re-render a results.json instead of measuring (no GPU needed)")
+    b.add_argument("--out", required=True, help="folder for the files")
+    b.set_defaults(fn=cmd_bench)
+
+
+def cmd_bench(args) -> int:
+    formats = [f for f in args.formats.split(",") if f]
+    bad = set(formats) - set(export.FORMATS)
+    if bad:
+        raise EngineError(f"formats are {', '.join(export.FORMATS)}; not {', '.join(sorted(bad))}")
+    if args.source:
+        doc = json.loads(Path(args.source).read_text())
+        benchmark.load_document(json.dumps(doc))   # validates
+        rows, prov = doc["results"], doc["provenance"]
+    else:
+        kernels = [k for k in args.kernels.split(",") if k]
+        for k in kernels:
+            if registry.get(k).kind not in ("cuda", "cublas"):
+                raise EngineError(f"{k} cannot be timed on the GPU")
+        status = gpu_client.status()
+        if not status.available:
+            raise EngineError(f"no GPU to time on ({status.reason}); use --from a recorded results.json")
+        settings = benchmark.Settings(args.warmup, args.reps, args.flush_l2)
+        prov = benchmark.provenance(status.info, settings)
+        rows = []
+        sizes = benchmark.parse_sizes(args.sizes)
+        tiles = {k: args.tile for k in kernels}
+        pads = {k: args.pad for k in kernels}
+        blocks = {k: parse_block(args.block) for k in kernels} if args.block else None
+        for row in benchmark.sweep(kernels, sizes, settings, tiles, pads, blocks):
+            rows.append(row)
+            shape = f"{row['m']}x{row['n']}x{row['k']}"
+            if row["status"] == "ok":
+                print(f"{row['kernel']:22} {shape:>16} {row['gflops']:>11,.0f} GFLOP/s  median {row['median_ms']:.3f} ms"
+                      f"  spread {100 * row['spread']:.1f}%  n={row['reps']}", flush=True)
+            else:
+                print(f"{row['kernel']:22} {shape:>16}  {row['status']}: {row.get('error', '')}", flush=True)
+    written, skipped = export.write_all(rows, prov, Path(args.out), formats)
+    for path in written:
+        print(f"wrote {path}")
+    for line in skipped:
+        print(f"skipped {line}")
+    return 0

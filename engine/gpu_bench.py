@@ -65,14 +65,35 @@ def tolerance(spec: registry.KernelSpec) -> float:
     return 5e-3 if spec.precision == "tf32" else 1e-4
 
 
+def telemetry(state: dict) -> dict:
+    """SM clock, power and temperature from NVML (nvidia-ml-py), so throttling shows in the results."""
+    if "nvml" not in state:
+        try:
+            import pynvml  # noqa: PLC0415 - optional, GPU machines only
+            pynvml.nvmlInit()
+            state["nvml"] = (pynvml, pynvml.nvmlDeviceGetHandleByIndex(0))
+        except Exception:
+            state["nvml"] = None
+    if not state["nvml"]:
+        return {}
+    nv, h = state["nvml"]
+    try:
+        return {"sm_clock_mhz": nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+                "power_w": nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                "temperature_c": nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)}
+    except Exception:
+        return {}
+
+
 def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2, reps: int = 20,
-              flush_l2: bool = False, source_override: str | None = None) -> dict:
+              flush_l2: bool = False, source_override: str | None = None, seconds_per_point: float = 0.0) -> dict:
     """source_override replaces the source of the kernel's last launch (tests: a deliberately wrong one)."""
     spec = registry.get(kernel)
     a, b = make_inputs(problem)
     shapes = global_shapes(problem)
     bufs = {"A": cuda.to_device(a), "B": cuda.to_device(b)}
-    for name in ("C", "BT"):
+    uses_bt = any(n == "BT" for launch in spec.launches for _, n in sources.load(launch.file).params)
+    for name in ("C", "BT") if uses_bt else ("C",):
         rows, cols = shapes[name]
         bufs[name] = cuda.mem_alloc(4 * rows * cols)
         cuda.memset_d32(bufs[name], NAN_BITS, rows * cols)
@@ -107,9 +128,14 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
             flush_words = 2 * state["info"]["l2_bytes"] // 4
             flush = cuda.mem_alloc(4 * flush_words)
         start, end = cuda.Event(), cuda.Event()
+        start.record()
         for _ in range(warmup):
             launch()
-        cuda.Context.synchronize()
+        end.record()
+        end.synchronize()
+        if warmup and seconds_per_point:   # slow points: fewer repetitions, never under 5
+            per_launch = start.time_till(end) / 1e3 / warmup
+            reps = max(min(reps, 5), min(reps, int(seconds_per_point / max(per_launch, 1e-9))))
         # Correctness gate on the result of the warm-up (or of a first run).
         if not warmup:
             launch()
@@ -134,7 +160,7 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
                 end.synchronize()
                 times.append(start.time_till(end))
         return {"kernel": kernel, "times_ms": times, "rel_error": err, "correct": ok,
-                "tolerance": tolerance(spec), "checked_rows": int(len(rows))}
+                "tolerance": tolerance(spec), "checked_rows": int(len(rows)), "telemetry": telemetry(state)}
     finally:
         for buf in bufs.values():
             buf.free()

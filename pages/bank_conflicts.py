@@ -15,7 +15,7 @@ kernel = c0.selectbox("Kernel", shared, index=shared.index(ui.query_str("kernel"
                       format_func=ui.kernel_label)
 spec = registry.get(kernel)
 tile = c1.selectbox("TILE", spec.tiles, index=spec.tiles.index(ui.query_int("tile", 32, spec.tiles)))
-pad = int(c2.toggle("Pad rows by one word", value=ui.query_int("pad", 0, (0, 1)) == 1, disabled=not spec.pads,
+pad = int(c2.toggle("Pad rows by one word", value=ui.query_int("pad", 0, (0, 1)) == 1, disabled=not spec.pads, key="pad",
                     help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
 size = c3.number_input("M = N = K", tile, 128, max(tile, ui.query_int("size", 64)), step=tile)
 ui.remember(kernel=kernel, tile=tile, pad=pad, size=size)

@@ -1,1 +1,145 @@
-import streamlit as st; st.write("todo")
+"""Benchmarks: the kernels timed against cuBLAS, live on the GPU or from runs recorded on one."""
+import json
+import time
+
+import pandas as pd
+import streamlit as st
+
+from engine import benchmark, charts, export, registry
+from engine.errors import EngineError
+from pages.lib import ui
+
+ui.setup_page("Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
+              "repetitions after warm-up, each result checked against float64 numpy before it is shown.")
+
+SIZE_PRESETS = {
+    "powers of two": "256,512,1024,2048,4096",
+    "odd sizes": "255,1000,1500,3000",
+    "non-square": "4096x1024x2048,1024x4096x512,2000x3000x700",
+}
+timeable = [k.name for k in registry.CATALOG if k.kind in ("cuda", "cublas")]
+status = ui.device_status()
+font = ui.font_size() + 1
+
+
+def show(df: pd.DataFrame, peaks: dict, key: str, heading: str) -> None:
+    """Charts, the full table and the exports of one set of results."""
+    df = benchmark.derive(df, peaks)
+    figs = charts.all_charts(df, peaks, font)
+    fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "width": 1400, "height": 800,
+                                                             "filename": f"matmul-{key}"}}
+    left, right = st.columns(2)
+    for i, (name, fig) in enumerate(figs.items()):
+        (left if i % 2 == 0 else right).plotly_chart(fig, width="stretch", config=config, key=f"{key}-{name}")
+    cols = ["gpu", "kernel", "m", "n", "k", "tile", "pad", "status", "gflops", "pct_cublas", "pct_fp32_peak",
+            "median_ms", "spread", "reps", "bandwidth_gbs", "intensity", "rel_error", "sm_clock_mhz", "power_w",
+            "temperature_c", "error"]
+    st.dataframe(df[[c for c in cols if c in df]], hide_index=True, width="stretch",
+                 column_config={"gflops": st.column_config.NumberColumn("GFLOP/s", format="%.0f"),
+                                "pct_cublas": st.column_config.NumberColumn("% cuBLAS", format="%.1f"),
+                                "pct_fp32_peak": st.column_config.NumberColumn("% FP32 peak", format="%.1f"),
+                                "spread": st.column_config.NumberColumn("spread (IQR/median)", format="%.3f")})
+    st.caption(heading)
+
+
+def exports(rows: list[dict], prov: dict, key: str) -> None:
+    a, b, c = st.columns(3)
+    a.download_button("Data as CSV", export.results_csv(rows, prov), "matmul-results.csv", "text/csv", key=f"csv-{key}")
+    b.download_button("Data as JSON (with provenance)", json.dumps(benchmark.to_document(rows, prov), indent=1,
+                      default=float), "matmul-results.json", "application/json", key=f"json-{key}")
+    if c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
+        df = benchmark.derive(pd.DataFrame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
+        started = time.perf_counter()
+        for name, fig in charts.all_charts(df, prov["peaks"]).items():
+            cols = st.columns(3)
+            try:
+                cols[0].download_button(f"{name}.png", export.image(fig, "png"), f"{name}.png", "image/png")
+                cols[1].download_button(f"{name}.svg", export.image(fig, "svg"), f"{name}.svg", "image/svg+xml")
+            except Exception as exc:
+                cols[0].warning(f"PNG/SVG need kaleido and Chrome or Chromium here: {type(exc).__name__}")
+            cols[2].download_button(f"{name}.html", fig.to_html(include_plotlyjs="cdn"), f"{name}.html", "text/html")
+        st.caption(f"Made in {time.perf_counter() - started:.1f} s.")
+
+
+# ------------------------------------------------------------------ live, on this machine's GPU
+if status.available:
+    st.subheader(f"Live on this {status.name}")
+    kernels = st.multiselect("Kernels", timeable, default=["naive_x_rows", "naive_x_cols", "tiled_guarded",
+                                                          "cublas_sgemm", "cublas_sgemm_tf32"],
+                             format_func=ui.kernel_label)
+    c1, c2, c3, c4, c5, c6 = st.columns([1.3, 2, 0.7, 0.7, 0.7, 0.9])
+    preset = c1.selectbox("Sizes", list(SIZE_PRESETS) + ["custom"])
+    sizes_text = c2.text_input("N or MxNxK, comma-separated", SIZE_PRESETS.get(preset, "1024,1000x2000x512"),
+                               disabled=preset != "custom")
+    tile = c3.selectbox("TILE", registry.TILES, index=1)
+    pad = int(c4.toggle("PAD 1", help="seed 001's kernel: pad the shared rows"))
+    reps = c5.number_input("Repetitions", 5, 200, 20)
+    flush = c6.toggle("Flush L2", help="clear the L2 before every timed repetition (outside the timed region)")
+    go, stop = st.columns([1, 5])
+    start = go.button("Start sweep", type="primary")
+    stop.button("Stop", help="stops after the point being measured; what was measured stays")
+    if start:
+        try:
+            sizes = benchmark.parse_sizes(sizes_text)
+        except EngineError as exc:
+            st.error(str(exc))
+            st.stop()
+        settings = benchmark.Settings(reps=int(reps), flush_l2=flush)
+        st.session_state["bench_prov"] = benchmark.provenance(status.info, settings)
+        st.session_state["bench_rows"] = rows = []
+        peaks = st.session_state["bench_prov"]["peaks"]
+        total = len(sizes) * len(kernels)
+        progress = st.progress(0.0, "starting")
+        live = st.empty()
+        for i, row in enumerate(benchmark.sweep(kernels, sizes, settings, {k: tile for k in kernels},
+                                                {k: pad for k in kernels})):
+            rows.append(row)
+            progress.progress((i + 1) / total, f"{i + 1} of {total}: {row['kernel']} {row['m']}x{row['n']}x{row['k']}"
+                                               f" {row['status']}")
+            with live.container():
+                df = benchmark.derive(pd.DataFrame(rows).assign(gpu=status.name), peaks)
+                a, b = st.columns(2)
+                a.plotly_chart(charts.gflops_vs_size(df, font), width="stretch", key=f"live-g-{i}")
+                if "sm_clock_mhz" in df:
+                    b.plotly_chart(charts.telemetry(df, font), width="stretch", key=f"live-t-{i}")
+        live.empty()
+        progress.empty()
+    if st.session_state.get("bench_rows"):
+        rows, prov = st.session_state["bench_rows"], st.session_state["bench_prov"]
+        show(pd.DataFrame(rows).assign(gpu=prov["gpu"]), prov["peaks"], "live",
+             f"Measured live on {prov['gpu']} on {prov['date']}; settings {prov['settings']}.")
+        exports(rows, prov, "live")
+else:
+    st.info("No NVIDIA GPU here, so nothing is timed live. Below: runs **recorded on a real GPU** with "
+            "`python -m engine bench`, labelled with the GPU, driver and date they came from.",
+            icon=":material/history:")
+
+# ------------------------------------------------------------------ recorded runs and uploads
+st.subheader("Recorded runs" + ("" if status.available else " (not live)"))
+runs = benchmark.recorded_runs()
+choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in runs[:1]])
+uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
+                           accept_multiple_files=True)
+frames, peaks, labels = [], None, []
+for name in choices:
+    df, prov = benchmark.load_document((benchmark.RECORDED / name).read_text())
+    frames.append(df)
+    peaks = peaks or prov["peaks"]
+    labels.append(f"{prov['gpu']} (driver CUDA {prov.get('driver_cuda_version')}, recorded {prov['date'][:10]})")
+for up in uploads or []:
+    try:
+        df, prov = benchmark.load_document(up.getvalue())
+    except EngineError as exc:
+        st.error(f"{up.name}: {exc}")
+        continue
+    frames.append(df)
+    peaks = peaks or prov["peaks"]
+    labels.append(f"{prov['gpu']} (uploaded {up.name}, recorded {prov['date'][:10]})")
+if frames:
+    st.markdown("**Recorded on:** " + "; ".join(labels))
+    show(pd.concat(frames, ignore_index=True), peaks, "recorded",
+         "Recorded results, not measured now. Roofs are those of the first GPU listed.")
+    if len(choices) == 1 and not uploads:
+        doc = json.loads((benchmark.RECORDED / choices[0]).read_text())
+        exports(doc["results"], doc["provenance"], "recorded")

@@ -214,7 +214,8 @@ def _step_note(label: str, step: Step, total: int) -> str:
     if step.space == "global":
         verdict = "coalesced" if step.sectors <= 4 * max(1, len(step.lanes) // 32) else "uncoalesced"
         return (f"<b>{label}</b>: instruction {step.index + 1} of {total}, line {step.line}, {what}: "
-                f"{len(step.lanes)} lanes, <b>{step.sectors} sectors</b> ({step.lines} lines of 128 B), {verdict}")
+                f"{len(step.lanes)} lanes, <b>{step.sectors} sector{'s' if step.sectors != 1 else ''}</b> "
+                f"({step.lines} line{'s' if step.lines != 1 else ''} of 128 B), {verdict}")
     return (f"<b>{label}</b>: instruction {step.index + 1} of {total}, line {step.line}, {what}: "
             f"{len(step.lanes)} lanes, <b>{step.wavefronts} wavefront{'s' if step.wavefronts != 1 else ''}</b>")
 

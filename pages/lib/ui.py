@@ -26,7 +26,7 @@ def device_status():
 
 
 def presenter() -> bool:
-    return st.session_state.get("presenter", False)
+    return st.session_state.get("presenter_mode", False)
 
 
 def font_size() -> int:
@@ -36,11 +36,12 @@ def font_size() -> int:
 def setup_page(title: str, intro: str) -> None:
     """Title, presenter toggle, mode banner. Call first on every page."""
     st.set_page_config(page_title=f"{title} · CUDA Matmul Explorer", layout="wide")
-    state = st.query_params.get("presenter", "0") == "1"
-    st.session_state.setdefault("presenter", state)
+    # A plain session value, not widget state: widget state does not follow the user across pages.
+    st.session_state.setdefault("presenter_mode", st.query_params.get("presenter", "0") == "1")
     with st.sidebar:
-        on = st.toggle("Presenter mode (big text)", key="presenter",
+        on = st.toggle("Presenter mode (big text)", value=st.session_state["presenter_mode"],
                        help="Larger fonts and thicker lines, for the back of a classroom")
+        st.session_state["presenter_mode"] = on
         st.query_params["presenter"] = "1" if on else "0"
         mode_banner(sidebar=True)
     if presenter():

@@ -1,0 +1,177 @@
+"""Benchmark sweeps: timing on the GPU worker (engine/gpu_bench.py), figures derived here.
+
+Every row carries what an expert asks first: median and spread of many timed repetitions after
+warm-up, whether L2 was flushed, the correctness check that came before any timing, and the
+clocks, power and temperature the GPU reported right after the point.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import statistics
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+
+from . import gpu_client, registry
+from .errors import EngineError
+from .plan import buffer_bytes
+from .problem import make_problem
+from .tracer import format_bytes
+
+FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128, "10.0": 128,
+                     "12.0": 128}
+# Dense TF32 tensor-core peaks from NVIDIA's datasheets (not derivable from device attributes).
+TF32_DATASHEET_TFLOPS = {"H100": 495.0, "H200": 495.0, "A100": 156.0}
+RECORDED = Path(__file__).parent / "recorded"
+
+
+@dataclass
+class Settings:
+    warmup: int = 2
+    reps: int = 20
+    flush_l2: bool = False
+    seconds_per_point: float = 4.0   # fewer repetitions (never under 5) for very slow points
+
+
+def parse_sizes(text: str) -> list[tuple[int, int, int]]:
+    """'1024,2048,1000x2000x512' -> [(1024,1024,1024), (2048,...), (1000,2000,512)]."""
+    out = []
+    for item in text.replace(" ", "").split(","):
+        if not item:
+            continue
+        parts = item.lower().split("x")
+        try:
+            nums = [int(p) for p in parts]
+        except ValueError:
+            raise EngineError(f"sizes are N or MxNxK, like 1024 or 1000x2000x512; got {item!r}") from None
+        if len(nums) == 1:
+            nums *= 3
+        if len(nums) != 3:
+            raise EngineError(f"a size is N or MxNxK, got {item!r}")
+        out.append(tuple(nums))
+    if not out:
+        raise EngineError("no sizes given")
+    return out
+
+
+def device_peaks(info: dict) -> dict:
+    """FP32 peak from the device's attributes; memory bandwidth from its clock and bus width."""
+    lanes = FP32_LANES_PER_SM.get(info.get("compute_capability", ""), 128)
+    fp32 = info["sm_count"] * lanes * 2 * info["sm_clock_mhz"] * 1e6 / 1e9
+    bandwidth = info["memory_clock_mhz"] * 1e6 * 2 * info["memory_bus_bits"] / 8 / 1e9
+    tf32 = next((v * 1e3 for key, v in TF32_DATASHEET_TFLOPS.items() if key in info.get("name", "")), None)
+    return {"fp32_gflops": fp32, "bandwidth_gbs": bandwidth, "tf32_gflops_datasheet": tf32}
+
+
+def provenance(info: dict, settings: Settings) -> dict:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent, timeout=5).stdout.strip()
+    except OSError:
+        commit = ""
+    return {"gpu": info.get("name"), "compute_capability": info.get("compute_capability"),
+            "sm_count": info.get("sm_count"), "max_sm_clock_mhz": info.get("sm_clock_mhz"),
+            "driver_cuda_version": info.get("driver"), "cuda": info.get("cuda"),
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
+            "settings": asdict(settings), "peaks": device_peaks(info), "engine_commit": commit}
+
+
+def _spread(times: list[float]) -> float:
+    """Interquartile range over the median: robust run-to-run spread of the repetitions."""
+    if len(times) < 4:
+        return 0.0
+    q = statistics.quantiles(times, n=4)
+    return (q[2] - q[0]) / statistics.median(times)
+
+
+def measure(kernel: str, m: int, n: int, k: int, settings: Settings, tile: int = 16, pad: int = 0,
+            block: tuple[int, int] | None = None) -> dict:
+    """One timed point as a result row (errors become rows too: a sweep never stops on one)."""
+    spec = registry.get(kernel)
+    block = block or spec.default_block
+    row = {"kernel": kernel, "title": spec.title, "precision": spec.precision, "m": m, "n": n, "k": k,
+           "tile": tile if spec.tiles else None, "pad": pad if spec.pads else None,
+           "block": "x".join(map(str, block)) if spec.block_shapes else None}
+    try:
+        p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
+        if spec.kind == "cuda":
+            registry.check_problem(spec, p)
+        need = buffer_bytes(p, kernel) if spec.kind == "cuda" else 4 * (m * k + k * n + m * n)
+        free = gpu_client.status().free_bytes
+        if need > free:
+            raise EngineError(f"{m}x{n}x{k} needs {format_bytes(need)} of GPU memory; {format_bytes(free)} is free")
+        out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": settings.warmup,
+                                        "reps": settings.reps, "flush_l2": settings.flush_l2,
+                                        "seconds_per_point": settings.seconds_per_point})
+    except EngineError as exc:
+        return {**row, "status": "error", "error": str(exc)}
+    times = out["times_ms"]
+    row.update({"status": "ok" if out["correct"] else "wrong result", "rel_error": out["rel_error"],
+                "reps": len(times), **out.get("telemetry", {})})
+    if not out["correct"]:
+        row["error"] = f"relative error {out['rel_error']:.2e} over the tolerance {out['tolerance']:.0e}: not timed"
+        return row
+    median = statistics.median(times)
+    flops = 2.0 * m * n * k
+    min_bytes = 4.0 * (m * k + k * n + m * n)
+    row.update({"median_ms": median, "min_ms": min(times), "max_ms": max(times), "spread": _spread(times),
+                "gflops": flops / median / 1e6, "bandwidth_gbs": min_bytes / median / 1e6,
+                "intensity": flops / min_bytes})
+    return row
+
+
+def sweep(kernels: list[str], sizes: list[tuple[int, int, int]], settings: Settings,
+          tiles: dict[str, int] | None = None, pads: dict[str, int] | None = None,
+          blocks: dict[str, tuple[int, int]] | None = None) -> Iterator[dict]:
+    """Rows as they are measured: every kernel at the first size, then the next size."""
+    for m, n, k in sizes:
+        for kernel in kernels:
+            yield measure(kernel, m, n, k, settings, (tiles or {}).get(kernel, 16), (pads or {}).get(kernel, 0),
+                          (blocks or {}).get(kernel))
+
+
+def derive(df: pd.DataFrame, peaks: dict) -> pd.DataFrame:
+    """% of the FP32 peak, and % of cuBLAS at the same precision and size (when cuBLAS was measured)."""
+    df = df.copy()
+    if "gflops" not in df:
+        return df
+    df["pct_fp32_peak"] = 100 * df["gflops"] / peaks["fp32_gflops"]
+    ref = {("fp32",): "cublas_sgemm", ("tf32",): "cublas_sgemm_tf32"}
+    if "gpu" not in df:
+        df["gpu"] = None
+    pct = []
+    for _, r in df.iterrows():
+        base = df[(df["kernel"] == ref[(r["precision"],)]) & (df["m"] == r["m"]) & (df["n"] == r["n"])
+                  & (df["k"] == r["k"]) & ((df["gpu"] == r["gpu"]) | df["gpu"].isna())]
+        pct.append(100 * r["gflops"] / base["gflops"].iloc[0] if len(base) and pd.notna(r.get("gflops")) else None)
+    df["pct_cublas"] = pct
+    return df
+
+
+def to_document(rows: list[dict], prov: dict) -> dict:
+    return {"format": "cuda-matmul-explorer benchmark 1", "provenance": prov, "results": rows}
+
+
+def load_document(data: bytes | str) -> tuple[pd.DataFrame, dict]:
+    """A JSON export (ours, possibly from another machine) -> rows with the GPU's name, provenance."""
+    try:
+        doc = json.loads(data)
+        prov, rows = doc["provenance"], doc["results"]
+        df = pd.DataFrame(rows)
+        missing = {"kernel", "m", "n", "k", "status"} - set(df.columns)
+        if missing:
+            raise KeyError(", ".join(sorted(missing)))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise EngineError(f"not a benchmark export of this explorer ({type(exc).__name__}: {exc})") from None
+    df["gpu"] = prov.get("gpu", "unknown GPU")
+    df["recorded"] = prov.get("date", "")
+    return derive(df, prov["peaks"]), prov
+
+
+def recorded_runs() -> list[Path]:
+    return sorted(RECORDED.glob("*.json"))

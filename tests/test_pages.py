@@ -1,0 +1,118 @@
+"""The pages, run with Streamlit's AppTest in CPU mode: assertions on what the figures show."""
+import json
+import os
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine import registry
+
+APP = __import__("pathlib").Path(__file__).resolve().parent.parent / "app.py"
+
+os.environ.setdefault("MATMUL_EXPLORER_GPU", os.environ.get("MATMUL_EXPLORER_GPU", "1"))
+TIMEOUT = 120
+
+
+def open_page(page: str | None = None, params: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if page:
+        at.switch_page(page)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def notes(fig: dict, frame: int = 0) -> str:
+    layout = fig["frames"][frame]["layout"]
+    texts = [a["text"] for a in layout.get("annotations", [])] + [layout.get("title", {}).get("text", "")]
+    return " ".join(t for t in texts if t)
+
+
+def test_home_shows_mode_and_catalog():
+    at = open_page()
+    text = " ".join(str(m.value) for m in at.markdown) + " ".join(str(i.value) for i in list(at.info) + list(at.success))
+    assert "CPU mode" in text or "GPU mode" in text
+    df = at.dataframe[0].value
+    assert list(df["kernel"]) == [k.name for k in registry.CATALOG]
+
+
+def test_coalescing_compares_seed000_mapping_with_the_coalesced_one():
+    at = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "16", "block": "16x16"})
+    fig = figures(at)[0]
+    first = notes(fig, 0)
+    assert "naive_x_rows" in first and "16 sectors" in first   # 16 rows of A, one sector each
+    assert "naive_x_cols" in first and "2 sectors" in first    # 2 rows x 16 floats
+    assert len(fig["frames"]) == 2 * 16 + 1                    # A and B loads per k, then the C store
+    # Frame 0, first panel, A picture: lanes on 16 consecutive rows of column 0.
+    lanes = next(d for d in fig["frames"][0]["data"] if d.get("marker", {}).get("color"))
+    assert sorted(set(lanes["y"])) == list(range(16)) and set(lanes["x"]) == {0}
+    rows = at.dataframe[0].value
+    a = rows[(rows["kernel"] == "naive_x_rows") & (rows["access"] == "load A")].iloc[0]
+    assert a["sectors per request"] == 16
+    assert at.query_params["kernel"] == "naive_x_rows"
+
+
+def test_coalescing_follows_its_controls_and_url():
+    at = open_page("pages/coalescing.py", {"kernel": "naive_transposed_b", "compare": "(none)", "block": "32x32",
+                                           "m": "32", "n": "32", "k": "8"})
+    fig = figures(at)[0]
+    assert "32 sectors" in notes(fig, 1)          # BT read: one sector per lane
+    at.selectbox[0].set_value("naive_x_cols").run()
+    assert not at.exception
+    assert "naive_x_cols" in notes(figures(at)[0], 0)
+    assert at.query_params["kernel"] == "naive_x_cols"
+
+
+def test_tile_phases_animate_loads_and_zero_filled_edges():
+    at = open_page("pages/tile_phases.py", {"m": "40", "n": "40", "k": "40", "tile": "16", "bx": "2", "by": "2"})
+    fig = figures(at)[0]
+    assert len(fig["frames"]) == 2 * 3                         # 3 phases, load + compute each
+    shapes = fig["frames"][0]["layout"]["shapes"]
+    assert any(s["line"].get("dash") == "dot" for s in shapes)   # zero-filled overhang drawn
+    assert "stores 256 zeros" in notes(fig, 0)
+    bars = figures(at)[1]["data"][0]["y"]
+    assert bars[0] == 2 * 40 * 40 * 40 and bars[1] < bars[0] / 10
+    # The C tile fills with partial sums in the compute frames only.
+    z = fig["frames"][1]["data"][0]["z"]
+    assert any(v is not None for row in z for v in row)
+
+
+def test_bank_conflicts_vanish_with_padding():
+    at = open_page("pages/bank_conflicts.py", {"tile": "32", "pad": "0", "size": "32"})
+    assert "32-way" in notes(figures(at)[0], 0)
+    at.toggle(key="pad").set_value(True).run()
+    assert not at.exception
+    assert "1-way" in notes(figures(at)[0], 0)
+    assert at.query_params["pad"] == "1"
+
+
+def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
+    from engine import sass
+    at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
+    hist = figures(at)[1]
+    counts = dict(zip(map(str, hist["data"][0]["x"]), hist["data"][0]["y"]))
+    assert counts["8"] > 0 and counts["1"] > 0                # tile_A 8-way, tile_B broadcast
+    if sass.nvdisasm():
+        assert len(hist["data"]) == 2                          # as compiled (LDS.128) too
+
+
+def test_presenter_mode_makes_text_bigger():
+    small = figures(open_page("pages/bank_conflicts.py", {"size": "32"}))[0]["layout"]["font"]["size"]
+    big = figures(open_page("pages/bank_conflicts.py", {"size": "32", "presenter": "1"}))[0]["layout"]["font"]["size"]
+    assert big > small
+
+
+def test_bad_input_gets_a_message_and_the_page_keeps_running():
+    at = open_page("pages/tile_phases.py", {"kernel": "tiled_unguarded", "m": "40", "n": "40", "k": "40"})
+    assert any("multiples of TILE" in str(e.value) for e in at.error)
+    at.number_input[0].set_value(48).run()
+    at.number_input[1].set_value(48).run()
+    at.number_input[2].set_value(48).run()
+    assert not at.error and figures(at)
