@@ -1,7 +1,8 @@
 """The benchmark harness, run inside the GPU worker (it receives PyCUDA's driver module).
 
-Timing: CUDA events around each repetition, after warm-up launches; optionally an L2 flush (a
-memset over twice the L2) before each repetition, outside the timed region. Correctness gate:
+Timing: CUDA events around each repetition (a batch of back-to-back launches for short kernels),
+after warm-up launches; optionally an L2 flush (a memset over twice the L2) before each
+repetition, outside the timed region. Correctness gate:
 the result is checked against float64 numpy (NaN-aware, outputs poisoned with NaN first) before
 any time is reported; a wrong kernel comes back as wrong, never as fast.
 """
@@ -20,6 +21,7 @@ from .problem import Problem, make_inputs
 
 NAN_BITS = 0x7FC00000
 CHECK_ROWS = 256   # rows of C checked against float64 when C is large (all of C is checked for NaN)
+BATCH_S = 1e-3     # least GPU time per timed sample
 
 
 class Cublas:
@@ -133,9 +135,13 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
             launch()
         end.record()
         end.synchronize()
-        if warmup and seconds_per_point:   # slow points: fewer repetitions, never under 5
-            per_launch = start.time_till(end) / 1e3 / warmup
+        per_launch = start.time_till(end) / 1e3 / warmup if warmup else 0.0
+        if per_launch and seconds_per_point:   # slow points: fewer repetitions, never under 5
             reps = max(min(reps, 5), min(reps, int(seconds_per_point / max(per_launch, 1e-9))))
+        # Short kernels: time a batch of back-to-back launches per sample (at least BATCH_S of GPU
+        # work), so the host's launch latency is not timed while the GPU waits. With an L2 flush,
+        # each sample is one launch queued behind its flush, which keeps the GPU busy instead.
+        inner = 1 if flush_l2 or not per_launch else max(1, min(1000, int(BATCH_S / per_launch)))
         # Correctness gate on the result of the warm-up (or of a first run).
         if not warmup:
             launch()
@@ -155,11 +161,12 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
                 if flush is not None:
                     cuda.memset_d32(flush, r, flush_words)
                 start.record()
-                launch()
+                for _ in range(inner):
+                    launch()
                 end.record()
                 end.synchronize()
-                times.append(start.time_till(end))
-        return {"kernel": kernel, "times_ms": times, "rel_error": err, "correct": ok,
+                times.append(start.time_till(end) / inner)
+        return {"kernel": kernel, "times_ms": times, "launches_per_sample": inner, "rel_error": err, "correct": ok,
                 "tolerance": tolerance(spec), "checked_rows": int(len(rows)), "telemetry": telemetry(state)}
     finally:
         for buf in bufs.values():
