@@ -130,18 +130,9 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
             flush_words = 2 * state["info"]["l2_bytes"] // 4
             flush = cuda.mem_alloc(4 * flush_words)
         start, end = cuda.Event(), cuda.Event()
-        start.record()
         for _ in range(warmup):
             launch()
-        end.record()
-        end.synchronize()
-        per_launch = start.time_till(end) / 1e3 / warmup if warmup else 0.0
-        if per_launch and seconds_per_point:   # slow points: fewer repetitions, never under 5
-            reps = max(min(reps, 5), min(reps, int(seconds_per_point / max(per_launch, 1e-9))))
-        # Short kernels: time a batch of back-to-back launches per sample (at least BATCH_S of GPU
-        # work), so the host's launch latency is not timed while the GPU waits. With an L2 flush,
-        # each sample is one launch queued behind its flush, which keeps the GPU busy instead.
-        inner = 1 if flush_l2 or not per_launch else max(1, min(1000, int(BATCH_S / per_launch)))
+        cuda.Context.synchronize()
         # Correctness gate on the result of the warm-up (or of a first run).
         if not warmup:
             launch()
@@ -155,8 +146,27 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
         if not np.isfinite(c).all():
             err = float("nan")
         ok = bool(np.isfinite(err) and err <= tolerance(spec))
-        times = []
+        times, inner = [], 1
         if ok:
+            # Calibrate after warm-up (the first calls may load modules lazily): one launch, and ten
+            # more when one is short, so the estimate is not the host's launch latency.
+            per_launch = 0.0
+            if warmup:
+                for count in (1, 10):
+                    start.record()
+                    for _ in range(count):
+                        launch()
+                    end.record()
+                    end.synchronize()
+                    per_launch = start.time_till(end) / 1e3 / count
+                    if per_launch > BATCH_S:
+                        break
+            if per_launch and seconds_per_point:   # slow points: fewer repetitions, never under 5
+                reps = max(min(reps, 5), min(reps, int(seconds_per_point / max(per_launch, 1e-9))))
+            # Short kernels: time a batch of back-to-back launches per sample (at least BATCH_S of GPU
+            # work), so the host's launch latency is not timed while the GPU waits. With an L2 flush,
+            # each sample is one launch queued behind its flush, which keeps the GPU busy instead.
+            inner = 1 if flush_l2 or not per_launch else max(1, min(1000, int(BATCH_S / per_launch)))
             for r in range(reps):
                 if flush is not None:
                     cuda.memset_d32(flush, r, flush_words)
