@@ -25,6 +25,26 @@ def _series(df: pd.DataFrame):
     return ok.sort_values("size")
 
 
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#8c564b"]
+
+
+def _curves(fig: go.Figure, ok: pd.DataFrame, y: str, hover: str) -> None:
+    """Per label: a line through the square power-of-two sizes; odd and non-square sizes as separate
+    diamonds of the same colour (power-of-two strides behave differently, and that should show)."""
+    for i, (label, part) in enumerate(ok.groupby("label", sort=False)):
+        color = PALETTE[i % len(PALETTE)]
+        m = part["m"].astype(int)
+        square = part[(part["m"] == part["n"]) & (part["n"] == part["k"]) & ((m & (m - 1)) == 0)]
+        other = part.drop(square.index)
+        for sub, mode, symbol, show in ((square, "lines+markers", "circle", True), (other, "markers", "diamond", square.empty)):
+            if sub.empty:
+                continue
+            fig.add_scatter(x=sub["size"], y=sub[y], mode=mode, name=label, legendgroup=label, showlegend=show,
+                            line={"color": color}, marker={"color": color, "symbol": symbol, "size": 8},
+                            text=sub.apply(_shape, axis=1), hovertemplate="%{text}: " + hover + f"<extra>{label}</extra>")
+
+
 def _shape(r) -> str:
     return f"{r['m']}" if r["m"] == r["n"] == r["k"] else f"{r['m']}x{r['n']}x{r['k']}"
 
@@ -38,12 +58,8 @@ def _layout(fig: go.Figure, title: str, font: int) -> go.Figure:
 def gflops_vs_size(df: pd.DataFrame, font: int = 13) -> go.Figure:
     ok = _series(df)
     fig = go.Figure()
-    for label, part in ok.groupby("label", sort=False):
-        fig.add_scatter(x=part["size"], y=part["gflops"], mode="lines+markers", name=label,
-                        customdata=np.stack([part.apply(_shape, axis=1), part["median_ms"], part["spread"] * 100], -1),
-                        hovertemplate="%{customdata[0]}: %{y:,.0f} GFLOP/s<br>median %{customdata[1]:.3f} ms, "
-                                      "spread %{customdata[2]:.1f}%<extra>" + label + "</extra>")
-    fig.update_xaxes(type="log", title="size: (M·N·K)^(1/3)")
+    _curves(fig, ok, "gflops", "%{y:,.0f} GFLOP/s")
+    fig.update_xaxes(type="log", title="(M·N·K)^(1/3) · lines: powers of two · ◆ other sizes")
     fig.update_yaxes(type="log", title="GFLOP/s")
     return _layout(fig, "Throughput against size", font)
 
@@ -52,8 +68,7 @@ def pct_of_cublas(df: pd.DataFrame, font: int = 13) -> go.Figure:
     ok = _series(df)
     ok = ok[ok["pct_cublas"].notna() & ~ok["kernel"].str.startswith("cublas")] if "pct_cublas" in ok else ok.iloc[:0]
     fig = go.Figure()
-    for label, part in ok.groupby("label", sort=False):
-        fig.add_scatter(x=part["size"], y=part["pct_cublas"], mode="lines+markers", name=label)
+    _curves(fig, ok, "pct_cublas", "%{y:.1f}% of cuBLAS")
     fig.update_xaxes(type="log", title="size: (M·N·K)^(1/3)")
     fig.update_yaxes(title="% of cuBLAS at the same precision", rangemode="tozero")
     return _layout(fig, "Share of cuBLAS", font)

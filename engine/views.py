@@ -84,14 +84,24 @@ def warp_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp:
     return steps, total
 
 
-def bank_layers(step: Step) -> pd.DataFrame:
+def bank_layers(step: Step) -> dict[str, list]:
     """For a shared-memory step: each distinct word with its bank, its layer (0 for the first word
-    of a bank, 1 for the second: the extra wavefronts) and the lanes that read it (broadcast)."""
-    words = step.offsets // ELEMENT_BYTES
-    df = pd.DataFrame({"lane": step.lanes, "word": words, "bank": words % BANKS})
-    grouped = df.groupby(["bank", "word"], sort=True)["lane"].apply(lambda s: sorted(s.tolist())).reset_index()
-    grouped["layer"] = grouped.groupby("bank").cumcount()
-    return grouped
+    of a bank, 1 for the second: the extra wavefronts) and the lanes that read it (broadcast).
+    Columns as lists: bank, word, layer, lane (a list of lanes per word)."""
+    words = (step.offsets // ELEMENT_BYTES).astype(np.int64)
+    banks = words % BANKS
+    order = np.lexsort((step.lanes, words, banks))
+    w, b, lanes = words[order], banks[order], step.lanes[order]
+    new_word = np.ones(len(w), dtype=bool)
+    new_word[1:] = w[1:] != w[:-1]
+    starts = np.flatnonzero(new_word)
+    ub, uw = b[starts], w[starts]
+    new_bank = np.ones(len(ub), dtype=bool)
+    new_bank[1:] = ub[1:] != ub[:-1]
+    pos = np.arange(len(ub))
+    layer = pos - np.maximum.accumulate(np.where(new_bank, pos, 0))
+    groups = np.split(lanes, starts[1:])
+    return {"bank": ub.tolist(), "word": uw.tolist(), "layer": layer.tolist(), "lane": [g.tolist() for g in groups]}
 
 
 @dataclass

@@ -81,6 +81,14 @@ def _controls(n_frames: int, labels: list[str], duration: int, font: int) -> dic
     }
 
 
+def _with_frames(fig: go.Figure, frames: list[dict]) -> dict:
+    """The figure as a dict with its frames attached unvalidated: the base figure was checked once,
+    and validating hundreds of frames property by property would cost seconds per redraw."""
+    out = fig.to_dict()
+    out["frames"] = frames
+    return out
+
+
 # --------------------------------------------------------------------------- coalescing
 
 def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> go.Figure:
@@ -147,17 +155,16 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
                 data.append(fn(step))
                 idx.append(t)
             notes.append(_step_note(p["label"], step, len(p["steps"])))
-        frames.append(go.Frame(name=str(i), data=data, traces=idx,
-                               layout={"annotations": _annotations(fig, notes, n_rows, f["base"])}))
+        frames.append({"name": str(i), "data": data, "traces": idx,
+                       "layout": {"annotations": _annotations(fig, notes, n_rows, f["base"])}})
         labels.append(str(i))
     first = frames[0]
-    for t, d in zip(first.traces, first.data):
+    for t, d in zip(first["traces"], first["data"]):
         fig.data[t].update(d)
-    fig.frames = frames
     fig.update_layout(height=(430 if n_rows == 1 else 800) * (1.35 if presenter else 1), margin={"t": 90, "b": 110},
-                      font={"size": f["base"]}, plot_bgcolor="white", annotations=first.layout.annotations,
+                      font={"size": f["base"]}, plot_bgcolor="white", annotations=first["layout"]["annotations"],
                       **_controls(n_frames, labels, duration, f["base"]))
-    return fig
+    return _with_frames(fig, frames)
 
 
 def _lanes_on(name: str, size: float):
@@ -247,7 +254,7 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
                              hovertemplate="%{customdata}<extra></extra>", showlegend=False), row=1, col=1)
     fig.add_trace(_highlight(steps[0].line), row=1, col=2)
     fig.add_trace(_code_trace(source, f["code"]), row=1, col=2)
-    max_layer = max(int(l["layer"].max()) for l in layers) if layers else 0
+    max_layer = max(int(max(l["layer"])) for l in layers) if layers else 0
     fig.update_xaxes(range=[-1, 32], title={"text": "bank (word address mod 32)"}, dtick=4, row=1, col=1)
     fig.update_yaxes(range=[max_layer + 1, -3], title={"text": "wavefront"}, tickvals=list(range(max_layer + 1)),
                      ticktext=[str(i + 1) for i in range(max_layer + 1)], row=1, col=1)
@@ -255,14 +262,14 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
     fig.update_yaxes(visible=False, range=[len(source) + .5, code_start(source) - .5], row=1, col=2)
     frames = []
     for i, (step, lay) in enumerate(zip(steps, layers)):
-        wx, wy = [], []
         pos = {}
-        for _, row in lay.iterrows():
-            for lane in row["lane"]:
-                pos[lane] = (row["bank"], row["layer"])
-        for lane in step.lanes:
-            b, y = pos[int(lane)]
-            wx += [int(lane), b, None]
+        for b, y, lanes in zip(lay["bank"], lay["layer"], lay["lane"]):
+            for lane in lanes:
+                pos[lane] = (int(b), int(y))
+        wx, wy = [], []
+        for lane in step.lanes.tolist():
+            b, y = pos[lane]
+            wx += [lane, b, None]
             wy += [-2, y, None]
         colors = ["#2ca02c" if l == 0 else "#d62728" for l in lay["layer"]]
         info = [f"bank {b}, word {w}<br>lanes {', '.join(map(str, lanes))}" + (" (broadcast)" if len(lanes) > 1 else "")
@@ -270,18 +277,18 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
         note = (f"<b>{label}</b> shared instruction {i + 1} of {len(steps)}: line {step.line}, {step.op} {step.array}: "
                 f"<b>{step.wavefronts}-way</b>: {step.wavefronts} wavefront{'s' if step.wavefronts != 1 else ''}"
                 + ("" if step.wavefronts <= 1 else f", {step.wavefronts - 1} of them bank conflicts"))
-        frames.append(go.Frame(name=str(i), traces=[1, 2, 3], data=[
+        frames.append({"name": str(i), "traces": [1, 2, 3], "data": [
             {"x": wx, "y": wy},
-            {"x": lay["bank"].tolist(), "y": lay["layer"].tolist(), "marker": {"color": colors}, "customdata": info},
-            _code_line(step)], layout={"title": {"text": note}}))
-    for t, d in zip(frames[0].traces, frames[0].data):
+            {"x": [int(b) for b in lay["bank"]], "y": [int(y) for y in lay["layer"]], "marker": {"color": colors},
+             "customdata": info},
+            _code_line(step)], "layout": {"title": {"text": note}}})
+    for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
-    fig.frames = frames
     fig.update_layout(height=(460 + 18 * max_layer) * (1.3 if presenter else 1), font={"size": f["base"]},
-                      title={"text": frames[0].layout.title.text, "font": {"size": f["base"]}},
+                      title={"text": frames[0]["layout"]["title"]["text"], "font": {"size": f["base"]}},
                       margin={"t": 90, "b": 110}, plot_bgcolor="white",
                       **_controls(len(frames), [str(i) for i in range(len(frames))], duration, f["base"]))
-    return fig
+    return _with_frames(fig, frames)
 
 
 def ways_histogram(source_counts: dict[int, int], compiled_counts: dict[int, int] | None, presenter: bool = False):
@@ -356,20 +363,21 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
                       f"memory" + (f", stores {ph.zero_filled} zeros for the overhang" if ph.zero_filled else "") +
                       ", then waits at __syncthreads()" if stage == "load" else
                       f"<b>compute</b>: every thread adds {phase_width(ph)} products from shared memory to its sum"))
-            frames.append(go.Frame(name=f"{ph.phase}-{stage}", traces=[c_trace, c_trace + 1],
-                                   data=[go.Heatmap(z=zc), _code_line_at(load_line if stage == "load" else compute_line)],
-                                   layout={"shapes": shapes, "title": {"text": title}}))
-    fig.frames = frames
-    fig.data[c_trace].update(z=frames[0].data[0].z)
-    fig.update_layout(shapes=frames[0].layout.shapes, title={"text": frames[0].layout.title.text, "font": {"size": f["base"]}},
+            frames.append({"name": f"{ph.phase}-{stage}", "traces": [c_trace, c_trace + 1],
+                           "data": [{"type": "heatmap", "z": np.where(np.isnan(zc), None, zc).tolist()},
+                                    _code_line_at(load_line if stage == "load" else compute_line)],
+                           "layout": {"shapes": shapes, "title": {"text": title}}})
+    fig.data[c_trace].update(z=frames[0]["data"][0]["z"])
+    fig.update_layout(shapes=frames[0]["layout"]["shapes"],
+                      title={"text": frames[0]["layout"]["title"]["text"], "font": {"size": f["base"]}},
                       height=520 * (1.3 if presenter else 1), font={"size": f["base"]}, plot_bgcolor="white",
                       margin={"t": 100, "b": 110})
-    controls = _controls(len(frames), [fr.name for fr in frames], duration, f["base"])
-    for s in controls["sliders"][0]["steps"]:
-        s["args"][1]["frame"]["redraw"] = True   # heatmaps and shapes need a redraw
+    controls = _controls(len(frames), [fr["name"] for fr in frames], duration, f["base"])
+    for step in controls["sliders"][0]["steps"]:
+        step["args"][1]["frame"]["redraw"] = True   # heatmaps and shapes need a redraw
     controls["updatemenus"][0]["buttons"][0]["args"][1]["frame"]["redraw"] = True
     fig.update_layout(**controls)
-    return fig
+    return _with_frames(fig, frames)
 
 
 def phase_width(ph) -> int:
