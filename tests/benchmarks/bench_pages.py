@@ -79,7 +79,7 @@ def in_browser():
             box.press("Enter")
             page.wait_for_function("(b) => { const d = document.querySelector('.js-plotly-plot');"
                                    " return d && d.layout && d.layout.annotations.map(a => a.text).join() !== b; }",
-                                   arg=before, timeout=30000)
+                                   arg=before, timeout=30000, polling=100)
             times.append(time.perf_counter() - t)
         print(f"coalescing: M changed -> new figure drawn: median {statistics.median(times):.2f} s, "
               f"max {max(times):.2f} s")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: GPU tests, golden traces, engine benchmarks, ncu comparison. Logs go to $OUT.
-#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tests golden bench ncu benchgpu record pages all-tests
+#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tests golden bench ncu benchgpu record pages cli all-tests
 set -uo pipefail
 source .gpu/activate.sh || exit 1
 export PYTHONUNBUFFERED=1 MATMUL_EXPLORER_CACHE=/tmp/mmx-cache
@@ -19,6 +19,10 @@ for step in $steps; do
     record) python3 -m engine bench --kernels naive_x_rows,naive_x_cols,naive_transposed_b,tiled_guarded,tiled_unguarded,shared_bank_conflicts,cublas_sgemm,cublas_sgemm_tf32 \
               --sizes 256,512,1024,2048,4096,1000,3000,4096x1024x2048,2000x3000x700 --formats csv,json,html --out "$OUT/recorded" 2>&1 | tee "$OUT/record.log" | tail -12 ;;
     pages) python3 -m pytest -q tests/test_pages.py tests/test_benchmarks_page.py -p no:cacheprovider 2>&1 | tail -15 ;;
+    cli) for k in naive_x_rows naive_x_cols naive_transposed_b tiled_guarded tiled_unguarded shared_bank_conflicts; do
+           python3 -m engine trace $k --m 64 --n 48 --k 32 --tile 16 --source gpu --out "/tmp/$k.npz" | python3 -c \
+             "import json,sys; s=json.load(sys.stdin); print(f\"{s['kernel']:24} {s['source']} {s['device']} records {s['records']:,} rel_error {s['relative_error']:.1e}\")"
+         done ;;
     all-tests) python3 -m pytest -q tests -p no:cacheprovider 2>&1 | tee "$OUT/all-tests.log" | tail -15 ;;
     *) echo "unknown step $step" ;;
   esac
