@@ -8,6 +8,7 @@ from pages.lib import claims, figures, ui
 ui.setup_page("Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by instruction: "
               "the 32-byte sectors their addresses fall in decide how many memory transactions one load costs.")
 
+WINDOW = 160   # instructions per animation: long traces are windowed, never sent whole
 kernels = [k.name for k in registry.traceable()]
 left, right = st.columns(2)
 with left:
@@ -35,26 +36,32 @@ traced = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block, None, source) fo
 
 t0, inst0 = traced[first]
 grid = t0.launches[-1].grid
-d1, d2, d3, d4 = st.columns(4)
+d1, d2, d3, d4, d5 = st.columns(5)
 bx = d1.number_input("Block x", 0, grid[0] - 1, min(ui.query_int("bx", 0), grid[0] - 1))
 by = d2.number_input("Block y", 0, grid[1] - 1, min(ui.query_int("by", 0), grid[1] - 1))
 warps = views.warps_of(t0, bx, by)
 warp = d3.selectbox("Warp of that block", warps, index=warps.index(ui.query_int("warp", warps[0], warps)))
-speed = d4.select_slider("Speed", ["slow", "normal", "fast"], value="normal")
-ui.remember(bx=bx, by=by, warp=warp)
+_, total0 = views.warp_steps(t0, inst0, bx, by, warp, "global", 0, 0)
+first_step = d4.number_input("From instruction", 1, max(total0, 1), min(ui.query_int("from", 1), max(total0, 1)),
+                             step=WINDOW, help=f"the animation shows up to {WINDOW} instructions at a time") - 1
+speed = d5.select_slider("Speed", ["slow", "normal", "fast"], value=ui.query_str("speed", "normal"))
+ui.remember(bx=bx, by=by, warp=warp, speed=speed, **{"from": first_step + 1})
 
 panels = []
 for name in chosen:
     t, inst = traced[name]
     g = t.launches[-1].grid
-    steps, total = views.warp_steps(t, inst, min(bx, g[0] - 1), min(by, g[1] - 1), warp, "global", start=0, limit=160)
+    steps, total = views.warp_steps(t, inst, min(bx, g[0] - 1), min(by, g[1] - 1), warp, "global",
+                                    start=first_step, limit=WINDOW)
     if not steps:
         st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
         continue
     arrays = {a: t.shapes[a] for a in dict.fromkeys(s.array for s in steps)}
-    panels.append({"label": name, "arrays": arrays, "steps": steps, "source": ui.source_lines(t.launches[-1].file)})
+    panels.append({"label": name, "arrays": arrays, "steps": steps, "total": total,
+                   "source": ui.source_lines(t.launches[-1].file)})
     if total > len(steps):
-        st.caption(f"{name}: showing the first {len(steps)} of this warp's {total} global-memory instructions.")
+        st.caption(f"{name}: instructions {first_step + 1} to {first_step + len(steps)} of this warp's {total} "
+                   "global-memory instructions (move the window with 'From instruction').")
 
 if panels:
     duration = {"slow": 700, "normal": 300, "fast": 60}[speed]

@@ -154,7 +154,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
             for t, fn in dynamic[r * per_panel:(r + 1) * per_panel]:
                 data.append(fn(step))
                 idx.append(t)
-            notes.append(_step_note(p["label"], step, len(p["steps"])))
+            notes.append(_step_note(p["label"], step, p.get("total", len(p["steps"]))))
         frames.append({"name": str(i), "data": data, "traces": idx,
                        "layout": {"annotations": _annotations(fig, notes, n_rows, f["base"])}})
         labels.append(str(i))
@@ -233,7 +233,7 @@ def _annotations(fig: go.Figure, notes: list[str], n_rows: int, font: int) -> li
         a.setdefault("font", {})["size"] = font - 1
     ys = [1.09, 0.5] if n_rows == 2 else [1.16]
     return titles + [{"text": n, "xref": "paper", "yref": "paper", "x": 0, "y": ys[i] if i < len(ys) else 1,
-                      "xanchor": "left", "showarrow": False, "font": {"size": font}} for i, n in enumerate(notes)]
+                      "xanchor": "left", "showarrow": False, "font": {"size": font + 3}} for i, n in enumerate(notes)]
 
 
 # --------------------------------------------------------------------------- bank conflicts
