@@ -11,23 +11,24 @@ ui.setup_page("Bank conflicts", "Shared memory serves a warp from 32 banks of 4-
 
 shared = [k.name for k in registry.traceable() if k.uses_tile]
 c0, c1, c2, c3 = st.columns([2.2, 1, 1, 1])
-kernel = c0.selectbox("Kernel", shared, index=shared.index(ui.query_str("kernel", "shared_bank_conflicts", shared)),
+kernel = c0.selectbox("Kernel", shared, key=ui.state("kernel", "shared_bank_conflicts", shared),
                       format_func=ui.kernel_label)
 spec = registry.get(kernel)
-tile = c1.selectbox("TILE", spec.tiles, index=spec.tiles.index(ui.query_int("tile", 32, spec.tiles)))
-pad = int(c2.toggle("Pad rows by one word", value=ui.query_int("pad", 0, (0, 1)) == 1, disabled=not spec.pads, key="pad",
+tile = c1.selectbox("TILE", spec.tiles, key=ui.state("tile", 32, spec.tiles))
+pad = int(c2.toggle("Pad rows by one word", disabled=not spec.pads, key=ui.state("pad", False),
                     help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
-size = c3.number_input("M = N = K", tile, 128, max(tile, ui.query_int("size", 64)), step=tile)
+size = c3.number_input("M = N = K", tile, 128, step=tile, key=ui.state("size", 64, lo=tile, hi=128))
 ui.remember(kernel=kernel, tile=tile, pad=pad, size=size)
 
 trace, inst = ui.trace_or_stop(kernel, size, size, size, tile, pad, spec.default_block, None, "auto")
 grid = trace.launches[-1].grid
 d1, d2, d3 = st.columns([1, 1, 2])
 warps = views.warps_of(trace, 0, 0)
-warp = d1.selectbox("Warp of block (0, 0)", warps, index=warps.index(ui.query_int("warp", 0, warps)))
-kinds = d2.radio("Show", ["loads", "loads and stores"], horizontal=True)
-speed = d3.select_slider("Speed", ["slow", "normal", "fast"], value="normal")
-ui.remember(warp=warp)
+warp = d1.selectbox("Warp of block (0, 0)", warps, key=ui.state("warp", 0, warps))
+kinds = d2.radio("Show", ["loads", "loads and stores"], horizontal=True, key=ui.state("show", "loads",
+                                                                                      ["loads", "loads and stores"]))
+speed = d3.select_slider("Speed", ["slow", "normal", "fast"], key=ui.state("speed", "normal", ["slow", "normal", "fast"]))
+ui.remember(warp=warp, show=kinds, speed=speed)
 
 steps, total = views.warp_steps(trace, inst, 0, 0, warp, "shared", 0, 160)
 if kinds == "loads":

@@ -12,21 +12,19 @@ WINDOW = 160   # instructions per animation: long traces are windowed, never sen
 kernels = [k.name for k in registry.traceable()]
 left, right = st.columns(2)
 with left:
-    first = st.selectbox("Kernel", kernels, index=kernels.index(ui.query_str("kernel", "naive_x_rows", kernels)),
-                         format_func=ui.kernel_label)
+    first = st.selectbox("Kernel", kernels, key=ui.state("kernel", "naive_x_rows", kernels), format_func=ui.kernel_label)
 with right:
     options = ["(none)"] + kernels
-    second = st.selectbox("Side by side with", options,
-                          index=options.index(ui.query_str("compare", "naive_x_cols", options)),
+    second = st.selectbox("Side by side with", options, key=ui.state("compare", "naive_x_cols", options),
                           format_func=lambda k: k if k == "(none)" else ui.kernel_label(k))
 c1, c2, c3, c4, c5 = st.columns(5)
-m = c1.number_input("M (rows of A and C)", 1, 128, ui.query_int("m", 32))
-n = c2.number_input("N (columns of B and C)", 1, 128, ui.query_int("n", 32))
-k = c3.number_input("K (columns of A)", 1, 128, ui.query_int("k", 16))
+m = c1.number_input("M (rows of A and C)", 1, 128, key=ui.state("m", 32, lo=1, hi=128))
+n = c2.number_input("N (columns of B and C)", 1, 128, key=ui.state("n", 32, lo=1, hi=128))
+k = c3.number_input("K (columns of A)", 1, 128, key=ui.state("k", 16, lo=1, hi=128))
 shapes = [f"{x}x{y}" for x, y in registry.NAIVE_BLOCKS]
-block_text = c4.selectbox("Block (naive kernels)", shapes, index=shapes.index(ui.query_str("block", "16x16", shapes)),
+block_text = c4.selectbox("Block (naive kernels)", shapes, key=ui.state("block", "16x16", shapes),
                           help="threads per block as x by y; tiled kernels use TILE x TILE")
-tile = c5.selectbox("TILE (tiled kernels)", registry.TILES, index=registry.TILES.index(ui.query_int("tile", 16, registry.TILES)))
+tile = c5.selectbox("TILE (tiled kernels)", registry.TILES, key=ui.state("tile", 16, registry.TILES))
 block = tuple(int(v) for v in block_text.split("x"))
 ui.remember(kernel=first, compare=second, m=m, n=n, k=k, block=block_text, tile=tile)
 
@@ -37,14 +35,15 @@ traced = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block, None, source) fo
 t0, inst0 = traced[first]
 grid = t0.launches[-1].grid
 d1, d2, d3, d4, d5 = st.columns(5)
-bx = d1.number_input("Block x", 0, grid[0] - 1, min(ui.query_int("bx", 0), grid[0] - 1))
-by = d2.number_input("Block y", 0, grid[1] - 1, min(ui.query_int("by", 0), grid[1] - 1))
+bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", 0, lo=0, hi=grid[0] - 1))
+by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", 0, lo=0, hi=grid[1] - 1))
 warps = views.warps_of(t0, bx, by)
-warp = d3.selectbox("Warp of that block", warps, index=warps.index(ui.query_int("warp", warps[0], warps)))
+warp = d3.selectbox("Warp of that block", warps, key=ui.state("warp", warps[0], warps))
 _, total0 = views.warp_steps(t0, inst0, bx, by, warp, "global", 0, 0)
-first_step = d4.number_input("From instruction", 1, max(total0, 1), min(ui.query_int("from", 1), max(total0, 1)),
-                             step=WINDOW, help=f"the animation shows up to {WINDOW} instructions at a time") - 1
-speed = d5.select_slider("Speed", ["slow", "normal", "fast"], value=ui.query_str("speed", "normal"))
+first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW,
+                             key=ui.state("from", 1, lo=1, hi=max(total0, 1)),
+                             help=f"the animation shows up to {WINDOW} instructions at a time") - 1
+speed = d5.select_slider("Speed", ["slow", "normal", "fast"], key=ui.state("speed", "normal", ["slow", "normal", "fast"]))
 ui.remember(bx=bx, by=by, warp=warp, speed=speed, **{"from": first_step + 1})
 
 panels = []

@@ -9,22 +9,21 @@ ui.setup_page("Tile phases", "A tiled kernel computes its block of C in phases: 
 
 tiled = [k.name for k in registry.traceable() if k.uses_tile]
 c0, c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1, 1])
-kernel = c0.selectbox("Kernel", tiled, index=tiled.index(ui.query_str("kernel", "tiled_guarded", tiled)),
-                      format_func=ui.kernel_label)
+kernel = c0.selectbox("Kernel", tiled, key=ui.state("kernel", "tiled_guarded", tiled), format_func=ui.kernel_label)
 spec = registry.get(kernel)
-m = c1.number_input("M", 1, 128, ui.query_int("m", 40))
-n = c2.number_input("N", 1, 128, ui.query_int("n", 40))
-k = c3.number_input("K", 1, 128, ui.query_int("k", 40))
-tile = c4.selectbox("TILE", spec.tiles, index=spec.tiles.index(ui.query_int("tile", 16, spec.tiles)))
+m = c1.number_input("M", 1, 128, key=ui.state("m", 40, lo=1, hi=128))
+n = c2.number_input("N", 1, 128, key=ui.state("n", 40, lo=1, hi=128))
+k = c3.number_input("K", 1, 128, key=ui.state("k", 40, lo=1, hi=128))
+tile = c4.selectbox("TILE", spec.tiles, key=ui.state("tile", 16, spec.tiles))
 ui.remember(kernel=kernel, m=m, n=n, k=k, tile=tile)
 
 trace, inst = ui.trace_or_stop(kernel, m, n, k, tile, 0, spec.default_block, None, "auto")
 grid = trace.launches[-1].grid
 d1, d2, d3 = st.columns([1, 1, 2])
-bx = d1.number_input("Block x", 0, grid[0] - 1, min(ui.query_int("bx", grid[0] - 1), grid[0] - 1))
-by = d2.number_input("Block y", 0, grid[1] - 1, min(ui.query_int("by", grid[1] - 1), grid[1] - 1))
-speed = d3.select_slider("Speed", ["slow", "normal", "fast"], value="normal")
-ui.remember(bx=bx, by=by)
+bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", grid[0] - 1, lo=0, hi=grid[0] - 1))
+by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", grid[1] - 1, lo=0, hi=grid[1] - 1))
+speed = d3.select_slider("Speed", ["slow", "normal", "fast"], key=ui.state("speed", "normal", ["slow", "normal", "fast"]))
+ui.remember(bx=bx, by=by, speed=speed)
 
 phases = views.tile_phases(trace, bx, by)
 partials = views.partial_sums(trace, bx, by)

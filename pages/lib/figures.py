@@ -91,58 +91,58 @@ def _with_frames(fig: go.Figure, frames: list[dict]) -> dict:
 
 # --------------------------------------------------------------------------- coalescing
 
-def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> go.Figure:
-    """panels: [{label, arrays: {name: (rows, cols)}, steps: [Step], source: [str]}] drawn in step.
+def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> dict:
+    """panels: [{label, arrays: {name: (rows, cols)}, steps: [Step], total, source: [str]}] drawn in step.
 
-    Per panel: a picture of each matrix it touches (the active lanes' elements, coloured by lane,
-    with the 32-byte sectors they fall in outlined), a strip of just the touched sectors (8 floats
-    each) to count them, and the source with the current line highlighted.
+    Per panel: its matrices side by side (the active lanes' elements, coloured by lane, with the
+    32-byte sectors they fall in outlined), a strip of just the touched sectors (8 floats each) to
+    count them, and the source with the current line highlighted. The matrices share one axis, so
+    a frame updates two traces per panel, not two per matrix: that keeps playback smooth.
     """
     f = _fonts(presenter)
     n_rows = len(panels)
-    max_arrays = max(len(p["arrays"]) for p in panels)
-    n_cols = max_arrays + 2
-    widths = [1.0] * max_arrays + [1.2, 2.4]
-    titles = []
-    for p in panels:
-        names = list(p["arrays"])
-        titles += [f"{n} ({p['arrays'][n][0]}x{p['arrays'][n][1]})" for n in names] + [""] * (max_arrays - len(names))
-        titles += ["touched 32-byte sectors", "source"]
-    fig = make_subplots(rows=n_rows, cols=n_cols, column_widths=widths, subplot_titles=titles,
-                        horizontal_spacing=0.04, vertical_spacing=0.12)
-    dynamic = []   # (trace index, function(step) -> dict of trace data)
+    fig = make_subplots(rows=n_rows, cols=3, column_widths=[3.0, 1.2, 2.4], horizontal_spacing=0.04,
+                        vertical_spacing=0.12, subplot_titles=["", "touched 32-byte sectors", "source"] * n_rows)
+    dynamic, titles = [], []
     for r, p in enumerate(panels, start=1):
-        for c, (name, (rows, cols)) in enumerate(p["arrays"].items(), start=1):
-            fig.add_trace(go.Heatmap(z=np.zeros((rows, cols)), colorscale=[[0, "#f3f3f3"], [1, "#f3f3f3"]],
-                                     showscale=False, hoverinfo="skip", xgap=1, ygap=1), row=r, col=c)
-            fig.update_xaxes(range=[-.5, cols - .5], showgrid=False, zeroline=False, row=r, col=c,
-                             title={"text": "column", "font": {"size": f["base"] - 2}})
-            fig.update_yaxes(range=[rows - .5, -.5], showgrid=False, zeroline=False, row=r, col=c,
-                             title={"text": "row" if c == 1 else "", "font": {"size": f["base"] - 2}})
-            marker = 220 / max(rows, cols) * f["marker"]
-            fig.add_trace(go.Scatter(mode="markers", showlegend=False, marker={"symbol": "square", "size": marker,
-                          "color": [], "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31}, hovertemplate=
-                          "lane %{marker.color}<br>row %{y}, col %{x}<extra></extra>"), row=r, col=c)
-            dynamic.append((len(fig.data) - 1, _lanes_on(name, 220 / max(rows, cols) * f["marker"])))
-            fig.add_trace(go.Scatter(mode="lines", line={"color": "#d62728", "width": 1.5}, hoverinfo="skip",
-                                     showlegend=False), row=r, col=c)
-            dynamic.append((len(fig.data) - 1, _sectors_on(name, cols)))
-        strip_col = max_arrays + 1
+        offsets, x = {}, 0
+        for name, (rows, cols) in p["arrays"].items():
+            offsets[name] = x
+            fig.add_trace(go.Heatmap(z=np.zeros((rows, cols)), x0=x, dx=1, colorscale=[[0, "#f0f0f0"], [1, "#f0f0f0"]],
+                                     showscale=False, hoverinfo="skip", xgap=1, ygap=1), row=r, col=1)
+            titles.append((r, x + cols / 2, f"{name} ({rows}x{cols})"))
+            x += cols + max(2, x // 12 + 2)
+        height = max(rows for rows, _ in p["arrays"].values())
+        fig.update_xaxes(range=[-1, x - 1], visible=False, row=r, col=1)
+        fig.update_yaxes(range=[height - .5, -.5], visible=False, scaleanchor=f"x{'' if r == 1 else 3 * (r - 1) + 1}",
+                         row=r, col=1)
+        # Marker side in pixels: about one drawn cell (the matrices fill ~560 px wide, ~280 px high).
+        size = 0.9 * min(560 / max(x, 1), 280 / max(height, 1)) * f["marker"]
+        fig.add_trace(go.Scatter(mode="markers", showlegend=False, marker={"symbol": "square", "size": size, "color": [],
+                                 "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31},
+                                 hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"), row=r, col=1)
+        dynamic.append((len(fig.data) - 1, _lanes_on(offsets, size)))
         fig.add_trace(go.Scatter(mode="lines", line={"color": "#d62728", "width": 1.5}, hoverinfo="skip",
-                                 showlegend=False), row=r, col=strip_col)
+                                 showlegend=False), row=r, col=1)
+        dynamic.append((len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
+        fig.add_trace(go.Scatter(mode="lines", line={"color": "#d62728", "width": 1.5}, hoverinfo="skip",
+                                 showlegend=False), row=r, col=2)
         dynamic.append((len(fig.data) - 1, _strip_boxes))
         fig.add_trace(go.Scatter(mode="markers", showlegend=False, marker={"symbol": "square", "size": 9 * f["marker"],
                       "color": [], "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31},
-                      hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"), row=r, col=strip_col)
+                      hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"), row=r, col=2)
         dynamic.append((len(fig.data) - 1, _strip_lanes))
-        fig.update_xaxes(visible=False, row=r, col=strip_col)
-        fig.update_yaxes(visible=False, range=[8.5, -1.5], row=r, col=strip_col)
-        code_col = max_arrays + 2
-        fig.add_trace(_highlight(p["steps"][0].line if p["steps"] else 0), row=r, col=code_col)
+        fig.update_xaxes(visible=False, row=r, col=2)
+        fig.update_yaxes(visible=False, range=[8.5, -1.5], row=r, col=2)
+        fig.add_trace(_highlight(p["steps"][0].line if p["steps"] else 0), row=r, col=3)
         dynamic.append((len(fig.data) - 1, _code_line))
-        fig.add_trace(_code_trace(p["source"], f["code"]), row=r, col=code_col)
-        fig.update_xaxes(visible=False, range=[0, 1], row=r, col=code_col)
-        fig.update_yaxes(visible=False, range=[len(p["source"]) + .5, code_start(p["source"]) - .5], row=r, col=code_col)
+        fig.add_trace(_code_trace(p["source"], f["code"]), row=r, col=3)
+        fig.update_xaxes(visible=False, range=[0, 1], row=r, col=3)
+        fig.update_yaxes(visible=False, range=[len(p["source"]) + .5, code_start(p["source"]) - .5], row=r, col=3)
+    for r, x, text in titles:   # matrix names above each picture
+        axis = "" if r == 1 else str(3 * (r - 1) + 1)
+        fig.add_annotation(x=x, y=-.5, xref=f"x{axis}", yref=f"y{axis}", text=text, showarrow=False, yanchor="bottom",
+                           font={"size": f["base"] - 1})
 
     n_frames = max(len(p["steps"]) for p in panels)
     per_panel = len(dynamic) // n_rows
@@ -161,25 +161,25 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
     first = frames[0]
     for t, d in zip(first["traces"], first["data"]):
         fig.data[t].update(d)
-    fig.update_layout(height=(430 if n_rows == 1 else 800) * (1.35 if presenter else 1), margin={"t": 90, "b": 110},
+    fig.update_layout(height=(400 if n_rows == 1 else 760) * (1.35 if presenter else 1), margin={"t": 90, "b": 110},
                       font={"size": f["base"]}, plot_bgcolor="white", annotations=first["layout"]["annotations"],
                       **_controls(n_frames, labels, duration, f["base"]))
     return _with_frames(fig, frames)
 
 
-def _lanes_on(name: str, size: float):
+def _lanes_on(offsets: dict[str, int], size: float):
     def fn(step: Step) -> dict:
-        if step.array != name:
-            return {"x": [], "y": [], "marker": {"color": [], "size": size}}
-        return {"x": step.cols.tolist(), "y": step.rows.tolist(), "marker": {"color": step.lanes.tolist(), "size": size}}
+        where = [f"{step.array}[{r}][{c}], byte {o:,}" for r, c, o in zip(step.rows, step.cols, step.offsets)]
+        return {"x": (step.cols + offsets[step.array]).tolist(), "y": step.rows.tolist(),
+                "marker": {"color": step.lanes.tolist(), "size": size}, "customdata": where}
     return fn
 
 
-def _sectors_on(name: str, cols: int):
+def _sectors_on(offsets: dict[str, int], arrays: dict[str, tuple[int, int]]):
     def fn(step: Step) -> dict:
-        if step.array != name:
-            return {"x": [], "y": []}
-        xs, ys = _rects(_sector_boxes(step.sector_ids, cols))
+        boxes = [(x0 + offsets[step.array], x1 + offsets[step.array], y0, y1)
+                 for x0, x1, y0, y1 in _sector_boxes(step.sector_ids, arrays[step.array][1])]
+        xs, ys = _rects(boxes)
         return {"x": xs, "y": ys}
     return fn
 
@@ -231,7 +231,7 @@ def _annotations(fig: go.Figure, notes: list[str], n_rows: int, font: int) -> li
     titles = [a.to_plotly_json() for a in fig.layout.annotations if a.text and "<b>" not in a.text]
     for a in titles:
         a.setdefault("font", {})["size"] = font - 1
-    ys = [1.09, 0.5] if n_rows == 2 else [1.16]
+    ys = [1.1, 0.5] if n_rows == 2 else [1.18]
     return titles + [{"text": n, "xref": "paper", "yref": "paper", "x": 0, "y": ys[i] if i < len(ys) else 1,
                       "xanchor": "left", "showarrow": False, "font": {"size": font + 3}} for i, n in enumerate(notes)]
 

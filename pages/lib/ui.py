@@ -64,19 +64,26 @@ def mode_banner(sidebar: bool = False) -> None:
     box(text, icon=":material/memory:")
 
 
-def query_int(name: str, default: int, choices=None) -> int:
-    try:
-        value = int(st.query_params.get(name, default))
-    except ValueError:
-        value = default
+def state(key: str, default, choices=None, lo=None, hi=None) -> str:
+    """A widget key whose first value comes from the URL (so a shared link opens that exact view) and
+    whose later values are the widget's own, kept within its choices or range. Keyed widgets keep
+    their identity across reruns, so nothing the user types is lost to a remount."""
+    if key not in st.session_state:
+        raw = st.query_params.get(key)
+        try:
+            value = type(default)(raw) if raw is not None and not isinstance(default, bool) else \
+                (raw in ("1", "true", "True") if raw is not None else default)
+        except ValueError:
+            value = default
+        st.session_state[key] = value
+    value = st.session_state[key]
     if choices is not None and value not in choices:
-        value = default
-    return value
-
-
-def query_str(name: str, default: str, choices=None) -> str:
-    value = st.query_params.get(name, default)
-    return value if choices is None or value in choices else default
+        st.session_state[key] = default if default in choices else choices[0]
+    if lo is not None and value < lo:
+        st.session_state[key] = lo
+    if hi is not None and value > hi:
+        st.session_state[key] = hi
+    return key
 
 
 def remember(**values) -> None:

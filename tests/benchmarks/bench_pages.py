@@ -73,13 +73,15 @@ def in_browser():
         times = []
         for value in ("40", "48", "64"):
             box = page.get_by_label("M (rows of A and C)")
-            before = page.evaluate("document.querySelector('.js-plotly-plot').layout.annotations.map(a => a.text).join()")
             t = time.perf_counter()
             box.fill(value)
             box.press("Enter")
-            page.wait_for_function("(b) => { const d = document.querySelector('.js-plotly-plot');"
-                                   " return d && d.layout && d.layout.annotations.map(a => a.text).join() !== b; }",
-                                   arg=before, timeout=30000, polling=100)
+            drawn = ("() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(d => d.layout &&"
+                     f" (d.layout.annotations || []).some(a => (a.text || '').startsWith('A ({value}x')))")
+            while not page.evaluate(drawn):
+                if time.perf_counter() - t > 30:
+                    raise TimeoutError(f"redraw not seen: {drawn} -> {page.evaluate(drawn)}; {browser.figure_texts(page)[:3]}")
+                time.sleep(0.02)
             times.append(time.perf_counter() - t)
         print(f"coalescing: M changed -> new figure drawn: median {statistics.median(times):.2f} s, "
               f"max {max(times):.2f} s")
