@@ -14,19 +14,25 @@ from .plan import DEFAULT_RECORD_CAP, parse_blocks
 from .problem import make_problem, parse_block
 
 
+def parameters(k: registry.KernelSpec) -> list[str]:
+    """What a kernel lets you choose, in words."""
+    params = []
+    if k.tiles:
+        params.append("TILE " + "/".join(map(str, k.tiles)))
+    if k.pads:
+        params.append("PAD " + "/".join(map(str, k.pads)))
+    if k.block_shapes:
+        params.append("block shape")
+    if k.needs_tile_multiple:
+        params.append("sizes multiple of TILE")
+    return params
+
+
 def catalog_markdown() -> str:
     """The README's kernel table, from the registry (tests/test_readme.py keeps the README in step)."""
     rows = ["| kernel | seed | kind | parameters | lesson |", "|---|---|---|---|---|"]
     for k in registry.CATALOG:
-        params = []
-        if k.tiles:
-            params.append("TILE " + "/".join(map(str, k.tiles)))
-        if k.pads:
-            params.append("PAD " + "/".join(map(str, k.pads)))
-        if k.block_shapes:
-            params.append("block shape")
-        if k.needs_tile_multiple:
-            params.append("sizes multiple of TILE")
+        params = parameters(k)
         source = ", ".join(f"`cuda/{l.file}`" for l in k.launches)
         name = f"`{k.name}`" + (f" ({source})" if source else "")
         rows.append(f"| {name} | {', '.join(k.seeds)} | {k.kind} | {'; '.join(params) or '-'} | {k.lesson} |")
@@ -38,15 +44,7 @@ def cmd_kernels(args) -> int:
         print(catalog_markdown())
         return 0
     for k in registry.CATALOG:
-        seeds = ",".join(k.seeds)
-        params = []
-        if k.tiles:
-            params.append("TILE " + "/".join(map(str, k.tiles)))
-        if k.pads:
-            params.append("PAD " + "/".join(map(str, k.pads)))
-        if k.block_shapes:
-            params.append("block " + "/".join(f"{x}x{y}" for x, y in k.block_shapes[:3]) + "/...")
-        print(f"{k.name:24} seed {seeds:12} {k.kind:9} {'; '.join(params)}\n    {k.lesson}")
+        print(f"{k.name:24} seed {','.join(k.seeds):12} {k.kind:9} {'; '.join(parameters(k))}\n    {k.lesson}")
     return 0
 
 

@@ -9,7 +9,6 @@ import importlib.util
 import multiprocessing
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 
 from .errors import EngineError, WorkerCrashed
@@ -123,12 +122,3 @@ def status(refresh: bool = False) -> GpuStatus:
 def shutdown() -> None:
     with _lock:
         _drop_worker()
-
-
-def wait_ready(timeout: float = START_TIMEOUT_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if status(refresh=True).available:
-            return True
-        time.sleep(0.5)
-    return False

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from . import registry
-from .analysis import BANKS, LINE_BYTES, SECTOR_BYTES
+from .analysis import BANKS, SECTOR_BYTES
 from .reference import matmul
 from .problem import make_inputs
 from .trace import ELEMENT_BYTES, Trace
@@ -34,16 +33,8 @@ class Step:
     wavefronts: int       # shared: most distinct words in one bank
 
     @property
-    def banks(self) -> np.ndarray:
-        return (self.offsets // ELEMENT_BYTES) % BANKS
-
-    @property
     def sector_ids(self) -> np.ndarray:
         return self.offsets // SECTOR_BYTES
-
-    @property
-    def line_ids(self) -> np.ndarray:
-        return self.offsets // LINE_BYTES
 
 
 def warps_of(trace: Trace, block_x: int, block_y: int, launch: int | None = None) -> list[int]:

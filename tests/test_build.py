@@ -1,10 +1,9 @@
 """Every .cu compiles with nvcc in both builds (CI has nvcc; compile only), and for the host."""
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from engine import build, sources
+from engine import build
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_CU = sorted((ROOT / "cuda").glob("*.cu")) + sorted((ROOT / "tests" / "cuda").glob("*.cu"))

@@ -1,5 +1,4 @@
 """Benchmark exports are real files, made by the command line from a run recorded on a GPU."""
-import io
 import json
 import struct
 import xml.etree.ElementTree as ET

@@ -2,7 +2,6 @@
 import json
 import os
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine import registry

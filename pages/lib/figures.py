@@ -9,7 +9,6 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.analysis import BANKS
 from engine.views import Step
 
 LANE_SCALE = "Turbo"

@@ -4,20 +4,11 @@ Pages stay thin: controls -> an engine call through here -> a figure from pages/
 """
 from __future__ import annotations
 
-import html
-
 import streamlit as st
 
 from engine import analysis, gpu_client, registry, sass, sources, tracer
 from engine.errors import EngineError
 from engine.problem import make_problem
-
-SEED_NAMES = {"000": "seed 000 (Matrix Multiplication, tiling tutorial)",
-              "001": "seed 001 (non-square matmul homework, transposed B, padding)",
-              "002": "seed 002 (naive to tensor cores, cuBLAS)",
-              "003": "seed 003 (tiling notes, Asub/Bsub)",
-              "004": "seed 004 (shared-memory tiling, tileA/tileB)"}
-
 
 @st.cache_resource(show_spinner=False)
 def device_status():
@@ -123,14 +114,3 @@ def kernel_label(name: str) -> str:
 
 def source_lines(file: str) -> list[str]:
     return sources.load(file).text.splitlines()
-
-
-def code_html(file: str, highlight: set[int], title: str = "") -> str:
-    """The kernel source with lines highlighted (for static views; animations draw it in the figure)."""
-    rows = []
-    for n, line in enumerate(source_lines(file), start=1):
-        style = "background:#ffe08a;" if n in highlight else ""
-        rows.append(f"<div style='{style}white-space:pre;font-family:monospace;font-size:{font_size()}px'>"
-                    f"<span style='color:#999'>{n:3d} </span>{html.escape(line)}</div>")
-    head = f"<div style='font-weight:600'>{html.escape(title)}</div>" if title else ""
-    return head + "<div style='border:1px solid #ddd;padding:6px;overflow-x:auto'>" + "".join(rows) + "</div>"

@@ -36,7 +36,7 @@ def main():
     print(f"device: {st.name}, peaks {benchmark.device_peaks(st.info)}")
     settings = benchmark.Settings(warmup=2, reps=30)
     start = time.perf_counter()
-    first = benchmark.measure("naive_x_cols", 256, 256, 256, settings)
+    benchmark.measure("naive_x_cols", 256, 256, 256, settings)
     print(f"first sweep point (naive_x_cols 256^3, builds cached or not): {time.perf_counter() - start:.2f} s "
           f"from request to result")
     print(f"\n{'kernel':24} {'params':22} {'N':>5} {'ours':>9} {'FACTS':>9} {'diff':>7} {'spread':>7}  run-to-run")
