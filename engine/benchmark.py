@@ -19,9 +19,8 @@ import pandas as pd
 
 from . import gpu_client, registry
 from .errors import EngineError
-from .plan import buffer_bytes
+from .plan import check_fits_gpu
 from .problem import make_problem
-from .tracer import format_bytes
 
 FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128, "10.0": 128,
                      "12.0": 128}
@@ -101,10 +100,7 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, tile: int =
         p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
         if spec.kind == "cuda":
             registry.check_problem(spec, p)
-        need = buffer_bytes(p, kernel) if spec.kind == "cuda" else 4 * (m * k + k * n + m * n)
-        free = gpu_client.status().free_bytes
-        if need > free:
-            raise EngineError(f"{m}x{n}x{k} needs {format_bytes(need)} of GPU memory; {format_bytes(free)} is free")
+        check_fits_gpu(p, kernel, gpu_client.status())
         out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": settings.warmup,
                                         "reps": settings.reps, "flush_l2": settings.flush_l2,
                                         "seconds_per_point": settings.seconds_per_point})

@@ -7,16 +7,12 @@ from . import gpu_client, sources
 from .cpu_backend import CpuDevice
 from .errors import EngineError
 from .execute import execute
-from .plan import DEFAULT_RECORD_CAP, TracePlan, buffer_bytes, make_plan
+from .plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, make_plan
 from .problem import Problem
 from .shm import SharedArray
 from .trace import LaunchInfo, Trace, TraceSite, array_tables, assemble_launch, thread_warps
 
 import numpy as np
-
-
-def format_bytes(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
 
 
 def resolve_source(source: str) -> str:
@@ -37,10 +33,7 @@ def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
         st = gpu_client.status()
         if not st.available:
             raise EngineError(f"no GPU trace source: {st.reason}")
-        need = buffer_bytes(problem, kernel)
-        if need > st.free_bytes:
-            raise EngineError(f"{problem.describe()} needs {format_bytes(need)} of GPU memory for its matrices; "
-                              f"{format_bytes(st.free_bytes)} is free on the {st.name}")
+        check_fits_gpu(problem, kernel, st)
         raw = gpu_client.call("execute", plan)
         for rl in raw.launches:  # the worker hands records over in shared memory
             if rl is not None and isinstance(rl.records, SharedArray):

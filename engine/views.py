@@ -116,6 +116,7 @@ def tile_phases(trace: Trace, block_x: int, block_y: int) -> list[Phase]:
     names = trace.arrays
     gl = mine & (r["space"] == 0) & (r["op"] == 0)
     st = mine & (r["space"] == 1) & (r["op"] == 1)
+    rows_c, cols_c = block_rows_cols(trace, block_x, block_y)
     phases = []
     for p in range(-(-trace.problem.k // tile)):
         ep = r["epoch"] == 2 * p
@@ -123,7 +124,6 @@ def tile_phases(trace: Trace, block_x: int, block_y: int) -> list[Phase]:
         a = loads & (r["array"] == names.index("A"))
         b = loads & (r["array"] == names.index("B"))
         stores = int((st & ep).sum())
-        rows_c, cols_c = block_rows_cols(trace, block_x, block_y)
         phases.append(Phase(p, rows_c, (p * tile, (p + 1) * tile), (p * tile, (p + 1) * tile), cols_c,
                             int(a.sum()), int(b.sum()), stores - int(a.sum()) - int(b.sum())))
     return phases
