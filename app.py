@@ -9,7 +9,7 @@ st.set_page_config(page_title="CUDA Matmul Explorer", page_icon=":material/grid_
 
 
 def home() -> None:
-    ui.setup_page("CUDA Matmul Explorer",
+    ui.setup_page("home", "CUDA Matmul Explorer", has_view=False, intro=
                   "Why one matrix-multiplication kernel is 100x faster than another, shown from what every "
                   "thread of the real kernels reads and writes.")
     st.markdown(

@@ -148,3 +148,13 @@ def partial_sums(trace: Trace, block_x: int, block_y: int) -> list[np.ndarray]:
         k1 = min((ph + 1) * p.tile, p.k)
         out.append(matmul(a[r0:r1, :k1], b[:k1, c0:c1]))
     return out
+
+
+def count_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, space: str,
+                op: str | None = None, launch: int | None = None) -> int:
+    """How many instructions of one warp touch `space` (and, if given, are loads or stores)."""
+    launch = len(trace.launches) - 1 if launch is None else launch
+    mine = inst[(inst["launch"] == launch) & (inst["block_x"] == block_x) & (inst["block_y"] == block_y)
+                & (inst["warp"] == warp)]
+    keep = [trace.sites[s].site.space == space and (op is None or trace.sites[s].site.op == op) for s in mine["site"]]
+    return int(sum(keep))

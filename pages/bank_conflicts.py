@@ -1,4 +1,6 @@
 """Bank conflicts: each shared-memory instruction's 32 lanes mapped onto the 32 banks."""
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -6,39 +8,45 @@ import streamlit as st
 from engine import analysis, registry, views
 from pages.lib import claims, figures, ui
 
-ui.setup_page("Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes reading different "
-              "words of one bank are served one after another: each extra word is one more wavefront.")
+ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes "
+              "reading different words of one bank are served one after another: each extra word is one more "
+              "wavefront.")
 
 shared = [k.name for k in registry.traceable() if k.uses_tile]
-c0, c1, c2, c3 = st.columns([2.2, 1, 1, 1])
-kernel = c0.selectbox("Kernel", shared, key=ui.state("kernel", "shared_bank_conflicts", shared),
-                      format_func=ui.kernel_label)
-spec = registry.get(kernel)
-tile = c1.selectbox("TILE", spec.tiles, key=ui.state("tile", 32, spec.tiles))
-pad = int(c2.toggle("Pad rows by one word", disabled=not spec.pads, key=ui.state("pad", False),
-                    help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
-size = c3.number_input("M = N = K", tile, 128, step=tile, key=ui.state("size", 64, lo=tile, hi=128))
-ui.remember(kernel=kernel, tile=tile, pad=pad, size=size)
-
-trace, inst = ui.trace_or_stop(kernel, size, size, size, tile, pad, spec.default_block, None, "auto")
-grid = trace.launches[-1].grid
-d1, d2, d3 = st.columns([1, 1, 2])
-warps = views.warps_of(trace, 0, 0)
-warp = d1.selectbox("Warp of block (0, 0)", warps, key=ui.state("warp", 0, warps))
-kinds = d2.radio("Show", ["loads", "loads and stores"], horizontal=True, key=ui.state("show", "loads",
-                                                                                      ["loads", "loads and stores"]))
-speed = d3.select_slider("Speed", ["slow", "normal", "fast"], key=ui.state("speed", "normal", ["slow", "normal", "fast"]))
-ui.remember(warp=warp, show=kinds, speed=speed)
+with ui.controls():
+    c0, c1, c2, c3 = st.columns([2.2, 1, 1, 1])
+    kernel = c0.selectbox("Kernel", shared, key=ui.state("kernel", "shared_bank_conflicts", shared),
+                          format_func=ui.kernel_label)
+    spec = registry.get(kernel)
+    tile = c1.selectbox("TILE", spec.tiles, key=ui.state("tile", 32, spec.tiles))
+    if not spec.pads:   # a kernel without padding: the toggle shows it off, not a stale "on"
+        st.session_state[ui.state("pad", False)] = False
+    pad = int(c2.toggle("Pad rows by one word", disabled=not spec.pads, key=ui.state("pad", False),
+                        help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
+    size = c3.number_input("M = N = K", tile, 128, step=tile, key=ui.state("size", 64, lo=tile, hi=128))
+    ui.remember(kernel=kernel, tile=tile, pad=pad, size=size)
+    trace, inst = ui.trace_or_stop(kernel, size, size, size, tile, pad, spec.default_block)
+    d1, d2, d3 = st.columns([1, 1, 2])
+    warps = views.warps_of(trace, 0, 0)
+    warp = d1.selectbox("Warp of block (0, 0)", warps, key=ui.state("warp", 0, warps))
+    shows = ["loads", "loads and stores"]
+    kinds = d2.radio("Show", shows, horizontal=True, key=ui.state("show", "loads", shows))
+    duration = ui.speed_control(d3, {"slow": 900, "normal": 400, "fast": 80})
+    ui.remember(warp=warp, show=kinds)
 
 steps, total = views.warp_steps(trace, inst, 0, 0, warp, "shared", 0, 160)
-if kinds == "loads":
-    steps = [s for s in steps if s.op == "load"]
+what = "shared instruction"
+if kinds == "loads":   # numbered among the loads, so the headline's count and the slider agree
+    steps = [replace(s, index=i) for i, s in enumerate(s for s in steps if s.op == "load")]
+    total, what = views.count_steps(trace, inst, 0, 0, warp, "shared", "load"), "shared load"
 if steps:
+    label = f"{kernel}, TILE {tile}" + (f", PAD {pad}" if spec.pads else "") + f", warp {warp}"
     fig = figures.bank_figure(steps, [views.bank_layers(s) for s in steps], ui.source_lines(trace.launches[-1].file),
-                              ui.presenter(), {"slow": 900, "normal": 400, "fast": 80}[speed], kernel)
-    st.plotly_chart(fig, width="stretch", config={"displaylogo": False})
-    st.caption("Green: the first word a bank serves; red: every further word of the same bank, one more wavefront "
-               "each. Lanes wired to one square read the same word: a broadcast, served together.")
+                              ui.presenter(), duration, label, total, what)
+    st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
+    st.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
+               "first word a bank serves; red: every further word of the same bank, one more wavefront each. "
+               "Lanes wired to one square read the same word: a broadcast, served together.")
 
 st.subheader("The whole kernel")
 summary = analysis.site_summary(trace, inst)

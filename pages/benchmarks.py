@@ -9,7 +9,7 @@ from engine import benchmark, charts, export, registry
 from engine.errors import EngineError
 from pages.lib import ui
 
-ui.setup_page("Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
+ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
               "repetitions after warm-up, each result checked against float64 numpy before it is shown.")
 
 SIZE_PRESETS = {

@@ -5,69 +5,65 @@ import streamlit as st
 from engine import analysis, registry, views
 from pages.lib import claims, figures, ui
 
-ui.setup_page("Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by instruction: "
-              "the 32-byte sectors their addresses fall in decide how many memory transactions one load costs.")
+ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "
+              "instruction: the 32-byte sectors their addresses fall in decide how many memory transactions one "
+              "load costs.")
 
 WINDOW = 160   # instructions per animation: long traces are windowed, never sent whole
 kernels = [k.name for k in registry.traceable()]
-left, right = st.columns(2)
-with left:
-    first = st.selectbox("Kernel", kernels, key=ui.state("kernel", "naive_x_rows", kernels), format_func=ui.kernel_label)
-with right:
-    options = ["(none)"] + kernels
-    second = st.selectbox("Side by side with", options, key=ui.state("compare", "naive_x_cols", options),
-                          format_func=lambda k: k if k == "(none)" else ui.kernel_label(k))
-c1, c2, c3, c4, c5 = st.columns(5)
-m = c1.number_input("M (rows of A and C)", 1, 128, key=ui.state("m", 32, lo=1, hi=128))
-n = c2.number_input("N (columns of B and C)", 1, 128, key=ui.state("n", 32, lo=1, hi=128))
-k = c3.number_input("K (columns of A)", 1, 128, key=ui.state("k", 16, lo=1, hi=128))
 shapes = [f"{x}x{y}" for x, y in registry.NAIVE_BLOCKS]
-block_text = c4.selectbox("Block (naive kernels)", shapes, key=ui.state("block", "16x16", shapes),
-                          help="threads per block as x by y; tiled kernels use TILE x TILE")
-tile = c5.selectbox("TILE (tiled kernels)", registry.TILES, key=ui.state("tile", 16, registry.TILES))
-block = tuple(int(v) for v in block_text.split("x"))
-ui.remember(kernel=first, compare=second, m=m, n=n, k=k, block=block_text, tile=tile)
-
-chosen = [first] + ([second] if second != "(none)" else [])
-source = "auto"
-traced = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block, None, source) for name in chosen}
-
-t0, inst0 = traced[first]
-grid = t0.launches[-1].grid
-d1, d2, d3, d4, d5 = st.columns(5)
-bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", 0, lo=0, hi=grid[0] - 1))
-by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", 0, lo=0, hi=grid[1] - 1))
-warps = views.warps_of(t0, bx, by)
-warp = d3.selectbox("Warp of that block", warps, key=ui.state("warp", warps[0], warps))
-_, total0 = views.warp_steps(t0, inst0, bx, by, warp, "global", 0, 0)
-first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW,
-                             key=ui.state("from", 1, lo=1, hi=max(total0, 1)),
-                             help=f"the animation shows up to {WINDOW} instructions at a time") - 1
-speed = d5.select_slider("Speed", ["slow", "normal", "fast"], key=ui.state("speed", "normal", ["slow", "normal", "fast"]))
-ui.remember(bx=bx, by=by, warp=warp, speed=speed, **{"from": first_step + 1})
+with ui.controls():
+    c0, c1, c2, c3, c4, c5 = st.columns([2.2, 2.2, 1, 1, 1, 1])
+    first = c0.selectbox("Kernel", kernels, key=ui.state("kernel", "naive_x_rows", kernels),
+                         format_func=ui.kernel_label)
+    options = ["(none)"] + kernels
+    second = c1.selectbox("Side by side with", options, key=ui.state("compare", "naive_x_cols", options),
+                          format_func=lambda k: k if k == "(none)" else ui.kernel_label(k))
+    # 32x32 by default: a warp is then one row of the block, so lanes-on-rows touches 32 rows of A
+    # (32 sectors) while lanes-on-columns reads one 128-byte line of B (4 sectors).
+    block_text = c2.selectbox("Block", shapes, key=ui.state("block", "32x32", shapes),
+                              help="threads per block, x by y, for the naive kernels; tiled kernels use TILE x TILE")
+    m = c3.number_input("M", 1, 128, key=ui.state("m", 32, lo=1, hi=128), help="rows of A and C")
+    n = c4.number_input("N", 1, 128, key=ui.state("n", 32, lo=1, hi=128), help="columns of B and C")
+    k = c5.number_input("K", 1, 128, key=ui.state("k", 16, lo=1, hi=128), help="columns of A, rows of B")
+    block = tuple(int(v) for v in block_text.split("x"))
+    chosen = [first] + ([second] if second != "(none)" else [])
+    d0, d1, d2, d3, d4, d5 = st.columns([1, 1, 1, 1, 1, 1.4])
+    tile = d0.selectbox("TILE", registry.TILES, key=ui.state("tile", 16, registry.TILES), help="tiled kernels only")
+    ui.remember(kernel=first, compare=second, m=m, n=n, k=k, block=block_text, tile=tile)
+    traced = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block) for name in chosen}
+    t0, inst0 = traced[first]
+    grid = t0.launches[-1].grid
+    bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", 0, lo=0, hi=grid[0] - 1))
+    by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", 0, lo=0, hi=grid[1] - 1))
+    warps = views.warps_of(t0, bx, by)
+    warp = d3.selectbox("Warp", warps, key=ui.state("warp", warps[0], warps), help="warp of that block")
+    _, total0 = views.warp_steps(t0, inst0, bx, by, warp, "global", 0, 0)
+    first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW,
+                                 key=ui.state("from", 1, lo=1, hi=max(total0, 1)),
+                                 help=f"the animation shows up to {WINDOW} instructions at a time") - 1
+    duration = ui.speed_control(d5, {"slow": 700, "normal": 300, "fast": 60})
+    ui.remember(bx=bx, by=by, warp=warp, **{"from": first_step + 1})
 
 panels = []
 for name in chosen:
     t, inst = traced[name]
-    g = t.launches[-1].grid
+    g, blk = t.launches[-1].grid, t.launches[-1].block
     steps, total = views.warp_steps(t, inst, min(bx, g[0] - 1), min(by, g[1] - 1), warp, "global",
                                     start=first_step, limit=WINDOW)
     if not steps:
         st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
         continue
     arrays = {a: t.shapes[a] for a in dict.fromkeys(s.array for s in steps)}
-    panels.append({"label": name, "arrays": arrays, "steps": steps, "total": total,
+    panels.append({"label": name, "block": blk, "warp": warp, "arrays": arrays, "steps": steps, "total": total,
                    "source": ui.source_lines(t.launches[-1].file)})
-    if total > len(steps):
-        st.caption(f"{name}: instructions {first_step + 1} to {first_step + len(steps)} of this warp's {total} "
-                   "global-memory instructions (move the window with 'From instruction').")
 
 if panels:
-    duration = {"slow": 700, "normal": 300, "fast": 60}[speed]
     st.plotly_chart(figures.coalescing_figure(panels, ui.presenter(), duration), width="stretch",
-                    config={"displaylogo": False})
+                    config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
-               "sectors they fall in. Right: just the touched sectors, 8 floats each, four to a 128-byte line.")
+               "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "
+               "side by side (outlined red where touched), so the sectors and lines of the headline can be counted.")
 
 st.subheader("Whole kernel, as Nsight Compute counts it")
 rows = []

@@ -4,26 +4,29 @@ import streamlit as st
 from engine import analysis, registry, views
 from pages.lib import claims, figures, ui
 
-ui.setup_page("Tile phases", "A tiled kernel computes its block of C in phases: the block's threads load one tile "
-              "of A and one of B into shared memory, wait at a barrier, multiply them, wait again, and move on.")
+ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "
+              "load one tile of A and one of B into shared memory, wait at a barrier, multiply them, wait again, "
+              "and move on.")
 
 tiled = [k.name for k in registry.traceable() if k.uses_tile]
-c0, c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1, 1])
-kernel = c0.selectbox("Kernel", tiled, key=ui.state("kernel", "tiled_guarded", tiled), format_func=ui.kernel_label)
-spec = registry.get(kernel)
-m = c1.number_input("M", 1, 128, key=ui.state("m", 40, lo=1, hi=128))
-n = c2.number_input("N", 1, 128, key=ui.state("n", 40, lo=1, hi=128))
-k = c3.number_input("K", 1, 128, key=ui.state("k", 40, lo=1, hi=128))
-tile = c4.selectbox("TILE", spec.tiles, key=ui.state("tile", 16, spec.tiles))
-ui.remember(kernel=kernel, m=m, n=n, k=k, tile=tile)
-
-trace, inst = ui.trace_or_stop(kernel, m, n, k, tile, 0, spec.default_block, None, "auto")
-grid = trace.launches[-1].grid
-d1, d2, d3 = st.columns([1, 1, 2])
-bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", grid[0] - 1, lo=0, hi=grid[0] - 1))
-by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", grid[1] - 1, lo=0, hi=grid[1] - 1))
-speed = d3.select_slider("Speed", ["slow", "normal", "fast"], key=ui.state("speed", "normal", ["slow", "normal", "fast"]))
-ui.remember(bx=bx, by=by, speed=speed)
+with ui.controls():
+    c0, c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1, 1])
+    kernel = c0.selectbox("Kernel", tiled, key=ui.state("kernel", "tiled_guarded", tiled),
+                          format_func=ui.kernel_label)
+    spec = registry.get(kernel)
+    m = c1.number_input("M", 1, 128, key=ui.state("m", 40, lo=1, hi=128))
+    n = c2.number_input("N", 1, 128, key=ui.state("n", 40, lo=1, hi=128))
+    k = c3.number_input("K", 1, 128, key=ui.state("k", 40, lo=1, hi=128))
+    tile = c4.selectbox("TILE", spec.tiles, key=ui.state("tile", 16, spec.tiles))
+    ui.remember(kernel=kernel, m=m, n=n, k=k, tile=tile)
+    trace, inst = ui.trace_or_stop(kernel, m, n, k, tile, 0, spec.default_block)
+    grid = trace.launches[-1].grid
+    d1, d2, d3 = st.columns([1, 1, 2])
+    # The last block by default: it overhangs the matrices when sizes are not multiples of TILE.
+    bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", grid[0] - 1, lo=0, hi=grid[0] - 1))
+    by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", grid[1] - 1, lo=0, hi=grid[1] - 1))
+    duration = ui.speed_control(d3, {"slow": 1600, "normal": 900, "fast": 300})
+    ui.remember(bx=bx, by=by)
 
 phases = views.tile_phases(trace, bx, by)
 partials = views.partial_sums(trace, bx, by)
@@ -33,9 +36,8 @@ sites = [s.site for s in trace.sites]
 load_line = next(s.line for s in sites if s.space == "shared" and s.op == "store")
 compute_line = next(s.line for s in sites if s.space == "shared" and s.op == "load")
 fig = figures.tile_phase_figure(trace.shapes["A"], trace.shapes["B"], trace.shapes["C"], phases, partials, rows, cols,
-                                ui.source_lines(src), load_line, compute_line, ui.presenter(),
-                                {"slow": 1600, "normal": 900, "fast": 300}[speed])
-st.plotly_chart(fig, width="stretch", config={"displaylogo": False})
+                                ui.source_lines(src), load_line, compute_line, ui.presenter(), duration)
+st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
 edge = any(p.zero_filled for p in phases)
 st.caption(f"Block ({bx}, {by}) owns rows {rows[0]}-{min(rows[1], m) - 1} and columns {cols[0]}-{min(cols[1], n) - 1} of C. "
            "Blue: the tiles it loads in this phase. " +
@@ -44,7 +46,7 @@ st.caption(f"Block ({bx}, {by}) owns rows {rows[0]}-{min(rows[1], m) - 1} and co
             "This block's tiles lie inside the matrices: pick the last block to see zero-filled edges."))
 
 st.subheader("Global reads: tiled against naive, counted in the traces")
-naive, _ = ui.trace_or_stop("naive_x_cols", m, n, k, tile, 0, (16, 16), None, "auto")
+naive, _ = ui.trace_or_stop("naive_x_cols", m, n, k, tile, 0, (16, 16))
 reads_naive, reads_tiled = analysis.global_reads(naive), analysis.global_reads(trace)
 a, b = st.columns([1, 1.4])
 a.plotly_chart(figures.reads_bar({"naive (naive_x_cols)": reads_naive, f"{kernel}, TILE {tile}": reads_tiled},

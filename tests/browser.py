@@ -80,3 +80,62 @@ def figure_texts(page) -> list[str]:
     """Titles and annotations of every drawn Plotly chart on the page."""
     return page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(d =>
         [((d.layout.title || {}).text || '')].concat((d.layout.annotations || []).map(a => a.text)))""")
+
+
+# ---------------------------------------------------------------- what an animated figure displays
+# These read the drawn SVG (text nodes, bounding boxes), not the figure data the server sent, so they
+# see what a person sees while the animation moves.
+
+HEADLINE = r"/(instruction|load|store) [\d,]+ of|phase \d+ of/"
+SHOWN_JS = """(i) => {
+  const HEADLINE = """ + HEADLINE + """;
+  const gd = document.querySelectorAll('.js-plotly-plot')[i];
+  const texts = Array.from(gd.querySelectorAll('.scatterlayer .textpoint text'));
+  const heads = texts.map(t => t.textContent).filter(t => HEADLINE.test(t));
+  const box = (el) => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+  const bands = Array.from(gd.querySelectorAll('.scatterlayer path.js-fill')).map(box).filter(b => b.bottom - b.top > 2);
+  const code = texts.filter(t => /^\\s*\\d+  /.test(t.textContent)).map(t => ({line: parseInt(t.textContent), ...box(t)}));
+  const lit = bands.map(b => code.filter(c => (c.top + c.bottom) / 2 > b.top && (c.top + c.bottom) / 2 < b.bottom)
+                                 .map(c => c.line)[0]);
+  const slider = (gd._fullLayout.sliders || [])[0];
+  return {heads, lit, active: slider ? slider.active : null, shapes: gd.querySelectorAll('.shapelayer path').length,
+          plot: box(gd), codeRight: Math.max(0, ...code.map(c => c.right)), frames: (gd._transitionData._frames || []).length};
+}"""
+
+
+def shown(page, index: int = 0) -> dict:
+    """The headlines, the highlighted source line of each panel, the slider position and the number
+    of drawn layout shapes of the index-th figure, as displayed now."""
+    return page.evaluate(SHOWN_JS, index)
+
+
+def wait_for_headline(page, timeout_ms: int = 60000) -> None:
+    """Until an animated figure's headline has been drawn."""
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.textpoint text')).some(t => "
+                           + HEADLINE + ".test(t.textContent))", timeout=timeout_ms)
+
+
+def click_button(page, label: str, index: int = 0) -> None:
+    """Clicks one of a figure's animation buttons (▶ Play, ❚❚ Pause, ◀ Step, Step ▶) like a person."""
+    plot = page.locator(".js-plotly-plot").nth(index)
+    plot.locator(".updatemenu-button", has_text=label).click()
+
+
+def scrub(page, fraction: float, index: int = 0) -> None:
+    """Clicks the slider's rail at `fraction` of its length, as a person scrubbing does."""
+    rail = page.locator(".js-plotly-plot").nth(index).locator(".slider-rail-rect")
+    rail.scroll_into_view_if_needed()
+    box = rail.bounding_box()
+    page.mouse.click(box["x"] + 8 + fraction * (box["width"] - 16), box["y"] + box["height"] / 2)
+
+
+def wait_settled(page, index: int = 0, timeout_ms: int = 5000) -> dict:
+    """Until two reads 150 ms apart agree (an animation step has finished drawing)."""
+    last = shown(page, index)
+    for _ in range(timeout_ms // 150):
+        page.wait_for_timeout(150)
+        now = shown(page, index)
+        if now == last:
+            return now
+        last = now
+    return last

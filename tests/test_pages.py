@@ -29,9 +29,8 @@ def figures(at: AppTest) -> list[dict]:
 
 
 def notes(fig: dict, frame: int = 0) -> str:
-    layout = fig["frames"][frame]["layout"]
-    texts = [a["text"] for a in layout.get("annotations", [])] + [layout.get("title", {}).get("text", "")]
-    return " ".join(t for t in texts if t)
+    """The headlines a frame shows: text traces the frame updates (pages/lib/figures.py)."""
+    return " ".join(d["text"][0] for d in fig["frames"][frame]["data"] if d.get("text") and isinstance(d["text"][0], str))
 
 
 def test_home_shows_mode_and_catalog():
@@ -79,14 +78,14 @@ def test_tile_phases_animate_loads_and_zero_filled_edges():
     bars = figures(at)[1]["data"][0]["y"]
     assert bars[0] == 2 * 40 * 40 * 40 and bars[1] < bars[0] / 10
     # The C tile fills with partial sums in the compute frames only.
-    z = fig["frames"][1]["data"][0]["z"]
+    z = next(d["z"] for d in fig["frames"][1]["data"] if "z" in d)
     assert any(v is not None for row in z for v in row)
 
 
 def test_bank_conflicts_vanish_with_padding():
     at = open_page("pages/bank_conflicts.py", {"tile": "32", "pad": "0", "size": "32"})
     assert "32-way" in notes(figures(at)[0], 0)
-    at.toggle(key="pad").set_value(True).run()
+    at.toggle(key="bank_conflicts.pad").set_value(True).run()
     assert not at.exception
     assert "1-way" in notes(figures(at)[0], 0)
     assert at.query_params["pad"] == "1"
@@ -115,3 +114,57 @@ def test_bad_input_gets_a_message_and_the_page_keeps_running():
     at.number_input[1].set_value(48).run()
     at.number_input[2].set_value(48).run()
     assert not at.error and figures(at)
+
+
+# ---------------------------------------------------------------- issue: pages that tell the truth while they move
+
+def test_coalescing_opens_on_the_lesson_32_sectors_against_4():
+    at = open_page("pages/coalescing.py")
+    fig = figures(at)[0]
+    first, second = notes(fig, 0), notes(fig, 1)
+    assert "block 32x32" in first
+    assert "naive_x_rows" in first and "32 sectors" in first                 # A: one sector per lane
+    assert "naive_x_cols" in second and "4 sectors" in second and "load B" in second
+
+
+def test_pages_do_not_share_controls():
+    at = open_page("pages/coalescing.py")
+    at.number_input(key="coalescing.m").set_value(7).run()
+    at.switch_page("pages/tile_phases.py").run()
+    assert not at.exception
+    assert at.number_input(key="tile_phases.m").value == 40
+    assert at.selectbox(key="tile_phases.kernel").value == "tiled_guarded"
+    at.switch_page("pages/bank_conflicts.py").run()
+    assert at.selectbox(key="bank_conflicts.kernel").value == "shared_bank_conflicts"
+    assert "32-way" in notes(figures(at)[0], 0)
+    at.switch_page("pages/coalescing.py").run()
+    assert at.number_input(key="coalescing.m").value == 7                    # its own view, kept
+
+
+def test_frames_change_only_traces_so_everything_moves_without_a_redraw():
+    """Plotly leaves layout annotations and titles alone (and drops heatmaps) when frames play
+    without a redraw: the headline must be a trace, and such frames must carry no layout."""
+    for page, params in (("pages/coalescing.py", {}), ("pages/bank_conflicts.py", {"size": "32"})):
+        fig = figures(open_page(page, params))[0]
+        redraw = fig["layout"]["updatemenus"][0]["buttons"][0]["args"][1]["frame"]["redraw"]
+        assert redraw is False
+        assert all("layout" not in f for f in fig["frames"])
+        assert not any(d.get("type") == "heatmap" for d in fig["data"])
+        for i in (0, len(fig["frames"]) - 1):
+            assert "line " in notes(fig, i)
+
+
+def test_slider_steps_are_the_frames():
+    for page in ("pages/coalescing.py", "pages/tile_phases.py", "pages/bank_conflicts.py"):
+        fig = figures(open_page(page, {"size": "32"}))[0]
+        names = [f["name"] for f in fig["frames"]]
+        assert [s["args"][0][0] for s in fig["layout"]["sliders"][0]["steps"]] == names, page
+
+
+def test_bank_pad_toggle_follows_a_kernel_without_padding():
+    at = open_page("pages/bank_conflicts.py", {"tile": "32", "pad": "1", "size": "32"})
+    assert at.toggle(key="bank_conflicts.pad").value is True
+    at.selectbox(key="bank_conflicts.kernel").set_value("tiled_guarded").run()
+    assert not at.exception and not at.error
+    assert at.toggle(key="bank_conflicts.pad").value is False
+    assert at.query_params["pad"] == "0"

@@ -1,52 +1,350 @@
 """Plotly figures for the pages, from the engine's plain data (engine/views.py). Nothing here runs a kernel.
 
 Animations are Plotly frames: they play, pause, step and scrub in the browser with no round trip
-to the server. Each figure draws the kernel source too, so the highlighted line moves in step.
+to the server. Two rules keep every visible element in step with the frame:
+  - everything that changes from frame to frame is a scatter trace (markers, outlines, the
+    highlighted source line and the headline itself, drawn as text), because Plotly moves scatter
+    traces without a full redraw, while layout parts (annotations, titles) and heatmaps are not
+    updated, or vanish, when frames are played without one;
+  - what does not change (matrix backgrounds, names, grid lines) is drawn once, as layout shapes,
+    annotations or static traces that no frame touches.
+Figures are laid out in pixels (the heights below), sized so that in presenter mode the headline,
+the figure and its Play button fit one 1280x720 projector screen.
 """
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from engine.views import Step
 
 LANE_SCALE = "Turbo"
-MAX_CODE_CHARS = 92
+HIGHLIGHT = "rgba(255, 200, 0, 0.45)"
+SECTOR_RED = "#d62728"
+CONTROLS_PX = 86          # below the plot: the slider, then Play / Pause / Step buttons
 
 
-def _fonts(presenter: bool) -> dict:
-    return {"base": 20 if presenter else 12, "code": 15 if presenter else 10, "marker": 1.6 if presenter else 1.0}
+@dataclass(frozen=True)
+class Style:
+    """Sizes for the normal page or for a projector. `width` is the figure width the layout is
+    planned for (the page's content width at 1280 px: with the sidebar, or without it in
+    presenter mode); marker sizes are in pixels, so they are worked out from it."""
+    presenter: bool
+    width: int
+    base: int
+    headline: int
+    code: int
 
 
-def code_start(lines: list[str]) -> int:
-    """First line worth showing: the header comment is on the page already, the code is what moves."""
-    for n, line in enumerate(lines, start=1):
-        if line.startswith("#include"):
-            return n + 1
-    return 1
+def style(presenter: bool) -> Style:
+    return Style(True, 1100, 16, 17, 13) if presenter else Style(False, 820, 12, 14, 11)
 
 
-def _code_trace(lines: list[str], font: int) -> go.Scatter:
-    first = code_start(lines)
-    text = [f"{n:3d}  {lines[n - 1][:MAX_CODE_CHARS]}" for n in range(first, len(lines) + 1)]
-    return go.Scatter(x=[0] * len(text), y=list(range(first, len(lines) + 1)), mode="text", text=text,
-                      textposition="middle right", textfont={"family": "monospace", "size": font},
-                      hoverinfo="skip", showlegend=False, cliponaxis=False)
+# --------------------------------------------------------------------------- shared parts
 
-
-def _highlight(line: int) -> go.Scatter:
-    return go.Scatter(x=[0, 1, 1, 0, 0], y=[line - .5, line - .5, line + .5, line + .5, line - .5], fill="toself",
-                      fillcolor="rgba(255, 200, 0, 0.45)", line={"width": 0}, mode="lines", hoverinfo="skip",
-                      showlegend=False)
-
-
-def _rects(boxes: list[tuple[float, float, float, float]]) -> tuple[list, list]:
+def _rects(boxes) -> tuple[list, list]:
     xs, ys = [], []
     for x0, x1, y0, y1 in boxes:
         xs += [x0, x1, x1, x0, x0, None]
         ys += [y0, y0, y1, y1, y0, None]
     return xs, ys
+
+
+def _axis(fig: go.Figure, n: int, x_domain, y_domain, x_range, y_range, anchor_square: bool = False) -> tuple[str, str]:
+    """Adds axis pair n (1-based) with the given paper domains and ranges; returns trace refs."""
+    sx = sy = "" if n == 1 else str(n)
+    clamp = lambda d: [round(min(max(v, 0.0), 1.0), 6) for v in d]   # noqa: E731 - float dust off the ends
+    x_domain, y_domain = clamp(x_domain), clamp(y_domain)
+    xa = {"domain": list(x_domain), "range": list(x_range), "visible": False, "anchor": f"y{sy}", "fixedrange": True}
+    ya = {"domain": list(y_domain), "range": list(y_range), "visible": False, "anchor": f"x{sx}", "fixedrange": True}
+    if anchor_square:   # square cells; the picture shrinks inside its domain rather than stretch
+        ya.update(scaleanchor=f"x{sx}", scaleratio=1, constrain="domain", constraintoward="top")
+        xa.update(constrain="domain", constraintoward="left")
+    fig.layout[f"xaxis{sx}"] = xa
+    fig.layout[f"yaxis{sy}"] = ya
+    return f"x{sx}", f"y{sy}"
+
+
+def _headline_trace(text: str, xref: str, yref: str, size: int) -> go.Scatter:
+    """The frame's headline, as a text trace so it moves with the frames (see the module note)."""
+    return go.Scatter(x=[0], y=[0.5], xaxis=xref, yaxis=yref, mode="text", text=[text],
+                      textposition="middle right", textfont={"size": size, "color": "#1a1a1a"}, hoverinfo="skip",
+                      showlegend=False, cliponaxis=False)
+
+
+@dataclass
+class CodeView:
+    """The source as shown: the kernel's lines (header comments are on the page already), long
+    lines wrapped, and where each source line sits (display rows, top to bottom)."""
+    texts: list[str]
+    rows_of: dict[int, tuple[int, int]]   # source line -> (first display row, last display row)
+    first: int
+    last: int
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.texts)
+
+
+def code_view(lines: list[str], chars: int, lo: int | None = None, hi: int | None = None,
+              strip_comments: bool = False) -> CodeView:
+    """lines[lo-1 .. hi-1] (1-based, inclusive; default: from the kernel's `__global__` line to
+    the end), each wrapped to `chars` columns with its line number in front."""
+    if lo is None:
+        lo = next((n for n, l in enumerate(lines, 1) if "__global__" in l), 1)
+    hi = len(lines) if hi is None else min(hi, len(lines))
+    while hi > lo and not lines[hi - 1].strip():
+        hi -= 1
+    texts, rows_of = [], {}
+    for n in range(lo, hi + 1):
+        line = lines[n - 1].rstrip()
+        if strip_comments and "//" in line and line.strip() and not line.strip().startswith("//"):
+            line = line[:line.index("//")].rstrip()
+        indent = len(line) - len(line.lstrip())
+        body = textwrap.wrap(line.strip(), max(chars - 5 - indent, 12), break_long_words=True) or [""]
+        start = len(texts)
+        for i, part in enumerate(body):
+            prefix = f"{n:3d}  " if i == 0 else "     "
+            texts.append(prefix + " " * indent + ("" if i == 0 else "  ") + part)
+        rows_of[n] = (start, len(texts) - 1)
+    return CodeView(texts, rows_of, lo, hi)
+
+
+def code_window(lines: list[str], wanted: set[int], max_rows: int, chars: int, strip_comments: bool) -> CodeView:
+    """The kernel's source, cut to at most `max_rows` display rows around the lines the frames
+    highlight (so a long kernel still reads at a legible size): the window grows from those lines
+    outwards while it fits."""
+    view = code_view(lines, chars, strip_comments=strip_comments)
+    if view.n_rows <= max_rows or not wanted:
+        return view
+    lo, hi = max(min(wanted), view.first), min(max(wanted), view.last)
+    best = code_view(lines, chars, lo, hi, strip_comments)
+    grew = True
+    while grew:
+        grew = False
+        for cand in ((lo - 1, hi), (lo, hi + 1)):
+            if cand[0] < view.first or cand[1] > view.last:
+                continue
+            trial = code_view(lines, chars, *cand, strip_comments)
+            if trial.n_rows <= max_rows:
+                lo, hi, best, grew = cand[0], cand[1], trial, True
+    return best
+
+
+def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: float, st: Style) -> tuple[CodeView, int]:
+    """The largest code font (down to 3 points below the page's) at which the whole kernel fits the
+    column; below that, the page's smallest font and a window around the highlighted lines."""
+    for font in range(st.code, st.code - 4, -1):
+        rows, chars = int(height_px / (font * 1.45)), _chars_fitting(width_px, font)
+        view = code_view(lines, chars, strip_comments=st.presenter)
+        if view.n_rows <= rows:
+            return view, font
+    return code_window(lines, wanted, rows, chars, st.presenter), font
+
+
+def _code_traces(view: CodeView, xref: str, yref: str, font: int) -> list[go.Scatter]:
+    text = go.Scatter(x=[0] * view.n_rows, y=list(range(view.n_rows)), xaxis=xref, yaxis=yref, mode="text",
+                      text=view.texts, textposition="middle right", hoverinfo="skip", showlegend=False,
+                      textfont={"family": "monospace", "size": font}, cliponaxis=False)
+    return [text]
+
+
+def _highlight(view: CodeView, line: int, xref: str = "x", yref: str = "y") -> dict:
+    """The band behind source line `line` (all its wrapped rows); empty if the line is not shown."""
+    if line not in view.rows_of:
+        return {"x": [], "y": []}
+    r0, r1 = view.rows_of[line]
+    return {"x": [0, 1, 1, 0, 0], "y": [r0 - .5, r0 - .5, r1 + .5, r1 + .5, r0 - .5]}
+
+
+def _highlight_trace(view: CodeView, line: int, xref: str, yref: str) -> go.Scatter:
+    return go.Scatter(**_highlight(view, line), xaxis=xref, yaxis=yref, fill="toself", fillcolor=HIGHLIGHT,
+                      line={"width": 0}, mode="lines", hoverinfo="skip", showlegend=False)
+
+
+def _chars_fitting(px: float, font: int) -> int:
+    return int(px / (0.62 * font)) - 1   # monospace glyphs are about 0.6 em wide
+
+
+def _controls(names: list[str], labels: list[str], duration: int, st: Style, redraw: bool,
+              plot_px: float) -> dict:
+    """Play / Pause / one step back / one step on (pages/lib/player.js does the steps), and a slider
+    whose steps are the frames themselves, so it follows the animation and scrubs it."""
+    args = lambda d: {"frame": {"duration": d, "redraw": redraw}, "mode": "immediate",  # noqa: E731
+                      "transition": {"duration": 0}}
+    font = st.base
+    below = lambda px: -px / plot_px   # noqa: E731 - paper coordinates of a point px below the plot
+    return {
+        "updatemenus": [{"type": "buttons", "direction": "left", "x": 0, "y": below(48), "xanchor": "left",
+                         "yanchor": "top", "showactive": False, "font": {"size": font}, "pad": {"t": 0, "r": 6},
+                         "buttons": [{"label": "▶ Play", "method": "animate",
+                                      "args": [None, {**args(duration), "fromcurrent": True}]},
+                                     {"label": "❚❚ Pause", "method": "animate", "args": [[None], args(0)]},
+                                     {"label": "◀ Step", "method": "skip", "args": []},
+                                     {"label": "Step ▶", "method": "skip", "args": []}]}],
+        "sliders": [{"active": 0, "x": 0, "len": 1, "y": below(4), "yanchor": "top", "pad": {"t": 0, "b": 0},
+                     "currentvalue": {"visible": False}, "ticklen": 3, "minorticklen": 0,
+                     "font": {"size": max(font - 3, 9)},
+                     "steps": [{"label": lab, "method": "animate", "args": [[name], args(0)]}
+                               for name, lab in zip(names, _sparse(labels))]}],
+    }
+
+
+def _sparse(labels: list[str], most: int = 24) -> list[str]:
+    """Slider tick labels: every one when few, else every k-th, so they never run together."""
+    if len(labels) <= most:
+        return labels
+    k = -(-len(labels) // most)
+    return [lab if i % k == 0 else "" for i, lab in enumerate(labels)]
+
+
+def _with_frames(fig: go.Figure, frames: list[dict]) -> dict:
+    """The figure as a dict with its frames attached unvalidated: the base figure was checked once,
+    and validating hundreds of frames property by property would cost seconds per redraw."""
+    out = fig.to_dict()
+    out["frames"] = frames
+    return out
+
+
+def _layout(fig: go.Figure, height: int, st: Style, margin_top: int = 8) -> None:
+    fig.update_layout(height=height, margin={"t": margin_top, "b": CONTROLS_PX, "l": 8, "r": 8},
+                      font={"size": st.base}, plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
+                      hoverlabel={"font": {"size": st.base}}, dragmode=False)
+
+
+# --------------------------------------------------------------------------- coalescing
+
+def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> dict:
+    """panels: [{label, block, arrays: {name: (rows, cols)}, steps: [Step], total, source: [str]}],
+    one per kernel, animated in step.
+
+    Per panel: a headline (which instruction, how many lanes, sectors and lines, the verdict); the
+    matrices side by side with the active lanes' elements (coloured by lane) and the 32-byte sectors
+    they fall in outlined; a strip with one row per touched 128-byte line and its four 32-byte
+    sectors (the touched ones outlined), to count them; the source with the current line lit.
+    """
+    st = style(presenter)
+    n = len(panels)
+    body_px = (180 if presenter else 250) if n == 2 else (330 if presenter else 330)
+    head_px, gap_px = (44, 10) if presenter else (42, 18)
+    plot_px = n * (head_px + body_px) + (n - 1) * gap_px
+    height = plot_px + CONTROLS_PX + 8
+    frac = lambda px: px / plot_px   # noqa: E731
+    x_mat, x_strip, x_code = (0, .47), (.49, .60), (.625, 1)
+    fig = go.Figure()
+    dynamic: list[list[tuple[int, object]]] = []
+    axis = 0
+    for r, p in enumerate(panels):
+        top = 1 - frac(r * (head_px + body_px + gap_px))
+        head_dom = (top - frac(head_px), top)
+        body_dom = (top - frac(head_px + body_px), top - frac(head_px))
+        per_panel = []
+        # headline
+        axis += 1
+        hx, hy = _axis(fig, axis, (0, 1), head_dom, (0, 1), (0, 1))
+        fig.add_trace(_headline_trace("", hx, hy, st.headline))
+        per_panel.append((len(fig.data) - 1, lambda s, p=p: {"text": [_coalescing_note(p, s)]}))
+        # matrices, side by side on one axis
+        offsets, x, titles = {}, 0, []
+        for name, (rows, cols) in p["arrays"].items():
+            offsets[name] = x
+            titles.append((name, x, rows, cols))
+            x += cols + max(2, cols // 8)
+        mrows = max(rows for rows, _ in p["arrays"].values())
+        axis += 1
+        mx, my = _axis(fig, axis, x_mat, (body_dom[0], body_dom[1] - frac(st.base + 8)), (-1, x - 1),
+                       (mrows - .5, -.5), anchor_square=True)
+        mat_w = (x_mat[1] - x_mat[0]) * st.width
+        cell = min(mat_w / max(x, 1), (body_px - st.base - 8) / max(mrows, 1))
+        grid = [(offsets[nm], rows, cols) for nm, (rows, cols) in p["arrays"].items()]
+        for name, x0, rows, cols in titles:
+            fig.add_shape(type="rect", xref=mx, yref=my, x0=x0 - .5, x1=x0 + cols - .5, y0=-.5, y1=rows - .5,
+                          fillcolor="#efefef", line={"color": "#bbbbbb", "width": 1}, layer="below")
+            fig.add_annotation(x=x0 + cols / 2 - .5, y=-.5, xref=mx, yref=my, text=f"{name} ({rows}x{cols})",
+                               showarrow=False, yanchor="bottom", font={"size": st.base}, yshift=2)
+        if cell >= 5:
+            fig.add_trace(_cell_grid(grid, mx, my))
+        size = max(cell * .82, 3)
+        fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="markers", showlegend=False,
+                                 marker={"symbol": "square", "size": size, "color": [], "colorscale": LANE_SCALE,
+                                         "cmin": 0, "cmax": 31},
+                                 hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"))
+        per_panel.append((len(fig.data) - 1, _lanes_on(offsets, size)))
+        fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
+                                 hoverinfo="skip", showlegend=False))
+        per_panel.append((len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
+        # strip: one row per touched 128-byte line
+        most_lines = max(len(np.unique(s.offsets // 128)) for s in p["steps"])
+        axis += 1
+        sx, sy = _axis(fig, axis, x_strip, (body_dom[0], body_dom[1] - frac(st.base + 8)), (-1, 36),
+                       (max(most_lines, 4) - .5, -.5))
+        fig.add_annotation(x=sum(x_strip) / 2, y=body_dom[1], xref="paper", yref="paper", showarrow=False,
+                           yanchor="top", text="128-B lines · 32-B sectors", font={"size": st.base})
+        fig.add_trace(go.Scatter(xaxis=sx, yaxis=sy, mode="lines", line={"color": "#cccccc", "width": 1, "dash": "dot"},
+                                 hoverinfo="skip", showlegend=False))
+        per_panel.append((len(fig.data) - 1, _strip_slots))
+        fig.add_trace(go.Scatter(xaxis=sx, yaxis=sy, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
+                                 hoverinfo="skip", showlegend=False))
+        per_panel.append((len(fig.data) - 1, _strip_sectors))
+        strip_cell = min((x_strip[1] - x_strip[0]) * st.width / 37, (body_px - st.base - 8) / max(most_lines, 4))
+        fig.add_trace(go.Scatter(xaxis=sx, yaxis=sy, mode="markers", showlegend=False,
+                                 marker={"symbol": "square", "size": max(strip_cell * .8, 3), "color": [],
+                                         "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31},
+                                 hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"))
+        per_panel.append((len(fig.data) - 1, _strip_lanes))
+        # source
+        view, font = fit_code(p["source"], {s.line for s in p["steps"]}, (x_code[1] - x_code[0]) * st.width,
+                              body_px, st)
+        axis += 1
+        cx, cy = _axis(fig, axis, x_code, body_dom, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
+        fig.add_trace(_highlight_trace(view, p["steps"][0].line, cx, cy))
+        per_panel.append((len(fig.data) - 1, lambda s, view=view: _highlight(view, s.line)))
+        for t in _code_traces(view, cx, cy, font):
+            fig.add_trace(t)
+        dynamic.append(per_panel)
+
+    n_frames = max(len(p["steps"]) for p in panels)
+    frames = []
+    for i in range(n_frames):
+        data, idx = [], []
+        for p, per_panel in zip(panels, dynamic):
+            s = p["steps"][min(i, len(p["steps"]) - 1)]
+            for t, fn in per_panel:
+                data.append(fn(s))
+                idx.append(t)
+        frames.append({"name": str(i), "data": data, "traces": idx})
+    for t, d in zip(frames[0]["traces"], frames[0]["data"]):
+        fig.data[t].update(d)
+    _layout(fig, height, st)
+    first = panels[0]["steps"][0].index
+    fig.update_layout(**_controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
+                                  duration, st, False, plot_px))
+    return _with_frames(fig, frames)
+
+
+def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:
+    """Thin white lines between the cells of each matrix: one static trace for all of them."""
+    xs, ys = [], []
+    for x0, rows, cols in grid:
+        for c in range(1, cols):
+            xs += [x0 + c - .5, x0 + c - .5, None]
+            ys += [-.5, rows - .5, None]
+        for r in range(1, rows):
+            xs += [x0 - .5, x0 + cols - .5, None]
+            ys += [r - .5, r - .5, None]
+    return go.Scatter(x=xs, y=ys, xaxis=xref, yaxis=yref, mode="lines", line={"color": "white", "width": 1},
+                      hoverinfo="skip", showlegend=False)
+
+
+def _lanes_on(offsets: dict[str, int], size: float):
+    def fn(step: Step) -> dict:
+        where = [f"{step.array}[{r}][{c}], byte {o:,}" for r, c, o in zip(step.rows, step.cols, step.offsets)]
+        return {"x": (step.cols + offsets[step.array]).tolist(), "y": step.rows.tolist(),
+                "marker": {"color": step.lanes.tolist(), "size": size}, "customdata": where}
+    return fn
 
 
 def _sector_boxes(sector_ids: np.ndarray, cols: int) -> list[tuple[float, float, float, float]]:
@@ -62,118 +360,6 @@ def _sector_boxes(sector_ids: np.ndarray, cols: int) -> list[tuple[float, float,
     return boxes
 
 
-def _controls(n_frames: int, labels: list[str], duration: int, font: int) -> dict:
-    frame_args = lambda d: {"frame": {"duration": d, "redraw": False}, "mode": "immediate",  # noqa: E731
-                            "transition": {"duration": 0}}
-    return {
-        "updatemenus": [{"type": "buttons", "direction": "left", "x": 0, "y": -0.08, "xanchor": "left",
-                         "yanchor": "top", "showactive": False, "font": {"size": font},
-                         "buttons": [{"label": "▶ Play", "method": "animate", "args": [None, {**frame_args(duration),
-                                                                                              "fromcurrent": True}]},
-                                     {"label": "❚❚ Pause", "method": "animate",
-                                      "args": [[None], frame_args(0)]}]}],
-        "sliders": [{"active": 0, "x": 0.16, "len": 0.84, "y": -0.04, "yanchor": "top",
-                     "currentvalue": {"prefix": "step ", "font": {"size": font}},
-                     "font": {"size": max(font - 4, 8)},
-                     "steps": [{"label": labels[i], "method": "animate",
-                                "args": [[str(i)], frame_args(0)]} for i in range(n_frames)]}],
-    }
-
-
-def _with_frames(fig: go.Figure, frames: list[dict]) -> dict:
-    """The figure as a dict with its frames attached unvalidated: the base figure was checked once,
-    and validating hundreds of frames property by property would cost seconds per redraw."""
-    out = fig.to_dict()
-    out["frames"] = frames
-    return out
-
-
-# --------------------------------------------------------------------------- coalescing
-
-def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> dict:
-    """panels: [{label, arrays: {name: (rows, cols)}, steps: [Step], total, source: [str]}] drawn in step.
-
-    Per panel: its matrices side by side (the active lanes' elements, coloured by lane, with the
-    32-byte sectors they fall in outlined), a strip of just the touched sectors (8 floats each) to
-    count them, and the source with the current line highlighted. The matrices share one axis, so
-    a frame updates two traces per panel, not two per matrix: that keeps playback smooth.
-    """
-    f = _fonts(presenter)
-    n_rows = len(panels)
-    fig = make_subplots(rows=n_rows, cols=3, column_widths=[3.0, 1.2, 2.4], horizontal_spacing=0.04,
-                        vertical_spacing=0.12, subplot_titles=["", "touched 32-byte sectors", "source"] * n_rows)
-    dynamic, titles = [], []
-    for r, p in enumerate(panels, start=1):
-        offsets, x = {}, 0
-        for name, (rows, cols) in p["arrays"].items():
-            offsets[name] = x
-            fig.add_trace(go.Heatmap(z=np.zeros((rows, cols)), x0=x, dx=1, colorscale=[[0, "#f0f0f0"], [1, "#f0f0f0"]],
-                                     showscale=False, hoverinfo="skip", xgap=1, ygap=1), row=r, col=1)
-            titles.append((r, x + cols / 2, f"{name} ({rows}x{cols})"))
-            x += cols + max(2, x // 12 + 2)
-        height = max(rows for rows, _ in p["arrays"].values())
-        fig.update_xaxes(range=[-1, x - 1], visible=False, row=r, col=1)
-        fig.update_yaxes(range=[height - .5, -.5], visible=False, scaleanchor=f"x{'' if r == 1 else 3 * (r - 1) + 1}",
-                         row=r, col=1)
-        # Marker side in pixels: about one drawn cell (the matrices fill ~560 px wide, ~280 px high).
-        size = 0.9 * min(560 / max(x, 1), 280 / max(height, 1)) * f["marker"]
-        fig.add_trace(go.Scatter(mode="markers", showlegend=False, marker={"symbol": "square", "size": size, "color": [],
-                                 "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31},
-                                 hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"), row=r, col=1)
-        dynamic.append((len(fig.data) - 1, _lanes_on(offsets, size)))
-        fig.add_trace(go.Scatter(mode="lines", line={"color": "#d62728", "width": 1.5}, hoverinfo="skip",
-                                 showlegend=False), row=r, col=1)
-        dynamic.append((len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
-        fig.add_trace(go.Scatter(mode="lines", line={"color": "#d62728", "width": 1.5}, hoverinfo="skip",
-                                 showlegend=False), row=r, col=2)
-        dynamic.append((len(fig.data) - 1, _strip_boxes))
-        fig.add_trace(go.Scatter(mode="markers", showlegend=False, marker={"symbol": "square", "size": 9 * f["marker"],
-                      "color": [], "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31},
-                      hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"), row=r, col=2)
-        dynamic.append((len(fig.data) - 1, _strip_lanes))
-        fig.update_xaxes(visible=False, row=r, col=2)
-        fig.update_yaxes(visible=False, range=[8.5, -1.5], row=r, col=2)
-        fig.add_trace(_highlight(p["steps"][0].line if p["steps"] else 0), row=r, col=3)
-        dynamic.append((len(fig.data) - 1, _code_line))
-        fig.add_trace(_code_trace(p["source"], f["code"]), row=r, col=3)
-        fig.update_xaxes(visible=False, range=[0, 1], row=r, col=3)
-        fig.update_yaxes(visible=False, range=[len(p["source"]) + .5, code_start(p["source"]) - .5], row=r, col=3)
-    for r, x, text in titles:   # matrix names above each picture
-        axis = "" if r == 1 else str(3 * (r - 1) + 1)
-        fig.add_annotation(x=x, y=-.5, xref=f"x{axis}", yref=f"y{axis}", text=text, showarrow=False, yanchor="bottom",
-                           font={"size": f["base"] - 1})
-
-    n_frames = max(len(p["steps"]) for p in panels)
-    per_panel = len(dynamic) // n_rows
-    frames, labels = [], []
-    for i in range(n_frames):
-        data, idx, notes = [], [], []
-        for r, p in enumerate(panels):
-            step = p["steps"][min(i, len(p["steps"]) - 1)]
-            for t, fn in dynamic[r * per_panel:(r + 1) * per_panel]:
-                data.append(fn(step))
-                idx.append(t)
-            notes.append(_step_note(p["label"], step, p.get("total", len(p["steps"]))))
-        frames.append({"name": str(i), "data": data, "traces": idx,
-                       "layout": {"annotations": _annotations(fig, notes, n_rows, f["base"])}})
-        labels.append(str(i))
-    first = frames[0]
-    for t, d in zip(first["traces"], first["data"]):
-        fig.data[t].update(d)
-    fig.update_layout(height=(400 if n_rows == 1 else 760) * (1.35 if presenter else 1), margin={"t": 90, "b": 110},
-                      font={"size": f["base"]}, plot_bgcolor="white", annotations=first["layout"]["annotations"],
-                      **_controls(n_frames, labels, duration, f["base"]))
-    return _with_frames(fig, frames)
-
-
-def _lanes_on(offsets: dict[str, int], size: float):
-    def fn(step: Step) -> dict:
-        where = [f"{step.array}[{r}][{c}], byte {o:,}" for r, c, o in zip(step.rows, step.cols, step.offsets)]
-        return {"x": (step.cols + offsets[step.array]).tolist(), "y": step.rows.tolist(),
-                "marker": {"color": step.lanes.tolist(), "size": size}, "customdata": where}
-    return fn
-
-
 def _sectors_on(offsets: dict[str, int], arrays: dict[str, tuple[int, int]]):
     def fn(step: Step) -> dict:
         boxes = [(x0 + offsets[step.array], x1 + offsets[step.array], y0, y1)
@@ -183,82 +369,105 @@ def _sectors_on(offsets: dict[str, int], arrays: dict[str, tuple[int, int]]):
     return fn
 
 
-def _strip_layout(step: Step):
-    sectors = np.unique(step.sector_ids)
-    pos = {int(s): j for j, s in enumerate(sectors)}
-    per_row = 4   # sectors drawn per strip row: 4 sectors = one 128-byte line
-    return sectors, pos, per_row
+def strip_layout(step: Step) -> tuple[np.ndarray, dict[int, int]]:
+    """The strip's rows: the distinct 128-byte lines the step touches, in address order."""
+    lines = np.unique(step.offsets // 128)
+    return lines, {int(l): r for r, l in enumerate(lines)}
 
 
-def _strip_boxes(step: Step) -> dict:
-    sectors, pos, per_row = _strip_layout(step)
-    boxes = []
-    for s, j in pos.items():
-        row, col = divmod(j, per_row)
-        boxes.append((col * 9 - .5, col * 9 + 7.5, row - .4, row + .4))
-    xs, ys = _rects(boxes)
+def _slot_box(row: int, slot: int) -> tuple[float, float, float, float]:
+    return (slot * 9 - .5, slot * 9 + 7.5, row - .42, row + .42)
+
+
+def _strip_slots(step: Step) -> dict:
+    """Every sector slot of every touched line, faint: the four sectors one line holds."""
+    lines, _ = strip_layout(step)
+    xs, ys = _rects([_slot_box(r, s) for r in range(len(lines)) for s in range(4)])
+    return {"x": xs, "y": ys}
+
+
+def _strip_sectors(step: Step) -> dict:
+    _, row_of = strip_layout(step)
+    sectors = np.unique(step.offsets // 32)
+    xs, ys = _rects([_slot_box(row_of[int(s) // 4], int(s) % 4) for s in sectors])
     return {"x": xs, "y": ys}
 
 
 def _strip_lanes(step: Step) -> dict:
-    sectors, pos, per_row = _strip_layout(step)
+    _, row_of = strip_layout(step)
     xs, ys, info = [], [], []
-    for lane, off in zip(step.lanes, step.offsets):
-        row, col = divmod(pos[int(off // 32)], per_row)
-        xs.append(col * 9 + int(off % 32) // 4)
-        ys.append(row)
-        info.append(f"byte {int(off):,} of {step.array}<br>sector {int(off // 32)}")
+    for off in step.offsets.tolist():
+        xs.append((off // 32) % 4 * 9 + (off % 32) // 4)
+        ys.append(row_of[off // 128])
+        info.append(f"byte {off:,} of {step.array}<br>line {off // 128}, sector {off // 32}")
     return {"x": xs, "y": ys, "marker": {"color": step.lanes.tolist()}, "customdata": info}
 
 
-def _code_line(step: Step) -> dict:
-    return {"y": [step.line - .5, step.line - .5, step.line + .5, step.line + .5, step.line - .5]}
+def coalescing_verdict(step: Step) -> str:
+    """Coalesced when the warp's lanes need no more sectors than their bytes fill (4 per 32 floats)."""
+    if step.sectors == 1 and len(np.unique(step.offsets)) == 1 and len(step.lanes) > 1:
+        return "one address for all lanes: a broadcast"
+    ideal = -(-len(step.lanes) * 4 // 32)
+    return "coalesced" if step.sectors <= ideal else f"uncoalesced ({ideal} would do)"
 
 
-def _step_note(label: str, step: Step, total: int) -> str:
-    what = f"{step.op} {step.array}"
-    if step.space == "global":
-        verdict = "coalesced" if step.sectors <= 4 * max(1, len(step.lanes) // 32) else "uncoalesced"
-        return (f"<b>{label}</b>: instruction {step.index + 1} of {total}, line {step.line}, {what}: "
-                f"{len(step.lanes)} lanes, <b>{step.sectors} sector{'s' if step.sectors != 1 else ''}</b> "
-                f"({step.lines} line{'s' if step.lines != 1 else ''} of 128 B), {verdict}")
-    return (f"<b>{label}</b>: instruction {step.index + 1} of {total}, line {step.line}, {what}: "
-            f"{len(step.lanes)} lanes, <b>{step.wavefronts} wavefront{'s' if step.wavefronts != 1 else ''}</b>")
-
-
-def _annotations(fig: go.Figure, notes: list[str], n_rows: int, font: int) -> list[dict]:
-    titles = [a.to_plotly_json() for a in fig.layout.annotations if a.text and "<b>" not in a.text]
-    for a in titles:
-        a.setdefault("font", {})["size"] = font - 1
-    ys = [1.1, 0.5] if n_rows == 2 else [1.18]
-    return titles + [{"text": n, "xref": "paper", "yref": "paper", "x": 0, "y": ys[i] if i < len(ys) else 1,
-                      "xanchor": "left", "showarrow": False, "font": {"size": font + 3}} for i, n in enumerate(notes)]
+def _coalescing_note(panel: dict, step: Step) -> str:
+    bx, by = panel["block"]
+    total = panel["total"]
+    first, last = panel["steps"][0].index + 1, panel["steps"][-1].index + 1
+    window = f" (animation: {first:,}–{last:,})" if last - first + 1 < total else ""
+    plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"   # noqa: E731
+    return (f"<b>{panel['label']}</b> · block {bx}x{by}, warp {panel['warp']} · instruction {step.index + 1:,} of "
+            f"{total:,}{window} · line {step.line}<br>{step.op} {step.array}: {len(step.lanes)} lanes → "
+            f"<b>{plural(step.sectors, 'sector')}</b> in {plural(step.lines, 'line')} of 128 B: "
+            f"<b>{coalescing_verdict(step)}</b>")
 
 
 # --------------------------------------------------------------------------- bank conflicts
 
 def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: bool = False,
-                duration: int = 400, label: str = "") -> go.Figure:
-    """Lanes (top) wired to the banks (bottom) holding their words; a bank's second, third ... word
+                duration: int = 400, label: str = "", total: int | None = None, what: str = "shared instruction") -> dict:
+    """Lanes (top row) wired to the banks holding their words; a bank's second, third ... word
     stacks below it: each layer is one more wavefront. layers[i] is engine.views.bank_layers(steps[i])."""
-    f = _fonts(presenter)
-    fig = make_subplots(rows=1, cols=2, column_widths=[2.2, 1.4], horizontal_spacing=0.04,
-                        subplot_titles=["32 lanes (top) and the 32 banks of 4-byte words (bottom)", "source"])
-    fig.add_trace(go.Scatter(x=list(range(32)), y=[-2] * 32, mode="markers+text", text=[str(i) for i in range(32)],
-                             textposition="top center", marker={"size": 12 * f["marker"], "color": list(range(32)),
-                             "colorscale": LANE_SCALE}, hoverinfo="skip", showlegend=False), row=1, col=1)
-    fig.add_trace(go.Scatter(mode="lines", line={"width": 1, "color": "rgba(80,80,80,0.5)"}, hoverinfo="skip",
-                             showlegend=False), row=1, col=1)
-    fig.add_trace(go.Scatter(mode="markers", marker={"symbol": "square", "size": 16 * f["marker"]},
-                             hovertemplate="%{customdata}<extra></extra>", showlegend=False), row=1, col=1)
-    fig.add_trace(_highlight(steps[0].line), row=1, col=2)
-    fig.add_trace(_code_trace(source, f["code"]), row=1, col=2)
-    max_layer = max(int(max(l["layer"])) for l in layers) if layers else 0
-    fig.update_xaxes(range=[-1, 32], title={"text": "bank (word address mod 32)"}, dtick=4, row=1, col=1)
-    fig.update_yaxes(range=[max_layer + 1, -3], title={"text": "wavefront"}, tickvals=list(range(max_layer + 1)),
-                     ticktext=[str(i + 1) for i in range(max_layer + 1)], row=1, col=1)
-    fig.update_xaxes(visible=False, range=[0, 1], row=1, col=2)
-    fig.update_yaxes(visible=False, range=[len(source) + .5, code_start(source) - .5], row=1, col=2)
+    st = style(presenter)
+    total = total or len(steps)
+    max_layer = max((int(max(l["layer"])) for l in layers), default=0)
+    head_px = 48 if presenter else 44
+    body_px = 400 if presenter else 420
+    plot_px = head_px + body_px
+    height = plot_px + CONTROLS_PX + 8
+    frac = lambda px: px / plot_px   # noqa: E731
+    fig = go.Figure()
+    hx, hy = _axis(fig, 1, (0, 1), (1 - frac(head_px), 1), (0, 1), (0, 1))
+    fig.add_trace(_headline_trace("", hx, hy, st.headline))
+    x_banks, x_code = (0.035, .6), (.63, 1)
+    body = (0, 1 - frac(head_px) - frac(st.base + 12))   # room for the bank numbers above
+    rows = max_layer + 1 + 3          # lanes at -2.5, a gap, then one row per wavefront
+    bx_, by_ = _axis(fig, 2, x_banks, body, (-1, 32), (max_layer + .6, -3.2))
+    fig.layout.xaxis2.update(visible=True, side="top", tickvals=list(range(0, 32, 4)) + [31],
+                             showgrid=False, zeroline=False, tickfont={"size": st.base - 1}, ticklabelstandoff=0)
+    fig.layout.yaxis2.update(visible=True, tickvals=[-2.4] + list(range(max_layer + 1)),
+                             ticktext=["lanes"] + [str(i + 1) if (i % max(1, (max_layer + 1) // 12) == 0 or i == max_layer)
+                                                   else "" for i in range(max_layer + 1)],
+                             title={"text": "wavefront", "standoff": 2}, showgrid=False, zeroline=False,
+                             tickfont={"size": st.base - 1})
+    bank_w = (x_banks[1] - x_banks[0]) * st.width / 33
+    row_h = body_px / (rows + 1)
+    square = max(min(bank_w * .8, row_h * .85, 18), 3)
+    lane_labels = [""] * 32   # the bank numbers above say where lane i starts: lane i sits over bank i
+    fig.add_trace(go.Scatter(x=list(range(32)), y=[-2.4] * 32, xaxis=bx_, yaxis=by_, mode="markers+text",
+                             text=lane_labels, textposition="top center", textfont={"size": st.base - 1},
+                             marker={"size": min(bank_w * .7, 14), "color": list(range(32)), "colorscale": LANE_SCALE},
+                             hovertemplate="lane %{x}<extra></extra>", showlegend=False, cliponaxis=False))
+    fig.add_trace(go.Scatter(xaxis=bx_, yaxis=by_, mode="lines", line={"width": 1, "color": "rgba(80,80,80,0.5)"},
+                             hoverinfo="skip", showlegend=False))
+    fig.add_trace(go.Scatter(xaxis=bx_, yaxis=by_, mode="markers", marker={"symbol": "square", "size": square},
+                             hovertemplate="%{customdata}<extra></extra>", showlegend=False))
+    view, font = fit_code(source, {s.line for s in steps}, (x_code[1] - x_code[0]) * st.width, body_px, st)
+    cx, cy = _axis(fig, 3, x_code, body, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
+    fig.add_trace(_highlight_trace(view, steps[0].line, cx, cy))
+    for t in _code_traces(view, cx, cy, font):
+        fig.add_trace(t)
     frames = []
     for i, (step, lay) in enumerate(zip(steps, layers)):
         pos = {}
@@ -269,36 +478,41 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
         for lane in step.lanes.tolist():
             b, y = pos[lane]
             wx += [lane, b, None]
-            wy += [-2, y, None]
-        colors = ["#2ca02c" if l == 0 else "#d62728" for l in lay["layer"]]
+            wy += [-2.25, y, None]
+        colors = ["#2ca02c" if l == 0 else SECTOR_RED for l in lay["layer"]]
         info = [f"bank {b}, word {w}<br>lanes {', '.join(map(str, lanes))}" + (" (broadcast)" if len(lanes) > 1 else "")
                 for b, w, lanes in zip(lay["bank"], lay["word"], lay["lane"])]
-        note = (f"<b>{label}</b> shared instruction {i + 1} of {len(steps)}: line {step.line}, {step.op} {step.array}: "
-                f"<b>{step.wavefronts}-way</b>: {step.wavefronts} wavefront{'s' if step.wavefronts != 1 else ''}"
-                + ("" if step.wavefronts <= 1 else f", {step.wavefronts - 1} of them bank conflicts"))
-        frames.append({"name": str(i), "traces": [1, 2, 3], "data": [
+        frames.append({"name": str(i), "traces": [0, 2, 3, 4], "data": [
+            {"text": [bank_note(label, step, total, what)]},
             {"x": wx, "y": wy},
             {"x": [int(b) for b in lay["bank"]], "y": [int(y) for y in lay["layer"]], "marker": {"color": colors},
              "customdata": info},
-            _code_line(step)], "layout": {"title": {"text": note}}})
+            _highlight(view, step.line)]})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
-    fig.update_layout(height=(460 + 18 * max_layer) * (1.3 if presenter else 1), font={"size": f["base"]},
-                      title={"text": frames[0]["layout"]["title"]["text"], "font": {"size": f["base"]}},
-                      margin={"t": 90, "b": 110}, plot_bgcolor="white",
-                      **_controls(len(frames), [str(i) for i in range(len(frames))], duration, f["base"]))
+    _layout(fig, height, st)
+    fig.update_layout(**_controls([f["name"] for f in frames], [str(s.index + 1) for s in steps], duration, st,
+                                  False, plot_px))
     return _with_frames(fig, frames)
+
+
+def bank_note(label: str, step: Step, total: int, what: str = "shared instruction") -> str:
+    w = step.wavefronts
+    verdict = "no conflict" if w <= 1 else f"{w - 1} bank conflict{'s' if w > 2 else ''}"
+    return (f"<b>{label}</b> · {what} {step.index + 1:,} of {total:,} · line {step.line}, "
+            f"{step.op} {step.array}<br>{len(step.lanes)} lanes → <b>{w}-way</b>: {w} wavefront{'s' if w != 1 else ''}, "
+            f"<b>{verdict}</b>")
 
 
 def ways_histogram(source_counts: dict[int, int], compiled_counts: dict[int, int] | None, presenter: bool = False):
     """Shared-load instructions by wavefronts each: source-level view and, if nvcc merged loads, as compiled."""
-    f = _fonts(presenter)
+    st = style(presenter)
     fig = go.Figure()
     fig.add_bar(x=list(source_counts), y=list(source_counts.values()), name="as written (32-bit reads)")
     if compiled_counts:
         fig.add_bar(x=list(compiled_counts), y=list(compiled_counts.values()), name="as compiled (LDS.128)")
     fig.update_layout(barmode="group", xaxis_title="wavefronts per warp-level shared load (1 = no conflict)",
-                      yaxis_title="instructions", height=320 * (1.3 if presenter else 1), font={"size": f["base"]},
+                      yaxis_title="instructions", height=320 * (1.3 if presenter else 1), font={"size": st.base},
                       margin={"t": 30}, legend={"orientation": "h", "y": 1.12})
     fig.update_xaxes(type="category")
     return fig
@@ -307,90 +521,107 @@ def ways_histogram(source_counts: dict[int, int], compiled_counts: dict[int, int
 # --------------------------------------------------------------------------- tile phases
 
 def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_cols, source: list[str],
-                      load_line: int, compute_line: int, presenter: bool = False, duration: int = 900) -> go.Figure:
+                      load_line: int, compute_line: int, presenter: bool = False, duration: int = 900) -> dict:
     """A, B and C with the block's tiles per phase: load (tiles outlined, zero-filled overhang
-    hatched red), barrier, compute (the block's C tile fills with its partial sums)."""
-    f = _fonts(presenter)
+    hatched red), barrier, compute (the block's C tile fills with its partial sums). The C tile is
+    a heatmap, so these frames redraw (there are few of them: two per phase)."""
+    st = style(presenter)
     (m, k), (_, n) = shape_a, shape_b
     tile = phases[0].a_cols[1] - phases[0].a_cols[0]
     span = lambda size: -(-size // tile) * tile  # noqa: E731 - the tiles reach this far, overhang included
-    fig = make_subplots(rows=1, cols=4, column_widths=[span(k), span(n), span(n), max(k, n) * 1.4],
-                        horizontal_spacing=0.05,
-                        subplot_titles=[f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n}): the block's partial sums", "source"])
-    for col, (rows, cols) in ((1, shape_a), (2, shape_b), (3, shape_c)):
-        fig.add_trace(go.Heatmap(z=np.zeros((rows, cols)), colorscale=[[0, "#eeeeee"], [1, "#eeeeee"]],
-                                 showscale=False, hoverinfo="skip", xgap=1, ygap=1), row=1, col=col)
-        fig.update_xaxes(range=[-.5, span(cols) - .5], row=1, col=col, showgrid=False, zeroline=False)
-        fig.update_yaxes(range=[span(rows) - .5, -.5], row=1, col=col, showgrid=False, zeroline=False)
+    head_px, body_px = (48, 380) if presenter else (44, 400)
+    plot_px = head_px + body_px
+    height = plot_px + CONTROLS_PX + 8
+    frac = lambda px: px / plot_px   # noqa: E731
+    fig = go.Figure()
+    hx, hy = _axis(fig, 1, (0, 1), (1 - frac(head_px), 1), (0, 1), (0, 1))
+    fig.add_trace(_headline_trace("", hx, hy, st.headline))
+    body = (0, 1 - frac(head_px) - frac(st.base + 10))
+    widths = [span(k), span(n), span(n)]
+    pic_w = .6
+    gaps = .025
+    scale = (pic_w - 2 * gaps) / sum(widths)
+    x0 = 0.0
+    refs = []
+    for i, ((rows, cols), w, title) in enumerate(zip((shape_a, shape_b, shape_c), widths,
+                                                     (f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n})"))):
+        dom = (x0, x0 + w * scale)
+        xr, yr = _axis(fig, 2 + i, dom, body, (-.5, span(cols) - .5), (span(rows) - .5, -.5), anchor_square=True)
+        refs.append((xr, yr))
+        fig.add_shape(type="rect", xref=xr, yref=yr, x0=-.5, x1=cols - .5, y0=-.5, y1=rows - .5,
+                      fillcolor="#eeeeee", line={"color": "#bbbbbb", "width": 1}, layer="below")
+        fig.add_annotation(x=sum(dom) / 2, y=body[1], xref="paper", yref="paper", yanchor="bottom", showarrow=False,
+                           text=title, font={"size": st.base})
+        x0 = dom[1] + gaps
     final = partials[-1]
     vmax = float(final.max()) if final.size else 1.0
-    fig.add_trace(go.Heatmap(z=np.full((m, n), np.nan), zmin=0, zmax=vmax, colorscale="Blues",
-                             colorbar={"title": "sum", "len": .8},
-                             hovertemplate="C[%{y}][%{x}] = %{z:.3f}<extra></extra>", xgap=1, ygap=1), row=1, col=3)
+    cx, cy = refs[2]
+    fig.add_trace(go.Heatmap(z=np.full((m, n), np.nan), zmin=0, zmax=vmax, colorscale="Blues", xaxis=cx, yaxis=cy,
+                             colorbar={"title": {"text": "sum", "side": "right"}, "orientation": "h", "x": x0 - gaps,
+                                       "xanchor": "right", "len": .18, "y": -.02, "yanchor": "top", "thickness": 10,
+                                       "tickfont": {"size": st.base - 2}},
+                             hovertemplate="C[%{y}][%{x}] = %{z:.3f}<extra></extra>", xgap=1, ygap=1))
     c_trace = len(fig.data) - 1
-    fig.add_trace(_highlight(load_line), row=1, col=4)
-    fig.add_trace(_code_trace(source, f["code"]), row=1, col=4)
-    fig.update_xaxes(visible=False, range=[0, 1], row=1, col=4)
-    fig.update_yaxes(visible=False, range=[len(source) + .5, code_start(source) - .5], row=1, col=4)
-    frames = []
+    x_code = (.64, 1)
+    view, font = fit_code(source, {load_line, compute_line}, (x_code[1] - x_code[0]) * st.width, body_px, st)
+    sx, sy = _axis(fig, 5, x_code, (0, 1 - frac(head_px)), (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
+    fig.add_trace(_highlight_trace(view, load_line, sx, sy))
+    for t in _code_traces(view, sx, sy, font):
+        fig.add_trace(t)
+    frames, labels = [], []
     r0, r1 = c_rows
     c0, c1 = c_cols
+    (ax, ay), (bx, by) = refs[0], refs[1]
     for ph, part in zip(phases, partials):
         for stage in ("load", "compute"):
-            shapes = []
-            for ref, (rr, cc), (rows, cols) in (("x", (ph.a_rows, ph.a_cols), shape_a), ("x2", (ph.b_rows, ph.b_cols), shape_b)):
-                yref = "y" if ref == "x" else "y2"
-                shapes.append({"type": "rect", "xref": ref, "yref": yref, "x0": cc[0] - .5, "x1": cc[1] - .5,
+            shapes = [s.to_plotly_json() for s in fig.layout.shapes[:3]]   # the matrix backgrounds stay
+            for (xr, yr), (rr, cc), (rows, cols) in (((ax, ay), (ph.a_rows, ph.a_cols), shape_a),
+                                                     ((bx, by), (ph.b_rows, ph.b_cols), shape_b)):
+                shapes.append({"type": "rect", "xref": xr, "yref": yr, "x0": cc[0] - .5, "x1": cc[1] - .5,
                                "y0": rr[0] - .5, "y1": rr[1] - .5, "line": {"color": "#1f77b4", "width": 3},
                                "fillcolor": "rgba(31,119,180,0.25)" if stage == "load" else "rgba(0,0,0,0)"})
                 if rr[1] > rows or cc[1] > cols:   # the tile overhangs the matrix: those are zero-filled
-                    for x0, x1, y0, y1 in ((max(cc[0], cols), cc[1], rr[0], rr[1]), (cc[0], cc[1], max(rr[0], rows), rr[1])):
-                        if x1 > x0 and y1 > y0:
-                            shapes.append({"type": "rect", "xref": ref, "yref": yref, "x0": x0 - .5, "x1": x1 - .5,
-                                           "y0": y0 - .5, "y1": y1 - .5, "line": {"color": "#d62728", "dash": "dot"},
+                    for x_0, x_1, y_0, y_1 in ((max(cc[0], cols), cc[1], rr[0], rr[1]),
+                                               (cc[0], cc[1], max(rr[0], rows), rr[1])):
+                        if x_1 > x_0 and y_1 > y_0:
+                            shapes.append({"type": "rect", "xref": xr, "yref": yr, "x0": x_0 - .5, "x1": x_1 - .5,
+                                           "y0": y_0 - .5, "y1": y_1 - .5, "line": {"color": SECTOR_RED, "dash": "dot"},
                                            "fillcolor": "rgba(214,39,40,0.25)"})
-            shapes.append({"type": "rect", "xref": "x3", "yref": "y3", "x0": c0 - .5, "x1": min(c1, n) - .5,
+            shapes.append({"type": "rect", "xref": cx, "yref": cy, "x0": c0 - .5, "x1": min(c1, n) - .5,
                            "y0": r0 - .5, "y1": min(r1, m) - .5, "line": {"color": "#1f77b4", "width": 3}})
             zc = np.full((m, n), np.nan)
-            if stage == "compute":
-                zc[r0:r0 + part.shape[0], c0:c0 + part.shape[1]] = part
-            elif ph.phase > 0:
-                prev = partials[ph.phase - 1]
-                zc[r0:r0 + prev.shape[0], c0:c0 + prev.shape[1]] = prev
-            title = (f"phase {ph.phase + 1} of {len(phases)} · " +
-                     (f"<b>load</b>: the block reads {ph.a_loaded} elements of A and {ph.b_loaded} of B into shared "
-                      f"memory" + (f", stores {ph.zero_filled} zeros for the overhang" if ph.zero_filled else "") +
-                      ", then waits at __syncthreads()" if stage == "load" else
-                      f"<b>compute</b>: every thread adds {phase_width(ph)} products from shared memory to its sum"))
-            frames.append({"name": f"{ph.phase}-{stage}", "traces": [c_trace, c_trace + 1],
-                           "data": [{"type": "heatmap", "z": np.where(np.isnan(zc), None, zc).tolist()},
-                                    _code_line_at(load_line if stage == "load" else compute_line)],
-                           "layout": {"shapes": shapes, "title": {"text": title}}})
-    fig.data[c_trace].update(z=frames[0]["data"][0]["z"])
-    fig.update_layout(shapes=frames[0]["layout"]["shapes"],
-                      title={"text": frames[0]["layout"]["title"]["text"], "font": {"size": f["base"]}},
-                      height=520 * (1.3 if presenter else 1), font={"size": f["base"]}, plot_bgcolor="white",
-                      margin={"t": 100, "b": 110})
-    controls = _controls(len(frames), [fr["name"] for fr in frames], duration, f["base"])
-    for step in controls["sliders"][0]["steps"]:
-        step["args"][1]["frame"]["redraw"] = True   # heatmaps and shapes need a redraw
-    controls["updatemenus"][0]["buttons"][0]["args"][1]["frame"]["redraw"] = True
-    fig.update_layout(**controls)
+            done = part if stage == "compute" else (partials[ph.phase - 1] if ph.phase > 0 else None)
+            if done is not None:
+                zc[r0:r0 + done.shape[0], c0:c0 + done.shape[1]] = done
+            name = f"{ph.phase + 1} {stage}"
+            frames.append({"name": name, "traces": [0, c_trace, c_trace + 1],
+                           "data": [{"text": [tile_note(ph, stage, len(phases), load_line if stage == "load" else compute_line)]},
+                                    {"type": "heatmap", "z": np.where(np.isnan(zc), None, zc).tolist()},
+                                    _highlight(view, load_line if stage == "load" else compute_line)],
+                           "layout": {"shapes": shapes}})
+            labels.append(f"{ph.phase + 1} {stage}" if len(phases) <= 6 else f"{ph.phase + 1}{stage[0].upper()}")
+    for t, d in zip(frames[0]["traces"], frames[0]["data"]):
+        fig.data[t].update(d)
+    fig.update_layout(shapes=frames[0]["layout"]["shapes"])
+    _layout(fig, height, st)
+    fig.update_layout(**_controls([f["name"] for f in frames], labels, duration, st, True, plot_px))
     return _with_frames(fig, frames)
 
 
-def phase_width(ph) -> int:
-    return ph.a_cols[1] - ph.a_cols[0]
-
-
-def _code_line_at(line: int) -> dict:
-    return {"y": [line - .5, line - .5, line + .5, line + .5, line - .5]}
+def tile_note(ph, stage: str, n_phases: int, line: int) -> str:
+    head = f"phase {ph.phase + 1} of {n_phases} · line {line} · "
+    if stage == "load":
+        zeros = f", stores {ph.zero_filled} zeros for the overhang" if ph.zero_filled else ""
+        return (head + f"<b>load</b>: the block reads {ph.a_loaded} elements of A and {ph.b_loaded} of B into "
+                f"shared memory{zeros},<br>then waits at __syncthreads()")
+    return head + (f"<b>compute</b>: every thread adds {ph.a_cols[1] - ph.a_cols[0]} products from shared memory "
+                   "to its sum<br>(the C tile shows the block's partial sums after this phase)")
 
 
 def reads_bar(counts: dict[str, int], presenter: bool = False) -> go.Figure:
-    f = _fonts(presenter)
+    st = style(presenter)
     fig = go.Figure(go.Bar(x=list(counts), y=list(counts.values()), text=[f"{v:,}" for v in counts.values()],
-                           textposition="outside"))
+                           textposition="outside", cliponaxis=False))
     fig.update_layout(yaxis_title="global loads (element reads)", height=300 * (1.3 if presenter else 1),
-                      font={"size": f["base"]}, margin={"t": 30})
+                      font={"size": st.base}, margin={"t": 30})
     return fig

@@ -1,14 +1,21 @@
-"""What every page shares: the mode banner, presenter mode, view state in the URL, cached engine calls.
+"""What every page shares: the mode banner, presenter (projector) mode, each page's own view state
+(seeded from the URL), the animation player script, cached engine calls.
 
-Pages stay thin: controls -> an engine call through here -> a figure from pages/figures.py.
+Pages stay thin: controls -> an engine call through here -> a figure from pages/lib/figures.py.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 
 from engine import analysis, gpu_client, registry, sass, sources, tracer
 from engine.errors import EngineError
 from engine.problem import make_problem
+
+PLAYER_JS = Path(__file__).with_name("player.js")
+SPEEDS = ["slow", "normal", "fast"]
+
 
 @st.cache_resource(show_spinner=False)
 def device_status():
@@ -24,48 +31,94 @@ def font_size() -> int:
     return 22 if presenter() else 13
 
 
-def setup_page(title: str, intro: str) -> None:
-    """Title, presenter toggle, mode banner. Call first on every page."""
-    st.set_page_config(page_title=f"{title} · CUDA Matmul Explorer", layout="wide")
+def _routed_by_app() -> None:
+    """Opening a page's link straight after the server starts runs the page script the old way (the
+    `pages/` folder routing of Streamlit's first multipage API), before app.py has ever called
+    st.navigation: the sidebar then lists file names and app.py's layout is skipped. Streamlit
+    switches to app.py's navigation for good once st.navigation has run, so switch and run again:
+    the rerun routes the same URL through app.py."""
+    from streamlit.runtime.pages_manager import PagesManager  # noqa: PLC0415
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None:
+    """Title, presenter toggle, mode banner, player script. Call first on every page; `page` names
+    the page's own state, so no widget value or URL parameter leaks from one page into another.
+    A page without view state in the URL (Home) passes has_view=False."""
+    _routed_by_app()
+    came_from = st.session_state.get("_page")
+    if has_view:
+        st.session_state["_page"] = page
+    # The URL describes the page the session opened on (a shared link): it seeds that page's
+    # controls. Once the user moves to another page, parameters left in the URL belong to the page
+    # they came from, so they are dropped and each page restores its own last view instead.
+    if came_from is None:
+        st.session_state["_url_seeds"] = True
+    elif came_from != page and has_view:
+        st.session_state["_url_seeds"] = False
+        st.query_params.clear()
     # A plain session value, not widget state: widget state does not follow the user across pages.
     st.session_state.setdefault("presenter_mode", st.query_params.get("presenter", "0") == "1")
+    on = presenter()
+    # Projector: the sidebar folds away (its arrow, top left, brings it back).
+    st.set_page_config(page_title=f"{title} · CUDA Matmul Explorer", layout="wide",
+                       initial_sidebar_state="collapsed" if on else "expanded")
     with st.sidebar:
-        on = st.toggle("Presenter mode (big text)", value=st.session_state["presenter_mode"],
-                       help="Larger fonts and thicker lines, for the back of a classroom")
-        st.session_state["presenter_mode"] = on
-        st.query_params["presenter"] = "1" if on else "0"
-        mode_banner(sidebar=True)
-    if presenter():
-        st.markdown("<style>html, body, [class*='css'], .stMarkdown p, .stMarkdown li {font-size: 1.35rem !important;}"
-                    " h1 {font-size: 3rem !important;} .stCode code {font-size: 1.2rem !important;}</style>",
-                    unsafe_allow_html=True)
+        st.session_state["_presenter_widget"] = on
+        st.toggle("Presenter mode (projector)", key="_presenter_widget", on_change=_flip_presenter,
+                  help="For a projector at 1280x720: sidebar and controls folded away, bigger text, "
+                       "figures sized to fit the screen with the Play button in view.")
+        mode_banner()
+    st.query_params["presenter"] = "1" if on else "0"
+    st.html(f"<script>{PLAYER_JS.read_text()}</script>", unsafe_allow_javascript=True)
+    # A dashboard, not a document: less empty space above the title, so more of the figure shows.
+    st.html("<style>.block-container {padding-top: 3.2rem !important; padding-bottom: 1rem !important;}"
+            + ("h1 {font-size: 1.7rem !important; padding: 0 0 .2rem 0 !important;}"
+               ".stMarkdown p, .stMarkdown li {font-size: 1.3rem !important;}"
+               ".stCode code {font-size: 1.2rem !important;}" if on else
+               "h1 {font-size: 2.2rem !important; padding: 0 0 .3rem 0 !important;}") + "</style>")
     st.title(title)
-    st.caption(intro)
+    if not on:   # in presenter mode the figure's own headline says it, in bigger letters
+        st.caption(intro)
 
 
-def mode_banner(sidebar: bool = False) -> None:
+def _flip_presenter() -> None:
+    st.session_state["presenter_mode"] = st.session_state["_presenter_widget"]
+
+
+def controls(label: str = "Controls"):
+    """Where a page puts its controls: on screen normally, folded into an expander for a projector,
+    so the headline, the figure and its Play button fit on one 1280x720 screen."""
+    return st.expander(label, expanded=False) if presenter() else st.container()
+
+
+def mode_banner() -> None:
     st_ = device_status()
-    box = st.success if st_.available else st.info
     if st_.available:
-        text = (f"**GPU mode** · {st_.name} · traces are recorded live by the instrumented kernels "
-                f"on this GPU.")
+        st.success(f"**GPU mode** · {st_.name} · traces are recorded live by the instrumented kernels on "
+                   "this GPU.", icon=":material/memory:")
     else:
-        text = (f"**CPU mode** · no NVIDIA GPU here ({st_.reason}). Traces come from the same kernel "
-                "sources run on the CPU; tests check them against traces recorded on an H200.")
-    box(text, icon=":material/memory:")
+        st.info(f"**CPU mode** · no NVIDIA GPU here ({st_.reason}). Traces come from the same kernel "
+                "sources run on the CPU; tests check them against traces recorded on an H200.",
+                icon=":material/memory:")
 
 
-def state(key: str, default, choices=None, lo=None, hi=None) -> str:
-    """A widget key whose first value comes from the URL (so a shared link opens that exact view) and
-    whose later values are the widget's own, kept within its choices or range. Keyed widgets keep
-    their identity across reruns, so nothing the user types is lost to a remount."""
+def _key(name: str) -> str:
+    return f"{st.session_state.get('_page', '')}.{name}"
+
+
+def state(name: str, default, choices=None, lo=None, hi=None) -> str:
+    """The widget key of this page's control `name`. Its first value comes from the URL (so a shared
+    link opens that exact view), else from what this page showed last in this session (so leaving
+    and coming back keeps the view), else `default`; it is kept within its choices or range. Keyed
+    widgets keep their identity across reruns, so nothing the user types is lost to a remount."""
+    key = _key(name)
+    saved = st.session_state.setdefault(_key("_saved"), {})
     if key not in st.session_state:
-        raw = st.query_params.get(key)
-        try:
-            value = type(default)(raw) if raw is not None and not isinstance(default, bool) else \
-                (raw in ("1", "true", "True") if raw is not None else default)
-        except ValueError:
-            value = default
+        raw = st.query_params.get(name) if st.session_state.get("_url_seeds") else None
+        value = _parse(raw, default) if raw is not None else saved.get(name, default)
         st.session_state[key] = value
     value = st.session_state[key]
     if choices is not None and value not in choices:
@@ -77,10 +130,29 @@ def state(key: str, default, choices=None, lo=None, hi=None) -> str:
     return key
 
 
+def _parse(raw: str, default):
+    if isinstance(default, bool):
+        return raw in ("1", "true", "True")
+    try:
+        return type(default)(raw)
+    except ValueError:
+        return default
+
+
 def remember(**values) -> None:
-    """Puts the view's state in the URL, so a teacher can hand out a link to this exact view."""
+    """Puts the view's state in the URL, so a teacher can hand out a link to this exact view, and
+    keeps it for this page, so coming back to the page restores it."""
+    saved = st.session_state.setdefault(_key("_saved"), {})
     for k, v in values.items():
-        st.query_params[k] = str(v)
+        saved[k] = v
+        st.query_params[k] = str(int(v) if isinstance(v, bool) else v)
+
+
+def speed_control(where, durations: dict[str, int]) -> int:
+    """The animation speed select, returning milliseconds per frame."""
+    speed = where.select_slider("Speed", SPEEDS, key=state("speed", "normal", SPEEDS))
+    remember(speed=speed)
+    return durations[speed]
 
 
 @st.cache_resource(max_entries=48, ttl=3600, show_spinner=False)
@@ -98,10 +170,14 @@ def cached_sass(file: str, tile: int, pad: int) -> dict:
     return sass.memory_instructions(file, tile, pad)
 
 
-def trace_or_stop(*args, **kwargs):
-    """The trace, or a one-line message in the page (and nothing else drawn)."""
+def trace_or_stop(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
+                  blocks: tuple | None = None, source: str = "auto"):
+    """The trace, or a one-line message in the page (and nothing else drawn). Says what it is
+    computing while it runs, since a new size or tile can take a second or more."""
+    what = f"Tracing {kernel} at {m}x{n}x{k}" + (f", TILE {tile}" if registry.get(kernel).uses_tile else "")
     try:
-        return cached_trace(*args, **kwargs)
+        with st.spinner(f"{what} ({'CPU' if tracer.resolve_source(source) == 'cpu' else 'GPU'})..."):
+            return cached_trace(kernel, m, n, k, tile, pad, block, blocks, source)
     except EngineError as exc:
         st.error(str(exc), icon=":material/error:")
         st.stop()

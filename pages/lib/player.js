@@ -1,0 +1,53 @@
+// The explorer's animation player, added once to the page by pages/lib/ui.py.
+// Plotly's own controls give Play, Pause and a slider; this adds what they lack:
+//  - "◀ Step" / "Step ▶" buttons (updatemenu buttons with method "skip", which Plotly leaves to us):
+//    they move one frame from the slider's current position, with the same redraw setting as Play;
+//  - Left/Right arrow keys do the same for the last figure the mouse was over;
+//  - Pausing or scrubbing while a figure plays makes Plotly reject the interrupted animation's
+//    promise with `undefined` and nobody catches it: that is the expected end of an animation, not
+//    an error, so it is not reported as one. Every other rejection still is.
+(() => {
+  if (window.__matmulPlayer) return;
+  window.__matmulPlayer = true;
+
+  window.addEventListener("unhandledrejection", (e) => {
+    if (e.reason === undefined) e.preventDefault();
+  });
+
+  const frameNames = (gd) => ((gd._transitionData || {})._frames || []).map((f) => f.name);
+
+  function step(gd, delta) {
+    const names = frameNames(gd);
+    const slider = ((gd._fullLayout || {}).sliders || [])[0];
+    if (!names.length || !slider || !window.Plotly) return;
+    const next = Math.min(names.length - 1, Math.max(0, (slider.active || 0) + delta));
+    const play = gd.layout.updatemenus[0].buttons[0].args[1];
+    window.Plotly.animate(gd, [names[next]], {
+      frame: { duration: 0, redraw: !!(play.frame || {}).redraw },
+      mode: "immediate", transition: { duration: 0 },
+    }).catch(() => {});
+  }
+
+  let lastPlot = null;
+  document.addEventListener("mouseover", (e) => {
+    const gd = e.target.closest && e.target.closest(".js-plotly-plot");
+    if (gd) lastPlot = gd;
+  }, true);
+
+  document.addEventListener("click", (e) => {
+    const button = e.target.closest && e.target.closest(".updatemenu-button");
+    if (!button) return;
+    const label = button.textContent || "";
+    const gd = button.closest(".js-plotly-plot");
+    if (label.includes("◀")) step(gd, -1);
+    else if (label.includes("▶") && label.includes("Step")) step(gd, 1);
+  }, true);
+
+  document.addEventListener("keydown", (e) => {
+    if (!lastPlot || !document.body.contains(lastPlot)) return;
+    const tag = (e.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || e.target.isContentEditable) return;
+    if (e.key === "ArrowRight") step(lastPlot, 1);
+    else if (e.key === "ArrowLeft") step(lastPlot, -1);
+  });
+})();

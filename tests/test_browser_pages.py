@@ -1,0 +1,265 @@
+"""The animated pages in headless Chromium at a projector's 1280x720, used the way a person does:
+clicking through the sidebar, pressing Play, Pause and Step, scrubbing the slider, reloading a shared
+link, switching presenter mode on. Assertions are on what is displayed (the drawn SVG), at several
+frames. Screenshots go to $MATMUL_EXPLORER_SCREENSHOTS (CI: screenshots/) to be looked at.
+"""
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests import browser
+
+pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+VIEW = {"width": 1280, "height": 720}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with browser.app_server({"MATMUL_EXPLORER_GPU": os.environ.get("MATMUL_EXPLORER_GPU", "1")}) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chrome():
+    with browser.chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    out = os.environ.get("MATMUL_EXPLORER_SCREENSHOTS")
+    path = Path(out) if out else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def page(chrome):
+    context = chrome.new_context(viewport=VIEW)
+    p = context.new_page()
+    p.errors = []
+    p.on("pageerror", lambda e: p.errors.append(str(e)))
+    yield p
+    context.close()
+
+
+def open_page(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("h1", timeout=60000)
+    browser.wait_for_chart(page)
+    browser.wait_for_headline(page)
+    browser.wait_settled(page)
+
+
+def go_to(page, title: str) -> None:
+    """Clicks a page's link in the sidebar and waits for its figure."""
+    page.locator("[data-testid='stSidebarNav'] a", has_text=title).click()
+    page.wait_for_function(f"document.querySelector('h1') && document.querySelector('h1').textContent.includes('{title}')",
+                           timeout=60000)
+    browser.wait_for_chart(page)
+    browser.wait_for_headline(page)
+    browser.wait_settled(page)
+
+
+def value(page, label: str) -> str:
+    return page.get_by_label(label, exact=True).first.input_value()
+
+
+def selected(page, label: str) -> str:
+    return page.get_by_role("combobox", name=label, exact=True).first.input_value()
+
+
+def line_of(head: str) -> int:
+    return int(re.search(r"line (\d+)", head).group(1))
+
+
+def check_in_step(s: dict) -> None:
+    """Each panel's headline names the frame the slider is on and the line lit in the source."""
+    assert s["heads"], s
+    for head, lit in zip(s["heads"], s["lit"]):
+        if "instruction" in head or "shared load" in head:
+            n = int(re.search(r"(?:instruction|load) ([\d,]+) of", head).group(1).replace(",", ""))
+            first = int(re.search(r"animation: ([\d,]+)", head).group(1).replace(",", "")) if "animation:" in head else 1
+            assert n == first + s["active"], (head, s["active"])
+        assert line_of(head) == lit, (head, lit)
+
+
+# ------------------------------------------------------------------------------ navigation
+
+@pytest.mark.parametrize("order", [["Coalescing", "Tile phases", "Bank conflicts", "Coalescing"],
+                                   ["Bank conflicts", "Tile phases", "Coalescing", "Bank conflicts", "Tile phases"]])
+def test_each_page_keeps_its_own_controls_whatever_the_order(server, page, order):
+    page.goto(server)
+    page.wait_for_selector("h1", timeout=60000)
+    for title in order:
+        go_to(page, title)
+        heads = " ".join(browser.shown(page)["heads"])
+        if title == "Coalescing":
+            assert (value(page, "M"), value(page, "N"), value(page, "K")) == ("32", "32", "16")
+            assert "threadIdx.x walks rows" in selected(page, "Kernel")
+            assert "block 32x32" in heads and "32 sectors" in heads
+        elif title == "Tile phases":
+            assert (value(page, "M"), value(page, "N"), value(page, "K")) == ("40", "40", "40")
+            assert selected(page, "TILE").strip() == "16"
+            assert "phase 1 of 3" in heads
+        else:
+            assert "bank conflicts" in selected(page, "Kernel").lower()
+            assert "32-way" in heads, heads
+        assert page.locator("[data-testid='stException']").count() == 0
+    assert not page.errors
+
+
+def test_a_changed_view_survives_leaving_the_page_and_a_reload(server, page):
+    open_page(page, f"{server}/tile_phases?m=24&n=24&k=24&tile=8")
+    assert value(page, "M") == "24" and selected(page, "TILE").strip() == "8"
+    go_to(page, "Coalescing")
+    assert value(page, "M") == "32"                       # not Tile phases' 24
+    go_to(page, "Tile phases")
+    assert value(page, "M") == "24" and selected(page, "TILE").strip() == "8"
+    assert "m=24" in page.url and "tile=8" in page.url    # the URL is the view: a link to share
+    page.reload()
+    page.wait_for_selector("h1", timeout=60000)
+    browser.wait_for_chart(page)
+    assert value(page, "M") == "24" and "phase 1 of 3" in " ".join(browser.shown(page)["heads"])
+
+
+def test_a_shared_link_opened_first_after_start_gets_the_app_navigation(chrome):
+    """Straight after the server starts, before anyone opened Home, a page link used to run the page
+    the old way: a sidebar of file names ('app', 'bank conflicts') and none of app.py's layout."""
+    with browser.app_server({"MATMUL_EXPLORER_GPU": "0"}) as url:
+        context = chrome.new_context(viewport=VIEW)
+        p = context.new_page()
+        p.goto(f"{url}/bank_conflicts?tile=16&size=32")
+        p.wait_for_selector("h1", timeout=60000)
+        browser.wait_for_chart(p)
+        nav = p.locator("[data-testid='stSidebarNav']").inner_text()
+        assert "Home" in nav and "Bank conflicts" in nav and "app" not in nav.split(), nav
+        assert "8-way" in " ".join(browser.shown(p)["heads"])
+        context.close()
+
+
+# ------------------------------------------------------------------------------ animations
+
+def test_coalescing_headline_source_and_matrices_follow_every_frame(server, page, shots):
+    open_page(page, f"{server}/coalescing")
+    s = browser.shown(page)
+    rows, cols = s["heads"]
+    assert "block 32x32" in rows and "32 sectors" in rows and "uncoalesced" in rows      # lanes on rows of A
+    assert "1 sector" in cols and "broadcast" in cols                                   # one A word for all
+    assert s["active"] == 0 and s["shapes"] == 6                                        # A, B, C twice
+    check_in_step(s)
+    page.screenshot(path=str(shots / "coalescing-frame0.png"))
+
+    browser.click_button(page, "Step ▶")
+    s = browser.wait_settled(page)
+    assert s["active"] == 1
+    rows, cols = s["heads"]
+    assert "load B" in rows and "1 sector" in rows                                      # B[k][j]: one word
+    assert "load B" in cols and "4 sectors" in cols and "coalesced" in cols             # 128 contiguous bytes
+    check_in_step(s)
+
+    browser.click_button(page, "▶ Play")
+    page.wait_for_timeout(1500)
+    browser.click_button(page, "❚❚ Pause")
+    s = browser.wait_settled(page)
+    assert s["active"] > 2, s
+    check_in_step(s)
+    assert s["shapes"] == 6                                # the matrices stay drawn after playing
+    page.screenshot(path=str(shots / "coalescing-after-play.png"))
+
+    browser.scrub(page, 1.0)
+    s = browser.wait_settled(page)
+    assert s["active"] == 32 and all("store C" in h for h in s["heads"]), s
+    check_in_step(s)
+    browser.click_button(page, "◀ Step")
+    s = browser.wait_settled(page)
+    assert s["active"] == 31
+    check_in_step(s)
+    browser.scrub(page, 0.0)
+    s = browser.wait_settled(page)
+    assert s["active"] == 0 and s["shapes"] == 6
+    check_in_step(s)
+    assert not page.errors, page.errors
+
+
+def test_a_windowed_trace_says_which_instructions_it_shows(server, page):
+    open_page(page, f"{server}/coalescing?kernel=naive_x_cols&compare=(none)&m=32&n=32&k=128&from=161")
+    head = browser.shown(page)["heads"][0]
+    assert "instruction 161 of 257" in head and "animation: 161–257" in head, head
+    browser.click_button(page, "Step ▶")
+    s = browser.wait_settled(page)
+    check_in_step(s)
+    assert "instruction 162 of 257" in s["heads"][0]
+
+
+def test_tile_phases_slider_scrubs_and_follows_play(server, page, shots):
+    open_page(page, f"{server}/tile_phases?m=40&n=40&k=40&tile=16&speed=fast")
+    s = browser.shown(page)
+    assert s["frames"] == 6 and "phase 1 of 3" in s["heads"][0] and "load" in s["heads"][0]
+    check_in_step(s)
+    browser.scrub(page, 3 / 5)
+    s = browser.wait_settled(page)
+    assert s["active"] == 3 and "phase 2 of 3" in s["heads"][0] and "compute" in s["heads"][0], s
+    check_in_step(s)
+    browser.scrub(page, 0.0)
+    browser.wait_settled(page)
+    browser.click_button(page, "▶ Play")
+    page.wait_for_timeout(700)
+    moving = browser.shown(page)
+    assert moving["active"] > 0, moving                   # the knob moves while it plays
+    page.wait_for_timeout(2500)
+    s = browser.wait_settled(page)
+    assert s["active"] == 5 and "phase 3 of 3" in s["heads"][0] and "compute" in s["heads"][0]
+    check_in_step(s)
+    page.screenshot(path=str(shots / "tile-phases-last-frame.png"))
+    assert not page.errors, page.errors
+
+
+def test_bank_conflicts_headline_follows_the_frames(server, page):
+    open_page(page, f"{server}/bank_conflicts?tile=32&pad=0&size=64")
+    s = browser.shown(page)
+    assert "32-way" in s["heads"][0]
+    check_in_step(s)
+    for _ in range(3):
+        browser.click_button(page, "Step ▶")
+    s = browser.wait_settled(page)
+    assert s["active"] == 3
+    check_in_step(s)
+    page.get_by_text("Pad rows by one word").click()
+    browser.wait_for_chart(page)
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.textpoint text')).some(t => t.textContent.includes('1-way'))",
+                           timeout=60000)
+    assert "pad=1" in page.url
+
+
+# ------------------------------------------------------------------------------ projector
+
+@pytest.mark.parametrize("name", ["coalescing", "tile_phases", "bank_conflicts"])
+def test_presenter_mode_fits_a_1280x720_projector(server, page, shots, name):
+    open_page(page, f"{server}/{name}?presenter=1")
+    page.screenshot(path=str(shots / f"{name}-presenter-1280x720.png"))
+    s = browser.shown(page)
+    assert s["heads"]
+    heads = page.locator(".js-plotly-plot").first.locator(".textpoint text").filter(has_text=re.compile("instruction|phase|shared load"))
+    for i in range(heads.count()):
+        box = heads.nth(i).bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= VIEW["height"], box
+        assert box["x"] + box["width"] <= VIEW["width"], box
+    play = page.locator(".updatemenu-button", has_text="Play").first.bounding_box()
+    assert play["y"] + play["height"] <= VIEW["height"], play         # Play in view without scrolling
+    assert s["codeRight"] <= s["plot"]["right"] + 1, s                 # source lines wrapped, not cut
+    sidebar = page.locator("[data-testid='stSidebar']")
+    assert sidebar.get_attribute("aria-expanded") == "false" or not sidebar.is_visible()
+    # Controls are folded away, but there.
+    assert page.get_by_text("Controls").count() >= 1
+    assert not page.errors, page.errors
+
+
+def test_presenter_figures_are_bigger_not_only_their_text(server, page):
+    open_page(page, f"{server}/bank_conflicts?presenter=0&size=32")
+    normal = page.locator(".js-plotly-plot").first.bounding_box()
+    open_page(page, f"{server}/bank_conflicts?presenter=1&size=32")
+    big = page.locator(".js-plotly-plot").first.bounding_box()
+    assert big["width"] > normal["width"] * 1.2
