@@ -5,7 +5,9 @@ import streamlit as st
 from engine import registry
 from pages.lib import ui
 
-st.set_page_config(page_title="CUDA Matmul Explorer", page_icon=":material/grid_on:", layout="wide")
+# An emoji, not a :material/...: icon: the browser draws an emoji tab icon itself, while a material one
+# is fetched from fonts.gstatic.com, which fails offline.
+st.set_page_config(page_title="CUDA Matmul Explorer", page_icon="🧮", layout="wide")
 
 
 def home() -> None:
