@@ -1,4 +1,5 @@
-"""Users meet the source documents by their titles, never as "seed 000"."""
+"""Users meet the source documents by their titles, never as "seed 000", and nothing in the
+repository points at files outside it."""
 import os
 import re
 import subprocess
@@ -63,3 +64,15 @@ def test_claims_start_with_the_documents_title():
 def test_pages_say_no_seed_numbers():
     for path in [ROOT / "app.py", *sorted((ROOT / "pages").rglob("*.py"))]:
         assert not re.search(r"seeds? ?0\d\d", path.read_text(), re.I), path.name
+
+
+def test_nothing_points_outside_the_repository():
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()
+    outside = re.compile(r"\.\./shared|/work/shared")
+    here = Path(__file__).name
+    for name in files:
+        path = ROOT / name
+        if name.endswith(here) or not path.is_file() or path.suffix in (".npz", ".png"):
+            continue
+        assert not outside.search(path.read_text(errors="replace")), name
