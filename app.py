@@ -1,11 +1,15 @@
 """CUDA Matmul Explorer: `streamlit run app.py`. The home page lives here; the others in pages/."""
+import os
+
 import pandas as pd
 import streamlit as st
 
-from engine import registry
+from engine import benchmark, documents, registry
 from pages.lib import ui
 
-st.set_page_config(page_title="CUDA Matmul Explorer", page_icon=":material/grid_on:", layout="wide")
+# An emoji, not a :material/...: icon: the browser draws an emoji tab icon itself, while a material one
+# is fetched from fonts.gstatic.com, which fails offline.
+st.set_page_config(page_title="CUDA Matmul Explorer", page_icon="🧮", layout="wide")
 
 
 def home() -> None:
@@ -15,28 +19,40 @@ def home() -> None:
     st.markdown(
         "**Where to look, in order**\n"
         "1. **Coalescing**: a warp's 32 reads collapse into 4 sectors, or spray over 32. The naive kernels, "
-        "two thread mappings side by side, and seed 001's transposed B.\n"
+        "two thread mappings side by side, and the transposed B of "
+        f"{documents.cite('001', '*{}*')}.\n"
         "2. **Tile phases**: what one block pulls into shared memory, phase by phase, and how many global "
         "reads that saves against the naive kernel.\n"
         "3. **Bank conflicts**: 32 lanes piling onto one bank of shared memory until one word of padding "
-        "spreads them out (seed 001's kernel).\n"
+        f"spreads them out (the shared-memory kernel of {documents.cite('001', '*{}*')}).\n"
         "4. **Benchmarks**: the same kernels timed against cuBLAS.")
     st.subheader("Device")
     device_card()
     st.subheader("Kernel catalog")
-    rows = [{"kernel": k.name, "what": k.title, "seed": ", ".join(k.seeds), "kind": k.kind, "lesson": k.lesson}
-            for k in registry.CATALOG]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    st.caption("Every kernel's source is in cuda/; the seed documents are the five texts the project "
-               "started from. Sizes, tiles and block shapes are chosen on each page.")
+    rows = [{"kernel": k.name, "what": k.title, "source documents": k.source_titles, "kind": k.kind,
+             "lesson": k.lesson} for k in registry.CATALOG]
+    # Rows taller than 4rem let Streamlit wrap cell text, so no lesson is cut off at the column's edge;
+    # "content" height shows every row without a scroll bar of its own.
+    # Widths in pixels add up to the main column of a laptop screen; wider screens stretch them.
+    widths = {"kernel": 150, "what": 170, "source documents": 210, "kind": 70, "lesson": 330}
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height="content", row_height=84,
+                 column_config={c: st.column_config.TextColumn(width=w) for c, w in widths.items()})
+    st.caption("Every kernel's source is in cuda/. Sizes, tiles and block shapes are chosen on each page.")
+    st.subheader("Source documents")
+    st.markdown("The five texts the kernels and the claims on each page come from:\n" + "\n".join(
+        f"- *{d.title}*: {d.about}" for d in documents.DOCUMENTS))
 
 
 def device_card() -> None:
     status = ui.device_status()
     if not status.available:
-        st.info(f"No NVIDIA GPU in this machine ({status.reason}). Traces come from the CPU path, which runs the "
-                "same kernel sources and gives the same traces as the GPU; benchmark charts show runs recorded "
-                "on a real GPU, labelled as such.", icon=":material/computer:")
+        # The sidebar banner already says CPU mode and why; here only what this machine does instead.
+        cols = st.columns(3)
+        cols[0].metric("Traces run on", "CPU")
+        cols[1].metric("CPU cores", os.cpu_count())
+        cols[2].metric("Recorded GPU benchmark runs", len(benchmark.recorded_runs()))
+        st.caption("The CPU runs the same kernel sources as the GPU, thread by thread, and gives the same "
+                   "traces. The Benchmarks page shows the recorded runs, each labelled with its GPU.")
         return
     info = status.info
     cols = st.columns(5)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import analysis, gpu_client, registry, sass, tracer
+from . import analysis, documents, gpu_client, registry, sass, tracer
 from .errors import EngineError
 from .plan import DEFAULT_RECORD_CAP, parse_blocks
 from .problem import make_problem, parse_block
@@ -30,12 +30,13 @@ def parameters(k: registry.KernelSpec) -> list[str]:
 
 def catalog_markdown() -> str:
     """The README's kernel table, from the registry (tests/test_readme.py keeps the README in step)."""
-    rows = ["| kernel | seed | kind | parameters | lesson |", "|---|---|---|---|---|"]
+    rows = ["| kernel | source documents | kind | parameters | lesson |", "|---|---|---|---|---|"]
     for k in registry.CATALOG:
         params = parameters(k)
         source = ", ".join(f"`cuda/{l.file}`" for l in k.launches)
         name = f"`{k.name}`" + (f" ({source})" if source else "")
-        rows.append(f"| {name} | {', '.join(k.seeds)} | {k.kind} | {'; '.join(params) or '-'} | {k.lesson} |")
+        cited = documents.cite(k.seeds, "*{}*")
+        rows.append(f"| {name} | {cited} | {k.kind} | {'; '.join(params) or '-'} | {k.lesson} |")
     return "\n".join(rows)
 
 
@@ -44,7 +45,7 @@ def cmd_kernels(args) -> int:
         print(catalog_markdown())
         return 0
     for k in registry.CATALOG:
-        print(f"{k.name:24} seed {','.join(k.seeds):12} {k.kind:9} {'; '.join(parameters(k))}\n    {k.lesson}")
+        print(f"{k.name:24} {k.kind:9} {'; '.join(parameters(k))}\n    {k.lesson}\n    from {k.source_titles}")
     return 0
 
 

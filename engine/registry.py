@@ -1,7 +1,8 @@
 """The kernel catalog: the one list of kernels that the pages, benchmarks, tests and README read.
 
-Each entry says where its source lives (cuda/), which seed document it comes from, the lesson it
-teaches, which parameters it takes, and its launch geometry (kept here, not in the .cu files).
+Each entry says where its source lives (cuda/), which source documents it comes from (`seeds`: ids
+of engine/documents.py, whose titles are what users read), the lesson it teaches, which parameters
+it takes, and its launch geometry (kept here, not in the .cu files).
 Kinds: "cuda" kernels run from cuda/ sources and can be traced; "cublas" entries call cuBLAS on
 the same buffers (timed, not traced); "reference" is the float64 numpy product every result is
 checked against. Tensor-core kernels join with a kind of their own.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .documents import cite
 from .errors import EngineError
 from .problem import Problem
 
@@ -52,6 +54,11 @@ class KernelSpec:
     notes: tuple[str, ...] = field(default=())
 
     @property
+    def source_titles(self) -> str:
+        """The titles of the documents it comes from, in words: what users read instead of the ids."""
+        return cite(self.seeds)
+
+    @property
     def traceable(self) -> bool:
         return self.kind == "cuda"
 
@@ -91,8 +98,8 @@ CATALOG: tuple[KernelSpec, ...] = (
                          block=lambda p: p.block, records_per_thread=_naive_records),),
         block_shapes=NAIVE_BLOCKS,
         rows_from_block_x=True,
-        notes=("Seed 000 says A is read coalesced and B strided; with its own mapping it is the reverse.",
-               "Seed 000's launch line `matMul<<<blocksPerGridX, blocksPerGridY>>>` passes a block count "
+        notes=(f"{cite('000')} says A is read coalesced and B strided; with its own mapping it is the reverse.",
+               f"{cite('000')}'s launch line `matMul<<<blocksPerGridX, blocksPerGridY>>>` passes a block count "
                "where the threads per block belong; the engine launches the 2-D grid the kernel expects."),
     ),
     KernelSpec(
@@ -120,9 +127,9 @@ CATALOG: tuple[KernelSpec, ...] = (
         ),
         block_shapes=NAIVE_BLOCKS,
         default_block=(32, 32),
-        notes=("Seed 001 models a speed-up of about the warp size from the transpose; measured, the kernel is "
-               "as slow as the uncoalesced naive one.",
-               "Its timings include the transpose launch, which seed 001 counts as part of the method."),
+        notes=(f"{cite('001')} models a speed-up of about the warp size from the transpose; measured, the "
+               "kernel is as slow as the uncoalesced naive one.",
+               "Its timings include the transpose launch, which that document counts as part of the method."),
     ),
     KernelSpec(
         name="tiled_guarded",
@@ -138,7 +145,8 @@ CATALOG: tuple[KernelSpec, ...] = (
         name="tiled_unguarded",
         title="Shared-memory tiled, no guards",
         seeds=("003", "004"),
-        lesson="The seeds' shorter tiled kernel: right only when M, N and K are multiples of TILE.",
+        lesson="The tiled kernel as these documents write it, without boundary guards: right only when M, N and K "
+               "are multiples of TILE.",
         launches=(Launch("tiled_unguarded.cu",
                          grid=lambda p: (_cdiv(p.n, p.tile), _cdiv(p.m, p.tile)),
                          block=_tile_block, records_per_thread=_tiled_records),),
@@ -147,7 +155,7 @@ CATALOG: tuple[KernelSpec, ...] = (
     ),
     KernelSpec(
         name="shared_bank_conflicts",
-        title="Seed 001's shared kernel (bank conflicts, padding)",
+        title="Shared-memory tiled, threadIdx.x walks rows (bank conflicts, padding)",
         seeds=("001",),
         lesson="tile_A[threadIdx.x][p] puts a warp's lanes TILE words apart, in one bank; one word of padding spreads them.",
         launches=(Launch("shared_bank_conflicts.cu",
@@ -176,7 +184,8 @@ CATALOG: tuple[KernelSpec, ...] = (
         name="cpu_reference",
         title="CPU reference (numpy, float64)",
         seeds=("000", "002"),
-        lesson="The float64 product every GPU result is checked against (relative error, as seed 001 reports).",
+        lesson=f"The float64 product every GPU result is checked against (relative error, as {cite('001')} "
+               "reports).",
         kind="reference",
     ),
 )

@@ -73,7 +73,7 @@ if status.available:
     sizes_text = c2.text_input("N or MxNxK, comma-separated", SIZE_PRESETS.get(preset, "1024,1000x2000x512"),
                                disabled=preset != "custom")
     tile = c3.selectbox("TILE", registry.TILES, index=1)
-    pad = int(c4.toggle("PAD 1", help="seed 001's kernel: pad the shared rows"))
+    pad = int(c4.toggle("PAD 1", help="shared_bank_conflicts: pad the shared rows by one word"))
     reps = c5.number_input("Repetitions", 5, 200, 20)
     flush = c6.toggle("Flush L2", help="clear the L2 before every timed repetition (outside the timed region)")
     go, stop = st.columns([1, 5])

@@ -19,4 +19,12 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_readme_setup_commands():
-    assert "python3 -m pip install -r requirements.txt" in README and "streamlit run app.py" in README
+    # Debian's system Python refuses `pip install` outside a virtual environment (PEP 668), so the
+    # install command makes one first; the run command uses it.
+    install = "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt"
+    assert install in README and "streamlit run app.py" in README
+    assert "apt install python3-venv" in README
+
+
+def test_readme_points_at_nothing_outside_the_repository():
+    assert "../" not in README and "/work/" not in README

@@ -1,45 +1,53 @@
-"""What the seed documents claim, and what measurement on the GPU says (../shared/FACTS.md, H200).
+"""What the source documents claim, and what traces and measurement on an H200 GPU say.
 
 Each page shows the claims that belong to it, including the ones the traces and timings prove wrong.
+A claim starts with the bold titles of the documents that make it (the pages set claims in italics).
 """
+from engine.documents import cite
+
+
+def _by(*ids: str) -> str:
+    return f"{cite(ids, '**{}**')}: "
+
 
 CLAIMS = {
     "coalescing": [
-        ("Seed 000: with i = blockIdx.x * blockDim.x + threadIdx.x as the row, 'the way we read from A is "
+        (_by("000") + "with i = blockIdx.x * blockDim.x + threadIdx.x as the row, 'the way we read from A is "
          "coalesced but for B it's strided'.",
          "Wrong way round. Consecutive lanes hold consecutive rows, so their A reads are K floats apart: one "
          "sector per lane. Their B reads share a sector. Measured on an H200: 486 GFLOP/s at N=1024, against "
          "6,208 for the mapping with threadIdx.x on columns (12x)."),
-        ("Seed 001: transposing B 'enables coalesced memory access patterns where threads in a warp access "
+        (_by("001") + "transposing B 'enables coalesced memory access patterns where threads in a warp access "
          "contiguous memory locations', a speed-up of about the warp size.",
          "Each thread now walks a row of Bᵀ, but coalescing is about the 32 lanes of one load: lane j reads "
-         "Bᵀ[j][p], K floats from lane j+1. 32 sectors per request; measured 486 GFLOP/s, as slow as seed 000's "
-         "mapping and 12x slower than the plain coalesced kernel."),
-        ("Seeds 002 to 004: row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x.",
+         "Bᵀ[j][p], K floats from lane j+1. 32 sectors per request; measured 486 GFLOP/s, as slow as the "
+         f"mapping of {cite('000', '*{}*')} and 12x slower than the plain coalesced kernel."),
+        (_by("002", "003", "004") + "row = blockIdx.y * blockDim.y + threadIdx.y, "
+         "col = blockIdx.x * blockDim.x + threadIdx.x.",
          "Right: lanes walk columns, B and C accesses take 4 sectors per 32 lanes (128 bytes), A is one "
          "broadcast address. 32x32 blocks: 6,208 GFLOP/s at N=1024; 16x16 blocks: 5,171."),
-        ("Seed 000's launch `matMul<<<blocksPerGridX, blocksPerGridY>>>`.",
+        (_by("000") + "the launch `matMul<<<blocksPerGridX, blocksPerGridY>>>`.",
          "Passes a block count where the threads per block belong; the explorer launches the 2-D grid the "
          "kernel's indexing expects."),
     ],
     "tiling": [
-        ("Seeds 000, 002, 003, 004: tiling reads each element from global memory once per tile and reuses it "
-         "TILE times: 'TILE times fewer' global reads (seed 004: 2N³ down to 2N³/TILE).",
+        (_by("000", "002", "003", "004") + "tiling reads each element from global memory once per tile and "
+         f"reuses it TILE times: 'TILE times fewer' global reads ({cite('004', '**{}**')}: 2N³ down to 2N³/TILE).",
          "Right for the count of global loads: the page counts them in both traces. Time falls by far less: "
          "measured 7,765 GFLOP/s (TILE 16) and 9,104 (TILE 32) at N=1024 against 6,208 for the coalesced "
          "naive kernel, because the L1 and L2 caches already absorbed most of the naive kernel's re-reads."),
-        ("Seed 003/004's kernel loops `for (t = 0; t < n / TILE_SIZE; ++t)` with no bounds checks.",
+        (_by("003", "004") + "the kernel loops `for (t = 0; t < n / TILE_SIZE; ++t)` with no bounds checks.",
          "Only correct when every size is a multiple of TILE: otherwise it reads and writes outside the "
          "matrices and drops the last partial tile. The engine refuses such sizes for it."),
-        ("Seed 002: 'each element of A and B gets read ~1024 times from global memory' (N=1024, naive).",
+        (_by("002") + "'each element of A and B gets read ~1024 times from global memory' (N=1024, naive).",
          "Right as a count of load instructions per element; the trace shows 2·M·N·K loads for the naive kernel."),
     ],
     "banks": [
-        ("Seed 001: padding the shared tiles prevents the bank conflicts of `tile_A[threadIdx.x][p]`.",
+        (_by("001") + "padding the shared tiles prevents the bank conflicts of `tile_A[threadIdx.x][p]`.",
          "Right. Without padding the lanes of a warp read words TILE apart: TILE 32 puts all 32 in one bank "
          "(32 wavefronts), TILE 16 gives 8-way conflicts. With one word of padding each row starts one bank "
          "later and the conflicts vanish. Measured: 1.8x faster at TILE 16, 3.0x at TILE 32."),
-        ("Seed 002: shared memory is 'SRAM, ~19TB/s'.",
+        (_by("002") + "shared memory is 'SRAM, ~19TB/s'.",
          "Only when a warp's 32 lanes hit 32 different banks (or the same word): every extra word in one bank "
          "is one more serialized wavefront."),
         ("Nsight Compute counts what nvcc emitted, not what the source says.",

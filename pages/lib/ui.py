@@ -185,7 +185,7 @@ def trace_or_stop(kernel: str, m: int, n: int, k: int, tile: int, pad: int, bloc
 
 def kernel_label(name: str) -> str:
     spec = registry.get(name)
-    return f"{spec.title} — seed {', '.join(spec.seeds)}"
+    return f"{spec.title} — from {spec.source_titles}"
 
 
 def source_lines(file: str) -> list[str]:

@@ -1,0 +1,51 @@
+"""The home page (AppTest): one statement of the mode, the full catalog, the source documents."""
+import json
+import re
+
+from streamlit.testing.v1 import AppTest
+
+from engine import documents, registry
+
+APP = __import__("pathlib").Path(__file__).resolve().parent.parent / "app.py"
+
+
+def open_home() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> list[str]:
+    return [str(e.value) for kind in ("markdown", "caption", "info", "success", "warning", "subheader", "title")
+            for e in at.get(kind)]
+
+
+def test_mode_is_stated_once_in_the_sidebar():
+    at = open_home()
+    notices = [t for t in texts(at) if re.search(r"no nvidia gpu|cpu mode|gpu mode", t, re.I)]
+    assert len(notices) == 1, notices
+    assert [str(i.value) for i in list(at.sidebar.info) + list(at.sidebar.success)] == notices
+
+
+def test_catalog_shows_the_whole_lesson():
+    at = open_home()
+    table = at.dataframe[0]
+    # Streamlit wraps cell text only when rows are taller than 4rem (64 px); the lesson column is the wide one.
+    assert table.proto.row_height > 64
+    widths = {name: c["width"] for name, c in json.loads(table.proto.columns).items() if "width" in c}
+    assert max(widths, key=widths.get) == "lesson"
+    df = table.value
+    assert list(df["lesson"]) == [k.lesson for k in registry.CATALOG]
+
+
+def test_catalog_and_page_name_source_documents_by_title():
+    at = open_home()
+    df = at.dataframe[0].value
+    assert "source documents" in df.columns
+    assert df["source documents"].iloc[0] == documents.cite(registry.CATALOG[0].seeds)
+    joined = " ".join(texts(at)) + " ".join(df.astype(str).to_numpy().ravel())
+    assert not re.search(r"\bseeds?\b", joined, re.I)
+    assert "Source documents" in [str(s.value) for s in at.subheader]
+    for d in documents.DOCUMENTS:
+        assert any(d.title in t and d.about in t for t in texts(at)), d.title
