@@ -1,7 +1,7 @@
 // cpu_shim.h: lets a kernel from cuda/ compile as host C++ and run on the CPU, for traces on
 // machines without an NVIDIA GPU. Included before the kernel, with MATMUL_CPU and MATMUL_TRACE set.
 //
-// Each CUDA thread of a block runs as a fiber (ucontext). __syncthreads() switches back to the
+// Each CUDA thread of a block runs as a fiber (its own stack, switched by cpu_switch or ucontext). __syncthreads() switches back to the
 // scheduler; once every live thread of the block has reached the barrier (or returned), the next
 // round resumes them all, which is the barrier's meaning on the GPU. Blocks run one after another:
 // they never talk to each other in these kernels. State is thread_local, so several host threads
@@ -26,14 +26,41 @@ typedef dim3 uint3;
 #define TRACE_FN static inline
 #define TRACE_GLOBAL static thread_local
 
+// Fiber switching. On x86-64 a hand-written switch saves only the callee-saved registers and the
+// stack pointer: glibc's swapcontext also saves the signal mask with a system call on every switch,
+// which made barriers (two switches per thread per SYNC) most of a tiled kernel's trace time.
+// Elsewhere ucontext does it. Either way the fibers run on the calling host thread, one at a time.
+#if defined(__x86_64__) && !defined(MATMUL_CPU_UCONTEXT)
+#define CPU_FAST_SWITCH 1
+// cpu_switch(&save, next): stores this fiber's stack pointer in *save and resumes the one at next.
+extern "C" void cpu_switch(void **save, void *next) __attribute__((visibility("hidden")));
+__asm__(
+    ".text\n.p2align 4\n.hidden cpu_switch\n.globl cpu_switch\n.type cpu_switch,@function\n"
+    "cpu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  subq $8, %rsp\n  stmxcsr (%rsp)\n  fnstcw 4(%rsp)\n"
+    "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
+    "  ldmxcsr (%rsp)\n  fldcw 4(%rsp)\n  addq $8, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n  ret\n"
+    ".size cpu_switch, .-cpu_switch\n");
+#endif
+
 struct CpuFiber {
+#ifdef CPU_FAST_SWITCH
+    void *sp;
+#else
     ucontext_t context;
+#endif
     uint3 thread;
     int done;
 };
 
 struct CpuBlockRunner {
+#ifdef CPU_FAST_SWITCH
+    void *scheduler;
+#else
     ucontext_t scheduler;
+#endif
     CpuFiber *fibers;
     CpuFiber *current;
     dim3 block, block_dim, grid_dim;
@@ -47,15 +74,56 @@ static thread_local CpuBlockRunner cpu;
 #define blockDim (cpu.block_dim)
 #define gridDim (cpu.grid_dim)
 
-static inline void __syncthreads() { swapcontext(&cpu.current->context, &cpu.scheduler); }
 static inline unsigned int trace_launched_block() { return cpu.launched_block; }
+enum { CPU_FIBER_STACK = 64 * 1024 };
+
+#ifdef CPU_FAST_SWITCH
+static inline void __syncthreads() { cpu_switch(&cpu.current->sp, cpu.scheduler); }
+
+static void cpu_fiber_entry() {
+    cpu.body();
+    cpu.current->done = 1;
+    cpu_switch(&cpu.current->sp, cpu.scheduler);  // never resumed
+    __builtin_trap();
+}
+
+// A new fiber's stack as cpu_switch leaves a suspended one: MXCSR and x87 control word, six
+// registers, then the address it "returns" to, cpu_fiber_entry, entered with the stack aligned as
+// after a call.
+static void cpu_fiber_init(CpuFiber *f, char *stack) {
+    unsigned int mxcsr;
+    unsigned short fpucw;
+    __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fpucw));
+    uintptr_t top = ((uintptr_t)(stack + CPU_FIBER_STACK)) & ~(uintptr_t)15;
+    void **sp = (void **)top;
+    *--sp = 0;                          // the fake return address of cpu_fiber_entry
+    *--sp = (void *)cpu_fiber_entry;
+    for (int i = 0; i < 6; ++i) *--sp = 0;
+    --sp;
+    ((unsigned int *)sp)[0] = mxcsr;
+    ((unsigned short *)sp)[2] = fpucw;
+    f->sp = sp;
+}
+
+static inline void cpu_resume(CpuFiber *f) { cpu_switch(&cpu.scheduler, f->sp); }
+#else
+static inline void __syncthreads() { swapcontext(&cpu.current->context, &cpu.scheduler); }
 
 static void cpu_fiber_entry() {
     cpu.body();
     cpu.current->done = 1;  // uc_link then returns control to the scheduler
 }
 
-enum { CPU_FIBER_STACK = 64 * 1024 };
+static void cpu_fiber_init(CpuFiber *f, char *stack) {
+    getcontext(&f->context);
+    f->context.uc_stack.ss_sp = stack;
+    f->context.uc_stack.ss_size = CPU_FIBER_STACK;
+    f->context.uc_link = &cpu.scheduler;
+    makecontext(&f->context, cpu_fiber_entry, 0);
+}
+
+static inline void cpu_resume(CpuFiber *f) { swapcontext(&cpu.scheduler, &f->context); }
+#endif
 
 // Runs every thread of the current block to completion, barrier round by barrier round.
 static void cpu_run_block(char *stacks) {
@@ -65,11 +133,7 @@ static void cpu_run_block(char *stacks) {
         f->thread = uint3(t % cpu.block_dim.x, (t / cpu.block_dim.x) % cpu.block_dim.y,
                           t / (cpu.block_dim.x * cpu.block_dim.y));
         f->done = 0;
-        getcontext(&f->context);
-        f->context.uc_stack.ss_sp = stacks + (size_t)t * CPU_FIBER_STACK;
-        f->context.uc_stack.ss_size = CPU_FIBER_STACK;
-        f->context.uc_link = &cpu.scheduler;
-        makecontext(&f->context, cpu_fiber_entry, 0);
+        cpu_fiber_init(f, stacks + (size_t)t * CPU_FIBER_STACK);
     }
     unsigned int alive = n;
     while (alive) {
@@ -77,7 +141,7 @@ static void cpu_run_block(char *stacks) {
             CpuFiber *f = &cpu.fibers[t];
             if (f->done) continue;
             cpu.current = f;
-            swapcontext(&cpu.scheduler, &f->context);
+            cpu_resume(f);
             if (f->done) --alive;
         }
     }

@@ -17,9 +17,6 @@ where nvcc merges them into wider instructions; as_compiled() then gives the har
 """
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pandas as pd
 
@@ -67,56 +64,113 @@ def _compact(keys: np.ndarray) -> tuple[int, np.ndarray]:
     return int(present.sum()), ids[keys - lo]
 
 
-def _site_instances(trace: Trace, s: int, warp_id: np.ndarray, seq: np.ndarray) -> np.ndarray | None:
-    r = trace.columns
-    idx = np.flatnonzero(r["site"] == s)
-    if not len(idx):
-        return None
-    o = r["ordinal"][idx].astype(np.int64)
-    w = warp_id[idx]
-    n_rows, inverse = _compact(w * (int(o.max()) + 1) + o)
-    offsets = r["offset"][idx]
-    # 32-bit addresses halve the memory traffic of the per-row sorts; -1 marks an inactive lane.
-    addr = np.full((n_rows, WARP), -1, dtype=np.int32 if offsets.max() < 2**31 else np.int64)
-    addr[inverse, r["lane"][idx]] = offsets
-    first = np.empty(n_rows, dtype=np.int64)
-    first[inverse[::-1]] = idx[::-1]     # the last write wins: each row's first record
-    inst = np.empty(n_rows, dtype=INSTANCE_DTYPE)
-    for f in ("launch", "block_x", "block_y", "warp", "ordinal", "epoch"):
-        inst[f] = r[f][first]
-    inst["site"] = s
+def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray) -> None:
+    """addr: (rows, 32) byte offsets of each row's lanes, -1 for an inactive lane."""
     inst["active"] = (addr >= 0).sum(axis=1)
-    inst["first"] = first
-    inst["seq"] = seq[first]
-    if trace.sites[s].site.space == "global":
-        inst["sectors"] = _distinct_per_row(np.where(addr >= 0, addr // SECTOR_BYTES, -1))
-        inst["lines"] = _distinct_per_row(np.where(addr >= 0, addr // LINE_BYTES, -1))
-        inst["wavefronts"] = 0
-    else:
-        inst["sectors"] = inst["lines"] = 0
-        inst["wavefronts"] = _wavefronts(np.where(addr >= 0, addr // ELEMENT_BYTES, -1))
-    return inst
+    inst["sectors"] = inst["lines"] = inst["wavefronts"] = 0
+    g, sh = addr[is_global], addr[~is_global]
+    if len(g):
+        inst["sectors"][is_global] = _distinct_per_row(np.where(g >= 0, g // SECTOR_BYTES, -1))
+        inst["lines"][is_global] = _distinct_per_row(np.where(g >= 0, g // LINE_BYTES, -1))
+    if len(sh):
+        inst["wavefronts"][~is_global] = _wavefronts(np.where(sh >= 0, sh // ELEMENT_BYTES, -1))
+
+
+def _uniform_rows(trace: Trace, warps: np.ndarray, c: int, addr_dtype) -> tuple:
+    """Rows of warps whose 32 threads each made c records. Returns the rows of the warps whose
+    lanes made the same (site, ordinal) sequence, and a mask of those warps.
+
+    In such a warp instruction j is record j of every lane: its lanes' records sit c apart, so the
+    rows come out of a reshape, with no grouping by key (almost every warp of these kernels)."""
+    r = trace.columns
+    starts = trace.thread_starts()[warps]
+    idx = starts[:, None, None] + (np.arange(WARP, dtype=np.int64) * c)[None, :, None] + np.arange(c)[None, None, :]
+    site, ordinal = r["site"][idx], r["ordinal"][idx]
+    same = (site == site[:, :1]).all(axis=(1, 2)) & (ordinal == ordinal[:, :1]).all(axis=(1, 2))
+    idx = idx[same]
+    addr = r["offset"][idx].astype(addr_dtype).transpose(0, 2, 1).reshape(-1, WARP)
+    first = idx[:, 0, :].ravel()
+    seq = np.tile(np.arange(c, dtype=np.int64), len(idx))
+    return first, seq, addr, same
+
+
+def _grouped_rows(trace: Trace, threads: np.ndarray, addr_dtype) -> list[tuple]:
+    """Rows of any warps (the given threads), grouped by (site, warp, ordinal): per site, in the
+    order of warp, then ordinal."""
+    r = trace.columns
+    counts = trace.thread_counts[threads].astype(np.int64)
+    total = int(counts.sum())
+    if not total:
+        return []
+    tstart = trace.thread_starts()[threads]
+    before = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=before[1:])
+    pos = np.arange(total, dtype=np.int64)
+    seq_all = pos - np.repeat(before, counts)
+    rec = np.repeat(tstart, counts) + seq_all
+    warp_all = np.repeat(trace.thread_warp[threads].astype(np.int64), counts)
+    site_all = r["site"][rec]
+    parts = []
+    for s in range(len(trace.sites)):
+        sel = np.flatnonzero(site_all == s)
+        if not len(sel):
+            continue
+        idx, w = rec[sel], warp_all[sel]
+        o = r["ordinal"][idx].astype(np.int64)
+        n_rows, inverse = _compact(w * (int(o.max()) + 1) + o)
+        addr = np.full((n_rows, WARP), -1, dtype=addr_dtype)
+        addr[inverse, r["lane"][idx]] = r["offset"][idx]
+        first = np.empty(n_rows, dtype=np.int64)
+        first[inverse[::-1]] = sel[::-1]     # the last write wins: each row's first record
+        parts.append((rec[first], seq_all[first], addr, warp_all[first]))
+    return parts
+
+
+_UNIFORM_CHUNK = 1 << 20    # records per batch of uniform warps: temporaries stay small
 
 
 def warp_instructions(trace: Trace) -> np.ndarray:
-    """One INSTANCE_DTYPE row per warp-level instruction, in each warp's program order."""
+    """One INSTANCE_DTYPE row per warp-level instruction, in each warp's program order.
+
+    A row is one execution of one site by a warp: the records of (launch, block, warp, site,
+    ordinal). Warps whose lanes all ran the same sequence of sites are cut into rows directly;
+    the others (divergent edge warps, partial warps) are grouped by key."""
     if not len(trace):
         return np.empty(0, dtype=INSTANCE_DTYPE)
-    counts = trace.thread_counts
-    warp_id = np.repeat(trace.thread_warp.astype(np.int64), counts)
-    starts = np.zeros(len(counts), dtype=np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    seq = np.arange(len(trace), dtype=np.int64) - np.repeat(starts, counts)
-    # Sites are independent and numpy releases the GIL: one thread per site on big traces.
-    work = lambda s: _site_instances(trace, s, warp_id, seq)  # noqa: E731
-    if len(trace) > 200_000:
-        with ThreadPoolExecutor(min(len(trace.sites), os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(work, range(len(trace.sites))))
-    else:
-        parts = [work(s) for s in range(len(trace.sites))]
-    inst = np.concatenate([p for p in parts if p is not None])
+    r = trace.columns
+    counts, tw = trace.thread_counts, trace.thread_warp
+    # 32-bit addresses halve the memory traffic of the per-row sorts; -1 marks an inactive lane.
+    addr_dtype = np.int32 if int(r["offset"].max()) < 2**31 else np.int64
+    warp_first = np.flatnonzero(np.r_[True, tw[1:] != tw[:-1]])     # each warp's first thread
+    size = np.diff(np.r_[warp_first, len(tw)])
+    cmin = np.minimum.reduceat(counts, warp_first)
+    cmax = np.maximum.reduceat(counts, warp_first)
+    uniform = np.zeros(len(warp_first), dtype=bool)
+    parts = []   # (first record, seq, addr, warp) per batch of rows
+    candidates = (size == WARP) & (cmin == cmax) & (cmin > 0)
+    for c in np.unique(cmin[candidates]).tolist():
+        which = np.flatnonzero(candidates & (cmin == c))
+        step = max(1, _UNIFORM_CHUNK // (WARP * c))
+        for lo in range(0, len(which), step):
+            ws = which[lo:lo + step]
+            first, seq, addr, same = _uniform_rows(trace, warp_first[ws], c, addr_dtype)
+            uniform[ws[same]] = True
+            parts.append((first, seq, addr, np.repeat(tw[warp_first[ws[same]]].astype(np.int64), c)))
+    if not uniform.all():
+        rest = np.flatnonzero(~uniform)
+        threads = np.concatenate([np.arange(warp_first[w], warp_first[w] + size[w]) for w in rest])
+        parts += _grouped_rows(trace, threads, addr_dtype)
+    first = np.concatenate([p[0] for p in parts])
+    inst = np.empty(len(first), dtype=INSTANCE_DTYPE)
+    for f in ("site", "launch", "block_x", "block_y", "warp", "ordinal", "epoch"):
+        inst[f] = r[f][first]
+    inst["first"] = first
+    inst["seq"] = np.concatenate([p[1] for p in parts])
+    space = np.array([ts.site.space == "global" for ts in trace.sites], dtype=bool)
+    _fill_metrics(inst, np.concatenate([p[2] for p in parts]), space[inst["site"]])
     # Program order per warp: by the warp's first record, then its position in its thread's stream.
-    order = np.lexsort((inst["seq"], warp_id[inst["first"]]))
+    # Only rows of one divergent warp can tie; they keep the grouped order (site, then ordinal).
+    order = np.lexsort((inst["seq"], np.concatenate([p[3] for p in parts])))
     return inst[order]
 
 
@@ -263,10 +317,8 @@ def block_phases(trace: Trace, block_x: int, block_y: int, launch: int | None = 
     Tiled kernels alternate a load epoch 2p and a compute epoch 2p + 1: phase p = epoch // 2.
     Each row is one global load that feeds a shared store, with the element it read.
     """
-    r = trace.columns
-    launch = len(trace.launches) - 1 if launch is None else launch
-    mine = trace.select((r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
-                        & (r["space"] == 0) & (r["op"] == 0))
+    block = trace.select(trace.block_records(block_x, block_y, launch))
+    mine = {k: v[(block["space"] == 0) & (block["op"] == 0)] for k, v in block.items()}
     df = pd.DataFrame({"epoch": mine["epoch"], "phase": mine["epoch"] // 2,
                        "array": [trace.arrays[a] for a in mine["array"]],
                        "row": mine["row"], "col": mine["col"],

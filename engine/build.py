@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import sources
@@ -51,13 +55,25 @@ def _run(cmd: list[str], what: str) -> None:
         raise EngineError(f"{what} failed: {first.strip()}")
 
 
+_TARGET_LOCKS: dict[Path, threading.Lock] = {}
+_TARGET_LOCKS_LOCK = threading.Lock()
+
+
 def _atomic_build(target: Path, build) -> Path:
     if target.exists():
         return target
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        out = Path(tmp) / target.name
-        build(out)
-        os.replace(out, target)
+    # One compile per target in this process: a request that needs what prebuild() is compiling
+    # right now waits for it instead of compiling it a second time (other processes may still race;
+    # the rename below keeps that safe).
+    with _TARGET_LOCKS_LOCK:
+        lock = _TARGET_LOCKS.setdefault(target, threading.Lock())
+    with lock:
+        if target.exists():
+            return target
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            out = Path(tmp) / target.name
+            build(out)
+            os.replace(out, target)
     return target
 
 
@@ -83,6 +99,12 @@ def build_cubin(file: str, tile: int, pad: int, traced: bool) -> Path:
               f"-I{sources.CUDA_DIR}", "-o", str(out), str(src.path)], f"nvcc on {file}")
 
     return _atomic_build(target, build)
+
+
+def used_defines(src: sources.KernelSource, tile: int, pad: int) -> dict[str, int]:
+    """The parameters the source names: a naive kernel is one CPU library whatever TILE a page
+    passes along, not three (a macro the source never uses cannot change what the compiler emits)."""
+    return {k: v for k, v in defines_for(tile, pad).items() if re.search(rf"\b{k}\b", src.text)}
 
 
 def host_compiler() -> str | None:
@@ -113,9 +135,10 @@ def build_cpu_library(file: str, tile: int, pad: int) -> Path:
         raise EngineError("CPU trace mode runs the kernel source on the CPU and needs a C++ compiler "
                           "(g++ or clang++); none was found on PATH")
     cuda = sources.CUDA_DIR
+    defines = used_defines(src, tile, pad)
     unit = "\n".join([
         "#define MATMUL_CPU 1", "#define MATMUL_TRACE 1",
-        *(f"#define {k} {v}" for k, v in defines_for(tile, pad).items()),
+        *(f"#define {k} {v}" for k, v in defines.items()),
         f'#include "{cuda / "cpu_shim.h"}"',
         f'#include "{src.path}"',
         f"#define CPU_KERNEL_CALL {_kernel_call(src)}",
@@ -129,3 +152,58 @@ def build_cpu_library(file: str, tile: int, pad: int) -> Path:
         _run([compiler, *CPU_FLAGS, f"-I{cuda}", "-o", str(out), str(unit_file)], f"the C++ compiler on {file}")
 
     return _atomic_build(target, build)
+
+
+def variants(kernels: list[str] | None = None) -> list[tuple[str, str, int, int]]:
+    """Every build the pages can ask for, as (what, file, tile, pad): what is "cpu" (the CPU trace
+    library) or "sass" (the plain cubin and its nvdisasm listing, for kernels with TILE)."""
+    from . import registry
+    specs = [registry.get(k) for k in kernels] if kernels else registry.traceable()
+    cpu, sass = {}, {}
+    for spec in specs:
+        for tile in spec.tiles or (16,):
+            for pad in spec.pads or (0,):
+                for launch in spec.launches:
+                    used = tuple(used_defines(sources.load(launch.file), tile, pad).items())
+                    cpu.setdefault((launch.file, used), ("cpu", launch.file, tile, pad))
+                if spec.tiles:
+                    sass[(spec.launches[-1].file, tile, pad)] = ("sass", spec.launches[-1].file, tile, pad)
+    return list(cpu.values()) + list(sass.values())
+
+
+def prebuild(kernels: list[str] | None = None, background: bool = True, sass: bool = True,
+             workers: int | None = None):
+    """Compiles every CPU trace library and SASS listing the pages can ask for (registry kernels,
+    all their TILE and PAD values), CPU libraries first, so that no page request waits for a
+    compiler. background=True returns at once with the started daemon thread; otherwise it
+    returns {(what, file, tile, pad): seconds, or the error message}. Builds already cached cost
+    a file check; failures are only recorded (the page request that needs that build reports it).
+    workers: parallel compilers, by default one less than the cores (at least one), leaving a
+    core to the requests being served meanwhile. The SASS listings need nvcc and nvdisasm and are
+    skipped without them."""
+    from . import sass as sass_mod
+    todo = [v for v in variants(kernels) if v[0] == "cpu" or (sass and sass_mod.nvdisasm() and nvcc())]
+    if workers is None:
+        workers = max(1, (os.cpu_count() or 1) - 1)
+
+    def one(v):
+        what, file, tile, pad = v
+        start = time.perf_counter()
+        try:
+            if what == "cpu":
+                build_cpu_library(file, tile, pad)
+            else:
+                sass_mod.memory_instructions(file, tile, pad)
+        except Exception as exc:  # noqa: BLE001 - recorded; the request that needs it reports it
+            return v, f"{type(exc).__name__}: {exc}"
+        return v, time.perf_counter() - start
+
+    def run():
+        with ThreadPoolExecutor(workers, thread_name_prefix="prebuild") as pool:
+            return dict(pool.map(one, todo))
+
+    if not background:
+        return run()
+    thread = threading.Thread(target=run, name="matmul-explorer-prebuild", daemon=True)
+    thread.start()
+    return thread

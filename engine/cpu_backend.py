@@ -3,9 +3,11 @@ runs block by block with one fiber per CUDA thread and records through the same 
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -15,6 +17,9 @@ from .plan import LaunchPlan
 from .trace import RAW_DTYPE
 
 _LIBS: dict[str, ctypes.CDLL] = {}
+_WORKERS = os.cpu_count() or 1
+_PARALLEL_SLOTS = 4096          # below this many CUDA threads one host thread is quicker
+_POOL: ThreadPoolExecutor | None = None
 _LIBS_LOCK = threading.Lock()
 _u32p = np.ctypeslib.ndpointer(np.uint32, flags="C")
 
@@ -31,6 +36,14 @@ def _library(file: str, tile: int, pad: int):
                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
             _LIBS[path] = lib
         return _LIBS[path].cpu_trace_run
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _LIBS_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(_WORKERS, thread_name_prefix="cpu-trace")
+        return _POOL
 
 
 def device_name() -> str:
@@ -71,11 +84,31 @@ class CpuDevice:
         records = np.empty(total, dtype=RAW_DTYPE) if offsets is not None else None
         ordinals = np.zeros(slots * sources.SITE_SLOTS, dtype=np.uint32) if offsets is not None else None
         blocks = np.ascontiguousarray(lp.blocks, dtype=np.uint32)
+        tpb = lp.block[0] * lp.block[1]
+
+        def run_blocks(lo: int, hi: int) -> int:
+            """Blocks lo..hi-1 on this host thread: a block's slots are j * tpb + t (trace.cuh
+            trace_slot), so each share gets its own slice of the per-slot arrays and writes its
+            records at the offsets the whole launch's scan gave it."""
+            s0, s1 = lo * tpb, hi * tpb
+            return fn(lp.block[0], lp.block[1], lp.grid[0], lp.grid[1], blocks[lo:hi].ravel(), hi - lo,
+                      counts[s0:s1], epochs[s0:s1],
+                      offsets[s0:].ctypes.data if offsets is not None else None,
+                      records.ctypes.data if records is not None else None,
+                      ordinals[s0 * sources.SITE_SLOTS:].ctypes.data if ordinals is not None else None,
+                      ptr_arr, int_arr, bounds.ctypes.data)
+
         start = time.perf_counter()
-        rc = fn(lp.block[0], lp.block[1], lp.grid[0], lp.grid[1], blocks.ravel(), len(blocks), counts, epochs,
-                offsets.ctypes.data if offsets is not None else None,
-                records.ctypes.data if records is not None else None,
-                ordinals.ctypes.data if ordinals is not None else None, ptr_arr, int_arr, bounds.ctypes.data)
+        # Blocks never talk to each other and the tracer's state is per host thread, so big launches
+        # run on every core (ctypes lets go of the GIL); the records land where they would anyway.
+        shares = min(_WORKERS, len(blocks)) if slots >= _PARALLEL_SLOTS else 1
+        if shares > 1:
+            cuts = [len(blocks) * i // shares for i in range(shares + 1)]
+            futures = [_pool().submit(run_blocks, lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
+            # The first failing share, in block order, is the fault a sequential run stops at.
+            rc = next((code for code in (f.result() for f in futures) if code), 0)
+        else:
+            rc = run_blocks(0, len(blocks))
         self.seconds["kernel"] += time.perf_counter() - start
         if rc < 0:
             raise EngineError(f"{lp.kernel}: not enough host memory for {lp.block[0] * lp.block[1]} CPU threads")

@@ -7,10 +7,13 @@ says so instead of pretending: it counts memory opcodes per source line (-linein
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
 import sysconfig
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -37,8 +40,26 @@ def memory_instructions(file: str, tile: int, pad: int) -> dict:
     if not tool or not build.nvcc():
         return {"available": False, "by_line": {}, "note": "SASS not inspected: nvcc or nvdisasm not found"}
     cubin = build.build_cubin(file, tile, pad, traced=False)
-    text = subprocess.run([tool, "--print-line-info", str(cubin)], capture_output=True, text=True,
-                          timeout=60).stdout
+    # The answer depends only on the cubin, whose name is a hash of its inputs: kept next to it, so
+    # nvdisasm runs once per build, not once per server (about half a second on a small machine).
+    saved = cubin.with_suffix(".sass.json")
+    if saved.exists():
+        try:
+            info = json.loads(saved.read_text())
+            info["by_line"] = {int(k): v for k, v in info["by_line"].items()}
+            return info
+        except (ValueError, KeyError, OSError):
+            pass   # unreadable: list it again below
+    done = subprocess.run([tool, "--print-line-info", str(cubin)], capture_output=True, text=True, timeout=60)
+    info = _memory_instructions(done.stdout)
+    if done.returncode == 0:   # a failed listing is answered, never kept
+        tmp = saved.with_name(f"{saved.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, saved)
+    return info
+
+
+def _memory_instructions(text: str) -> dict:
     by_line: dict[int, Counter] = {}
     line = 0
     for raw in text.splitlines():

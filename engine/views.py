@@ -38,10 +38,7 @@ class Step:
 
 
 def warps_of(trace: Trace, block_x: int, block_y: int, launch: int | None = None) -> list[int]:
-    launch = len(trace.launches) - 1 if launch is None else launch
-    r = trace.columns
-    mask = (r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
-    return sorted(set(r["warp"][mask].tolist()))
+    return np.unique(trace.columns["warp"][trace.block_records(block_x, block_y, launch)]).tolist()
 
 
 def warp_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, space: str | None,
@@ -52,13 +49,13 @@ def warp_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp:
     mine = inst[(inst["launch"] == launch) & (inst["block_x"] == block_x) & (inst["block_y"] == block_y)
                 & (inst["warp"] == warp)]
     if space is not None:
-        keep = np.array([trace.sites[s].site.space == space for s in mine["site"]], dtype=bool)
-        mine = mine[keep]
+        site_space = np.array([ts.site.space == space for ts in trace.sites], dtype=bool)
+        mine = mine[site_space[mine["site"]]]
     total = len(mine)
     window = mine[start:start + limit]
     r = trace.columns
-    in_warp = np.flatnonzero((r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
-                             & (r["warp"] == warp))
+    in_block = trace.block_records(block_x, block_y, launch)
+    in_warp = in_block[r["warp"][in_block] == warp]
     key = r["site"][in_warp].astype(np.int64) << 32 | r["ordinal"][in_warp]
     order = np.argsort(key, kind="stable")
     sorted_key = key[order]
@@ -110,19 +107,19 @@ class Phase:
 def tile_phases(trace: Trace, block_x: int, block_y: int) -> list[Phase]:
     """Per phase: which tile of A and of B the block loads, and the zero-filled part, from the trace."""
     tile = trace.problem.tile
-    r = trace.columns
-    launch = len(trace.launches) - 1
-    mine = (r["launch"] == launch) & (r["block_x"] == block_x) & (r["block_y"] == block_y)
     names = trace.arrays
-    gl = mine & (r["space"] == 0) & (r["op"] == 0)
-    st = mine & (r["space"] == 1) & (r["op"] == 1)
+    # Only the block's own records: on a whole-kernel trace that is one 1/blocks-th of the columns.
+    mine = trace.select(trace.block_records(block_x, block_y))
+    epoch, array = mine["epoch"], mine["array"]
+    gl = (mine["space"] == 0) & (mine["op"] == 0)
+    st = (mine["space"] == 1) & (mine["op"] == 1)
     rows_c, cols_c = block_rows_cols(trace, block_x, block_y)
     phases = []
     for p in range(-(-trace.problem.k // tile)):
-        ep = r["epoch"] == 2 * p
+        ep = epoch == 2 * p
         loads = gl & ep
-        a = loads & (r["array"] == names.index("A"))
-        b = loads & (r["array"] == names.index("B"))
+        a = loads & (array == names.index("A"))
+        b = loads & (array == names.index("B"))
         stores = int((st & ep).sum())
         phases.append(Phase(p, rows_c, (p * tile, (p + 1) * tile), (p * tile, (p + 1) * tile), cols_c,
                             int(a.sum()), int(b.sum()), stores - int(a.sum()) - int(b.sum())))

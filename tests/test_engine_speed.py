@@ -1,0 +1,154 @@
+"""The engine's speed-ups must not change an answer: each is checked against the plain way."""
+import json
+
+import numpy as np
+import pytest
+
+from engine import analysis, build, cpu_backend, registry, sass, sources, tracer, views
+from engine.problem import make_problem
+from engine.trace import Trace
+
+
+def _trace(kernel, m, n, k, tile=16, pad=0, block=(16, 16), blocks=None):
+    return tracer.trace(kernel, make_problem(m, n, k, tile=tile, pad=pad, block=block), blocks, "cpu")
+
+
+CASES = [  # edge blocks with divergent warps, several launches, a subset with a block twice
+    ("naive_x_rows", (37, 45, 29), dict(block=(32, 1))),
+    ("naive_x_cols", (40, 33, 20), dict(block=(8, 32))),
+    ("naive_transposed_b", (50, 40, 30), dict(block=(32, 8))),
+    ("naive_transposed_b", (100, 70, 50), dict(block=(32, 8), blocks=[(1, 2), (0, 0), (1, 2)])),
+    ("tiled_guarded", (37, 45, 29), dict(tile=8, block=(8, 8))),
+    ("shared_bank_conflicts", (40, 40, 40), dict(tile=16, pad=1, block=(16, 16))),
+]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+def case(request):
+    kernel, size, kw = request.param
+    return _trace(kernel, *size, **kw)
+
+
+def test_block_records_are_the_block_mask(case: Trace):
+    r = case.columns
+    for launch, info in enumerate(case.launches):
+        for bx, by in {tuple(int(v) for v in b) for b in info.blocks} | {(999, 999)}:
+            mask = (r["launch"] == launch) & (r["block_x"] == bx) & (r["block_y"] == by)
+            assert np.array_equal(case.block_records(bx, by, launch), np.flatnonzero(mask))
+
+
+def _reference_instructions(trace: Trace) -> np.ndarray:
+    """The grouping by its definition, site by site: rows of (warp, site, ordinal), every lane placed
+    by its lane number; ordered by warp, then position of the first record in its thread."""
+    r = trace.columns
+    warp_id = np.repeat(trace.thread_warp.astype(np.int64), trace.thread_counts)
+    starts = np.repeat(trace.thread_starts()[:-1], trace.thread_counts)
+    seq = np.arange(len(trace)) - starts
+    parts = []
+    for s, ts in enumerate(trace.sites):
+        idx = np.flatnonzero(r["site"] == s)
+        if not len(idx):
+            continue
+        keys, inverse = np.unique(np.stack([warp_id[idx], r["ordinal"][idx]], axis=1), axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        addr = np.full((len(keys), 32), -1, dtype=np.int64)
+        addr[inverse, r["lane"][idx]] = r["offset"][idx]
+        first = np.full(len(keys), len(trace), dtype=np.int64)
+        np.minimum.at(first, inverse, idx)
+        inst = np.zeros(len(keys), dtype=analysis.INSTANCE_DTYPE)
+        for f in ("launch", "block_x", "block_y", "warp", "ordinal", "epoch"):
+            inst[f] = r[f][first]
+        inst["site"], inst["first"], inst["seq"] = s, first, seq[first]
+        inst["active"] = (addr >= 0).sum(axis=1)
+        for row, a in zip(inst, addr):
+            a = a[a >= 0]
+            if ts.site.space == "global":
+                row["sectors"], row["lines"] = len(set(a // 32)), len(set(a // 128))
+            else:
+                words = set(a // 4)
+                row["wavefronts"] = max(sum(1 for w in words if w % 32 == b) for b in range(32))
+        parts.append(inst)
+    inst = np.concatenate(parts)
+    return inst[np.lexsort((inst["seq"], warp_id[inst["first"]]))]
+
+
+def test_warp_instructions_match_their_definition(case: Trace):
+    got = analysis.warp_instructions(case)
+    assert got.tobytes() == _reference_instructions(case).tobytes()
+
+
+def test_one_block_views_match_a_whole_trace_scan(case: Trace):
+    r, inst = case.columns, analysis.warp_instructions(case)
+    bx, by = (int(v) for v in case.launches[-1].blocks[-1])
+    mask = (r["launch"] == len(case.launches) - 1) & (r["block_x"] == bx) & (r["block_y"] == by)
+    warps = sorted(set(r["warp"][mask].tolist()))
+    assert views.warps_of(case, bx, by) == warps
+    for space in (None, "global", "shared"):
+        steps, total = views.warp_steps(case, inst, bx, by, warps[-1], space)
+        mine = inst[(inst["launch"] == len(case.launches) - 1) & (inst["block_x"] == bx) & (inst["block_y"] == by)
+                    & (inst["warp"] == warps[-1])]
+        mine = [row for row in mine if space is None or case.sites[row["site"]].site.space == space]
+        assert total == len(mine)
+        for step, row in zip(steps, mine):
+            sel = mask & (r["warp"] == warps[-1]) & (r["site"] == row["site"]) & (r["ordinal"] == row["ordinal"])
+            assert np.array_equal(step.lanes, r["lane"][sel]) and np.array_equal(step.offsets, r["offset"][sel])
+    reads = analysis.block_phases(case, bx, by)
+    assert len(reads) == int((mask & (r["space"] == 0) & (r["op"] == 0)).sum())
+
+
+def test_tile_phases_count_the_block_records():
+    t = _trace("tiled_guarded", 37, 45, 29, tile=8, block=(8, 8))
+    r = t.columns
+    bx, by = t.launches[-1].grid[0] - 1, t.launches[-1].grid[1] - 1
+    mine = (r["block_x"] == bx) & (r["block_y"] == by)
+    for ph in views.tile_phases(t, bx, by):
+        ep = mine & (r["epoch"] == 2 * ph.phase)
+        assert ph.a_loaded == int((ep & (r["space"] == 0) & (r["op"] == 0) & (r["array"] == t.arrays.index("A"))).sum())
+        assert ph.a_loaded + ph.b_loaded + ph.zero_filled == int((ep & (r["space"] == 1) & (r["op"] == 1)).sum())
+
+
+def test_blocks_on_several_host_threads_give_the_one_thread_records(monkeypatch):
+    p = make_problem(64, 48, 40, tile=8, block=(8, 8))
+    parallel = tracer.trace("tiled_guarded", p, None, "cpu")
+    monkeypatch.setattr(cpu_backend, "_PARALLEL_SLOTS", 10**9)
+    alone = tracer.trace("tiled_guarded", p, None, "cpu")
+    assert parallel.records.tobytes() == alone.records.tobytes()
+    assert np.array_equal(parallel.thread_counts, alone.thread_counts)
+    assert parallel.rel_error == alone.rel_error
+
+
+def test_kernels_without_tile_build_one_cpu_library():
+    assert build.build_cpu_library("naive_x_cols.cu", 8, 0) == build.build_cpu_library("naive_x_cols.cu", 32, 0)
+    assert build.build_cpu_library("tiled_guarded.cu", 8, 0) != build.build_cpu_library("tiled_guarded.cu", 32, 0)
+
+
+def test_prebuild_covers_every_variant_the_pages_ask_for(tmp_path, monkeypatch):
+    wanted = build.variants()
+    for spec in registry.traceable():
+        for tile in spec.tiles or (16,):
+            for pad in spec.pads or (0,):
+                for launch in spec.launches:
+                    src = sources.load(launch.file)
+                    assert any(w[0] == "cpu" and w[1] == launch.file and
+                               build.used_defines(src, w[2], w[3]) == build.used_defines(src, tile, pad) for w in wanted)
+                if spec.tiles:
+                    assert ("sass", spec.launches[-1].file, tile, pad) in wanted
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    thread = build.prebuild(["naive_x_cols"], background=True, sass=False)
+    thread.join(120)
+    assert not thread.is_alive()
+    built = sorted(p.name for p in tmp_path.glob("*.so"))
+    assert built == [build.build_cpu_library("naive_x_cols.cu", 16, 0).name]
+    assert sorted(p.name for p in tmp_path.glob("*.so")) == built       # nothing compiled again
+
+
+@pytest.mark.skipif(not (sass.nvdisasm() and build.nvcc()), reason="needs nvcc and nvdisasm")
+def test_sass_listing_is_kept_and_read_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    first = sass.memory_instructions("shared_bank_conflicts.cu", 8, 1)
+    saved = list(tmp_path.glob("*.sass.json"))
+    assert len(saved) == 1 and first["available"] and first["by_line"]
+    assert sass.memory_instructions("shared_bank_conflicts.cu", 8, 1) == first    # int line keys again
+    saved[0].write_text("{not json")
+    assert sass.memory_instructions("shared_bank_conflicts.cu", 8, 1) == first    # listed again
+    assert json.loads(saved[0].read_text())["note"] == first["note"]
