@@ -73,4 +73,5 @@ PAGES = [
     st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:"),
 ]
 
+ui.ROUTED.by_app = True   # this run is routed by app.py (see ui._routed_by_app)
 st.navigation(PAGES).run()

@@ -49,9 +49,9 @@ if steps:
                "Lanes wired to one square read the same word: a broadcast, served together.")
 
 st.subheader("The whole kernel")
-summary = analysis.site_summary(trace, inst)
-sass_info = ui.cached_sass(trace.launches[-1].file, tile, pad)
-hw, notes, per_site = analysis.as_compiled(trace, summary, sass_info)
+summary, sass_info, (hw, notes, per_site) = ui.or_stop(
+    "Counting wavefronts as written and as compiled", ui.cached_summary, kernel, size, size, size, tile, pad,
+    spec.default_block)
 loads = summary[(summary["space"] == "shared") & (summary["op"] == "load")]
 source_ways = pd.Series(inst["wavefronts"][np.isin(inst["site"], loads["site"].to_numpy())]).value_counts().sort_index()
 compiled = None

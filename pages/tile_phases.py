@@ -46,8 +46,9 @@ st.caption(f"Block ({bx}, {by}) owns rows {rows[0]}-{min(rows[1], m) - 1} and co
             "This block's tiles lie inside the matrices: pick the last block to see zero-filled edges."))
 
 st.subheader("Global reads: tiled against naive, counted in the traces")
-naive, _ = ui.trace_or_stop("naive_x_cols", m, n, k, tile, 0, (16, 16))
-reads_naive, reads_tiled = analysis.global_reads(naive), analysis.global_reads(trace)
+reads_naive = ui.or_stop(f"Counting the naive kernel's global reads at {m}x{n}x{k}", ui.cached_global_reads,
+                         "naive_x_cols", m, n, k, tile, (16, 16))
+reads_tiled = analysis.global_reads(trace)
 a, b = st.columns([1, 1.4])
 a.plotly_chart(figures.reads_bar({"naive (naive_x_cols)": reads_naive, f"{kernel}, TILE {tile}": reads_tiled},
                                  ui.presenter()), width="stretch")

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -5,6 +6,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# No background compiling of every kernel variant in tests (or in the app servers they start): each
+# test's timings and CPU are its own. tests/test_engine_speed.py tests prebuild() itself.
+os.environ.setdefault("MATMUL_EXPLORER_PREBUILD", "0")
 
 
 def pytest_configure(config):

@@ -5,11 +5,13 @@ Pages stay thin: controls -> an engine call through here -> a figure from pages/
 """
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import streamlit as st
 
-from engine import analysis, gpu_client, registry, sass, sources, tracer
+from engine import analysis, build, gpu_client, registry, sass, sources, tracer
 from engine.errors import EngineError
 from engine.problem import make_problem
 
@@ -23,6 +25,16 @@ def device_status():
     return gpu_client.status()
 
 
+@st.cache_resource(show_spinner=False)
+def prebuild():
+    """Once per server, in the background: compiles every kernel variant the pages can ask for, so a
+    control change (a new TILE, padding on) does not wait for a compiler. MATMUL_EXPLORER_PREBUILD=0
+    turns it off (the tests do, to keep their timings their own)."""
+    if os.environ.get("MATMUL_EXPLORER_PREBUILD", "1") != "0":
+        return build.prebuild(background=True)
+    return None
+
+
 def presenter() -> bool:
     return st.session_state.get("presenter_mode", False)
 
@@ -31,15 +43,26 @@ def font_size() -> int:
     return 22 if presenter() else 13
 
 
+# Set by app.py just before it runs the chosen page, read (and cleared) by setup_page: a page run
+# without it was routed by Streamlit itself (see _routed_by_app). Script runs happen on the session's
+# script thread, so a thread-local value belongs to the run in progress.
+ROUTED = threading.local()
+
+
 def _routed_by_app() -> None:
     """Opening a page's link straight after the server starts runs the page script the old way (the
     `pages/` folder routing of Streamlit's first multipage API), before app.py has ever called
     st.navigation: the sidebar then lists file names and app.py's layout is skipped. Streamlit
-    switches to app.py's navigation for good once st.navigation has run, so switch and run again:
-    the rerun routes the same URL through app.py."""
+    switches to app.py's navigation for good once st.navigation has run, so switch and, on a
+    session's first run, run again: the rerun routes the same URL through app.py. (A later run, a
+    click, is not rerun: that would lose the click.)"""
+    via_app, ROUTED.by_app = getattr(ROUTED, "by_app", False), False
+    if via_app:
+        return
     from streamlit.runtime.pages_manager import PagesManager  # noqa: PLC0415
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
+    PagesManager.uses_pages_directory = False
+    if not st.session_state.get("_ran"):
+        st.session_state["_ran"] = True
         st.rerun()
 
 
@@ -48,6 +71,8 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     the page's own state, so no widget value or URL parameter leaks from one page into another.
     A page without view state in the URL (Home) passes has_view=False."""
     _routed_by_app()
+    st.session_state["_ran"] = True
+    prebuild()
     came_from = st.session_state.get("_page")
     if has_view:
         st.session_state["_page"] = page
@@ -155,7 +180,8 @@ def speed_control(where, durations: dict[str, int]) -> int:
     return durations[speed]
 
 
-@st.cache_resource(max_entries=48, ttl=3600, show_spinner=False)
+# A whole-kernel trace at 128^3 holds ~4-5 M records (~150 MB): keep a handful, not dozens.
+@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
 def cached_trace(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
                  blocks: tuple | None, source: str):
     """One trace per distinct view, shared by all sessions (read-only)."""
@@ -170,17 +196,39 @@ def cached_sass(file: str, tile: int, pad: int) -> dict:
     return sass.memory_instructions(file, tile, pad)
 
 
-def trace_or_stop(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
-                  blocks: tuple | None = None, source: str = "auto"):
-    """The trace, or a one-line message in the page (and nothing else drawn). Says what it is
-    computing while it runs, since a new size or tile can take a second or more."""
-    what = f"Tracing {kernel} at {m}x{n}x{k}" + (f", TILE {tile}" if registry.get(kernel).uses_tile else "")
+@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
+def cached_summary(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int]):
+    """The per-site metrics of a whole-kernel trace, and as compiled where nvcc merged shared loads:
+    computed once per trace, not again when only the warp, speed or view changes."""
+    trace, inst = cached_trace(kernel, m, n, k, tile, pad, block, None, "auto")
+    summary = analysis.site_summary(trace, inst)
+    sass_info = cached_sass(trace.launches[-1].file, tile, pad)
+    return summary, sass_info, analysis.as_compiled(trace, summary, sass_info)
+
+
+@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
+def cached_global_reads(kernel: str, m: int, n: int, k: int, tile: int, block: tuple[int, int]) -> int:
+    """Global loads of a whole kernel, counted in its trace (no per-warp analysis needed)."""
+    return analysis.global_reads(tracer.trace(kernel, make_problem(m, n, k, tile=tile, pad=0, block=block)))
+
+
+def or_stop(what: str, fn, *args):
+    """fn(*args), saying what is being computed while it runs (a new size or tile can take a second
+    or more), or a one-line message in the page and nothing else drawn."""
     try:
-        with st.spinner(f"{what} ({'CPU' if tracer.resolve_source(source) == 'cpu' else 'GPU'})..."):
-            return cached_trace(kernel, m, n, k, tile, pad, block, blocks, source)
+        with st.spinner(f"{what}..."):
+            return fn(*args)
     except EngineError as exc:
         st.error(str(exc), icon=":material/error:")
         st.stop()
+
+
+def trace_or_stop(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
+                  blocks: tuple | None = None, source: str = "auto"):
+    """The trace, or a one-line message in the page (and nothing else drawn)."""
+    what = (f"Tracing {kernel} at {m}x{n}x{k}" + (f", TILE {tile}" if registry.get(kernel).uses_tile else "")
+            + f" ({'CPU' if tracer.resolve_source(source) == 'cpu' else 'GPU'})")
+    return or_stop(what, cached_trace, kernel, m, n, k, tile, pad, block, blocks, source)
 
 
 def kernel_label(name: str) -> str:
