@@ -66,7 +66,7 @@ def device_card() -> None:
 
 
 PAGES = [
-    st.Page(home, title="Home", icon=":material/home:", default=True, url_path="home"),
+    st.Page(home, title="Home", icon=":material/home:", default=True),
     st.Page("pages/coalescing.py", title="Coalescing", icon=":material/view_week:"),
     st.Page("pages/tile_phases.py", title="Tile phases", icon=":material/grid_view:"),
     st.Page("pages/bank_conflicts.py", title="Bank conflicts", icon=":material/view_column:"),

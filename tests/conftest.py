@@ -11,6 +11,23 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MATMUL_EXPLORER_PREBUILD", "0")
 
 
+@pytest.fixture(scope="module")
+def server():
+    """A real app server (`streamlit run app.py` on a loopback port) for a module of browser tests."""
+    from tests import browser
+    with browser.app_server({"MATMUL_EXPLORER_GPU": os.environ.get("MATMUL_EXPLORER_GPU", "1")}) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    """Where browser tests save screenshots: $MATMUL_EXPLORER_SCREENSHOTS (CI: screenshots/), to be looked at."""
+    out = os.environ.get("MATMUL_EXPLORER_SCREENSHOTS")
+    path = Path(out) if out else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU and PyCUDA (run on the device)")
 

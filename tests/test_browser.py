@@ -2,9 +2,6 @@
 
 Screenshots go to $MATMUL_EXPLORER_SCREENSHOTS (CI: screenshots/) to be looked at.
 """
-import os
-from pathlib import Path
-
 import pytest
 
 from tests import browser
@@ -13,31 +10,18 @@ pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(brow
 PAGES = [("home", 0), ("coalescing", 1), ("tile_phases", 2), ("bank_conflicts", 2), ("benchmarks", 1)]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with browser.app_server({"MATMUL_EXPLORER_GPU": os.environ.get("MATMUL_EXPLORER_GPU", "1")}) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    out = os.environ.get("MATMUL_EXPLORER_SCREENSHOTS")
-    path = Path(out) if out else tmp_path_factory.mktemp("screenshots")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 @pytest.mark.parametrize("name, charts", PAGES, ids=[p[0] for p in PAGES])
 def test_page_renders_in_chromium(server, shots, name, charts):
     with browser.chromium() as b:
         page = b.new_page(viewport={"width": 1600, "height": 1000})
-        page.goto(f"{server}/{name}")
+        page.goto(f"{server}/{'' if name == 'home' else name}")   # Home is the default page, at /
         page.wait_for_selector("h1", timeout=60000)
         if charts:
             browser.wait_for_chart(page, charts)
         page.wait_for_timeout(500)
         page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
         assert page.locator("[data-testid='stException']").count() == 0
+        assert page.get_by_text("Page not found").count() == 0
         body = page.inner_text("body")
         assert "CPU mode" in body or "GPU mode" in body
 

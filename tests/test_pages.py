@@ -168,3 +168,29 @@ def test_bank_pad_toggle_follows_a_kernel_without_padding():
     assert not at.exception and not at.error
     assert at.toggle(key="bank_conflicts.pad").value is False
     assert at.query_params["pad"] == "0"
+
+
+def test_tile_phase_colour_bar_stays_off_the_source():
+    fig = figures(open_page("pages/tile_phases.py"))[0]
+    bar = next(d for d in fig["data"] if d.get("type") == "heatmap")["colorbar"]
+    code_axis = max((v for k, v in fig["layout"].items() if k.startswith("xaxis")), key=lambda a: a["domain"][0])
+    assert bar["orientation"] == "h" and bar["x"] <= code_axis["domain"][0]
+
+
+def test_sector_strip_rows_are_128_byte_lines():
+    """The strip said 'four to a 128-byte line' while a row of four boxes spanned two lines: now each
+    row is one line, each box one of its four 32-byte sectors."""
+    import numpy as np
+
+    from engine.views import Step
+    from pages.lib import figures as f
+    offsets = np.array([0, 64, 4 * 128 + 96, 4 * 128 + 100])        # lines 0 and 4; sectors 0, 2, 19
+    step = Step(0, 0, 14, "k", "A", "global", "load", 0, np.arange(4), np.zeros(4, int), np.arange(4), offsets,
+                3, 2, 0)
+    lines, row_of = f.strip_layout(step)
+    assert lines.tolist() == [0, 4] and row_of == {0: 0, 4: 1}
+    boxes = f._strip_sectors(step)
+    corners = {(x, y) for x, y in zip(boxes["x"], boxes["y"]) if x is not None}
+    assert (0 * 9 - .5, 0 - .42) in corners and (2 * 9 - .5, 0 - .42) in corners and (3 * 9 - .5, 1 - .42) in corners
+    lanes = f._strip_lanes(step)
+    assert lanes["y"] == [0, 0, 1, 1] and lanes["x"] == [0, 18, 27, 28]

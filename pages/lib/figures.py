@@ -209,10 +209,24 @@ def _with_frames(fig: go.Figure, frames: list[dict]) -> dict:
     return out
 
 
-def _layout(fig: go.Figure, height: int, st: Style, margin_top: int = 8) -> None:
-    fig.update_layout(height=height, margin={"t": margin_top, "b": CONTROLS_PX, "l": 8, "r": 8},
+def _layout(fig: go.Figure, height: int | None, st: Style, margin_top: int = 8) -> None:
+    if height:
+        fig.layout.height = height
+    fig.update_layout(margin={"t": margin_top, "b": CONTROLS_PX, "l": 8, "r": 8},
                       font={"size": st.base}, plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
                       hoverlabel={"font": {"size": st.base}}, dragmode=False)
+
+
+def _headed_figure(head_px: int, body_px: int, st: Style):
+    """A figure of a headline band over a body band, in pixels: (figure, plot height in px, a function
+    from px to paper fractions)."""
+    plot_px = head_px + body_px
+    frac = lambda px: px / plot_px   # noqa: E731
+    fig = go.Figure()
+    hx, hy = _axis(fig, 1, (0, 1), (1 - frac(head_px), 1), (0, 1), (0, 1))
+    fig.add_trace(_headline_trace("", hx, hy, st.headline))
+    fig.layout.height = plot_px + CONTROLS_PX + 8
+    return fig, plot_px, frac
 
 
 # --------------------------------------------------------------------------- coalescing
@@ -434,12 +448,7 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
     max_layer = max((int(max(l["layer"])) for l in layers), default=0)
     head_px = 48 if presenter else 44
     body_px = 400 if presenter else 420
-    plot_px = head_px + body_px
-    height = plot_px + CONTROLS_PX + 8
-    frac = lambda px: px / plot_px   # noqa: E731
-    fig = go.Figure()
-    hx, hy = _axis(fig, 1, (0, 1), (1 - frac(head_px), 1), (0, 1), (0, 1))
-    fig.add_trace(_headline_trace("", hx, hy, st.headline))
+    fig, plot_px, frac = _headed_figure(head_px, body_px, st)
     x_banks, x_code = (0.035, .6), (.63, 1)
     body = (0, 1 - frac(head_px) - frac(st.base + 12))   # room for the bank numbers above
     rows = max_layer + 1 + 3          # lanes at -2.5, a gap, then one row per wavefront
@@ -490,7 +499,7 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
             _highlight(view, step.line)]})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
-    _layout(fig, height, st)
+    _layout(fig, None, st)
     fig.update_layout(**_controls([f["name"] for f in frames], [str(s.index + 1) for s in steps], duration, st,
                                   False, plot_px))
     return _with_frames(fig, frames)
@@ -530,12 +539,7 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
     tile = phases[0].a_cols[1] - phases[0].a_cols[0]
     span = lambda size: -(-size // tile) * tile  # noqa: E731 - the tiles reach this far, overhang included
     head_px, body_px = (48, 380) if presenter else (44, 400)
-    plot_px = head_px + body_px
-    height = plot_px + CONTROLS_PX + 8
-    frac = lambda px: px / plot_px   # noqa: E731
-    fig = go.Figure()
-    hx, hy = _axis(fig, 1, (0, 1), (1 - frac(head_px), 1), (0, 1), (0, 1))
-    fig.add_trace(_headline_trace("", hx, hy, st.headline))
+    fig, plot_px, frac = _headed_figure(head_px, body_px, st)
     body = (0, 1 - frac(head_px) - frac(st.base + 10))
     widths = [span(k), span(n), span(n)]
     pic_w = .6
@@ -603,7 +607,7 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     fig.update_layout(shapes=frames[0]["layout"]["shapes"])
-    _layout(fig, height, st)
+    _layout(fig, None, st)
     fig.update_layout(**_controls([f["name"] for f in frames], labels, duration, st, True, plot_px))
     return _with_frames(fig, frames)
 
