@@ -47,6 +47,7 @@ def label(r) -> str:
 
 
 def labels(df: pd.DataFrame) -> pd.Series:
+    """Row labels; with several GPUs, each followed by its GPU."""
     out = df.apply(label, axis=1) if len(df) else pd.Series([], dtype=object)
     if "gpu" in df and df["gpu"].nunique() > 1:
         out = out + " · " + df["gpu"].astype(str)
@@ -54,31 +55,43 @@ def labels(df: pd.DataFrame) -> pd.Series:
 
 
 def colors(df: pd.DataFrame) -> dict[str, str]:
-    """One colour per label, from every row (not just the ones a chart draws), in catalog order: the
-    same kernel gets the same colour in every chart of one result set."""
+    """One colour per kernel label (GPUs are told apart by line dash and marker, not colour), from
+    every row, not just the ones a chart draws, in catalog order: the same kernel gets the same colour
+    in every chart of one result set."""
     order = {k.name: i for i, k in enumerate(registry.CATALOG)}
-    names = pd.DataFrame({"label": labels(df), "kernel": df["kernel"] if len(df) else []}).drop_duplicates("label")
+    names = pd.DataFrame({"label": df.apply(label, axis=1) if len(df) else [],
+                          "kernel": df["kernel"] if len(df) else []}).drop_duplicates("label")
     names["rank"] = names["kernel"].map(order).fillna(len(order))
     ranked = names.sort_values(["rank", "label"])["label"]
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(ranked)}
 
 
+GPU_DASHES = ("solid", "dash", "dot", "dashdot")
+GPU_SYMBOLS = ("circle", "square", "x", "cross")
+
+
 def _series(df: pd.DataFrame):
+    """The rows that were timed, with size, label, colour and the GPU's index, sorted for the legend
+    (catalog order, then GPU) and, within a label, by size."""
     palette = colors(df)
     ok = df[df["status"] == "ok"].copy()
     if ok.empty:
-        return ok.assign(size=[], label=[], color=[])
+        return ok.assign(size=[], label=[], color=[], gpu_i=[])
     ok["size"] = np.cbrt(ok["m"].astype(float) * ok["n"] * ok["k"])
+    base = ok.apply(label, axis=1)
     ok["label"] = labels(df).loc[ok.index]
-    ok["color"] = ok["label"].map(palette)
-    return ok.sort_values("size")
+    ok["color"] = base.map(palette)
+    ok["rank"] = base.map(list(palette).index)
+    gpus = list(dict.fromkeys(df["gpu"])) if "gpu" in df else [None]
+    ok["gpu_i"] = ok["gpu"].map(gpus.index) if "gpu" in ok else 0
+    return ok.sort_values(["rank", "gpu_i", "size"])
 
 
 def _curves(fig: go.Figure, ok: pd.DataFrame, y: str, hover: str, custom: str | None = None) -> None:
     """Per label: a line through the square power-of-two sizes; odd and non-square sizes as separate
     diamonds of the same colour (power-of-two strides behave differently, and that should show)."""
     for name, part in ok.groupby("label", sort=False):
-        color = part["color"].iloc[0]
+        color, dash = part["color"].iloc[0], GPU_DASHES[part["gpu_i"].iloc[0] % len(GPU_DASHES)]
         m = part["m"].astype(int)
         square = part[(part["m"] == part["n"]) & (part["n"] == part["k"]) & ((m & (m - 1)) == 0)]
         other = part.drop(square.index)
@@ -86,7 +99,7 @@ def _curves(fig: go.Figure, ok: pd.DataFrame, y: str, hover: str, custom: str | 
             if sub.empty:
                 continue
             fig.add_scatter(x=sub["size"], y=sub[y], mode=mode, name=name, legendgroup=name, showlegend=show,
-                            line={"color": color}, marker={"color": color, "symbol": symbol, "size": 8},
+                            line={"color": color, "dash": dash}, marker={"color": color, "symbol": symbol, "size": 8},
                             text=sub.apply(_shape, axis=1), customdata=sub[custom] if custom else None,
                             hovertemplate="%{text}: " + hover + f"<extra>{name}</extra>")
 
@@ -124,12 +137,12 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
     from); legend in rows below the plot, where it takes width, not the plot's height."""
     if note:
         fig.add_annotation(text=note, xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
-                           yshift=6, showarrow=False, font={"size": font - 2, "color": "#444"})
+                           yshift=6, showarrow=False, align="left", font={"size": font - 2, "color": "#444"})
     fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"}, font={"size": font},
                       template="plotly_white", height=HEIGHT + 14 * (font - 13),
                       legend={"font": {"size": font - 1}, "orientation": "h", "x": 0, "xanchor": "left",
                               "y": -0.22, "yanchor": "top"},
-                      margin={"t": 80 if note else 50, "l": 70, "r": 30})
+                      margin={"t": 64 + 16 * note.count("<br>") if note else 50, "l": 70, "r": 30})
     return fig
 
 
@@ -189,7 +202,9 @@ def roofline(df: pd.DataFrame, peaks: dict, font: int = 13, note: str = "") -> g
                            font={"size": font - 2})   # log axes: annotation positions are log10 values
     for name, part in ok.groupby("label", sort=False):
         fig.add_scatter(x=part["intensity"], y=part["gflops"], mode="markers", name=name,
-                        marker={"size": 9, "color": part["color"].iloc[0]}, text=part.apply(_shape, axis=1),
+                        marker={"size": 9, "color": part["color"].iloc[0],
+                                "symbol": GPU_SYMBOLS[part["gpu_i"].iloc[0] % len(GPU_SYMBOLS)]},
+                        text=part.apply(_shape, axis=1),
                         hovertemplate="%{text}: %{y:,.0f} GFLOP/s at %{x:.0f} FLOP/B" + f"<extra>{name}</extra>")
     fig.update_xaxes(title="arithmetic intensity (FLOP per byte, each matrix moved once)", **_log_axis(ai))
     fig.update_yaxes(title="GFLOP/s", **_log_axis(list(ok["gflops"]) + [r[0] * 1.6 for r in roofs]))

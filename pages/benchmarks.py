@@ -31,7 +31,7 @@ NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "
 def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict]) -> None:
     """Charts (full width: side by side they are too small to read at 1280 px), the table, the exports."""
     df = benchmark.derive(df, peaks)
-    figs = charts.all_charts(df, peaks, font, note="; ".join(charts.provenance_note(p) for p in provs))
+    figs = charts.all_charts(df, peaks, font, note="<br>".join(charts.provenance_note(p) for p in provs))
     st.markdown(benchmark.headline(df))
     fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
     for name, fig in figs.items():

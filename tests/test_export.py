@@ -128,6 +128,16 @@ def test_colours_are_the_same_in_every_chart_and_in_exports():
     assert len({c.pop() for c in colours.values()}) == len(KERNEL_LABELS)
 
 
+def test_two_gpus_keep_the_kernel_colour_and_differ_by_dash():
+    rows = pd.DataFrame(json.loads(RECORDED.read_text())["results"])
+    both = pd.concat([rows.assign(gpu="GPU A"), rows.assign(gpu="GPU B")], ignore_index=True)
+    fig = charts.gflops_vs_size(benchmark.derive(both, json.loads(RECORDED.read_text())["provenance"]["peaks"]))
+    lines = {t.name: (t.line.color, t.line.dash) for t in fig.data if t.mode == "lines+markers"}
+    assert lines["naive_x_rows 16x16 · GPU A"][0] == lines["naive_x_rows 16x16 · GPU B"][0]
+    assert lines["naive_x_rows 16x16 · GPU A"][1] != lines["naive_x_rows 16x16 · GPU B"][1]
+    assert lines["naive_x_rows 16x16 · GPU A"][0] != lines["naive_x_cols 16x16 · GPU A"][0]
+
+
 def test_readme_shows_bench_as_gpu_only_and_the_recorded_rerender(tmp_path, monkeypatch):
     readme = (ROOT / "README.md").read_text()
     command = "python -m engine bench --from engine/recorded/h200-2026-11-21.json --out results/"
