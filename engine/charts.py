@@ -220,7 +220,7 @@ def telemetry(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
     for i, col in enumerate(have):
         fig.add_scatter(x=idx, y=df[col], mode="lines+markers", name=names[col], yaxis="y" if i == 0 else f"y{i + 1}")
     fig.update_layout(xaxis={"title": "point, in measurement order"},
-                      yaxis={"title": names.get(have[0], "") if have else ""},
+                      yaxis={"title": names.get(have[0], "") if have else "", "tickformat": ",~f"},
                       yaxis2={"overlaying": "y", "side": "right", "title": "W / °C", "showgrid": False})
     if len(have) > 2:
         fig.update_traces(yaxis="y2", selector={"name": names["temperature_c"]})
