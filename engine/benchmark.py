@@ -18,6 +18,7 @@ from typing import Iterator
 import pandas as pd
 
 from . import gpu_client, registry
+from .charts import labels
 from .errors import EngineError
 from .plan import check_fits_gpu
 from .problem import make_problem
@@ -148,6 +149,54 @@ def derive(df: pd.DataFrame, peaks: dict) -> pd.DataFrame:
         pct.append(100 * r["gflops"] / base["gflops"].iloc[0] if len(base) and pd.notna(r.get("gflops")) else None)
     df["pct_cublas"] = pct
     return df
+
+
+# The results table's columns, in order, with readable names; the kernel column is the charts' label
+# (kernel, block shape, TILE, PAD).
+TABLE_COLUMNS = {"gpu": "GPU", "label": "kernel", "m": "M", "n": "N", "k": "K", "status": "status", "gflops": "GFLOP/s",
+                 "pct_cublas": "% of cuBLAS", "pct_fp32_peak": "% of FP32 peak", "median_ms": "median (ms)",
+                 "spread": "spread (IQR/median)", "reps": "repetitions", "bandwidth_gbs": "bandwidth (GB/s)",
+                 "intensity": "FLOP per byte", "rel_error": "relative error", "sm_clock_mhz": "SM clock (MHz)",
+                 "power_w": "power (W)", "temperature_c": "temperature (°C)", "error": "error"}
+TEXT_COLUMNS = ("gpu", "label", "status", "error")
+
+
+def table(df: pd.DataFrame) -> pd.DataFrame:
+    """The results as shown: readable column names; a missing number stays empty (NaN, drawn blank)
+    and missing text is a dash, never 'None'."""
+    df = df.assign(label=labels(df))
+    out = pd.DataFrame({name: df[col] for col, name in TABLE_COLUMNS.items() if col in df})
+    for col, name in TABLE_COLUMNS.items():
+        if name not in out:
+            continue
+        if col in TEXT_COLUMNS:
+            out[name] = out[name].map(lambda v: "—" if v is None or (isinstance(v, float) and pd.isna(v)) else str(v))
+        else:
+            out[name] = pd.to_numeric(out[name], errors="coerce")
+    return out
+
+
+HEADLINE_KERNELS = ("naive_x_rows", "naive_x_cols", "naive_transposed_b", "tiled_guarded", "cublas_sgemm")
+
+
+def headline(df: pd.DataFrame, n: int = 1024) -> str:
+    """The figures a reader compares first, computed from the rows shown (never typed in): GFLOP/s at
+    N = n on the first GPU, each named with its block shape / TILE, and the coalescing ratio."""
+    ok = df[(df["status"] == "ok") & (df["m"] == n) & (df["n"] == n) & (df["k"] == n)]
+    if "gpu" in ok and ok["gpu"].notna().any():
+        ok = ok[ok["gpu"] == ok["gpu"].dropna().iloc[0]]
+    ok = ok.assign(label=labels(ok)) if len(ok) else ok.assign(label=[])
+    picked = [(r["label"], r["gflops"]) for kernel in HEADLINE_KERNELS for _, r in ok[ok["kernel"] == kernel].iterrows()]
+    if not picked:
+        return ""
+    text = f"At N={n:,}" + (f" on the {ok['gpu'].iloc[0]}" if "gpu" in ok and pd.notna(ok["gpu"].iloc[0]) else "") + \
+        ": " + "; ".join(f"{name} {gflops:,.0f} GFLOP/s" for name, gflops in picked) + "."
+    rows, cols = (ok[ok["kernel"] == k] for k in ("naive_x_rows", "naive_x_cols"))
+    if len(rows) and len(cols):
+        a, b = rows.iloc[0], cols.iloc[0]
+        text += (f" Lanes on columns ({b['label']}) run {b['gflops'] / a['gflops']:.1f}x faster than lanes on rows "
+                 f"({a['label']}).")
+    return text
 
 
 def to_document(rows: list[dict], prov: dict) -> dict:

@@ -1,100 +1,217 @@
 """Benchmark charts (Plotly), shared by the Benchmarks page and `python -m engine bench`.
 
-A plotting module: it draws rows of engine/benchmark.py and imports no Streamlit.
+A plotting module: it draws rows of engine/benchmark.py and imports no Streamlit. One style for every
+chart: full-width, a fixed height, the legend below the plot, one colour per kernel label in every
+chart (and so in every export), and log axes ticked at readable round values only.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from . import registry
 
-def _label(r) -> str:
-    return f"{r['kernel']}" + (f" T{int(r['tile'])}" if pd.notna(r.get("tile")) else "") + \
-        (f" pad{int(r['pad'])}" if pd.notna(r.get("pad")) and r.get("pad") else "")
+# No grey: the roofline's roofs are black and grey.
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b", "#bcbd22",
+           "#393b79"]
+HEIGHT = 520
+# Above this the % of cuBLAS axis stops: beyond it are only the tiny sizes where cuBLAS is latency bound.
+PCT_CAP = 110.0
+TINY_NOTE = ("▲ above {cap:.0f}%: drawn at the top, real value beside it.<br>At tiny sizes cuBLAS is bound by "
+             "launch latency, not arithmetic,<br>so a simple kernel can beat it there.")
+
+
+def block_of(r) -> str | None:
+    """The launch block as 'XxY' from either field spelling ('block': '16x16', or block_x / block_y)."""
+    if isinstance(r.get("block"), str) and r.get("block"):
+        return r["block"]
+    if pd.notna(r.get("block_x")) and pd.notna(r.get("block_y")):
+        return f"{int(r['block_x'])}x{int(r['block_y'])}"
+    return None
+
+
+def label(r) -> str:
+    """A benchmark row's name in every chart and table: kernel with the block shape, TILE and PAD it ran
+    with, so that two runs of one kernel with different launch shapes never share a name."""
+    parts = [r["kernel"]]
+    if block_of(r):
+        parts.append(block_of(r))
+    if pd.notna(r.get("tile")):
+        parts.append(f"T{int(r['tile'])}")
+    if pd.notna(r.get("pad")) and r.get("pad"):
+        parts.append(f"pad{int(r['pad'])}")
+    return " ".join(parts)
+
+
+def labels(df: pd.DataFrame) -> pd.Series:
+    """Row labels; with several GPUs, each followed by its GPU."""
+    out = df.apply(label, axis=1) if len(df) else pd.Series([], dtype=object)
+    if "gpu" in df and df["gpu"].nunique() > 1:
+        out = out + " · " + df["gpu"].astype(str)
+    return out
+
+
+def colors(df: pd.DataFrame) -> dict[str, str]:
+    """One colour per kernel label (GPUs are told apart by line dash and marker, not colour), from
+    every row, not just the ones a chart draws, in catalog order: the same kernel gets the same colour
+    in every chart of one result set."""
+    order = {k.name: i for i, k in enumerate(registry.CATALOG)}
+    names = pd.DataFrame({"label": df.apply(label, axis=1) if len(df) else [],
+                          "kernel": df["kernel"] if len(df) else []}).drop_duplicates("label")
+    names["rank"] = names["kernel"].map(order).fillna(len(order))
+    ranked = names.sort_values(["rank", "label"])["label"]
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(ranked)}
+
+
+GPU_DASHES = ("solid", "dash", "dot", "dashdot")
+GPU_SYMBOLS = ("circle", "square", "x", "cross")
 
 
 def _series(df: pd.DataFrame):
+    """The rows that were timed, with size, label, colour and the GPU's index, sorted for the legend
+    (catalog order, then GPU) and, within a label, by size."""
+    palette = colors(df)
     ok = df[df["status"] == "ok"].copy()
     if ok.empty:
-        return ok
+        return ok.assign(size=[], label=[], color=[], gpu_i=[])
     ok["size"] = np.cbrt(ok["m"].astype(float) * ok["n"] * ok["k"])
-    ok["label"] = ok.apply(_label, axis=1)
-    if "gpu" in ok and ok["gpu"].nunique() > 1:
-        ok["label"] = ok["label"] + " · " + ok["gpu"]
-    return ok.sort_values("size")
+    base = ok.apply(label, axis=1)
+    ok["label"] = labels(df).loc[ok.index]
+    ok["color"] = base.map(palette)
+    ok["rank"] = base.map(list(palette).index)
+    gpus = list(dict.fromkeys(df["gpu"])) if "gpu" in df else [None]
+    ok["gpu_i"] = ok["gpu"].map(gpus.index) if "gpu" in ok else 0
+    return ok.sort_values(["rank", "gpu_i", "size"])
 
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#8c564b"]
-
-
-def _curves(fig: go.Figure, ok: pd.DataFrame, y: str, hover: str) -> None:
+def _curves(fig: go.Figure, ok: pd.DataFrame, y: str, hover: str, custom: str | None = None) -> None:
     """Per label: a line through the square power-of-two sizes; odd and non-square sizes as separate
     diamonds of the same colour (power-of-two strides behave differently, and that should show)."""
-    for i, (label, part) in enumerate(ok.groupby("label", sort=False)):
-        color = PALETTE[i % len(PALETTE)]
+    for name, part in ok.groupby("label", sort=False):
+        color, dash = part["color"].iloc[0], GPU_DASHES[part["gpu_i"].iloc[0] % len(GPU_DASHES)]
         m = part["m"].astype(int)
         square = part[(part["m"] == part["n"]) & (part["n"] == part["k"]) & ((m & (m - 1)) == 0)]
         other = part.drop(square.index)
         for sub, mode, symbol, show in ((square, "lines+markers", "circle", True), (other, "markers", "diamond", square.empty)):
             if sub.empty:
                 continue
-            fig.add_scatter(x=sub["size"], y=sub[y], mode=mode, name=label, legendgroup=label, showlegend=show,
-                            line={"color": color}, marker={"color": color, "symbol": symbol, "size": 8},
-                            text=sub.apply(_shape, axis=1), hovertemplate="%{text}: " + hover + f"<extra>{label}</extra>")
+            fig.add_scatter(x=sub["size"], y=sub[y], mode=mode, name=name, legendgroup=name, showlegend=show,
+                            line={"color": color, "dash": dash}, marker={"color": color, "symbol": symbol, "size": 8},
+                            text=sub.apply(_shape, axis=1), customdata=sub[custom] if custom else None,
+                            hovertemplate="%{text}: " + hover + f"<extra>{name}</extra>")
 
 
 def _shape(r) -> str:
     return f"{r['m']}" if r["m"] == r["n"] == r["k"] else f"{r['m']}x{r['n']}x{r['k']}"
 
 
-def _layout(fig: go.Figure, title: str, font: int) -> go.Figure:
-    fig.update_layout(title={"text": title}, font={"size": font}, template="plotly_white", height=480,
-                      legend={"font": {"size": font - 2}}, margin={"t": 60})
+def _short(v: float) -> str:
+    """1, 10, 100, 1k, 10k, 100k, 1M: round values without minor-digit clutter."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"
+
+
+def _log_axis(values, kind: str = "decades") -> dict:
+    """A log axis ticked only at round values: decades (1, 10, 100, 1k ...) or, for matrix sizes,
+    powers of two (256, 512, 1,024 ...), with the range set so no other tick appears."""
+    v = np.asarray([x for x in values if pd.notna(x) and x > 0], dtype=float)
+    lo, hi = (v.min(), v.max()) if len(v) else (1.0, 10.0)
+    if kind == "pow2":
+        ticks = [2.0 ** e for e in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)]
+        text = [f"{t:,.0f}" for t in ticks]
+    else:
+        ticks = [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+        text = [_short(t) for t in ticks]
+    pad = 1.25
+    return {"type": "log", "tickvals": ticks, "ticktext": text, "minor": {"showgrid": False, "ticks": ""},
+            "range": [math.log10(lo / pad), math.log10(hi * pad)]}
+
+
+def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
+    """Title, and the provenance right above the plot (so a downloaded picture says where it came
+    from); legend in rows below the plot, where it takes width, not the plot's height."""
+    if note:
+        fig.add_annotation(text=note, xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
+                           yshift=6, showarrow=False, align="left", font={"size": font - 2, "color": "#444"})
+    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"}, font={"size": font},
+                      template="plotly_white", height=HEIGHT + 14 * (font - 13),
+                      legend={"font": {"size": font - 1}, "orientation": "h", "x": 0, "xanchor": "left",
+                              "y": -0.22, "yanchor": "top"},
+                      margin={"t": 64 + 16 * note.count("<br>") if note else 50, "l": 70, "r": 30})
     return fig
 
 
-def gflops_vs_size(df: pd.DataFrame, font: int = 13) -> go.Figure:
+def gflops_vs_size(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
     ok = _series(df)
     fig = go.Figure()
     _curves(fig, ok, "gflops", "%{y:,.0f} GFLOP/s")
-    fig.update_xaxes(type="log", title="(M·N·K)^(1/3) · lines: powers of two · ◆ other sizes")
-    fig.update_yaxes(type="log", title="GFLOP/s")
-    return _layout(fig, "Throughput against size", font)
+    fig.update_xaxes(title="size (M·N·K)^(1/3) · lines: powers of two · ◆ other sizes", **_log_axis(ok["size"], "pow2"))
+    fig.update_yaxes(title="GFLOP/s", **_log_axis(ok["gflops"]))
+    return _layout(fig, "Throughput against size", font, note)
 
 
-def pct_of_cublas(df: pd.DataFrame, font: int = 13) -> go.Figure:
+def pct_of_cublas(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
+    """% of cuBLAS, the axis stopped at PCT_CAP: points above it (tiny sizes, where cuBLAS is launch
+    bound) sit at the top as ▲ with their value, so they neither vanish nor squash the rest."""
     ok = _series(df)
     ok = ok[ok["pct_cublas"].notna() & ~ok["kernel"].str.startswith("cublas")] if "pct_cublas" in ok else ok.iloc[:0]
+    high = ok[ok["pct_cublas"] > PCT_CAP]
     fig = go.Figure()
-    _curves(fig, ok, "pct_cublas", "%{y:.1f}% of cuBLAS")
-    fig.update_xaxes(type="log", title="size: (M·N·K)^(1/3)")
-    fig.update_yaxes(title="% of cuBLAS at the same precision", rangemode="tozero")
-    return _layout(fig, "Share of cuBLAS", font)
+    # drawn at most at the cap; the hover says the real value
+    _curves(fig, ok.assign(pct_shown=ok["pct_cublas"].clip(upper=PCT_CAP)), "pct_shown",
+            "%{customdata:.0f}% of cuBLAS", custom="pct_cublas")
+    fig.add_hline(y=100, line={"color": "black", "dash": "dot", "width": 1})
+    if len(high):
+        fig.add_scatter(x=high["size"], y=[PCT_CAP] * len(high), mode="markers", showlegend=False,
+                        marker={"symbol": "triangle-up", "size": 13, "color": high["color"].tolist(),
+                                "line": {"color": "black", "width": 1}}, hoverinfo="skip", cliponaxis=False)
+        for _, at_size in high.groupby("size"):   # the real values, stacked beside their ▲, in their colours
+            for i, (_, r) in enumerate(at_size.sort_values("pct_cublas", ascending=False).iterrows()):
+                fig.add_annotation(x=math.log10(r["size"]), y=PCT_CAP, text=f"{r['pct_cublas']:.0f}%", showarrow=False,
+                                   xanchor="left", xshift=10, yshift=-16 * i, bgcolor="rgba(255,255,255,0.8)",
+                                   font={"size": font - 1, "color": r["color"]})
+        fig.add_annotation(text=TINY_NOTE.format(cap=PCT_CAP), xref="paper", yref="paper", x=1, y=0.98,
+                           xanchor="right", yanchor="top", showarrow=False, align="right",
+                           font={"size": font - 2}, bgcolor="rgba(255,255,255,0.85)")
+    fig.update_xaxes(title="size (M·N·K)^(1/3)", **_log_axis(ok["size"], "pow2"))
+    fig.update_yaxes(title="% of cuBLAS at the same precision", range=[0, PCT_CAP + 6], ticksuffix="%")
+    return _layout(fig, "Share of cuBLAS (dotted: as fast as cuBLAS)", font, note)
 
 
-def roofline(df: pd.DataFrame, peaks: dict, font: int = 13) -> go.Figure:
-    """GFLOP/s against arithmetic intensity (FLOP per byte of minimal traffic) under the device's roofs."""
+def roofline(df: pd.DataFrame, peaks: dict, font: int = 13, note: str = "") -> go.Figure:
+    """GFLOP/s against arithmetic intensity (FLOP per byte of minimal traffic) under the device's roofs.
+    The roofs are named on the lines, not in the legend, which is for kernels."""
     ok = _series(df)
     fig = go.Figure()
-    ai = np.logspace(-1, 4, 200)
+    ai = np.logspace(0, 4, 200)
     bw = peaks["bandwidth_gbs"]
-    fig.add_scatter(x=ai, y=np.minimum(ai * bw, peaks["fp32_gflops"]), mode="lines", name=f"FP32 roof "
-                    f"({peaks['fp32_gflops'] / 1e3:.1f} TFLOP/s, {bw / 1e3:.2f} TB/s)", line={"color": "black"})
+    roofs = [(peaks["fp32_gflops"], f"FP32 roof {peaks['fp32_gflops'] / 1e3:.1f} TFLOP/s · {bw / 1e3:.2f} TB/s",
+              "solid")]
     if peaks.get("tf32_gflops_datasheet"):
-        fig.add_scatter(x=ai, y=np.minimum(ai * bw, peaks["tf32_gflops_datasheet"]), mode="lines",
-                        name=f"TF32 tensor roof (datasheet {peaks['tf32_gflops_datasheet'] / 1e3:.0f} TFLOP/s)",
-                        line={"color": "gray", "dash": "dash"})
-    for label, part in ok.groupby("label", sort=False):
-        fig.add_scatter(x=part["intensity"], y=part["gflops"], mode="markers", name=label, marker={"size": 9},
-                        text=part.apply(_shape, axis=1), hovertemplate="%{text}: %{y:,.0f} GFLOP/s at %{x:.0f} FLOP/B")
-    fig.update_xaxes(type="log", title="arithmetic intensity (FLOP per byte, each matrix moved once)")
-    fig.update_yaxes(type="log", title="GFLOP/s")
-    return _layout(fig, "Roofline", font)
+        roofs.append((peaks["tf32_gflops_datasheet"],
+                      f"TF32 tensor roof {peaks['tf32_gflops_datasheet'] / 1e3:.0f} TFLOP/s (datasheet)", "dash"))
+    for peak, name, dash in roofs:
+        fig.add_scatter(x=ai, y=np.minimum(ai * bw, peak), mode="lines", name=name, showlegend=False,
+                        line={"color": "black" if dash == "solid" else "gray", "dash": dash}, hoverinfo="name")
+        fig.add_annotation(x=4, y=math.log10(peak), text=name, showarrow=False, xanchor="right", yanchor="bottom",
+                           font={"size": font - 2})   # log axes: annotation positions are log10 values
+    for name, part in ok.groupby("label", sort=False):
+        fig.add_scatter(x=part["intensity"], y=part["gflops"], mode="markers", name=name,
+                        marker={"size": 9, "color": part["color"].iloc[0],
+                                "symbol": GPU_SYMBOLS[part["gpu_i"].iloc[0] % len(GPU_SYMBOLS)]},
+                        text=part.apply(_shape, axis=1),
+                        hovertemplate="%{text}: %{y:,.0f} GFLOP/s at %{x:.0f} FLOP/B" + f"<extra>{name}</extra>")
+    fig.update_xaxes(title="arithmetic intensity (FLOP per byte, each matrix moved once)", **_log_axis(ai))
+    fig.update_yaxes(title="GFLOP/s", **_log_axis(list(ok["gflops"]) + [r[0] * 1.6 for r in roofs]))
+    return _layout(fig, "Roofline", font, note)
 
 
-def telemetry(df: pd.DataFrame, font: int = 13) -> go.Figure:
+def telemetry(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
     """Clock, power and temperature after each point, in measurement order: throttling shows here."""
     fig = go.Figure()
     have = [c for c in ("sm_clock_mhz", "power_w", "temperature_c") if c in df]
@@ -103,16 +220,29 @@ def telemetry(df: pd.DataFrame, font: int = 13) -> go.Figure:
     for i, col in enumerate(have):
         fig.add_scatter(x=idx, y=df[col], mode="lines+markers", name=names[col], yaxis="y" if i == 0 else f"y{i + 1}")
     fig.update_layout(xaxis={"title": "point, in measurement order"},
-                      yaxis={"title": names.get(have[0], "") if have else ""},
+                      yaxis={"title": names.get(have[0], "") if have else "", "tickformat": ",~f"},
                       yaxis2={"overlaying": "y", "side": "right", "title": "W / °C", "showgrid": False})
     if len(have) > 2:
         fig.update_traces(yaxis="y2", selector={"name": names["temperature_c"]})
-    return _layout(fig, "GPU telemetry during the sweep", font)
+    return _layout(fig, "GPU telemetry during the sweep", font, note)
 
 
-def all_charts(df: pd.DataFrame, peaks: dict, font: int = 13) -> dict[str, go.Figure]:
-    charts = {"gflops_vs_size": gflops_vs_size(df, font), "percent_of_cublas": pct_of_cublas(df, font),
-              "roofline": roofline(df, peaks, font)}
+def all_charts(df: pd.DataFrame, peaks: dict, font: int = 13, note: str = "") -> dict[str, go.Figure]:
+    charts = {"gflops_vs_size": gflops_vs_size(df, font, note), "percent_of_cublas": pct_of_cublas(df, font, note),
+              "roofline": roofline(df, peaks, font, note)}
     if "sm_clock_mhz" in df:
-        charts["telemetry"] = telemetry(df, font)
+        charts["telemetry"] = telemetry(df, font, note)
     return charts
+
+
+def provenance_note(prov: dict) -> str:
+    """GPU, date, driver and CUDA versions and the timing settings, on one line."""
+    driver = prov.get("driver_cuda_version")
+    if isinstance(driver, (int, float)) and driver > 1000:   # CUDA's encoding: 13000 -> 13.0
+        driver = f"{int(driver) // 1000}.{int(driver) % 1000 // 10}"
+    s = prov.get("settings") or {}
+    timing = (f"median of {s['reps']} reps after {s.get('warmup', 0)} warm-up, L2 "
+              f"{'flushed' if s.get('flush_l2') else 'not flushed'}") if "reps" in s else ""
+    parts = [prov.get("gpu"), (prov.get("date") or "")[:10], driver and f"driver CUDA {driver}",
+             prov.get("cuda") and f"CUDA {prov['cuda']}", timing]
+    return " · ".join(str(p) for p in parts if p)

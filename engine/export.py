@@ -2,15 +2,25 @@
 from __future__ import annotations
 
 import json
+import re
+import threading
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
 from . import charts
-from .benchmark import to_document
+from .benchmark import derive, to_document
+from .errors import EngineError
 
 FORMATS = ("csv", "json", "html", "png", "svg")
 PROVENANCE_COLUMNS = ("gpu", "driver_cuda_version", "cuda", "date", "engine_commit")
+NO_KALEIDO = "PNG/SVG export needs the kaleido package: python3 -m pip install -r requirements.txt"
+NO_CHROME = ("PNG/SVG export needs Chrome or Chromium, and kaleido found neither: install one "
+             "(`apt install chromium`, or `python3 -c 'import kaleido; kaleido.get_chrome_sync()'`)")
+# kaleido's server is one per process: exports take turns.
+_IMAGES = threading.Lock()
 
 
 def results_csv(rows: list[dict], prov: dict) -> str:
@@ -23,9 +33,74 @@ def results_csv(rows: list[dict], prov: dict) -> str:
     return df.to_csv(index=False)
 
 
+def chart_filename(chart: str, gpus, dates) -> str:
+    """'roofline-NVIDIA-H200-2026-11-21': chart, GPU(s) and date(s), safe as a file name everywhere."""
+    def unique(values):
+        return list(dict.fromkeys(str(v) for v in values if v))
+    name = "-".join([chart] + unique(gpus) + unique(str(d)[:10] for d in dates))
+    return re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._-]+", "-", name)).strip("-.")[:150]
+
+
+def html(fig) -> str:
+    """A self-contained page: plotly.js embedded (about 4.5 MB), so it opens offline."""
+    return fig.to_html(include_plotlyjs=True, full_html=True)
+
+
+def _image_error(exc: Exception) -> EngineError:
+    """kaleido's own message starts with blank lines (an empty 'RuntimeError:' in one-line reports)."""
+    text = " ".join(str(exc).split())
+    if "chrome" in text.lower() or "browser" in text.lower() or type(exc).__name__ == "ChromeNotFoundError":
+        return EngineError(NO_CHROME)
+    return EngineError(f"PNG/SVG export failed: {type(exc).__name__}: {text or 'no message'}")
+
+
+def _chrome_found() -> bool:
+    """Whether kaleido will find a browser: asked first, because a kaleido server started without one
+    hangs instead of failing."""
+    try:
+        from choreographer.browsers.chromium import Chromium  # noqa: PLC0415 - kaleido's own lookup
+        path = Chromium.find_browser(skip_local=False)
+    except Exception:   # noqa: BLE001 - another kaleido version: let kaleido itself try
+        return True
+    return bool(path) and Path(path).is_file()
+
+
+@contextmanager
+def image_session():
+    """One Chrome for a batch of pictures: the first costs ~3 s to start it, each later one ~0.3 s."""
+    try:
+        import kaleido  # noqa: PLC0415 - optional until a picture is asked for
+    except ImportError:
+        raise EngineError(NO_KALEIDO) from None
+    if not _chrome_found():
+        raise EngineError(NO_CHROME)
+    with _IMAGES, warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # plotly warns that its defaults are ignored by a running server
+        try:
+            kaleido.start_sync_server(silence_warnings=True)
+        except Exception as exc:   # noqa: BLE001 - kaleido raises bare RuntimeErrors
+            raise _image_error(exc) from None
+        try:
+            yield
+        finally:
+            kaleido.stop_sync_server(silence_warnings=True)
+
+
 def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.0) -> bytes:
-    """PNG or SVG through kaleido, which drives a local Chrome or Chromium."""
-    return fig.to_image(format=fmt, width=width, height=height, scale=scale)
+    """PNG or SVG through kaleido, which drives a local Chrome or Chromium; a one-line EngineError
+    saying what is missing when it cannot."""
+    try:
+        return fig.to_image(format=fmt, width=width, height=height, scale=scale)
+    except ImportError:
+        raise EngineError(NO_KALEIDO) from None
+    except Exception as exc:   # noqa: BLE001 - kaleido raises bare RuntimeErrors
+        raise _image_error(exc) from None
+
+
+def figures(rows: list[dict], prov: dict, font: int = 13) -> dict:
+    """Every chart of one run, each carrying its provenance in the picture."""
+    df = derive(pd.DataFrame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
+    return charts.all_charts(df, prov["peaks"], font, note=charts.provenance_note(prov)) if len(df) else {}
 
 
 def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: int = 1200,
@@ -39,21 +114,19 @@ def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: i
     if "json" in formats:
         (out / "results.json").write_text(json.dumps(to_document(rows, prov), indent=1, default=float))
         written.append(out / "results.json")
-    from .benchmark import derive  # noqa: PLC0415
-    df = derive(pd.DataFrame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
-    figs = charts.all_charts(df, prov["peaks"]) if len(df) else {}
-    for name, fig in figs.items():
-        fig.update_layout(title={"text": f"{fig.layout.title.text} · {prov.get('gpu')} · {prov.get('date', '')[:10]}"})
-        if "html" in formats:
-            path = out / f"{name}.html"
-            fig.write_html(path, include_plotlyjs="cdn")
-            written.append(path)
-        for fmt in ("png", "svg"):
-            if fmt not in formats:
-                continue
-            try:
-                (out / f"{name}.{fmt}").write_bytes(image(fig, fmt, width, height))
-                written.append(out / f"{name}.{fmt}")
-            except Exception as exc:   # no kaleido or no Chrome/Chromium on this machine
-                skipped.append(f"{name}.{fmt}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    figs = figures(rows, prov)
+    if "html" in formats:
+        for name, fig in figs.items():
+            (out / f"{name}.html").write_text(html(fig))
+            written.append(out / f"{name}.html")
+    pictures = [f for f in ("png", "svg") if f in formats]
+    if pictures and figs:
+        try:
+            with image_session():
+                for name, fig in figs.items():
+                    for fmt in pictures:
+                        (out / f"{name}.{fmt}").write_bytes(image(fig, fmt, width, height))
+                        written.append(out / f"{name}.{fmt}")
+        except EngineError as exc:   # no kaleido or no Chrome/Chromium on this machine: say so once
+            skipped.append(f"png/svg: {exc}")
     return written, skipped

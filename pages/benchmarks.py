@@ -22,44 +22,56 @@ status = ui.device_status()
 font = ui.font_size() + 1
 
 
-def show(df: pd.DataFrame, peaks: dict, key: str, heading: str) -> None:
-    """Charts, the full table and the exports of one set of results."""
+NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "%.1f", "median (ms)": "%.4f",
+                  "spread (IQR/median)": "%.3f", "repetitions": "%d", "bandwidth (GB/s)": "%,.0f",
+                  "FLOP per byte": "%.0f", "relative error": "%.1e", "SM clock (MHz)": "%,.0f", "power (W)": "%.0f",
+                  "temperature (°C)": "%.0f"}
+
+
+def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict]) -> None:
+    """Charts (full width: side by side they are too small to read at 1280 px), the table, the exports."""
     df = benchmark.derive(df, peaks)
-    figs = charts.all_charts(df, peaks, font)
+    figs = charts.all_charts(df, peaks, font, note="<br>".join(charts.provenance_note(p) for p in provs))
+    st.markdown(benchmark.headline(df))
     fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
-    config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "width": 1400, "height": 800,
-                                                             "filename": f"matmul-{key}"}}
-    left, right = st.columns(2)
-    for i, (name, fig) in enumerate(figs.items()):
-        (left if i % 2 == 0 else right).plotly_chart(fig, width="stretch", config=config, key=f"{key}-{name}")
-    cols = ["gpu", "kernel", "m", "n", "k", "tile", "pad", "status", "gflops", "pct_cublas", "pct_fp32_peak",
-            "median_ms", "spread", "reps", "bandwidth_gbs", "intensity", "rel_error", "sm_clock_mhz", "power_w",
-            "temperature_c", "error"]
-    st.dataframe(df[[c for c in cols if c in df]], hide_index=True, width="stretch",
-                 column_config={"gflops": st.column_config.NumberColumn("GFLOP/s", format="%.0f"),
-                                "pct_cublas": st.column_config.NumberColumn("% cuBLAS", format="%.1f"),
-                                "pct_fp32_peak": st.column_config.NumberColumn("% FP32 peak", format="%.1f"),
-                                "spread": st.column_config.NumberColumn("spread (IQR/median)", format="%.3f")})
+    for name, fig in figs.items():
+        filename = export.chart_filename(name, [p.get("gpu") for p in provs], [p.get("date") for p in provs])
+        config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "width": 1200, "height": 700,
+                                                                 "filename": filename}}
+        st.plotly_chart(fig, width="stretch", config=config, key=f"{key}-{name}")
+    st.dataframe(benchmark.table(df), hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in NUMBER_FORMATS.items()})
     st.caption(heading)
 
 
 def exports(rows: list[dict], prov: dict, key: str) -> None:
+    def name(what: str) -> str:
+        return export.chart_filename(what, [prov.get("gpu")], [prov.get("date")])
     a, b, c = st.columns(3)
-    a.download_button("Data as CSV", export.results_csv(rows, prov), "matmul-results.csv", "text/csv", key=f"csv-{key}")
+    a.download_button("Data as CSV", export.results_csv(rows, prov), name("results") + ".csv", "text/csv",
+                      key=f"csv-{key}")
     b.download_button("Data as JSON (with provenance)", json.dumps(benchmark.to_document(rows, prov), indent=1,
-                      default=float), "matmul-results.json", "application/json", key=f"json-{key}")
-    if c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
-        df = benchmark.derive(pd.DataFrame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
-        started = time.perf_counter()
-        for name, fig in charts.all_charts(df, prov["peaks"]).items():
-            cols = st.columns(3)
-            try:
-                cols[0].download_button(f"{name}.png", export.image(fig, "png"), f"{name}.png", "image/png")
-                cols[1].download_button(f"{name}.svg", export.image(fig, "svg"), f"{name}.svg", "image/svg+xml")
-            except Exception as exc:
-                cols[0].warning(f"PNG/SVG need kaleido and Chrome or Chromium here: {type(exc).__name__}")
-            cols[2].download_button(f"{name}.html", fig.to_html(include_plotlyjs="cdn"), f"{name}.html", "text/html")
-        st.caption(f"Made in {time.perf_counter() - started:.1f} s.")
+                      default=float), name("results") + ".json", "application/json", key=f"json-{key}")
+    if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
+        return
+    started, files = time.perf_counter(), []
+    figs = export.figures(rows, prov)
+    with st.status(f"Making PNG, SVG and HTML files of {len(figs)} charts: the first picture starts Chrome "
+                   "(a few seconds)", expanded=True) as box:
+        files += [(f"{name(n)}.html", export.html(fig), "text/html") for n, fig in figs.items()]
+        try:
+            with export.image_session():
+                for n, fig in figs.items():
+                    box.write(f"{n}: PNG and SVG")
+                    files += [(f"{name(n)}.png", export.image(fig, "png"), "image/png"),
+                              (f"{name(n)}.svg", export.image(fig, "svg"), "image/svg+xml")]
+        except EngineError as exc:
+            st.warning(str(exc), icon=":material/warning:")
+        box.update(label=f"Made {len(files)} files in {time.perf_counter() - started:.1f} s", state="complete")
+    cols = st.columns(3)
+    for i, (filename, data, mime) in enumerate(sorted(files)):
+        # on_click="ignore": downloading one file keeps the others on the page
+        cols[i % 3].download_button(filename, data, filename, mime, on_click="ignore", key=f"{key}-{filename}")
 
 
 # ------------------------------------------------------------------ live, on this machine's GPU
@@ -108,7 +120,7 @@ if status.available:
     if st.session_state.get("bench_rows"):
         rows, prov = st.session_state["bench_rows"], st.session_state["bench_prov"]
         show(pd.DataFrame(rows).assign(gpu=prov["gpu"]), prov["peaks"], "live",
-             f"Measured live on {prov['gpu']} on {prov['date']}; settings {prov['settings']}.")
+             f"Measured live on {prov['gpu']} on {prov['date']}; settings {prov['settings']}.", [prov])
         exports(rows, prov, "live")
 else:
     st.info("No NVIDIA GPU here, so nothing is timed live. Below: runs **recorded on a real GPU** with "
@@ -121,12 +133,13 @@ runs = benchmark.recorded_runs()
 choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in runs[:1]])
 uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
                            accept_multiple_files=True)
-frames, peaks, labels = [], None, []
+frames, peaks, labels, provs = [], None, [], []
 for name in choices:
     df, prov = benchmark.load_document((benchmark.RECORDED / name).read_text())
     frames.append(df)
+    provs.append(prov)
     peaks = peaks or prov["peaks"]
-    labels.append(f"{prov['gpu']} (driver CUDA {prov.get('driver_cuda_version')}, recorded {prov['date'][:10]})")
+    labels.append(charts.provenance_note(prov))
 for up in uploads or []:
     try:
         df, prov = benchmark.load_document(up.getvalue())
@@ -134,12 +147,16 @@ for up in uploads or []:
         st.error(f"{up.name}: {exc}")
         continue
     frames.append(df)
+    provs.append(prov)
     peaks = peaks or prov["peaks"]
     labels.append(f"{prov['gpu']} (uploaded {up.name}, recorded {prov['date'][:10]})")
 if frames:
     st.markdown("**Recorded on:** " + "; ".join(labels))
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",
-         "Recorded results, not measured now. Roofs are those of the first GPU listed.")
+         "Recorded results, not measured now. Roofs are those of the first GPU listed.", provs)
     if len(choices) == 1 and not uploads:
         doc = json.loads((benchmark.RECORDED / choices[0]).read_text())
         exports(doc["results"], doc["provenance"], "recorded")
+else:
+    st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "
+            "to see its charts and table.", icon=":material/arrow_upward:")

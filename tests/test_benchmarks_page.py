@@ -1,5 +1,7 @@
 """The Benchmarks page: recorded runs in any mode; a live sweep in GPU mode (on the device)."""
 import json
+import math
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -29,7 +31,124 @@ def test_recorded_run_is_shown_and_labelled_with_its_gpu():
     g = charts[titles.index("Throughput against size")]
     assert {"naive_x_rows", "cublas_sgemm"} <= {t["name"].split(" ")[0] for t in g["data"]}
     table = at.dataframe[-1].value
-    assert (table["status"] == "ok").sum() > 10 and table["gflops"].max() > 1e4
+    assert (table["status"] == "ok").sum() > 10 and table["GFLOP/s"].max() > 1e4
+
+
+def _charts(at) -> dict[str, dict]:
+    """The page's charts by title (their first line)."""
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return {c["layout"]["title"]["text"].split("<br>")[0]: c for c in charts}
+
+
+def _page_text(at) -> str:
+    return " ".join(str(e.value) for e in list(at.markdown) + list(at.caption) + list(at.info) + list(at.warning))
+
+
+@pytest.fixture(scope="module")
+def page():
+    return _open()
+
+
+def test_charts_have_a_fixed_height_and_the_legend_below(page):
+    """Side by side with a legend at the right, the roofline shrank to ~80 px at 1280 wide."""
+    charts = _charts(page)
+    assert len(charts) == 4
+    for title, c in charts.items():
+        layout = c["layout"]
+        assert layout["height"] >= 480, title
+        assert layout["legend"]["orientation"] == "h" and layout["legend"]["y"] < 0, title
+    assert not page.columns or all("plotly_chart" not in repr(col) for col in page.columns)
+
+
+def test_log_axes_are_ticked_at_round_values_only(page):
+    for title, c in _charts(page).items():
+        for name, axis in c["layout"].items():
+            if not name.startswith(("xaxis", "yaxis")) or axis.get("type") != "log":
+                continue
+            ticks, text = axis["tickvals"], axis["ticktext"]
+            assert len(ticks) >= 3, (title, name)
+            for v, t in zip(ticks, text):
+                assert math.log10(v) == round(math.log10(v)) or math.log2(v) == round(math.log2(v)), (title, v)
+                assert re.fullmatch(r"\d{1,3}(,\d{3})*|\d+(\.\d+)?[kM]?", t), (title, t)
+            assert set(text) & {"1k", "10k", "1,024"}, (title, text)
+
+
+def test_one_colour_per_kernel_in_every_chart(page):
+    seen: dict[str, set] = {}
+    for c in _charts(page).values():
+        for t in c["data"]:
+            if t.get("showlegend") is False or "name" not in t or "roof" in t["name"] or "(" in t["name"]:
+                continue
+            seen.setdefault(t["name"], set()).add(t["marker"]["color"])
+    assert len(seen) >= 8
+    assert all(len(c) == 1 for c in seen.values()), seen
+    assert len({next(iter(c)) for c in seen.values()}) == len(seen), "two kernels share a colour"
+
+
+def test_block_shape_is_part_of_each_label_and_quoted_numbers_are_the_charted_ones(page):
+    names = {t["name"] for c in _charts(page).values() for t in c["data"] if "name" in t}
+    assert {"naive_x_rows 16x16", "naive_x_cols 16x16", "naive_transposed_b 32x32", "tiled_guarded T16"} <= names
+    table = page.dataframe[-1].value
+    assert "naive_x_rows 16x16" in set(table["kernel"])
+    text = _page_text(page)
+    at_1024 = table[(table["M"] == 1024) & (table["N"] == 1024) & (table["K"] == 1024)].set_index("kernel")
+    for label in ("naive_x_rows 16x16", "naive_x_cols 16x16", "cublas_sgemm"):
+        assert f"{label} {at_1024.loc[label, 'GFLOP/s']:,.0f} GFLOP/s" in text, label
+    ratio = at_1024.loc["naive_x_cols 16x16", "GFLOP/s"] / at_1024.loc["naive_x_rows 16x16", "GFLOP/s"]
+    assert f"{ratio:.1f}x" in text
+    assert "6,208" not in text and "486 " not in text
+
+
+def test_table_has_readable_column_names_and_no_none(page):
+    table = page.dataframe[-1].value
+    assert {"GPU", "kernel", "GFLOP/s", "% of cuBLAS", "median (ms)"} <= set(table.columns)
+    assert not [c for c in table.columns if "_" in c], "raw field names"
+    text_cells = table.select_dtypes(exclude="number")
+    assert not text_cells.isna().any().any() and not (text_cells == "None").any().any()
+
+
+def test_camera_button_names_each_download_by_chart_gpu_and_date(page):
+    names = [json.loads(c.proto.config)["toImageButtonOptions"]["filename"] for c in page.get("plotly_chart")]
+    assert names == ["gflops_vs_size-NVIDIA-H200-2026-11-21", "percent_of_cublas-NVIDIA-H200-2026-11-21",
+                     "roofline-NVIDIA-H200-2026-11-21", "telemetry-NVIDIA-H200-2026-11-21"]
+
+
+def test_percent_of_cublas_axis_is_capped_and_the_outlier_explained(page):
+    c = next(c for t, c in _charts(page).items() if t.startswith("Share of cuBLAS"))
+    assert c["layout"]["yaxis"]["range"][1] <= 120
+    notes = " ".join(a["text"] for a in c["layout"]["annotations"])
+    assert "launch latency" in notes and "187%" in notes
+
+
+def test_provenance_is_in_every_chart(page):
+    for title, c in _charts(page).items():
+        notes = " ".join(a["text"] for a in c["layout"].get("annotations", []))
+        assert "NVIDIA H200 · 2026-11-21 · driver CUDA 13.0 · CUDA 13.0.0" in notes, title
+
+
+def test_no_run_selected_says_what_to_do():
+    at = _open()
+    at.multiselect[0].set_value([]).run()
+    assert not at.exception
+    assert not at.get("plotly_chart")
+    assert "No recorded run selected" in " ".join(str(i.value) for i in at.info)
+
+
+def test_image_button_shows_progress_and_a_clear_message_without_chrome(monkeypatch):
+    from engine import export
+    from engine.errors import EngineError
+
+    def no_chrome():
+        raise EngineError(export.NO_CHROME)
+    monkeypatch.setattr(export, "image_session", no_chrome)
+    at = _open()
+    next(b for b in at.button if b.label.startswith("Make PNG")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.status and at.status[0].label.startswith("Made ") and at.status[0].state == "complete"
+    warnings = " ".join(str(w.value) for w in at.warning)
+    assert "Chrome or Chromium" in warnings and "apt install chromium" in warnings
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "roofline-NVIDIA-H200-2026-11-21.html" in labels
 
 
 @pytest.mark.gpu
@@ -43,4 +162,4 @@ def test_live_sweep_streams_results_with_cublas_alongside():
     assert len(rows) == 2 * 5 and all(r["status"] == "ok" for r in rows)
     assert any(r["kernel"] == "cublas_sgemm" for r in rows)
     table = at.dataframe[0].value
-    assert table["pct_cublas"].notna().sum() >= 4 and (table["gflops"] > 0).all()
+    assert table["% of cuBLAS"].notna().sum() >= 4 and (table["GFLOP/s"] > 0).all()

@@ -1,16 +1,22 @@
 """Benchmark exports are real files, made by the command line from a run recorded on a GPU."""
 import json
+import re
 import struct
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from engine import benchmark
+from engine import benchmark, charts, export
 from engine.cli import main
+from engine.errors import EngineError
 from tests import browser
 
 RECORDED = benchmark.recorded_runs()[0]
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL_LABELS = ["naive_x_rows 16x16", "naive_x_cols 16x16", "naive_transposed_b 32x32", "tiled_guarded T16",
+                 "tiled_unguarded T16", "shared_bank_conflicts T16", "cublas_sgemm", "cublas_sgemm_tf32"]
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -56,6 +62,92 @@ def test_png_decodes_at_the_asked_size_and_svg_parses(exported):
         assert png_size((exported / f"{name}.png").read_bytes()) == (1200, 700)
         root = ET.parse(exported / f"{name}.svg").getroot()
         assert root.tag.endswith("svg") and root.get("width") == "1200"
+
+
+def test_html_embeds_plotly_js_so_it_opens_offline(exported):
+    for name in ("gflops_vs_size", "percent_of_cublas", "roofline"):
+        page = (exported / f"{name}.html").read_text()
+        assert not re.search(r"<script[^>]*src=", page), "loads a script from elsewhere"
+        assert len(page) > 3_000_000 and "plotly.js v" in page[:200_000]   # plotly.js itself is inside
+
+
+@pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+def test_pictures_carry_their_provenance_and_the_whole_legend(exported):
+    """Rendered by kaleido: the SVG's texts are what the PNG shows (looked at: see the report)."""
+    for name in ("gflops_vs_size", "percent_of_cublas", "roofline"):
+        svg = (exported / f"{name}.svg").read_text()
+        assert "NVIDIA H200 · 2026-11-21 · driver CUDA 13.0 · CUDA 13.0.0 · median of 20 reps" in svg, name
+        legend = re.search(r'<g class="legend"[^>]*translate\(([\d.]+),\s*([\d.]+)\)"><rect class="bg"[^>]*'
+                           r'width="([\d.]+)" height="([\d.]+)"', svg)
+        x, y, w, h = map(float, legend.groups())
+        assert x >= 0 and y >= 0 and x + w <= 1200 and y + h <= 700, (name, x, y, w, h)
+        assert re.search(r'class="scrollbar"[^>]*width="0" height="0"', svg), f"{name}: the legend scrolls"
+        entries = re.findall(r'class="legendtext"[^>]*>([^<]*)<', svg)
+        want = KERNEL_LABELS if name != "percent_of_cublas" else KERNEL_LABELS[:6]
+        assert entries == want, (name, entries)
+
+
+def test_without_chrome_pictures_fail_with_one_clear_line(monkeypatch, tmp_path, capsys):
+    """kaleido's own message starts with blank lines: it used to print as an empty 'RuntimeError:'."""
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chrome-here"))
+    with pytest.raises(EngineError, match="needs Chrome or Chromium.*apt install chromium"):
+        with export.image_session():
+            pass
+    assert main(["bench", "--from", str(RECORDED), "--out", str(tmp_path), "--formats", "png"]) == 0
+    skipped = [line for line in capsys.readouterr().out.splitlines() if line.startswith("skipped")]
+    assert skipped == [f"skipped png/svg: {export.NO_CHROME}"]
+
+
+def test_kaleido_is_a_requirement():
+    reqs = (ROOT / "requirements.txt").read_text().splitlines()
+    assert any(re.match(r"kaleido\b", line) for line in reqs)
+
+
+def test_download_names_say_chart_gpu_and_date():
+    assert export.chart_filename("roofline", ["NVIDIA H200"], ["2026-11-21T07:44:59+00:00"]) == \
+        "roofline-NVIDIA-H200-2026-11-21"
+    assert export.chart_filename("roofline", ["A/B: C*", "A/B: C*", None], ["2026-01-02"]) == "roofline-A-B-C-2026-01-02"
+
+
+def test_labels_carry_the_block_shape_in_either_spelling():
+    assert charts.label({"kernel": "naive_x_rows", "block": "32x32"}) == "naive_x_rows 32x32"
+    assert charts.label({"kernel": "naive_x_cols", "block_x": 16, "block_y": 16}) == "naive_x_cols 16x16"
+    assert charts.label({"kernel": "shared_bank_conflicts", "tile": 32, "pad": 1}) == "shared_bank_conflicts T32 pad1"
+
+
+def test_colours_are_the_same_in_every_chart_and_in_exports():
+    df, prov = benchmark.load_document(RECORDED.read_text())
+    page = charts.all_charts(df, prov["peaks"], 14)
+    files = export.figures(json.loads(RECORDED.read_text())["results"], prov)
+    colours = {}
+    for fig in list(page.values())[:3] + list(files.values())[:3]:
+        for t in fig.data:
+            if t.name in KERNEL_LABELS:
+                colours.setdefault(t.name, set()).add(t.marker.color)
+    assert set(colours) == set(KERNEL_LABELS) and all(len(c) == 1 for c in colours.values()), colours
+    assert len({c.pop() for c in colours.values()}) == len(KERNEL_LABELS)
+
+
+def test_two_gpus_keep_the_kernel_colour_and_differ_by_dash():
+    rows = pd.DataFrame(json.loads(RECORDED.read_text())["results"])
+    both = pd.concat([rows.assign(gpu="GPU A"), rows.assign(gpu="GPU B")], ignore_index=True)
+    fig = charts.gflops_vs_size(benchmark.derive(both, json.loads(RECORDED.read_text())["provenance"]["peaks"]))
+    lines = {t.name: (t.line.color, t.line.dash) for t in fig.data if t.mode == "lines+markers"}
+    assert lines["naive_x_rows 16x16 · GPU A"][0] == lines["naive_x_rows 16x16 · GPU B"][0]
+    assert lines["naive_x_rows 16x16 · GPU A"][1] != lines["naive_x_rows 16x16 · GPU B"][1]
+    assert lines["naive_x_rows 16x16 · GPU A"][0] != lines["naive_x_cols 16x16 · GPU A"][0]
+
+
+def test_readme_shows_bench_as_gpu_only_and_the_recorded_rerender(tmp_path, monkeypatch):
+    readme = (ROOT / "README.md").read_text()
+    command = "python -m engine bench --from engine/recorded/h200-2026-11-21.json --out results/"
+    assert command in readme
+    bench_lines = [line for line in readme.splitlines() if line.startswith("python -m engine bench --kernels")]
+    assert bench_lines and all("GPU only" in line for line in bench_lines)
+    monkeypatch.chdir(ROOT)   # the README's command, as written, works here without a GPU
+    out = tmp_path / "results"
+    assert main(command.split()[3:-1] + [str(out), "--formats", "csv,json"]) == 0
+    assert (out / "results.json").exists()
 
 
 def test_uploads_that_are_not_exports_get_a_clear_message():

@@ -1,0 +1,128 @@
+"""The Benchmarks page as headless Chromium draws it at 1280x720 (and 1440x900), CPU mode, recorded run:
+assertions on the drawn SVG of each chart, not on the figure we sent.
+
+Screenshots go to $MATMUL_EXPLORER_SCREENSHOTS (default: a temporary folder) to be looked at.
+"""
+import re
+
+import pytest
+
+from tests import browser
+from tests.test_browser import shots  # noqa: F401 - the same screenshot folder fixture
+
+pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+
+KERNELS = ["naive_x_rows 16x16", "naive_x_cols 16x16", "naive_transposed_b 32x32", "tiled_guarded T16",
+           "tiled_unguarded T16", "shared_bank_conflicts T16", "cublas_sgemm", "cublas_sgemm_tf32"]
+ROUND_TICK = re.compile(r"\d{1,3}(,\d{3})*|\d+(\.\d+)?[kM]?")
+# Per chart, by title: its plot area, title, legend (entries with their drawn colour) and tick labels.
+DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => {
+  const box = e => { if (!e) return null; const r = e.getBoundingClientRect();
+                     return {top: r.top, bottom: r.bottom, left: r.left, right: r.right, height: r.height, width: r.width}; };
+  const legend = Array.from(d.querySelectorAll('.legend .traces')).map(t => {
+    const pt = t.querySelector('.legendpoints path'), line = t.querySelector('.legendlines path');
+    return [t.querySelector('.legendtext').textContent,
+            pt ? getComputedStyle(pt).fill : getComputedStyle(line).stroke]; });
+  const ticks = cls => Array.from(d.querySelectorAll(cls)).map(t => t.textContent);
+  return {title: d.querySelector('.gtitle').textContent, chart: box(d), plot: box(d.querySelector('.nsewdrag')),
+          titleBox: box(d.querySelector('.gtitle')), legendBox: box(d.querySelector('.legend')), legend: legend,
+          x: ticks('.xaxislayer-above .xtick text'), y: ticks('.yaxislayer-above .ytick text'),
+          xlog: d._fullLayout.xaxis.type === 'log', ylog: d._fullLayout.yaxis.type === 'log',
+          notes: Array.from(d.querySelectorAll('.annotation-text')).map(t => t.textContent)}; })"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with browser.app_server({"MATMUL_EXPLORER_GPU": "0"}) as url:
+        yield url
+
+
+def _load(server, b, width: int, height: int):
+    page = b.new_page(viewport={"width": width, "height": height})
+    page.goto(f"{server}/benchmarks")
+    page.wait_for_selector("h1", timeout=60000)
+    browser.wait_for_chart(page, 4)
+    page.wait_for_timeout(1000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    return page
+
+
+@pytest.fixture(scope="module")
+def drawn(server, shots):
+    """The page at 1280x720: what every chart drew, and the page's text; screenshots of each chart."""
+    with browser.chromium() as b:
+        page = _load(server, b, 1280, 720)
+        charts = {c["title"]: c for c in page.evaluate(DRAWN)}
+        for i, plot in enumerate(page.locator(".js-plotly-plot").all()):
+            plot.scroll_into_view_if_needed()
+            plot.screenshot(path=str(shots / f"benchmarks-1280-chart{i}.png"))
+        page.locator(".js-plotly-plot").nth(2).scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "benchmarks-1280x720.png"))
+        page.locator("[data-testid='stDataFrame']").scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(shots / "benchmarks-1280x720-table.png"))
+        table = page.evaluate("""() => [Array.from(document.querySelectorAll(
+            "[data-testid='stDataFrame'] [role='columnheader']")).map(e => e.textContent),
+            Array.from(document.querySelectorAll("[data-testid='stDataFrame'] [role='gridcell']")).map(e => e.textContent)]""")
+        text = page.inner_text("body")
+    return {"charts": charts, "table": table, "text": text}   # Chromium closed: the next test opens its own
+
+
+def test_every_chart_is_readable_at_1280x720(drawn):
+    """The roofline was ~80 px tall beside another chart, its title clipped."""
+    assert len(drawn["charts"]) == 4
+    for title, c in drawn["charts"].items():
+        assert c["plot"]["height"] > 300 and c["plot"]["width"] > 600, (title, c["plot"])
+        assert c["titleBox"]["top"] >= c["chart"]["top"] and c["titleBox"]["right"] <= c["chart"]["right"], title
+        assert c["legendBox"]["top"] >= c["plot"]["bottom"], f"{title}: the legend is not below the plot"
+        assert c["legendBox"]["bottom"] <= c["chart"]["bottom"] + 1, f"{title}: the legend is cut off"
+
+
+def test_log_axes_show_round_tick_labels_only(drawn):
+    """They read '5, 2, 100k' (minor digits between decades)."""
+    roofline = drawn["charts"]["Roofline"]
+    assert roofline["x"] == ["1", "10", "100", "1k", "10k"]
+    assert roofline["y"] == ["1k", "10k", "100k"]
+    assert drawn["charts"]["Throughput against size"]["x"] == ["256", "512", "1,024", "2,048", "4,096"]
+    for title, c in drawn["charts"].items():
+        for axis in ("x", "y"):
+            if c[f"{axis}log"]:
+                assert all(ROUND_TICK.fullmatch(t) for t in c[axis]), (title, c[axis])
+
+
+def test_each_kernel_has_one_colour_in_every_chart(drawn):
+    legends = [dict(c["legend"]) for c in drawn["charts"].values() if c["legend"] and "SM clock (MHz)" not in dict(c["legend"])]
+    assert len(legends) == 3
+    assert list(legends[0]) == KERNELS and list(legends[2]) == KERNELS   # throughput and roofline: all, in catalog order
+    colour = legends[0]
+    assert len(set(colour.values())) == len(KERNELS), colour
+    for legend in legends[1:]:
+        assert all(colour[name] == c for name, c in legend.items()), legend
+
+
+def test_outlier_is_explained_and_provenance_drawn(drawn):
+    share = next(c for t, c in drawn["charts"].items() if t.startswith("Share of cuBLAS"))
+    assert max(float(t.rstrip("%")) for t in share["y"]) <= 120
+    assert any("launch latency" in n for n in share["notes"]) and "187%" in share["notes"]
+    for title, c in drawn["charts"].items():
+        assert any(n.startswith("NVIDIA H200 · 2026-11-21 · driver CUDA 13.0") for n in c["notes"]), title
+
+
+def test_table_has_readable_headers_and_no_none(drawn):
+    headers, cells = drawn["table"]
+    assert {"GPU", "kernel", "GFLOP/s", "% of cuBLAS"} <= set(headers), headers
+    assert "naive_x_rows 16x16" in cells and "None" not in cells
+
+
+def test_quoted_figures_match_the_charted_run(drawn):
+    assert "naive_x_rows 16x16 943 GFLOP/s" in drawn["text"] and "naive_x_cols 16x16 5,044 GFLOP/s" in drawn["text"]
+    assert "6,208" not in drawn["text"]
+
+
+def test_roofline_is_readable_at_1440x900(server, shots):
+    with browser.chromium() as b:
+        page = _load(server, b, 1440, 900)
+        charts = {c["title"]: c for c in page.evaluate(DRAWN)}
+        page.locator(".js-plotly-plot").nth(2).scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "benchmarks-1440x900.png"))
+    assert charts["Roofline"]["plot"]["height"] > 300 and charts["Roofline"]["plot"]["width"] > 700
