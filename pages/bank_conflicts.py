@@ -78,6 +78,6 @@ for note in notes:
 if sass_info.get("available") is False:
     right.caption(sass_info["note"])
 
-st.subheader("What the seeds say, and what measurement shows")
+st.subheader("What the source documents say, and what measurement shows")
 for claim, verdict in claims.CLAIMS["banks"]:
     st.markdown(f"- *{claim}*  \n  {verdict}")

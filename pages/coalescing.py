@@ -81,6 +81,6 @@ st.caption(f"Traced {len(t0):,} accesses of {first} on {t0.device} ({t0.source.u
            "Check with: ncu --metrics l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,"
            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
 
-st.subheader("What the seeds say, and what the trace shows")
+st.subheader("What the source documents say, and what the trace shows")
 for claim, verdict in claims.CLAIMS["coalescing"]:
     st.markdown(f"- *{claim}*  \n  {verdict}")

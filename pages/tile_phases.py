@@ -58,6 +58,6 @@ b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {
            "Sizes that are not multiples of TILE lose a little of that: the edge tiles are part zeros.")
 b.caption(f"Traced in {trace.source.upper()} mode on {trace.device}.")
 
-st.subheader("What the seeds say, and what measurement shows")
+st.subheader("What the source documents say, and what measurement shows")
 for claim, verdict in claims.CLAIMS["tiling"]:
     st.markdown(f"- *{claim}*  \n  {verdict}")
