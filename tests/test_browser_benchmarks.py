@@ -8,7 +8,6 @@ import re
 import pytest
 
 from tests import browser
-from tests.test_browser import shots  # noqa: F401 - the same screenshot folder fixture
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
 
