@@ -72,14 +72,15 @@ def test_tile_phases_animate_loads_and_zero_filled_edges():
     at = open_page("pages/tile_phases.py", {"m": "40", "n": "40", "k": "40", "tile": "16", "bx": "2", "by": "2"})
     fig = figures(at)[0]
     assert len(fig["frames"]) == 2 * 3                         # 3 phases, load + compute each
-    shapes = fig["frames"][0]["layout"]["shapes"]
-    assert any(s["line"].get("dash") == "dot" for s in shapes)   # zero-filled overhang drawn
+    red = [i for i, d in enumerate(fig["data"]) if d.get("line", {}).get("dash") == "dot"]   # the overhang traces
+    first = dict(zip(fig["frames"][0]["traces"], fig["frames"][0]["data"]))
+    assert red and any(first[i]["x"] for i in red)              # zero-filled overhang drawn in phase 1
     assert "stores 256 zeros" in notes(fig, 0)
     bars = figures(at)[1]["data"][0]["y"]
     assert bars[0] == 2 * 40 * 40 * 40 and bars[1] < bars[0] / 10
-    # The C tile fills with partial sums in the compute frames only.
-    z = next(d["z"] for d in fig["frames"][1]["data"] if "z" in d)
-    assert any(v is not None for row in z for v in row)
+    # The C tile fills with partial sums in the compute frames only: 8x8 elements of C at block (2, 2).
+    sums = lambda f: next(d for d in fig["frames"][f]["data"] if "marker" in d)["marker"]["color"]  # noqa: E731
+    assert sums(0) == [] and len(sums(1)) == 8 * 8 and all(v > 0 for v in sums(1))
 
 
 def test_bank_conflicts_vanish_with_padding():
@@ -144,7 +145,7 @@ def test_pages_do_not_share_controls():
 def test_frames_change_only_traces_so_everything_moves_without_a_redraw():
     """Plotly leaves layout annotations and titles alone (and drops heatmaps) when frames play
     without a redraw: the headline must be a trace, and such frames must carry no layout."""
-    for page, params in (("pages/coalescing.py", {}), ("pages/bank_conflicts.py", {"size": "32"})):
+    for page, params in (("pages/coalescing.py", {}), ("pages/bank_conflicts.py", {"size": "32"}), ("pages/tile_phases.py", {})):
         fig = figures(open_page(page, params))[0]
         redraw = fig["layout"]["updatemenus"][0]["buttons"][0]["args"][1]["frame"]["redraw"]
         assert redraw is False
@@ -172,7 +173,7 @@ def test_bank_pad_toggle_follows_a_kernel_without_padding():
 
 def test_tile_phase_colour_bar_stays_off_the_source():
     fig = figures(open_page("pages/tile_phases.py"))[0]
-    bar = next(d for d in fig["data"] if d.get("type") == "heatmap")["colorbar"]
+    bar = next(d["marker"]["colorbar"] for d in fig["data"] if "colorbar" in d.get("marker", {}))
     code_axis = max((v for k, v in fig["layout"].items() if k.startswith("xaxis")), key=lambda a: a["domain"][0])
     assert bar["orientation"] == "h" and bar["x"] <= code_axis["domain"][0]
 

@@ -201,12 +201,26 @@ def _sparse(labels: list[str], most: int = 24) -> list[str]:
     return [lab if i % k == 0 else "" for i, lab in enumerate(labels)]
 
 
-def _with_frames(fig: go.Figure, frames: list[dict]) -> dict:
-    """The figure as a dict with its frames attached unvalidated: the base figure was checked once,
-    and validating hundreds of frames property by property would cost seconds per redraw."""
-    out = fig.to_dict()
-    out["frames"] = frames
-    return out
+class AnimatedFigure(go.Figure):
+    """A figure whose frames travel as the plain dicts they were built as. Plotly (and st.plotly_chart,
+    which re-checks whatever dict it is given) would otherwise validate hundreds of frames property
+    by property: about a second per redraw. The base figure is a normal, checked one; the frames
+    hold only x, y, text, marker colours and customdata of traces that figure already has."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._plain_frames, self._controls = [], {}   # the slider has a step per frame: unchecked too
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        out["layout"].update(self._controls)
+        out["frames"] = self._plain_frames
+        return out
+
+
+def _with_frames(fig: AnimatedFigure, frames: list[dict], controls: dict) -> AnimatedFigure:
+    fig._plain_frames, fig._controls = frames, controls
+    return fig
 
 
 def _layout(fig: go.Figure, height: int | None, st: Style, margin_top: int = 8) -> None:
@@ -222,7 +236,7 @@ def _headed_figure(head_px: int, body_px: int, st: Style):
     from px to paper fractions)."""
     plot_px = head_px + body_px
     frac = lambda px: px / plot_px   # noqa: E731
-    fig = go.Figure()
+    fig = AnimatedFigure()
     hx, hy = _axis(fig, 1, (0, 1), (1 - frac(head_px), 1), (0, 1), (0, 1))
     fig.add_trace(_headline_trace("", hx, hy, st.headline))
     fig.layout.height = plot_px + CONTROLS_PX + 8
@@ -231,7 +245,7 @@ def _headed_figure(head_px: int, body_px: int, st: Style):
 
 # --------------------------------------------------------------------------- coalescing
 
-def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> dict:
+def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
     """panels: [{label, block, arrays: {name: (rows, cols)}, steps: [Step], total, source: [str]}],
     one per kernel, animated in step.
 
@@ -248,7 +262,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
     height = plot_px + CONTROLS_PX + 8
     frac = lambda px: px / plot_px   # noqa: E731
     x_mat, x_strip, x_code = (0, .47), (.49, .60), (.625, 1)
-    fig = go.Figure()
+    fig = AnimatedFigure()
     dynamic: list[list[tuple[int, object]]] = []
     axis = 0
     for r, p in enumerate(panels):
@@ -285,7 +299,8 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
         fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="markers", showlegend=False,
                                  marker={"symbol": "square", "size": size, "color": [], "colorscale": LANE_SCALE,
                                          "cmin": 0, "cmax": 31},
-                                 hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"))
+                                 hovertemplate="lane %{marker.color}<br>%{customdata[0]}[%{customdata[1]}]"
+                                               "[%{customdata[2]}], byte %{customdata[3]:,}<extra></extra>"))
         per_panel.append((len(fig.data) - 1, _lanes_on(offsets, size)))
         fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
                                  hoverinfo="skip", showlegend=False))
@@ -307,7 +322,8 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
         fig.add_trace(go.Scatter(xaxis=sx, yaxis=sy, mode="markers", showlegend=False,
                                  marker={"symbol": "square", "size": max(strip_cell * .8, 3), "color": [],
                                          "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31},
-                                 hovertemplate="lane %{marker.color}<br>%{customdata}<extra></extra>"))
+                                 hovertemplate="lane %{marker.color}: byte %{customdata[1]:,} of %{customdata[0]}"
+                                               "<br>line %{customdata[2]}, sector %{customdata[3]}<extra></extra>"))
         per_panel.append((len(fig.data) - 1, _strip_lanes))
         # source
         view, font = fit_code(p["source"], {s.line for s in p["steps"]}, (x_code[1] - x_code[0]) * st.width,
@@ -334,9 +350,8 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
         fig.data[t].update(d)
     _layout(fig, height, st)
     first = panels[0]["steps"][0].index
-    fig.update_layout(**_controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
+    return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
                                   duration, st, False, plot_px))
-    return _with_frames(fig, frames)
 
 
 def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:
@@ -355,9 +370,12 @@ def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:
 
 def _lanes_on(offsets: dict[str, int], size: float):
     def fn(step: Step) -> dict:
-        where = [f"{step.array}[{r}][{c}], byte {o:,}" for r, c, o in zip(step.rows, step.cols, step.offsets)]
+        # Numbers per point, formatted by the trace's hover template: a third of the bytes of a
+        # sentence per lane, and the template itself never changes (frames then move faster).
         return {"x": (step.cols + offsets[step.array]).tolist(), "y": step.rows.tolist(),
-                "marker": {"color": step.lanes.tolist(), "size": size}, "customdata": where}
+                "marker": {"color": step.lanes.tolist(), "size": size},
+                "customdata": [[step.array, r, c, o] for r, c, o in zip(step.rows.tolist(), step.cols.tolist(),
+                                                                         step.offsets.tolist())]}
     return fn
 
 
@@ -413,7 +431,7 @@ def _strip_lanes(step: Step) -> dict:
     for off in step.offsets.tolist():
         xs.append((off // 32) % 4 * 9 + (off % 32) // 4)
         ys.append(row_of[off // 128])
-        info.append(f"byte {off:,} of {step.array}<br>line {off // 128}, sector {off // 32}")
+        info.append([step.array, off, off // 128, off // 32])
     return {"x": xs, "y": ys, "marker": {"color": step.lanes.tolist()}, "customdata": info}
 
 
@@ -440,7 +458,7 @@ def _coalescing_note(panel: dict, step: Step) -> str:
 # --------------------------------------------------------------------------- bank conflicts
 
 def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: bool = False,
-                duration: int = 400, label: str = "", total: int | None = None, what: str = "shared instruction") -> dict:
+                duration: int = 400, label: str = "", total: int | None = None, what: str = "shared instruction") -> AnimatedFigure:
     """Lanes (top row) wired to the banks holding their words; a bank's second, third ... word
     stacks below it: each layer is one more wavefront. layers[i] is engine.views.bank_layers(steps[i])."""
     st = style(presenter)
@@ -500,9 +518,8 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     _layout(fig, None, st)
-    fig.update_layout(**_controls([f["name"] for f in frames], [str(s.index + 1) for s in steps], duration, st,
+    return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(s.index + 1) for s in steps], duration, st,
                                   False, plot_px))
-    return _with_frames(fig, frames)
 
 
 def bank_note(label: str, step: Step, total: int, what: str = "shared instruction") -> str:
@@ -530,10 +547,10 @@ def ways_histogram(source_counts: dict[int, int], compiled_counts: dict[int, int
 # --------------------------------------------------------------------------- tile phases
 
 def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_cols, source: list[str],
-                      load_line: int, compute_line: int, presenter: bool = False, duration: int = 900) -> dict:
-    """A, B and C with the block's tiles per phase: load (tiles outlined, zero-filled overhang
-    hatched red), barrier, compute (the block's C tile fills with its partial sums). The C tile is
-    a heatmap, so these frames redraw (there are few of them: two per phase)."""
+                      load_line: int, compute_line: int, presenter: bool = False, duration: int = 900) -> AnimatedFigure:
+    """A, B and C with the block's tiles per phase: load (tiles outlined and filled, zero-filled
+    overhang in red), barrier, compute (the block's C tile fills with its partial sums, one square
+    per element coloured by value). All of it is scatter traces, so it plays without a redraw."""
     st = style(presenter)
     (m, k), (_, n) = shape_a, shape_b
     tile = phases[0].a_cols[1] - phases[0].a_cols[0]
@@ -542,11 +559,9 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
     fig, plot_px, frac = _headed_figure(head_px, body_px, st)
     body = (0, 1 - frac(head_px) - frac(st.base + 10))
     widths = [span(k), span(n), span(n)]
-    pic_w = .6
-    gaps = .025
+    pic_w, gaps = .6, .025
     scale = (pic_w - 2 * gaps) / sum(widths)
-    x0 = 0.0
-    refs = []
+    x0, refs = 0.0, []
     for i, ((rows, cols), w, title) in enumerate(zip((shape_a, shape_b, shape_c), widths,
                                                      (f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n})"))):
         dom = (x0, x0 + w * scale)
@@ -557,59 +572,65 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
         fig.add_annotation(x=sum(dom) / 2, y=body[1], xref="paper", yref="paper", yanchor="bottom", showarrow=False,
                            text=title, font={"size": st.base})
         x0 = dom[1] + gaps
+    (ax, ay), (bx, by), (cx, cy) = refs
+    # Per picture: the tile (blue), its zero-filled overhang (red); on C, the block's tile outline.
+    dynamic = []
+    for xr, yr in ((ax, ay), (bx, by)):
+        for color, fill in (("#1f77b4", "rgba(31,119,180,0.25)"), (SECTOR_RED, "rgba(214,39,40,0.25)")):
+            fig.add_trace(go.Scatter(xaxis=xr, yaxis=yr, mode="lines", fill="toself", fillcolor=fill, hoverinfo="skip",
+                                     line={"color": color, "width": 3 if color != SECTOR_RED else 1.5,
+                                           "dash": "solid" if color != SECTOR_RED else "dot"}, showlegend=False))
+            dynamic.append(len(fig.data) - 1)
+    r0, r1 = c_rows
+    c0, c1 = c_cols
+    xs, ys = _rects([(c0 - .5, min(c1, n) - .5, r0 - .5, min(r1, m) - .5)])
+    fig.add_trace(go.Scatter(x=xs, y=ys, xaxis=cx, yaxis=cy, mode="lines", line={"color": "#1f77b4", "width": 3},
+                             hoverinfo="skip", showlegend=False))
     final = partials[-1]
     vmax = float(final.max()) if final.size else 1.0
-    cx, cy = refs[2]
-    fig.add_trace(go.Heatmap(z=np.full((m, n), np.nan), zmin=0, zmax=vmax, colorscale="Blues", xaxis=cx, yaxis=cy,
-                             colorbar={"title": {"text": "sum", "side": "right"}, "orientation": "h", "x": x0 - gaps,
-                                       "xanchor": "right", "len": .18, "y": -.02, "yanchor": "top", "thickness": 10,
-                                       "tickfont": {"size": st.base - 2}},
-                             hovertemplate="C[%{y}][%{x}] = %{z:.3f}<extra></extra>", xgap=1, ygap=1))
-    c_trace = len(fig.data) - 1
+    c_w = scale * span(n) * st.width
+    cell = min(c_w / span(n), (body_px - st.base - 10) / span(m))
+    fig.add_trace(go.Scatter(xaxis=cx, yaxis=cy, mode="markers", showlegend=False,
+                             marker={"symbol": "square", "size": max(cell * .9, 2), "color": [], "colorscale": "Blues",
+                                     "cmin": 0, "cmax": vmax, "showscale": True,
+                                     "colorbar": {"title": {"text": "sum", "side": "right"}, "orientation": "h",
+                                                  "x": x0 - gaps, "xanchor": "right", "len": .18, "y": -.02,
+                                                  "yanchor": "top", "thickness": 10, "tickfont": {"size": st.base - 2}}},
+                             hovertemplate="C[%{y}][%{x}] = %{marker.color:.3f}<extra></extra>"))
+    sums = len(fig.data) - 1
     x_code = (.64, 1)
     view, font = fit_code(source, {load_line, compute_line}, (x_code[1] - x_code[0]) * st.width, body_px, st)
     sx, sy = _axis(fig, 5, x_code, (0, 1 - frac(head_px)), (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(_highlight_trace(view, load_line, sx, sy))
+    lit = len(fig.data) - 1
     for t in _code_traces(view, sx, sy, font):
         fig.add_trace(t)
     frames, labels = [], []
-    r0, r1 = c_rows
-    c0, c1 = c_cols
-    (ax, ay), (bx, by) = refs[0], refs[1]
     for ph, part in zip(phases, partials):
         for stage in ("load", "compute"):
-            shapes = [s.to_plotly_json() for s in fig.layout.shapes[:3]]   # the matrix backgrounds stay
-            for (xr, yr), (rr, cc), (rows, cols) in (((ax, ay), (ph.a_rows, ph.a_cols), shape_a),
-                                                     ((bx, by), (ph.b_rows, ph.b_cols), shape_b)):
-                shapes.append({"type": "rect", "xref": xr, "yref": yr, "x0": cc[0] - .5, "x1": cc[1] - .5,
-                               "y0": rr[0] - .5, "y1": rr[1] - .5, "line": {"color": "#1f77b4", "width": 3},
-                               "fillcolor": "rgba(31,119,180,0.25)" if stage == "load" else "rgba(0,0,0,0)"})
-                if rr[1] > rows or cc[1] > cols:   # the tile overhangs the matrix: those are zero-filled
-                    for x_0, x_1, y_0, y_1 in ((max(cc[0], cols), cc[1], rr[0], rr[1]),
-                                               (cc[0], cc[1], max(rr[0], rows), rr[1])):
-                        if x_1 > x_0 and y_1 > y_0:
-                            shapes.append({"type": "rect", "xref": xr, "yref": yr, "x0": x_0 - .5, "x1": x_1 - .5,
-                                           "y0": y_0 - .5, "y1": y_1 - .5, "line": {"color": SECTOR_RED, "dash": "dot"},
-                                           "fillcolor": "rgba(214,39,40,0.25)"})
-            shapes.append({"type": "rect", "xref": cx, "yref": cy, "x0": c0 - .5, "x1": min(c1, n) - .5,
-                           "y0": r0 - .5, "y1": min(r1, m) - .5, "line": {"color": "#1f77b4", "width": 3}})
-            zc = np.full((m, n), np.nan)
+            data = [{"text": [tile_note(ph, stage, len(phases), load_line if stage == "load" else compute_line)]}]
+            for (rr, cc), (rows, cols) in (((ph.a_rows, ph.a_cols), shape_a), ((ph.b_rows, ph.b_cols), shape_b)):
+                xs, ys = _rects([(cc[0] - .5, cc[1] - .5, rr[0] - .5, rr[1] - .5)])
+                data.append({"x": xs, "y": ys, "fillcolor": "rgba(31,119,180,0.25)" if stage == "load"
+                             else "rgba(0,0,0,0)"})
+                over = [(max(cc[0], cols), cc[1], rr[0], rr[1]), (cc[0], cc[1], max(rr[0], rows), rr[1])]
+                xs, ys = _rects([(x_0 - .5, x_1 - .5, y_0 - .5, y_1 - .5) for x_0, x_1, y_0, y_1 in over
+                                 if x_1 > x_0 and y_1 > y_0])   # the overhang: zero-filled
+                data.append({"x": xs, "y": ys})
             done = part if stage == "compute" else (partials[ph.phase - 1] if ph.phase > 0 else None)
-            if done is not None:
-                zc[r0:r0 + done.shape[0], c0:c0 + done.shape[1]] = done
-            name = f"{ph.phase + 1} {stage}"
-            frames.append({"name": name, "traces": [0, c_trace, c_trace + 1],
-                           "data": [{"text": [tile_note(ph, stage, len(phases), load_line if stage == "load" else compute_line)]},
-                                    {"type": "heatmap", "z": np.where(np.isnan(zc), None, zc).tolist()},
-                                    _highlight(view, load_line if stage == "load" else compute_line)],
-                           "layout": {"shapes": shapes}})
+            if done is None:
+                data.append({"x": [], "y": [], "marker": {"color": []}})
+            else:
+                rr, cc = np.mgrid[0:done.shape[0], 0:done.shape[1]]
+                data.append({"x": (cc + c0).ravel().tolist(), "y": (rr + r0).ravel().tolist(),
+                             "marker": {"color": np.round(done.ravel(), 4).tolist()}})
+            data.append(_highlight(view, load_line if stage == "load" else compute_line))
+            frames.append({"name": f"{ph.phase + 1} {stage}", "traces": [0, *dynamic, sums, lit], "data": data})
             labels.append(f"{ph.phase + 1} {stage}" if len(phases) <= 6 else f"{ph.phase + 1}{stage[0].upper()}")
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
-    fig.update_layout(shapes=frames[0]["layout"]["shapes"])
     _layout(fig, None, st)
-    fig.update_layout(**_controls([f["name"] for f in frames], labels, duration, st, True, plot_px))
-    return _with_frames(fig, frames)
+    return _with_frames(fig, frames, _controls([f["name"] for f in frames], labels, duration, st, False, plot_px))
 
 
 def tile_note(ph, stage: str, n_phases: int, line: int) -> str:
