@@ -31,11 +31,14 @@ with ui.controls():
     d0, d1, d2, d3, d4, d5 = st.columns([1, 1, 1, 1, 1, 1.4])
     tile = d0.selectbox("TILE", registry.TILES, key=ui.state("tile", 16, registry.TILES), help="tiled kernels only")
     ui.remember(kernel=first, compare=second, m=m, n=n, k=k, block=block_text, tile=tile)
-    traced = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block) for name in chosen}
-    t0, inst0 = traced[first]
-    grid = t0.launches[-1].grid
+    grids = {name: ui.grid_of(name, m, n, k, tile, 0, block) for name in chosen}
+    grid = grids[first]
     bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", 0, lo=0, hi=grid[0] - 1))
     by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", 0, lo=0, hi=grid[1] - 1))
+    # The animation needs one block of each kernel (the same block index, within each one's grid).
+    one = {name: ((min(bx, g[0] - 1), min(by, g[1] - 1)),) for name, g in grids.items()}
+    traced = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block, one[name]) for name in chosen}
+    t0, inst0 = traced[first]
     warps = views.warps_of(t0, bx, by)
     warp = d3.selectbox("Warp", warps, key=ui.state("warp", warps[0], warps), help="warp of that block")
     _, total0 = views.warp_steps(t0, inst0, bx, by, warp, "global", 0, 0)
@@ -48,9 +51,9 @@ with ui.controls():
 panels = []
 for name in chosen:
     t, inst = traced[name]
-    g, blk = t.launches[-1].grid, t.launches[-1].block
-    steps, total = views.warp_steps(t, inst, min(bx, g[0] - 1), min(by, g[1] - 1), warp, "global",
-                                    start=first_step, limit=WINDOW)
+    blk = t.launches[-1].block
+    (sx, sy), = one[name]
+    steps, total = views.warp_steps(t, inst, sx, sy, warp, "global", start=first_step, limit=WINDOW)
     if not steps:
         st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
         continue
@@ -67,8 +70,9 @@ if panels:
 
 st.subheader("Whole kernel, as Nsight Compute counts it")
 rows = []
+whole = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block) for name in chosen}
 for name in chosen:
-    t, inst = traced[name]
+    t, inst = whole[name]
     summary = analysis.site_summary(t, inst)
     g = summary[summary["space"] == "global"]
     for r in g.itertuples():
@@ -76,6 +80,7 @@ for name in chosen:
                      "sectors": r.sectors, "sectors per request": round(r.sectors_per_request, 2),
                      "ncu metric": analysis.NCU_METRICS[("global", r.op, "sectors")]})
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+t0 = whole[first][0]
 st.caption(f"Traced {len(t0):,} accesses of {first} on {t0.device} ({t0.source.upper()} mode); "
            f"result checked against float64 numpy: relative error {t0.rel_error:.1e}. "
            "Check with: ncu --metrics l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,"

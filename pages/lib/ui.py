@@ -223,11 +223,26 @@ def or_stop(what: str, fn, *args):
         st.stop()
 
 
+def grid_of(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int]) -> tuple[int, int]:
+    """The blocks of the kernel's main launch, from its geometry in the registry (nothing runs)."""
+    try:
+        p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
+        spec = registry.get(kernel)
+        registry.check_problem(spec, p)
+        return spec.launches[-1].grid(p)
+    except EngineError as exc:
+        st.error(str(exc), icon=":material/error:")
+        st.stop()
+
+
 def trace_or_stop(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
                   blocks: tuple | None = None, source: str = "auto"):
-    """The trace, or a one-line message in the page (and nothing else drawn)."""
+    """The trace (of the given blocks of the main launch, or of all), or a one-line message in the
+    page (and nothing else drawn). The animations need one block: tracing just that block draws
+    them in a fraction of the time; the whole-kernel tables below them then trace everything."""
+    where = f", block {blocks[0]}" if blocks and len(blocks) == 1 else ""
     what = (f"Tracing {kernel} at {m}x{n}x{k}" + (f", TILE {tile}" if registry.get(kernel).uses_tile else "")
-            + f" ({'CPU' if tracer.resolve_source(source) == 'cpu' else 'GPU'})")
+            + where + f" ({'CPU' if tracer.resolve_source(source) == 'cpu' else 'GPU'})")
     return or_stop(what, cached_trace, kernel, m, n, k, tile, pad, block, blocks, source)
 
 
