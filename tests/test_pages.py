@@ -30,7 +30,7 @@ def figures(at: AppTest) -> list[dict]:
 
 def notes(fig: dict, frame: int = 0) -> str:
     """The headlines a frame shows: text traces the frame updates (pages/lib/figures.py)."""
-    return " ".join(d["text"][0] for d in fig["frames"][frame]["data"] if d.get("text") and isinstance(d["text"][0], str))
+    return " ".join(t for d in fig["frames"][frame]["data"] if d.get("text") for t in d["text"] if isinstance(t, str))
 
 
 def test_home_shows_mode_and_catalog():

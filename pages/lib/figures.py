@@ -246,112 +246,153 @@ def _headed_figure(head_px: int, body_px: int, st: Style):
 # --------------------------------------------------------------------------- coalescing
 
 def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
-    """panels: [{label, block, arrays: {name: (rows, cols)}, steps: [Step], total, source: [str]}],
+    """panels: [{label, block, warp, arrays: {name: (rows, cols)}, steps: [Step], total, source: [str]}],
     one per kernel, animated in step.
 
     Per panel: a headline (which instruction, how many lanes, sectors and lines, the verdict); the
     matrices side by side with the active lanes' elements (coloured by lane) and the 32-byte sectors
     they fall in outlined; a strip with one row per touched 128-byte line and its four 32-byte
     sectors (the touched ones outlined), to count them; the source with the current line lit.
+
+    Only the matrices need axes of their own (square cells). Headlines, strips and sources of all
+    panels share one overlay axis measured in pixels from the top, so a frame updates few traces on
+    few axes: Plotly's per-frame work grows with both, and two panels must still play smoothly.
     """
     st = style(presenter)
     n = len(panels)
-    body_px = (180 if presenter else 250) if n == 2 else (330 if presenter else 330)
+    body_px = (180 if presenter else 250) if n == 2 else 330
     head_px, gap_px = (44, 10) if presenter else (42, 18)
+    title_px = st.base + 8                       # the names above the matrices and the strip
     plot_px = n * (head_px + body_px) + (n - 1) * gap_px
-    height = plot_px + CONTROLS_PX + 8
-    frac = lambda px: px / plot_px   # noqa: E731
     x_mat, x_strip, x_code = (0, .47), (.49, .60), (.625, 1)
     fig = AnimatedFigure()
-    dynamic: list[list[tuple[int, object]]] = []
-    axis = 0
+    fig.layout.height = plot_px + CONTROLS_PX + 8
+    ox, oy = _axis(fig, 1, (0, 1), (0, 1), (0, 1), (plot_px, 0))      # the overlay: x paper, y px from the top
+    fig.add_trace(go.Scatter(x=[0] * n, y=[r * (head_px + body_px + gap_px) + head_px / 2 for r in range(n)],
+                             xaxis=ox, yaxis=oy, mode="text", text=[""] * n, textposition="middle right",
+                             textfont={"size": st.headline, "color": "#1a1a1a"}, hoverinfo="skip", showlegend=False,
+                             cliponaxis=False))
+    headline = len(fig.data) - 1
+    strips, codes, lights, mats = [], [], [], []
     for r, p in enumerate(panels):
-        top = 1 - frac(r * (head_px + body_px + gap_px))
-        head_dom = (top - frac(head_px), top)
-        body_dom = (top - frac(head_px + body_px), top - frac(head_px))
-        per_panel = []
-        # headline
-        axis += 1
-        hx, hy = _axis(fig, axis, (0, 1), head_dom, (0, 1), (0, 1))
-        fig.add_trace(_headline_trace("", hx, hy, st.headline))
-        per_panel.append((len(fig.data) - 1, lambda s, p=p: {"text": [_coalescing_note(p, s)]}))
-        # matrices, side by side on one axis
+        body_top = r * (head_px + body_px + gap_px) + head_px
+        y_dom = (1 - (body_top + body_px) / plot_px, 1 - (body_top + title_px) / plot_px)
+        # matrices, side by side on one square-celled axis
         offsets, x, titles = {}, 0, []
         for name, (rows, cols) in p["arrays"].items():
             offsets[name] = x
             titles.append((name, x, rows, cols))
             x += cols + max(2, cols // 8)
         mrows = max(rows for rows, _ in p["arrays"].values())
-        axis += 1
-        mx, my = _axis(fig, axis, x_mat, (body_dom[0], body_dom[1] - frac(st.base + 8)), (-1, x - 1),
-                       (mrows - .5, -.5), anchor_square=True)
-        mat_w = (x_mat[1] - x_mat[0]) * st.width
-        cell = min(mat_w / max(x, 1), (body_px - st.base - 8) / max(mrows, 1))
-        grid = [(offsets[nm], rows, cols) for nm, (rows, cols) in p["arrays"].items()]
+        mx, my = _axis(fig, 2 + r, x_mat, y_dom, (-1, x - 1), (mrows - .5, -.5), anchor_square=True)
+        cell = min((x_mat[1] - x_mat[0]) * st.width / max(x, 1), (body_px - title_px) / max(mrows, 1))
         for name, x0, rows, cols in titles:
             fig.add_shape(type="rect", xref=mx, yref=my, x0=x0 - .5, x1=x0 + cols - .5, y0=-.5, y1=rows - .5,
                           fillcolor="#efefef", line={"color": "#bbbbbb", "width": 1}, layer="below")
             fig.add_annotation(x=x0 + cols / 2 - .5, y=-.5, xref=mx, yref=my, text=f"{name} ({rows}x{cols})",
                                showarrow=False, yanchor="bottom", font={"size": st.base}, yshift=2)
         if cell >= 5:
-            fig.add_trace(_cell_grid(grid, mx, my))
+            fig.add_trace(_cell_grid([(offsets[nm], rows, cols) for nm, (rows, cols) in p["arrays"].items()], mx, my))
         size = max(cell * .82, 3)
         fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="markers", showlegend=False,
                                  marker={"symbol": "square", "size": size, "color": [], "colorscale": LANE_SCALE,
                                          "cmin": 0, "cmax": 31},
                                  hovertemplate="lane %{marker.color}<br>%{customdata[0]}[%{customdata[1]}]"
                                                "[%{customdata[2]}], byte %{customdata[3]:,}<extra></extra>"))
-        per_panel.append((len(fig.data) - 1, _lanes_on(offsets, size)))
         fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
                                  hoverinfo="skip", showlegend=False))
-        per_panel.append((len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
-        # strip: one row per touched 128-byte line
-        most_lines = max(len(np.unique(s.offsets // 128)) for s in p["steps"])
-        axis += 1
-        sx, sy = _axis(fig, axis, x_strip, (body_dom[0], body_dom[1] - frac(st.base + 8)), (-1, 36),
-                       (max(most_lines, 4) - .5, -.5))
-        fig.add_annotation(x=sum(x_strip) / 2, y=body_dom[1], xref="paper", yref="paper", showarrow=False,
+        mats.append((len(fig.data) - 2, _lanes_on(offsets, size), len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
+        # strip: one row per touched 128-byte line, in the overlay's pixels
+        fig.add_annotation(x=sum(x_strip) / 2, y=1 - body_top / plot_px, xref="paper", yref="paper", showarrow=False,
                            yanchor="top", text="128-B lines · 32-B sectors", font={"size": st.base})
-        fig.add_trace(go.Scatter(xaxis=sx, yaxis=sy, mode="lines", line={"color": "#cccccc", "width": 1, "dash": "dot"},
-                                 hoverinfo="skip", showlegend=False))
-        per_panel.append((len(fig.data) - 1, _strip_slots))
-        fig.add_trace(go.Scatter(xaxis=sx, yaxis=sy, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
-                                 hoverinfo="skip", showlegend=False))
-        per_panel.append((len(fig.data) - 1, _strip_sectors))
-        strip_cell = min((x_strip[1] - x_strip[0]) * st.width / 37, (body_px - st.base - 8) / max(most_lines, 4))
-        fig.add_trace(go.Scatter(xaxis=sx, yaxis=sy, mode="markers", showlegend=False,
-                                 marker={"symbol": "square", "size": max(strip_cell * .8, 3), "color": [],
-                                         "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31},
-                                 hovertemplate="lane %{marker.color}: byte %{customdata[1]:,} of %{customdata[0]}"
-                                               "<br>line %{customdata[2]}, sector %{customdata[3]}<extra></extra>"))
-        per_panel.append((len(fig.data) - 1, _strip_lanes))
+        most_lines = max(max(len(np.unique(s.offsets // 128)) for s in p["steps"]), 4)
+        row_px = (body_px - title_px) / most_lines
+        strips.append(_StripPlace(x_strip, body_top + title_px, row_px,
+                                  min((x_strip[1] - x_strip[0]) * st.width / 37, row_px) * .8))
         # source
         view, font = fit_code(p["source"], {s.line for s in p["steps"]}, (x_code[1] - x_code[0]) * st.width,
                               body_px, st)
-        axis += 1
-        cx, cy = _axis(fig, axis, x_code, body_dom, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
-        fig.add_trace(_highlight_trace(view, p["steps"][0].line, cx, cy))
-        per_panel.append((len(fig.data) - 1, lambda s, view=view: _highlight(view, s.line)))
-        for t in _code_traces(view, cx, cy, font):
-            fig.add_trace(t)
-        dynamic.append(per_panel)
+        code_px = body_px / max(view.n_rows, body_px / (font * 1.45))
+        place = lambda row, top=body_top, h=code_px: top + (row + .5) * h   # noqa: E731
+        fig.add_trace(go.Scatter(x=[x_code[0]] * view.n_rows, y=[place(i) for i in range(view.n_rows)], xaxis=ox,
+                                 yaxis=oy, mode="text", text=view.texts, textposition="middle right",
+                                 hoverinfo="skip", showlegend=False, cliponaxis=False,
+                                 textfont={"family": "monospace", "size": font}))
+        fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, fill="toself", fillcolor=HIGHLIGHT, line={"width": 0},
+                                 mode="lines", hoverinfo="skip", showlegend=False))
+        lights.append((len(fig.data) - 1, view, place, code_px))
+        codes.append(view)
+    slot_t, sector_t = len(fig.data), len(fig.data) + 1
+    fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="lines", line={"color": "#cccccc", "width": 1, "dash": "dot"},
+                             hoverinfo="skip", showlegend=False))
+    fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
+                             hoverinfo="skip", showlegend=False))
+    fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="markers", showlegend=False,
+                             marker={"symbol": "square", "size": [], "color": [], "colorscale": LANE_SCALE,
+                                     "cmin": 0, "cmax": 31},
+                             hovertemplate="lane %{marker.color}: byte %{customdata[1]:,} of %{customdata[0]}"
+                                           "<br>line %{customdata[2]}, sector %{customdata[3]}<extra></extra>"))
+    lanes_t = len(fig.data) - 1
 
     n_frames = max(len(p["steps"]) for p in panels)
     frames = []
     for i in range(n_frames):
-        data, idx = [], []
-        for p, per_panel in zip(panels, dynamic):
-            s = p["steps"][min(i, len(p["steps"]) - 1)]
-            for t, fn in per_panel:
-                data.append(fn(s))
-                idx.append(t)
+        now = [p["steps"][min(i, len(p["steps"]) - 1)] for p in panels]
+        data = [{"text": [_coalescing_note(p, s) for p, s in zip(panels, now)]}]
+        idx = [headline]
+        for (lt, lanes_fn, st_, sectors_fn), s in zip(mats, now):
+            data += [lanes_fn(s), sectors_fn(s)]
+            idx += [lt, st_]
+        for (t, view, place, code_px), s in zip(lights, now):
+            data.append(_highlight_px(view, s.line, place, code_px))
+            idx.append(t)
+        slots, sectors, lanes = _merge([_strip_slots(s, pl) for s, pl in zip(now, strips)]), \
+            _merge([_strip_sectors(s, pl) for s, pl in zip(now, strips)]), \
+            _merge([_strip_lanes(s, pl) for s, pl in zip(now, strips)])
+        data += [slots, sectors, lanes]
+        idx += [slot_t, sector_t, lanes_t]
         frames.append({"name": str(i), "data": data, "traces": idx})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
-    _layout(fig, height, st)
+    _layout(fig, None, st)
     first = panels[0]["steps"][0].index
     return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
-                                  duration, st, False, plot_px))
+                                               duration, st, False, plot_px))
+
+
+@dataclass(frozen=True)
+class _StripPlace:
+    """Where a panel's strip sits on the overlay: its x span (paper), its top and row height (px)."""
+    x: tuple[float, float]
+    top: float
+    row_px: float
+    marker: float
+
+    def at(self, unit: float, row: float) -> tuple[float, float]:
+        """Strip units (9 per sector slot, -1..36) and row numbers to overlay coordinates."""
+        return self.x[0] + (unit + 1) / 37 * (self.x[1] - self.x[0]), self.top + (row + .5) * self.row_px
+
+
+def _merge(parts: list[dict]) -> dict:
+    """One trace's data from several panels' pieces (lines stay apart: each piece ends in None)."""
+    out: dict = {}
+    for part in parts:
+        for key, value in part.items():
+            if key == "marker":
+                m = out.setdefault("marker", {})
+                for mk, mv in value.items():
+                    m.setdefault(mk, []).extend(mv)
+            else:
+                out.setdefault(key, []).extend(value)
+    return out
+
+
+def _highlight_px(view: CodeView, line: int, place, code_px: float) -> dict:
+    if line not in view.rows_of:
+        return {"x": [], "y": []}
+    r0, r1 = view.rows_of[line]
+    top, bottom = place(r0) - code_px / 2, place(r1) + code_px / 2
+    return {"x": [.625, 1, 1, .625, .625], "y": [top, top, bottom, bottom, top]}
 
 
 def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:
@@ -407,32 +448,40 @@ def strip_layout(step: Step) -> tuple[np.ndarray, dict[int, int]]:
     return lines, {int(l): r for r, l in enumerate(lines)}
 
 
-def _slot_box(row: int, slot: int) -> tuple[float, float, float, float]:
-    return (slot * 9 - .5, slot * 9 + 7.5, row - .42, row + .42)
+def _slot_box(row: int, slot: int, at) -> tuple[float, float, float, float]:
+    (x0, y0), (x1, y1) = at(slot * 9 - .5, row - .42), at(slot * 9 + 7.5, row + .42)
+    return (x0, x1, y0, y1)
 
 
-def _strip_slots(step: Step) -> dict:
+def _strip_slots(step: Step, place: _StripPlace | None = None) -> dict:
     """Every sector slot of every touched line, faint: the four sectors one line holds."""
+    at = place.at if place else (lambda u, r: (u, r))
     lines, _ = strip_layout(step)
-    xs, ys = _rects([_slot_box(r, s) for r in range(len(lines)) for s in range(4)])
+    xs, ys = _rects([_slot_box(r, s, at) for r in range(len(lines)) for s in range(4)])
     return {"x": xs, "y": ys}
 
 
-def _strip_sectors(step: Step) -> dict:
+def _strip_sectors(step: Step, place: _StripPlace | None = None) -> dict:
+    at = place.at if place else (lambda u, r: (u, r))
     _, row_of = strip_layout(step)
     sectors = np.unique(step.offsets // 32)
-    xs, ys = _rects([_slot_box(row_of[int(s) // 4], int(s) % 4) for s in sectors])
+    xs, ys = _rects([_slot_box(row_of[int(s) // 4], int(s) % 4, at) for s in sectors])
     return {"x": xs, "y": ys}
 
 
-def _strip_lanes(step: Step) -> dict:
+def _strip_lanes(step: Step, place: _StripPlace | None = None) -> dict:
+    at = place.at if place else (lambda u, r: (u, r))
     _, row_of = strip_layout(step)
     xs, ys, info = [], [], []
     for off in step.offsets.tolist():
-        xs.append((off // 32) % 4 * 9 + (off % 32) // 4)
-        ys.append(row_of[off // 128])
+        x, y = at((off // 32) % 4 * 9 + (off % 32) // 4, row_of[off // 128])
+        xs.append(x)
+        ys.append(y)
         info.append([step.array, off, off // 128, off // 32])
-    return {"x": xs, "y": ys, "marker": {"color": step.lanes.tolist()}, "customdata": info}
+    out = {"x": xs, "y": ys, "marker": {"color": step.lanes.tolist()}, "customdata": info}
+    if place:
+        out["marker"]["size"] = [place.marker] * len(xs)
+    return out
 
 
 def coalescing_verdict(step: Step) -> str:
