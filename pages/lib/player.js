@@ -5,10 +5,17 @@
 //  - Left/Right arrow keys do the same for the last figure the mouse was over;
 //  - Pausing or scrubbing while a figure plays makes Plotly reject the interrupted animation's
 //    promise with `undefined` and nobody catches it: that is the expected end of an animation, not
-//    an error, so it is not reported as one. Every other rejection still is.
+//    an error, so it is not reported as one. Every other rejection still is;
+//  - it starts loading Streamlit's Plotly module straight away (see pages/lib/ui.py), next to the
+//    app's own script, so a first visit does not wait for it after the server has answered.
 (() => {
   if (window.__matmulPlayer) return;
   window.__matmulPlayer = true;
+
+  const app = document.querySelector('script[src*="/static/js/index"]');
+  if (window.__matmulPlotlyModule && app) {
+    import(new URL(window.__matmulPlotlyModule, app.src).href).catch(() => {});
+  }
 
   window.addEventListener("unhandledrejection", (e) => {
     if (e.reason === undefined) e.preventDefault();

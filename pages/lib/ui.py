@@ -16,6 +16,11 @@ from engine.errors import EngineError
 from engine.problem import make_problem
 
 PLAYER_JS = Path(__file__).with_name("player.js")
+# Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced
+# and drawn: on a browser's first visit that is seconds of JavaScript left until last. The player
+# starts fetching it at once, in parallel with the server's work (same file, so loaded once).
+_PLOTLY_MODULE = next((f.name for f in (Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js")),
+                      "")
 SPEEDS = ["slow", "normal", "fast"]
 
 
@@ -97,7 +102,8 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                        "figures sized to fit the screen with the Play button in view.")
         mode_banner()
     st.query_params["presenter"] = "1" if on else "0"
-    st.html(f"<script>{PLAYER_JS.read_text()}</script>", unsafe_allow_javascript=True)
+    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{PLAYER_JS.read_text()}</script>",
+            unsafe_allow_javascript=True)
     # A dashboard, not a document: less empty space above the title, so more of the figure shows.
     st.html("<style>.block-container {padding-top: 3.2rem !important; padding-bottom: 1rem !important;}"
             + ("h1 {font-size: 1.7rem !important; padding: 0 0 .2rem 0 !important;}"
