@@ -152,7 +152,7 @@ def _code_traces(view: CodeView, xref: str, yref: str, font: int) -> list[go.Sca
     return [text]
 
 
-def _highlight(view: CodeView, line: int, xref: str = "x", yref: str = "y") -> dict:
+def _highlight(view: CodeView, line: int) -> dict:
     """The band behind source line `line` (all its wrapped rows); empty if the line is not shown."""
     if line not in view.rows_of:
         return {"x": [], "y": []}
@@ -223,10 +223,8 @@ def _with_frames(fig: AnimatedFigure, frames: list[dict], controls: dict) -> Ani
     return fig
 
 
-def _layout(fig: go.Figure, height: int | None, st: Style, margin_top: int = 8) -> None:
-    if height:
-        fig.layout.height = height
-    fig.update_layout(margin={"t": margin_top, "b": CONTROLS_PX, "l": 8, "r": 8},
+def _layout(fig: go.Figure, st: Style) -> None:
+    fig.update_layout(margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8},
                       font={"size": st.base}, plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
                       hoverlabel={"font": {"size": st.base}}, dragmode=False)
 
@@ -354,7 +352,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
         frames.append({"name": str(i), "data": data, "traces": idx})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
-    _layout(fig, None, st)
+    _layout(fig, st)
     first = panels[0]["steps"][0].index
     return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
                                                duration, st, False, plot_px))
@@ -566,7 +564,7 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
             _highlight(view, step.line)]})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
-    _layout(fig, None, st)
+    _layout(fig, st)
     return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(s.index + 1) for s in steps], duration, st,
                                   False, plot_px))
 
@@ -678,7 +676,7 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
             labels.append(f"{ph.phase + 1} {stage}" if len(phases) <= 6 else f"{ph.phase + 1}{stage[0].upper()}")
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
-    _layout(fig, None, st)
+    _layout(fig, st)
     return _with_frames(fig, frames, _controls([f["name"] for f in frames], labels, duration, st, False, plot_px))
 
 

@@ -15,7 +15,7 @@ from engine import analysis, build, gpu_client, registry, sass, sources, tracer
 from engine.errors import EngineError
 from engine.problem import make_problem
 
-PLAYER_JS = Path(__file__).with_name("player.js")
+PLAYER_JS = Path(__file__).with_name("player.js").read_text()
 # Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced
 # and drawn: on a browser's first visit that is seconds of JavaScript left until last. The player
 # starts fetching it at once, in parallel with the server's work (same file, so loaded once).
@@ -66,8 +66,7 @@ def _routed_by_app() -> None:
         return
     from streamlit.runtime.pages_manager import PagesManager  # noqa: PLC0415
     PagesManager.uses_pages_directory = False
-    if not st.session_state.get("_ran"):
-        st.session_state["_ran"] = True
+    if not st.session_state.get("_ran"):   # set by setup_page once a run of this session got past here
         st.rerun()
 
 
@@ -102,7 +101,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                        "figures sized to fit the screen with the Play button in view.")
         mode_banner()
     st.query_params["presenter"] = "1" if on else "0"
-    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{PLAYER_JS.read_text()}</script>",
+    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{PLAYER_JS}</script>",
             unsafe_allow_javascript=True)
     # A dashboard, not a document: less empty space above the title, so more of the figure shows.
     st.html("<style>.block-container {padding-top: 3.2rem !important; padding-bottom: 1rem !important;}"
