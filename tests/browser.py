@@ -117,6 +117,12 @@ def wait_for_headline(page, timeout_ms: int = 60000) -> None:
                            + HEADLINE + ".test(t.textContent))", timeout=timeout_ms)
 
 
+def wait_idle(page, timeout_ms: int = 120000) -> None:
+    """Until the page's script has finished (Streamlit's running indicator gone): the tables below a
+    figure are still being computed after it is drawn, and what they add moves the page about."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=timeout_ms)
+
+
 def click_button(page, label: str, index: int = 0) -> None:
     """Clicks one of a figure's animation buttons (▶ Play, ❚❚ Pause, ◀ Step, Step ▶) like a person."""
     plot = page.locator(".js-plotly-plot").nth(index)

@@ -34,6 +34,7 @@ def open_page(page, url: str) -> None:
     page.wait_for_selector("h1", timeout=60000)
     browser.wait_for_chart(page)
     browser.wait_for_headline(page)
+    browser.wait_idle(page)
     browser.wait_settled(page)
 
 

@@ -299,7 +299,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
                                                "[%{customdata[2]}], byte %{customdata[3]:,}<extra></extra>"))
         fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
                                  hoverinfo="skip", showlegend=False))
-        mats.append((len(fig.data) - 2, _lanes_on(offsets, size), len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
+        mats.append((len(fig.data) - 2, _lanes_on(offsets), len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
         # strip: one row per touched 128-byte line, in the overlay's pixels
         fig.add_annotation(x=sum(x_strip) / 2, y=1 - body_top / plot_px, xref="paper", yref="paper", showarrow=False,
                            yanchor="top", text="128-B lines · 32-B sectors", font={"size": st.base})
@@ -326,8 +326,8 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
     fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
                              hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="markers", showlegend=False,
-                             marker={"symbol": "square", "size": [], "color": [], "colorscale": LANE_SCALE,
-                                     "cmin": 0, "cmax": 31},
+                             marker={"symbol": "square", "size": min(pl.marker for pl in strips), "color": [],
+                                     "colorscale": LANE_SCALE, "cmin": 0, "cmax": 31},
                              hovertemplate="lane %{marker.color}: byte %{customdata[1]:,} of %{customdata[0]}"
                                            "<br>line %{customdata[2]}, sector %{customdata[3]}<extra></extra>"))
     lanes_t = len(fig.data) - 1
@@ -407,12 +407,12 @@ def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:
                       hoverinfo="skip", showlegend=False)
 
 
-def _lanes_on(offsets: dict[str, int], size: float):
+def _lanes_on(offsets: dict[str, int]):
     def fn(step: Step) -> dict:
         # Numbers per point, formatted by the trace's hover template: a third of the bytes of a
         # sentence per lane, and the template itself never changes (frames then move faster).
         return {"x": (step.cols + offsets[step.array]).tolist(), "y": step.rows.tolist(),
-                "marker": {"color": step.lanes.tolist(), "size": size},
+                "marker": {"color": step.lanes.tolist()},
                 "customdata": [[step.array, r, c, o] for r, c, o in zip(step.rows.tolist(), step.cols.tolist(),
                                                                          step.offsets.tolist())]}
     return fn
@@ -476,10 +476,7 @@ def _strip_lanes(step: Step, place: _StripPlace | None = None) -> dict:
         xs.append(x)
         ys.append(y)
         info.append([step.array, off, off // 128, off // 32])
-    out = {"x": xs, "y": ys, "marker": {"color": step.lanes.tolist()}, "customdata": info}
-    if place:
-        out["marker"]["size"] = [place.marker] * len(xs)
-    return out
+    return {"x": xs, "y": ys, "marker": {"color": step.lanes.tolist()}, "customdata": info}
 
 
 def coalescing_verdict(step: Step) -> str:
