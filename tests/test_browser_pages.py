@@ -45,6 +45,7 @@ def go_to(page, title: str) -> None:
                            timeout=60000)
     browser.wait_for_chart(page)
     browser.wait_for_headline(page)
+    browser.wait_idle(page)
     browser.wait_settled(page)
 
 
