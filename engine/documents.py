@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import EngineError
+from .errors import lookup
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,7 @@ _BY_ID = {d.id: d for d in DOCUMENTS}
 
 
 def get(doc_id: str) -> Document:
-    try:
-        return _BY_ID[doc_id]
-    except KeyError:
-        raise EngineError(f"unknown source document {doc_id!r}; known: {', '.join(_BY_ID)}") from None
+    return lookup(_BY_ID, doc_id, "source document")
 
 
 def cite(ids: tuple[str, ...] | list[str] | str, mark: str = "“{}”") -> str:

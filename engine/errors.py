@@ -7,3 +7,11 @@ class EngineError(Exception):
 
 class WorkerCrashed(EngineError):
     """The GPU worker died or hung; it has been replaced and the next request starts clean."""
+
+
+def lookup(table: dict, key, what: str):
+    """table[key], or an EngineError naming what was asked for and what there is."""
+    try:
+        return table[key]
+    except KeyError:
+        raise EngineError(f"unknown {what} {key!r}; known: {', '.join(map(str, table))}") from None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .documents import cite
-from .errors import EngineError
+from .errors import EngineError, lookup
 from .problem import Problem
 
 
@@ -194,10 +194,7 @@ _BY_NAME = {k.name: k for k in CATALOG}
 
 
 def get(name: str) -> KernelSpec:
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise EngineError(f"unknown kernel {name!r}; known: {', '.join(_BY_NAME)}") from None
+    return lookup(_BY_NAME, name, "kernel")
 
 
 def traceable() -> list[KernelSpec]:
