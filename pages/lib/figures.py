@@ -145,11 +145,11 @@ def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: flo
     return code_window(lines, wanted, rows, chars, st.presenter), font
 
 
-def _code_traces(view: CodeView, xref: str, yref: str, font: int) -> list[go.Scatter]:
-    text = go.Scatter(x=[0] * view.n_rows, y=list(range(view.n_rows)), xaxis=xref, yaxis=yref, mode="text",
+def _code_trace(view: CodeView, xref: str, yref: str, font: int) -> go.Scatter:
+    """The listing, one display row per unit of the y axis (row 0 on top)."""
+    return go.Scatter(x=[0] * view.n_rows, y=list(range(view.n_rows)), xaxis=xref, yaxis=yref, mode="text",
                       text=view.texts, textposition="middle right", hoverinfo="skip", showlegend=False,
                       textfont={"family": "monospace", "size": font}, cliponaxis=False)
-    return [text]
 
 
 def _highlight(view: CodeView, line: int) -> dict:
@@ -537,8 +537,7 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
     view, font = fit_code(source, {s.line for s in steps}, (x_code[1] - x_code[0]) * st.width, body_px, st)
     cx, cy = _axis(fig, 3, x_code, body, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(_highlight_trace(view, steps[0].line, cx, cy))
-    for t in _code_traces(view, cx, cy, font):
-        fig.add_trace(t)
+    fig.add_trace(_code_trace(view, cx, cy, font))
     frames = []
     for i, (step, lay) in enumerate(zip(steps, layers)):
         pos = {}
@@ -647,8 +646,7 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
     sx, sy = _axis(fig, 5, x_code, (0, 1 - frac(head_px)), (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(_highlight_trace(view, load_line, sx, sy))
     lit = len(fig.data) - 1
-    for t in _code_traces(view, sx, sy, font):
-        fig.add_trace(t)
+    fig.add_trace(_code_trace(view, sx, sy, font))
     frames, labels = [], []
     for ph, part in zip(phases, partials):
         for stage in ("load", "compute"):
