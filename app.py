@@ -73,5 +73,7 @@ PAGES = [
     st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:"),
 ]
 
+page = st.navigation(PAGES)
 ui.ROUTED.by_app = True   # this run is routed by app.py (see ui._routed_by_app)
-st.navigation(PAGES).run()
+with ui.page_slot():
+    page.run()

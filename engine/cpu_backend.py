@@ -1,5 +1,8 @@
 """The CPU trace source: the kernel's own .cu source, compiled for the host with cuda/cpu_shim.h,
-runs block by block with one fiber per CUDA thread and records through the same macros as on the GPU."""
+runs block by block with one fiber per CUDA thread and records through the same macros as on the GPU.
+
+It runs in CPU trace worker processes (`serve`, started by engine/tracer.py), never in the app's:
+a kernel library that faults, hangs or was damaged on disk takes one worker with it, not the server."""
 from __future__ import annotations
 
 import ctypes
@@ -11,9 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import build, sources
+from . import build, memo, sources, workers
 from .errors import EngineError
+from .execute import execute
 from .plan import LaunchPlan
+from .shm import SharedArray
 from .trace import RAW_DTYPE
 
 _LIBS: dict[str, ctypes.CDLL] = {}
@@ -119,3 +124,31 @@ class CpuDevice:
 
     def read(self, name: str, index: np.ndarray) -> np.ndarray:
         return self.buffers[name].ravel()[index]
+
+
+def serve(conn) -> None:
+    """A CPU trace worker's main: runs TracePlans (op "execute") one at a time."""
+    memo.keep_large_blocks_separate()
+    workers.serve(conn, _handle)
+
+
+def _handle(op: str, plan, reply):
+    if op != "execute":
+        raise ValueError(f"the CPU trace worker has no request {op!r}")
+    run = execute(plan, CpuDevice())
+    # The records go back in shared memory, not through the pipe (see engine/shm.py); the app
+    # takes them and frees the blocks.
+    handles = []
+    for rl in run.launches:
+        if rl is not None:
+            handle = SharedArray(rl.records.shape, RAW_DTYPE)
+            handle.array[...] = rl.records
+            rl.records = handle
+            handles.append(handle)
+    try:
+        reply(run)
+    finally:
+        for handle in handles:
+            handle.release()
+        del run, handles
+        memo.release_freed_memory()   # a worker lives long: give back what this request used

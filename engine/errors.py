@@ -6,7 +6,8 @@ class EngineError(Exception):
 
 
 class WorkerCrashed(EngineError):
-    """The GPU worker died or hung; it has been replaced and the next request starts clean."""
+    """A worker process (CPU or GPU) died, hung or faulted; it has been replaced and the next request
+    starts clean."""
 
 
 def lookup(table: dict, key, what: str):

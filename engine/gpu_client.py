@@ -6,12 +6,12 @@ Nothing here imports PyCUDA: whether a GPU is there is asked of the worker.
 from __future__ import annotations
 
 import importlib.util
-import multiprocessing
 import os
 import threading
 from dataclasses import dataclass, field
 
 from .errors import EngineError, WorkerCrashed
+from .workers import Worker
 
 DEFAULT_TIMEOUT_S = float(os.environ.get("MATMUL_EXPLORER_GPU_TIMEOUT", 120))
 START_TIMEOUT_S = 90.0
@@ -30,25 +30,8 @@ class GpuStatus:
         return "GPU" if self.available else "CPU"
 
 
-class _Worker:
-    def __init__(self):
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        from . import gpu_worker  # noqa: PLC0415 - the target must be importable in the child
-        self.process = ctx.Process(target=gpu_worker.serve, args=(child,), daemon=True,
-                                   name="matmul-explorer-gpu-worker")
-        self.process.start()
-        child.close()
-
-    def stop(self):
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=10)
-        self.conn.close()
-
-
 _lock = threading.RLock()
-_worker: _Worker | None = None
+_worker: Worker | None = None
 _status: GpuStatus | None = None
 restarts = 0
 
@@ -73,28 +56,15 @@ def call(op: str, payload=None, timeout: float = DEFAULT_TIMEOUT_S):
     """One request to the worker. Raises EngineError with the worker's one-line message."""
     global _worker
     with _lock:
-        if _worker is None or not _worker.process.is_alive():
-            _worker = None
-            _worker = _Worker()
+        if _worker is None or not _worker.alive():
+            from . import gpu_worker  # noqa: PLC0415 - the target must be importable in the child
+            _worker = Worker(gpu_worker.serve, "GPU worker")
             timeout = max(timeout, START_TIMEOUT_S)
-        w = _worker
         try:
-            w.conn.send((op, payload))
-            if not w.conn.poll(timeout):
-                _drop_worker()
-                raise WorkerCrashed(f"the GPU request ran past {timeout:.0f} s; the GPU worker was restarted")
-            reply = w.conn.recv()
-        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
-            code = w.process.exitcode
+            return _worker.call(op, payload, timeout, "the GPU request")
+        except WorkerCrashed:
             _drop_worker()
-            raise WorkerCrashed(f"the GPU worker died (exit code {code}); it was restarted") from None
-        if reply[0] == "ok":
-            return reply[1]
-        _, message, fatal = reply
-        if fatal:
-            _drop_worker()
-            raise WorkerCrashed(f"the kernel failed on the GPU ({message}); the GPU worker was restarted")
-        raise EngineError(message)
+            raise
 
 
 def status(refresh: bool = False) -> GpuStatus:

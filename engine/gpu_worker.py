@@ -6,8 +6,7 @@ error (a fault that leaves the CUDA context unusable) the worker exits; the clie
 """
 from __future__ import annotations
 
-import os
-import traceback
+from . import workers
 
 
 def device_info(cuda, dev) -> dict:
@@ -46,44 +45,30 @@ def serve(conn) -> None:
         info = {"available": False, "reason": f"{type(exc).__name__}: {exc}".strip()}
     from . import execute, gpu_device, handlers  # noqa: PLC0415
     modules: dict = {}
-    while True:
-        try:
-            op, payload = conn.recv()
-        except (EOFError, OSError):
-            break
-        try:
-            if op == "info":
-                if info["available"]:
-                    info["free_bytes"], info["total_bytes"] = cuda.mem_get_info()
-                value = info
-            elif not info["available"]:
-                raise RuntimeError(f"no GPU: {info['reason']}")
-            elif op == "execute":
-                device = gpu_device.GpuDevice(info["name"], modules)
-                try:
-                    value = execute.execute(payload, device)
-                    device.hand_over(value)
-                    conn.send(("ok", value))
-                    for rl in value.launches:
-                        if rl is not None:
-                            rl.records.release()
-                finally:
-                    device.free()
-                continue
-            else:
-                value = handlers.handle(op, payload, cuda, info, modules)
-            conn.send(("ok", value))
-        except Exception as exc:
-            fatal = _fatal(exc, cuda)
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if not fatal and type(exc).__name__ != "EngineError":
-                message = f"{type(exc).__name__}: {message}"
-                traceback.print_exc()
-            conn.send(("error", message, fatal))
-            if fatal:
-                # The context is poisoned: leave at once, without clean-up calls into a dead
-                # context. The client starts a fresh worker for the next request.
-                os._exit(3)
+
+    def handle(op, payload, reply):
+        if op == "info":
+            if info["available"]:
+                info["free_bytes"], info["total_bytes"] = cuda.mem_get_info()
+            return info
+        if not info["available"]:
+            raise RuntimeError(f"no GPU: {info['reason']}")
+        if op == "execute":
+            device = gpu_device.GpuDevice(info["name"], modules)
+            try:
+                value = execute.execute(payload, device)
+                device.hand_over(value)
+                reply(value)
+                for rl in value.launches:
+                    if rl is not None:
+                        rl.records.release()
+            finally:
+                device.free()
+            return None
+        return handlers.handle(op, payload, cuda, info, modules)
+
+    # A fatal error leaves at once, without clean-up calls into a dead context.
+    workers.serve(conn, handle, lambda exc: _fatal(exc, cuda))
     if ctx is not None:
         try:
             ctx.pop()

@@ -1,12 +1,16 @@
-"""The trace API the pages and the command line use: trace(kernel, problem, blocks, source)."""
+"""The trace API the pages and the command line use: trace(kernel, problem, blocks, source).
+
+Kernels run in worker processes: the GPU worker (engine/gpu_client.py) or a pool of CPU trace
+workers (engine/cpu_backend.py's serve), one per core, so traces for several sessions run side by
+side and a kernel that faults or hangs costs its own request only.
+"""
 from __future__ import annotations
 
+import os
 import time
 
-from . import gpu_client, sources
-from .cpu_backend import CpuDevice
+from . import cpu_backend, gpu_client, sources, workers
 from .errors import EngineError
-from .execute import execute
 from .plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, make_plan
 from .problem import Problem
 from .shm import SharedArray
@@ -24,6 +28,35 @@ def resolve_source(source: str) -> str:
     return source
 
 
+def _seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        raise EngineError(f"{name} must be a number of seconds, got {os.environ[name]!r}") from None
+    if not value > 0:
+        raise EngineError(f"{name} must be a positive number of seconds, got {os.environ[name]!r}")
+    return value
+
+
+# A CPU trace of the largest view the pages offer takes seconds; minutes means a kernel that hangs.
+CPU_TIMEOUT_S = 120.0
+CPU_WORKERS = workers.Pool(cpu_backend.serve, "CPU trace worker", os.cpu_count() or 2)
+
+
+def run_plan(plan: TracePlan, source: str):
+    """Runs a plan in a worker process ("gpu" or "cpu"): the RawRun, its records taken out of the
+    shared memory they came back in."""
+    if source == "gpu":
+        raw = gpu_client.call("execute", plan)
+    else:
+        raw = CPU_WORKERS.call("execute", plan, _seconds("MATMUL_EXPLORER_CPU_TIMEOUT", CPU_TIMEOUT_S),
+                               f"{plan.kernel} on the CPU")
+    for rl in raw.launches:
+        if rl is not None and isinstance(rl.records, SharedArray):
+            rl.records = rl.records.take()
+    return raw
+
+
 def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
           cap: int = DEFAULT_RECORD_CAP) -> Trace:
     start = time.perf_counter()
@@ -34,12 +67,7 @@ def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
         if not st.available:
             raise EngineError(f"no GPU trace source: {st.reason}")
         check_fits_gpu(problem, kernel, st)
-        raw = gpu_client.call("execute", plan)
-        for rl in raw.launches:  # the worker hands records over in shared memory
-            if rl is not None and isinstance(rl.records, SharedArray):
-                rl.records = rl.records.take()
-    else:
-        raw = execute(plan, CpuDevice())
+    raw = run_plan(plan, source)
     ran = time.perf_counter()
     result = assemble(plan, raw, source)
     result.timings = {**raw.seconds, "run": ran - start, "assemble": time.perf_counter() - ran}

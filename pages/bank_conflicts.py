@@ -42,8 +42,9 @@ if kinds == "loads":   # numbered among the loads, so the headline's count and t
     total, what = views.count_steps(trace, inst, 0, 0, warp, "shared", "load"), "shared load"
 if steps:
     label = f"{kernel}, TILE {tile}" + (f", PAD {pad}" if spec.pads else "") + f", warp {warp}"
-    fig = figures.bank_figure(steps, [views.bank_layers(s) for s in steps], ui.source_lines(trace.launches[-1].file),
-                              ui.presenter(), duration, label, total, what)
+    fig = ui.cached_figure(lambda: figures.bank_figure(
+        steps, [views.bank_layers(s) for s in steps], ui.source_lines(trace.launches[-1].file), ui.presenter(),
+        duration, label, total, what))
     st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
     st.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "

@@ -62,7 +62,7 @@ for name in chosen:
                    "source": ui.source_lines(t.launches[-1].file)})
 
 if panels:
-    st.plotly_chart(figures.coalescing_figure(panels, ui.presenter(), duration), width="stretch",
+    st.plotly_chart(ui.cached_figure(lambda: figures.coalescing_figure(panels, ui.presenter(), duration)), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "
@@ -72,8 +72,7 @@ st.subheader("Whole kernel, as Nsight Compute counts it")
 rows = []
 whole = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block) for name in chosen}
 for name in chosen:
-    t, inst = whole[name]
-    summary = analysis.site_summary(t, inst)
+    summary = ui.cached_site_summary(name, m, n, k, tile, 0, block)
     g = summary[summary["space"] == "global"]
     for r in g.itertuples():
         rows.append({"kernel": name, "line": r.line, "access": f"{r.op} {r.array}", "requests": r.requests,

@@ -35,8 +35,9 @@ src = trace.launches[-1].file
 sites = [s.site for s in trace.sites]
 load_line = next(s.line for s in sites if s.space == "shared" and s.op == "store")
 compute_line = next(s.line for s in sites if s.space == "shared" and s.op == "load")
-fig = figures.tile_phase_figure(trace.shapes["A"], trace.shapes["B"], trace.shapes["C"], phases, partials, rows, cols,
-                                ui.source_lines(src), load_line, compute_line, ui.presenter(), duration)
+fig = ui.cached_figure(lambda: figures.tile_phase_figure(
+    trace.shapes["A"], trace.shapes["B"], trace.shapes["C"], phases, partials, rows, cols, ui.source_lines(src),
+    load_line, compute_line, ui.presenter(), duration))
 st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
 edge = any(p.zero_filled for p in phases)
 st.caption(f"Block ({bx}, {by}) owns rows {rows[0]}-{min(rows[1], m) - 1} and columns {cols[0]}-{min(cols[1], n) - 1} of C. "

@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from engine import analysis, build, cpu_backend, registry, sass, sources, tracer, views
+from engine.execute import execute
+from engine.plan import make_plan
 from engine.problem import make_problem
 from engine.trace import Trace
 
@@ -108,12 +110,18 @@ def test_tile_phases_count_the_block_records():
 
 
 def test_blocks_on_several_host_threads_give_the_one_thread_records(monkeypatch):
-    p = make_problem(64, 48, 40, tile=8, block=(8, 8))
-    parallel = tracer.trace("tiled_guarded", p, None, "cpu")
+    # In this process, not a worker's, so that the switch below reaches the device that runs.
+    plan = make_plan("tiled_guarded", make_problem(128, 96, 40, tile=8, block=(8, 8)))   # 12,288 threads
+    calls = []
+    monkeypatch.setattr(cpu_backend, "_pool", lambda real=cpu_backend._pool: calls.append(1) or real())
+    parallel = execute(plan, cpu_backend.CpuDevice())
+    assert calls                                      # the blocks were shared out
     monkeypatch.setattr(cpu_backend, "_PARALLEL_SLOTS", 10**9)
-    alone = tracer.trace("tiled_guarded", p, None, "cpu")
-    assert parallel.records.tobytes() == alone.records.tobytes()
-    assert np.array_equal(parallel.thread_counts, alone.thread_counts)
+    calls.clear()
+    alone = execute(plan, cpu_backend.CpuDevice())
+    assert not calls
+    for a, b in zip(parallel.launches, alone.launches):
+        assert a.records.tobytes() == b.records.tobytes() and np.array_equal(a.counts, b.counts)
     assert parallel.rel_error == alone.rel_error
 
 

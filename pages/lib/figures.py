@@ -210,12 +210,23 @@ class AnimatedFigure(go.Figure):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._plain_frames, self._controls = [], {}   # the slider has a step per frame: unchecked too
+        self._frozen: dict | None = None
 
     def to_dict(self) -> dict:
+        if self._frozen is not None:
+            return self._frozen
         out = super().to_dict()
         out["layout"].update(self._controls)
         out["frames"] = self._plain_frames
         return out
+
+    def freeze(self) -> "AnimatedFigure":
+        """Done: to_dict() is computed once and the same dict handed out from then on. A figure
+        shared by every session showing its view (pages/lib/ui.py cached_figure) then costs each
+        of them the JSON encoding only, not plotly's deep copy of every shape and frame. Nothing may
+        change the figure or that dict afterwards (st.plotly_chart only reads it)."""
+        self._frozen = self.to_dict()
+        return self
 
 
 def _with_frames(fig: AnimatedFigure, frames: list[dict], controls: dict) -> AnimatedFigure:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
 
-from engine import analysis, build, gpu_client, registry, sass, sources, tracer
+from engine import analysis, build, gpu_client, memo, registry, sass, sources, tracer
 from engine.errors import EngineError
 from engine.problem import make_problem
 
@@ -24,20 +25,23 @@ _PLOTLY_MODULE = next((f.name for f in (Path(st.__file__).parent / "static" / "s
 SPEEDS = ["slow", "normal", "fast"]
 
 
-@st.cache_resource(show_spinner=False)
 def device_status():
-    """Asked once per server: starts the GPU worker if PyCUDA is installed."""
+    """Asked once per server (gpu_client keeps the answer): starts the GPU worker if PyCUDA is installed."""
     return gpu_client.status()
 
 
-@st.cache_resource(show_spinner=False)
+_PREBUILD = []
+_PREBUILD_LOCK = threading.Lock()
+
+
 def prebuild():
     """Once per server, in the background: compiles every kernel variant the pages can ask for, so a
     control change (a new TILE, padding on) does not wait for a compiler. MATMUL_EXPLORER_PREBUILD=0
-    turns it off (the tests do, to keep their timings their own)."""
-    if os.environ.get("MATMUL_EXPLORER_PREBUILD", "1") != "0":
-        return build.prebuild(background=True)
-    return None
+    turns it off (the tests do, to keep their timings their own). Module state, not a Streamlit
+    cache: a client's "clear cache" must not start it again."""
+    with _PREBUILD_LOCK:
+        if not _PREBUILD and os.environ.get("MATMUL_EXPLORER_PREBUILD", "1") != "0":
+            _PREBUILD.append(build.prebuild(background=True))
 
 
 def presenter() -> bool:
@@ -46,6 +50,52 @@ def presenter() -> bool:
 
 def font_size() -> int:
     return 22 if presenter() else 13
+
+
+# Page scripts that may compute at once in this server. The server's event loop (every browser's
+# messages, health checks) needs Python's interpreter lock between its steps, and waits its turn
+# behind every thread that is computing: with a room of 30 sessions computing at once it got a turn
+# every ~150 ms and answered nothing for seconds. Scripts beyond these slots wait without taking
+# the lock; the kernels themselves run in worker processes.
+PAGE_SLOTS = threading.Semaphore(max(2, 2 * (os.cpu_count() or 1)))
+# Whole-kernel work (the tables below a figure) gives its page slot up and queues here instead, so
+# that it never holds back another session's figure and leaves a core (and a CPU trace worker) to
+# the figures. A thread that holds a slot keeps it for the work nested in its work.
+WHOLE_KERNEL_SLOTS = threading.Semaphore(max(1, (os.cpu_count() or 1) - 1))
+_SLOTS = threading.local()
+
+
+@contextmanager
+def page_slot():
+    """Held by app.py while a page's script runs."""
+    with PAGE_SLOTS:
+        _SLOTS.page = True
+        try:
+            yield
+        finally:
+            _SLOTS.page = False
+
+
+@contextmanager
+def _whole_kernel_slot():
+    if getattr(_SLOTS, "whole", False):
+        yield
+        return
+    gave_up = getattr(_SLOTS, "page", False)
+    if gave_up:
+        PAGE_SLOTS.release()
+        _SLOTS.page = False
+    try:
+        with WHOLE_KERNEL_SLOTS:
+            _SLOTS.whole = True
+            try:
+                yield
+            finally:
+                _SLOTS.whole = False
+    finally:
+        if gave_up:
+            PAGE_SLOTS.acquire()
+            _SLOTS.page = True
 
 
 # Set by app.py just before it runs the chosen page, read (and cleared) by setup_page: a page run
@@ -185,36 +235,74 @@ def speed_control(where, durations: dict[str, int]) -> int:
     return durations[speed]
 
 
-# A whole-kernel trace at 128^3 holds ~4-5 M records (~150 MB): keep a handful, not dozens.
-@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
+# Shared by every session of this server: one computation per distinct request however many
+# sessions ask at once, bounded in bytes, and out of reach of Streamlit's "clear cache" (which
+# any client may send). A whole-kernel trace at 128^3 is ~4-5 M records (~150 MB with its warp
+# instructions): the default keeps three. MATMUL_EXPLORER_TRACE_CACHE_MB changes it.
+memo.keep_large_blocks_separate()
+TRACES = memo.Memo("traces", memo.budget("MATMUL_EXPLORER_TRACE_CACHE_MB", 500))
+RESULTS = memo.Memo("results", memo.budget("MATMUL_EXPLORER_RESULT_CACHE_MB", 100))
+
+
 def cached_trace(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
                  blocks: tuple | None, source: str):
-    """One trace per distinct view, shared by all sessions (read-only)."""
-    p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
-    t = tracer.trace(kernel, p, list(blocks) if blocks else None, source)
-    inst = analysis.warp_instructions(t)
-    return t, inst
+    """One trace per distinct view, shared by all sessions (read-only), with its warp instructions."""
+    def compute():
+        p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
+        t = tracer.trace(kernel, p, list(blocks) if blocks else None, source)
+        return t, analysis.warp_instructions(t)
+    source = tracer.resolve_source(source)   # "auto" and what it resolves to are one trace
+    key = ("trace", kernel, m, n, k, tile, pad, tuple(block), blocks and tuple(blocks), source)
+    if blocks:   # the block a figure shows: the page's own work
+        return TRACES.get(key, compute)
+    with _whole_kernel_slot():
+        return TRACES.get(key, compute)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+# A figure is weighed by the dict it hands out (its plotly objects share validators and templates
+# with every other figure, which are not its to free).
+FIGURES = memo.Memo("figures", memo.budget("MATMUL_EXPLORER_FIGURE_CACHE_MB", 150), lambda f: memo.nbytes(f.to_dict()))
+
+
+def cached_figure(build):
+    """The page's animated figure for the view it shows, built once for every session showing that
+    view (a room opening one link builds it once, not thirty times over). The view is what the page
+    put in the URL (remember()), with the mode and presenter setting, which is everything a figure
+    is drawn from; a page must remember() every control its figure depends on."""
+    view = tuple(sorted(st.session_state.get(_key("_saved"), {}).items()))
+    key = (st.session_state.get("_page"), view, presenter(), tracer.resolve_source("auto"))
+    return FIGURES.get(key, lambda: build().freeze())
+
+
 def cached_sass(file: str, tile: int, pad: int) -> dict:
-    return sass.memory_instructions(file, tile, pad)
+    return RESULTS.get(("sass", file, tile, pad), lambda: sass.memory_instructions(file, tile, pad))
 
 
-@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
+def cached_site_summary(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int]):
+    """analysis.site_summary of the whole-kernel trace (the pages' Nsight-style tables)."""
+    def compute():
+        return analysis.site_summary(*cached_trace(kernel, m, n, k, tile, pad, block, None, "auto"))
+    with _whole_kernel_slot():
+        return RESULTS.get(("site_summary", kernel, m, n, k, tile, pad, tuple(block)), compute)
+
+
 def cached_summary(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int]):
     """The per-site metrics of a whole-kernel trace, and as compiled where nvcc merged shared loads:
     computed once per trace, not again when only the warp, speed or view changes."""
-    trace, inst = cached_trace(kernel, m, n, k, tile, pad, block, None, "auto")
-    summary = analysis.site_summary(trace, inst)
-    sass_info = cached_sass(trace.launches[-1].file, tile, pad)
-    return summary, sass_info, analysis.as_compiled(trace, summary, sass_info)
+    def compute():
+        trace, _ = cached_trace(kernel, m, n, k, tile, pad, block, None, "auto")
+        summary = cached_site_summary(kernel, m, n, k, tile, pad, block)
+        sass_info = cached_sass(trace.launches[-1].file, tile, pad)
+        return summary, sass_info, analysis.as_compiled(trace, summary, sass_info)
+    with _whole_kernel_slot():
+        return RESULTS.get(("summary", kernel, m, n, k, tile, pad, tuple(block)), compute)
 
 
-@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
 def cached_global_reads(kernel: str, m: int, n: int, k: int, tile: int, block: tuple[int, int]) -> int:
     """Global loads of a whole kernel, counted in its trace (no per-warp analysis needed)."""
-    return analysis.global_reads(tracer.trace(kernel, make_problem(m, n, k, tile=tile, pad=0, block=block)))
+    with _whole_kernel_slot():
+        return RESULTS.get(("global_reads", kernel, m, n, k, tile, tuple(block)), lambda: analysis.global_reads(
+            tracer.trace(kernel, make_problem(m, n, k, tile=tile, pad=0, block=block))))
 
 
 def or_stop(what: str, fn, *args):

@@ -1,5 +1,5 @@
 // hang_forever.cu (tests only): spins while A[0] >= 0, which the inputs always are. The worker's
-// client must give up after its timeout and replace the worker. Never run it on the CPU.
+// client must give up after its timeout and replace the worker (GPU and CPU alike).
 #include "trace.cuh"
 
 extern "C" __global__ void hang_forever(const float *A, const float *B, float *C, int M, int N, int K) {

@@ -1,0 +1,139 @@
+"""A results cache for a room of sessions: bounded in bytes, each result computed once.
+
+Streamlit's own caches fall short for a shared server in three ways: they are bounded by entry
+count (a dozen whole-kernel traces can be 2 GB), any client can clear them for everyone (the
+"clear_cache" message every session may send), and the app cannot see what they hold. This one is
+plain engine state: entries are weighed in bytes (numpy arrays, DataFrames and the containers
+around them) and the least recently used go first; sessions asking for the same key while it is
+being computed wait for that one computation instead of starting their own.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import os
+import sys
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future
+from typing import Callable, Hashable
+
+import numpy as np
+import pandas as pd
+
+
+def nbytes(obj, _seen: set | None = None) -> int:
+    """Memory held by a result: arrays and frames by their buffers, containers by what they hold.
+    Shared objects are counted once. An estimate of what dropping the entry frees, not an audit."""
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes) if obj.base is None or id(obj.base) not in seen else 0
+    if isinstance(obj, (pd.DataFrame, pd.Series)):
+        usage = obj.memory_usage(deep=True)
+        return int(usage.sum() if isinstance(obj, pd.DataFrame) else usage)
+    if isinstance(obj, dict):
+        return sys.getsizeof(obj) + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in obj.items())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return sys.getsizeof(obj) + sum(nbytes(v, seen) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return sys.getsizeof(obj) + sum(nbytes(getattr(obj, f.name), seen) for f in dataclasses.fields(obj))
+    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+        return sys.getsizeof(obj) + nbytes(vars(obj), seen)
+    return sys.getsizeof(obj)
+
+
+def _libc():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+    except OSError:   # not glibc: nothing to tune
+        return None
+
+
+_LIBC = _libc()
+_M_MMAP_THRESHOLD = -3   # glibc's malloc.h
+
+
+def release_freed_memory() -> None:
+    """Hands memory the process has freed back to the system. A trace is built from many large
+    temporary arrays on the server's many threads; glibc keeps what they freed in per-thread arenas
+    for reuse, and a long-running server's size then grows with every distinct view although the
+    caches themselves stay within their budgets."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def keep_large_blocks_separate() -> None:
+    """Allocations of 1 MiB and more get memory of their own from the system, handed back the moment
+    they are freed. glibc otherwise raises that threshold each time such a block is freed (up to
+    32 MiB), after which the large arrays of every trace come from the heap and stay there. For
+    long-running processes: the app server and its workers."""
+    if _LIBC is not None:
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+
+
+class Memo:
+    """get(key, compute) -> compute()'s result, kept while it fits in max_bytes (least recently
+    used dropped first; `weigh` says what a result holds, by default nbytes). A result larger than the whole budget is returned but not kept. A failed
+    computation is not kept either: its waiters get the same exception, the next caller tries again."""
+
+    def __init__(self, name: str, max_bytes: int, weigh: Callable[[object], int] = nbytes):
+        self.name, self.max_bytes, self.weigh = name, max_bytes, weigh
+        self._entries: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._running: dict[Hashable, Future] = {}
+        self._lock = threading.Lock()
+        self.bytes = 0
+        self.hits = self.misses = self.shared = 0
+
+    def get(self, key: Hashable, compute: Callable[[], object]):
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return self._entries[key][0]
+            running = self._running.get(key)
+            if running is None:
+                running = self._running[key] = Future()
+                mine = True
+                self.misses += 1
+            else:
+                mine = False
+                self.shared += 1
+        if not mine:
+            return running.result()
+        try:
+            value = compute()
+        except BaseException as exc:
+            with self._lock:
+                del self._running[key]
+            running.set_exception(exc)
+            raise
+        size = self.weigh(value)
+        with self._lock:
+            del self._running[key]
+            if size <= self.max_bytes:
+                self._entries[key] = (value, size)
+                self.bytes += size
+                while self.bytes > self.max_bytes:
+                    _, (_, dropped) = self._entries.popitem(last=False)
+                    self.bytes -= dropped
+        running.set_result(value)
+        release_freed_memory()
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def budget(name: str, default_mb: int) -> int:
+    """Bytes from an environment variable in MB (for a bigger or smaller machine), else the default."""
+    raw = os.environ.get(name)
+    try:
+        mb = float(raw) if raw else default_mb
+    except ValueError:
+        mb = default_mb
+    return int(max(mb, 0) * 2**20)

@@ -1,0 +1,163 @@
+"""Worker processes: every kernel run, CPU and GPU, happens in one, never in the app's process.
+
+A kernel is code we compile and run, and a wrong one faults, hangs or scribbles over memory. Run in
+the app's process, that would take the server and every session with it. Run here, it costs the one
+request a one-line message; the worker is replaced and everyone else carries on.
+
+Both sides speak one protocol over a pipe: requests (op, payload); replies ("ok", value) or
+("error", message, fatal). `serve` is the loop a worker runs; `Worker` is the app's handle on one
+worker process, `Pool` a set of them for requests that may run side by side (CPU traces).
+Processes are spawned, never forked: a fork of a threaded server copies locks held by other threads.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import traceback
+from typing import Callable
+
+from .errors import EngineError, WorkerCrashed
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def serve(conn, handle: Callable, is_fatal: Callable[[BaseException], bool] = lambda exc: False) -> None:
+    """A worker's loop: handle(op, payload, reply) answers each request, by returning a value or by
+    calling reply(value) itself (to release what it handed over once it is sent). An EngineError is
+    the user's one-line message; any other exception is a defect, so its type is named and its
+    traceback goes to the worker's stderr (the server log), never to the user. After a fatal error
+    the worker exits at once and the app starts a fresh one."""
+    while True:
+        try:
+            op, payload = conn.recv()
+        except (EOFError, OSError):
+            return
+        sent = []
+
+        def reply(value):
+            conn.send(("ok", value))
+            sent.append(True)
+
+        try:
+            value = handle(op, payload, reply)
+            if not sent:
+                reply(value)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a reply, the loop goes on
+            fatal = is_fatal(exc)
+            message = _first_line(exc)
+            if not fatal and not isinstance(exc, EngineError):
+                message = f"{type(exc).__name__}: {message}"
+                traceback.print_exc()
+            conn.send(("error", message, fatal))
+            if fatal:
+                os._exit(3)
+
+
+def _death(code: int | None) -> str:
+    """How a worker ended, in words: a signal by name (SIGSEGV, SIGBUS, ...), else the exit code."""
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            pass
+    return f"exit code {code}"
+
+
+class Worker:
+    """One spawned worker process running target(conn), and one request at a time to it."""
+
+    def __init__(self, target: Callable, what: str):
+        self.what = what          # "GPU worker", "CPU trace worker": how messages name it
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=target, args=(child,), daemon=True,
+                                   name=f"matmul-explorer-{what.replace(' ', '-')}")
+        self.process.start()
+        child.close()
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def call(self, op: str, payload, timeout: float, doing: str = "the request"):
+        """The worker's answer. A hang past `timeout`, a death or a fatal error stops this worker
+        (the caller replaces it) and raises WorkerCrashed; an ordinary error raises EngineError."""
+        try:
+            self.conn.send((op, payload))
+            if not self.conn.poll(timeout):
+                self.stop()
+                raise WorkerCrashed(f"{doing} ran past {timeout:.0f} s and was stopped; the {self.what} "
+                                    "was restarted")
+            reply = self.conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            self.process.join(timeout=5)
+            how = _death(self.process.exitcode)
+            self.stop()
+            raise WorkerCrashed(f"the {self.what} died running {doing} ({how}); it was restarted") from None
+        if reply[0] == "ok":
+            return reply[1]
+        _, message, fatal = reply
+        if fatal:
+            self.stop()
+            raise WorkerCrashed(f"{doing} failed ({message}); the {self.what} was restarted")
+        raise EngineError(message)
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=10)
+        self.conn.close()
+
+
+class Pool:
+    """Up to `size` workers of one kind, started when first needed; a request waits for a free one.
+    A worker that died, hung or failed fatally is dropped and a fresh one takes its place."""
+
+    def __init__(self, target: Callable, what: str, size: int):
+        self.target, self.what, self.size = target, what, max(1, size)
+        self.idle: queue.LifoQueue[Worker | None] = queue.LifoQueue()
+        for _ in range(self.size):
+            self.idle.put(None)           # a free slot, its process not started yet
+        self.restarts = 0
+        self._lock = threading.Lock()
+        self._all: list[Worker] = []
+
+    def call(self, op: str, payload, timeout: float, doing: str = "the request"):
+        worker = self.idle.get()          # blocks while every worker is busy
+        try:
+            if worker is None or not worker.alive():
+                if worker is not None:
+                    self._drop(worker)
+                worker = Worker(self.target, self.what)
+                with self._lock:
+                    self._all.append(worker)
+            try:
+                return worker.call(op, payload, timeout, doing)
+            except WorkerCrashed:
+                self._drop(worker)
+                worker = None
+                raise
+        finally:
+            self.idle.put(worker)
+
+    def _drop(self, worker: Worker) -> None:
+        worker.stop()
+        with self._lock:
+            if worker in self._all:
+                self._all.remove(worker)
+            self.restarts += 1
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [w.process.pid for w in self._all if w.alive()]
+
+    def shutdown(self) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+        for w in workers:
+            w.stop()

@@ -1,0 +1,77 @@
+"""The shared results cache: bounded in bytes, one computation per key, out of clients' reach."""
+import threading
+import time
+
+import numpy as np
+import pytest
+import streamlit as st
+
+from engine import memo, tracer
+
+
+def _mb(n):
+    return np.ones(n * 2**20 // 8)
+
+
+def test_entries_are_weighed_in_bytes_and_the_least_recent_go_first():
+    cache = memo.Memo("t", 10 * 2**20)
+    for key in "abc":
+        cache.get(key, lambda: {"x": _mb(3)})
+    cache.get("a", lambda: pytest.fail("a is cached"))        # a is now the most recent
+    cache.get("d", lambda: (_mb(3), "label"))                  # over 10 MB: b goes, not a
+    assert cache.bytes <= 10 * 2**20 and len(cache) == 3
+    cache.get("a", lambda: pytest.fail("a was dropped"))
+    again = []
+    cache.get("b", lambda: again.append(1) or _mb(1))
+    assert again == [1]
+
+
+def test_a_result_over_the_whole_budget_is_returned_not_kept():
+    cache = memo.Memo("t", 2**20)
+    assert cache.get("big", lambda: _mb(4)).nbytes == 4 * 2**20
+    assert len(cache) == 0 and cache.bytes == 0
+
+
+def test_sessions_asking_at_once_share_one_computation():
+    cache, calls, results = memo.Memo("t", 2**30), [], []
+    go = threading.Event()
+
+    def slow():
+        calls.append(1)
+        go.wait(5)
+        return _mb(1)
+
+    threads = [threading.Thread(target=lambda: results.append(cache.get("k", slow))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    go.set()
+    for t in threads:
+        t.join(5)
+    assert calls == [1] and len(results) == 8 and all(r is results[0] for r in results)
+    assert cache.shared == 7
+
+
+def test_a_failure_reaches_every_waiter_and_is_not_kept():
+    cache = memo.Memo("t", 2**30)
+    with pytest.raises(ValueError):
+        cache.get("k", lambda: (_ for _ in ()).throw(ValueError("bad")))
+    assert cache.get("k", lambda: 5) == 5
+
+
+def test_a_trace_is_weighed_by_its_arrays():
+    from engine.problem import make_problem
+    t = tracer.trace("naive_x_cols", make_problem(32, 32, 16), source="cpu")
+    columns = sum(v.nbytes for v in t.columns.values())
+    assert columns <= memo.nbytes(t) <= columns + 2**20
+
+
+def test_a_clients_clear_cache_does_not_clear_the_shared_traces(monkeypatch):
+    from pages.lib import ui
+    args = ("naive_x_cols", 24, 24, 8, 16, 0, (16, 16), None, "cpu")
+    ui.cached_trace(*args)
+    # What Streamlit does with the "clear_cache" message any browser may send (AppSession).
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    monkeypatch.setattr(tracer, "trace", lambda *a, **k: pytest.fail("traced again after a client cleared caches"))
+    ui.cached_trace(*args)

@@ -1,0 +1,77 @@
+"""Kernels run in worker processes the app can lose: a crash, a hang or a fault costs one request."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import build, tracer
+from engine.errors import EngineError, WorkerCrashed
+from engine.plan import single_launch_plan
+from engine.problem import make_problem
+
+TEST_CUDA = Path(__file__).parent / "cuda"
+
+
+def _plan(file: str):
+    return single_launch_plan(str(TEST_CUDA / file), make_problem(8, 8, 8), (1, 1), (32, 1))
+
+
+def _still_serves():
+    t = tracer.trace("naive_x_cols", make_problem(16, 16, 16), source="cpu")
+    assert t.rel_error < 1e-6 and t.checked_outputs == 256
+
+
+def test_a_kernel_that_segfaults_costs_its_request_and_the_next_one_works():
+    before = tracer.CPU_WORKERS.restarts
+    with pytest.raises(WorkerCrashed, match=r"CPU trace worker died .*SIGSEGV.*restarted"):
+        tracer.run_plan(_plan("crash_wild_pointer.cu"), "cpu")
+    assert tracer.CPU_WORKERS.restarts == before + 1
+    _still_serves()
+
+
+def test_a_kernel_that_hangs_is_stopped_at_the_timeout(monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_CPU_TIMEOUT", "3")
+    with pytest.raises(WorkerCrashed, match="ran past 3 s"):
+        tracer.run_plan(_plan("hang_forever.cu"), "cpu")
+    monkeypatch.delenv("MATMUL_EXPLORER_CPU_TIMEOUT")
+    _still_serves()
+
+
+def test_a_timeout_that_is_not_a_number_is_a_one_line_error(monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_CPU_TIMEOUT", "soon")
+    with pytest.raises(EngineError, match="MATMUL_EXPLORER_CPU_TIMEOUT must be a number of seconds"):
+        tracer.run_plan(_plan("hang_forever.cu"), "cpu")
+
+
+def test_an_engine_error_in_the_worker_keeps_the_worker():
+    before = tracer.CPU_WORKERS.restarts
+    with pytest.raises(EngineError, match="outside its bounds") as caught:
+        tracer.run_plan(_plan("fault_out_of_bounds.cu"), "cpu")
+    assert not isinstance(caught.value, WorkerCrashed)
+    assert tracer.CPU_WORKERS.restarts == before
+
+
+def test_the_app_process_never_loads_a_kernel_library():
+    # A fresh process, as the app's is (other tests here load libraries on purpose).
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from engine import build, tracer; from engine.problem import make_problem\n"
+        "t = tracer.trace('tiled_guarded', make_problem(40, 40, 40, tile=8), source='cpu')\n"
+        "assert t.rel_error < 1e-6\n"
+        "maps = Path('/proc/self/maps').read_text()\n"
+        "assert '.so' in maps, 'the check must see libraries (numpy has some)'\n"
+        "assert str(build.cache_dir()) not in maps, 'a kernel library is loaded in the app process'\n"
+        "assert 'pycuda' not in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_sessions_trace_side_by_side_and_get_their_own_results():
+    from concurrent.futures import ThreadPoolExecutor
+    sizes = [(24, 40, 16), (33, 17, 9), (64, 8, 30), (5, 70, 12)]
+    with ThreadPoolExecutor(4) as pool:
+        traces = list(pool.map(lambda s: tracer.trace("naive_x_cols", make_problem(*s), source="cpu"), sizes))
+    for (m, n, _), t in zip(sizes, traces):
+        assert t.checked_outputs == m * n and t.rel_error < 1e-6
