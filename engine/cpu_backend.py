@@ -8,6 +8,7 @@ import platform
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from .errors import EngineError
 from .plan import LaunchPlan
 from .trace import RAW_DTYPE
 
-_LIBS: dict[str, ctypes.CDLL] = {}
+_LIBS: dict[Path, ctypes.CDLL] = {}
 _WORKERS = os.cpu_count() or 1
 _PARALLEL_SLOTS = 4096          # below this many CUDA threads one host thread is quicker
 _POOL: ThreadPoolExecutor | None = None
@@ -24,11 +25,30 @@ _LIBS_LOCK = threading.Lock()
 _u32p = np.ctypeslib.ndpointer(np.uint32, flags="C")
 
 
+def _load(path: Path) -> ctypes.CDLL:
+    """Loads the bytes the cache's digest vouches for, from a private in-memory copy: what is
+    checked is what runs, and a cache file truncated or replaced later cannot pull pages out from
+    under this process (a mapped file cut short is a bus error on its next call)."""
+    data = build.verified_bytes(path)
+    if data is None:
+        raise EngineError(f"the compiled kernel {path.name} changed in the compile cache while it was "
+                          "being loaded; ask again")
+    if not hasattr(os, "memfd_create"):
+        return ctypes.CDLL(str(path))
+    fd = os.memfd_create(path.name, os.MFD_CLOEXEC)
+    try:
+        with open(fd, "wb", closefd=False) as f:
+            f.write(data)
+        return ctypes.CDLL(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)
+
+
 def _library(file: str, tile: int, pad: int):
-    path = str(build.build_cpu_library(file, tile, pad))
+    path = build.build_cpu_library(file, tile, pad)
     with _LIBS_LOCK:
         if path not in _LIBS:
-            lib = ctypes.CDLL(path)
+            lib = _load(path)
             fn = lib.cpu_trace_run
             fn.restype = ctypes.c_int
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, _u32p, ctypes.c_uint,
