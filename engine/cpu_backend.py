@@ -35,13 +35,13 @@ def _load(path: Path) -> ctypes.CDLL:
                           "being loaded; ask again")
     if not hasattr(os, "memfd_create"):
         return ctypes.CDLL(str(path))
+    # The descriptor stays open for the life of the process, like the library: dlopen takes a path
+    # it has loaded before for that same library, and a closed descriptor's number (so its
+    # /proc/self/fd path) would be handed to the next library.
     fd = os.memfd_create(path.name, os.MFD_CLOEXEC)
-    try:
-        with open(fd, "wb", closefd=False) as f:
-            f.write(data)
-        return ctypes.CDLL(f"/proc/self/fd/{fd}")
-    finally:
-        os.close(fd)
+    with open(fd, "wb", closefd=False) as f:
+        f.write(data)
+    return ctypes.CDLL(f"/proc/self/fd/{fd}")
 
 
 def _library(file: str, tile: int, pad: int):
@@ -94,9 +94,13 @@ class CpuDevice:
         ptr_arr = (ctypes.c_void_p * 8)(*ptrs)
         int_arr = (ctypes.c_int * 8)(*ints)
         names = sources.trace_arrays()
+        # Element counts of every array the kernel can touch (cuda/trace.cuh TRACE_OUT_OF_BOUNDS);
+        # an array left at 0 has no valid element.
         bounds = np.zeros(len(names), dtype=np.uint64)
-        for name in ("A", "B", "C", "BT"):
-            rows, cols = self.shapes[name]
+        src = sources.load(lp.file)
+        shapes = {**{n: self.shapes[n] for n in ("A", "B", "C", "BT")},
+                  **{n: src.shared_shape(n, lp.tile, lp.pad) for n in src.shared}}
+        for name, (rows, cols) in shapes.items():
             bounds[names.index(name)] = rows * cols
         slots = len(lp.blocks) * lp.block[0] * lp.block[1]
         counts = np.zeros(slots, dtype=np.uint32)
