@@ -83,8 +83,12 @@ class CpuDevice:
         self.buffers = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in inputs.items()}
 
     def _buffer(self, name: str) -> np.ndarray:
-        if name not in self.buffers:  # outputs start as NaN, so an element nothing wrote cannot pass
-            self.buffers[name] = np.full(self.shapes[name], np.nan, dtype=np.float32)
+        if name not in self.buffers:
+            # Zeros, not NaN: calloc'd pages cost memory only where a kernel writes, so a one-block
+            # trace of a big product touches one block's share of C. The check reads back only the
+            # elements the trace recorded as stored, and the inputs are never 0, so an output the
+            # kernel got wrong still shows.
+            self.buffers[name] = np.zeros(self.shapes[name], dtype=np.float32)
         return self.buffers[name]
 
     def run(self, lp: LaunchPlan, offsets, total):

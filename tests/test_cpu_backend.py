@@ -96,3 +96,13 @@ def test_every_library_loaded_is_its_own():
     from engine import cpu_backend
     fns = [cpu_backend._library(f, 16, 0) for f in ("naive_x_cols.cu", "naive_x_rows.cu", "transpose_b.cu")]
     assert len({ctypes.cast(fn, ctypes.c_void_p).value for fn in fns}) == 3
+
+
+def test_a_one_block_trace_of_the_transposed_b_pipeline_transposes_only_what_it_reads():
+    # Block (5, 3) computes C columns 160..191: it reads rows 160..191 of BT, which the transpose
+    # blocks (5, y) write, for every y. Before, all 16 x 12 transpose blocks ran.
+    p = make_problem(256, 512, 96, block=(32, 8))
+    t = tracer.trace("naive_transposed_b", p, [(5, 3)], source="cpu")
+    assert [tuple(b) for b in t.launches[0].blocks.tolist()] == [(5, y) for y in range(96 // 8)]
+    assert not t.launches[0].traced
+    assert t.checked_outputs == 32 * 8 and t.rel_error < 1e-6     # BT was complete where it was read
