@@ -102,17 +102,11 @@ def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
         assert len(hist["data"]) == 2                          # as compiled (LDS.128) too
 
 
-def test_bank_conflicts_says_when_the_sass_listing_failed(tmp_path, monkeypatch):
+def test_bank_conflicts_says_when_the_sass_listing_failed(failing_nvcc):
     """A failing nvcc is one line on the page (the counts as written still shown), never an error
     that stops the page, nor "SASS matches the source"."""
-    from engine import build
     from pages.lib import ui
-    fake = tmp_path / "nvcc"
-    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "fake nvcc"; exit 0; fi\n'
-                    "echo 'nvcc fatal   : Unsupported gpu architecture' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(build, "nvcc", lambda: str(fake))
+    from tests.conftest import FAILING_NVCC
     ui.cached_sass.clear()
     ui.cached_summary.clear()
     try:
@@ -122,8 +116,7 @@ def test_bank_conflicts_says_when_the_sass_listing_failed(tmp_path, monkeypatch)
         ui.cached_summary.clear()
     assert not at.error, [e.value for e in at.error]
     captions = [str(c.value) for c in at.caption]
-    assert ("SASS listing unavailable: nvcc on shared_bank_conflicts.cu failed: nvcc fatal   : Unsupported gpu "
-            "architecture") in captions
+    assert f"SASS listing unavailable: nvcc on shared_bank_conflicts.cu failed: {FAILING_NVCC}" in captions
     assert len(figures(at)[1]["data"]) == 1      # the histogram as written only
 
 

@@ -1,6 +1,7 @@
 import pytest
 
 from engine import build, sass
+from tests.conftest import FAILING_NVCC
 
 pytestmark = pytest.mark.skipif(sass.nvdisasm() is None or build.nvcc() is None, reason="no nvdisasm/nvcc")
 
@@ -29,14 +30,7 @@ def test_a_failing_nvdisasm_is_reported_never_read_as_a_match(tmp_path, monkeypa
     assert not list(tmp_path.glob("*.sass.json"))   # a failure is never kept
 
 
-def test_a_failing_nvcc_is_reported_not_raised(tmp_path, monkeypatch):
-    fake = tmp_path / "nvcc"
-    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "fake nvcc"; exit 0; fi\n'
-                    "echo 'nvcc fatal   : Unsupported gpu architecture' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(build, "nvcc", lambda: str(fake))
+def test_a_failing_nvcc_is_reported_not_raised(failing_nvcc):
     info = sass.memory_instructions("naive_x_cols.cu", 16, 0)
     assert info["available"] is False
-    assert info["note"] == ("SASS listing unavailable: nvcc on naive_x_cols.cu failed: "
-                            "nvcc fatal   : Unsupported gpu architecture")
+    assert info["note"] == f"SASS listing unavailable: nvcc on naive_x_cols.cu failed: {FAILING_NVCC}"
