@@ -62,7 +62,8 @@ TRACE_GLOBAL unsigned int *trace_ordinals;   // write pass: TRACE_SITE_SLOTS cou
 TRACE_GLOBAL const unsigned int *trace_block_map;
 TRACE_GLOBAL unsigned int trace_grid_x;
 TRACE_GLOBAL unsigned int trace_grid_y;
-// CPU builds only: element counts of the global arrays, to turn an out-of-bounds access into an error.
+// CPU builds only: element counts of the arrays (global and shared), to turn an out-of-bounds access
+// into an error.
 TRACE_GLOBAL unsigned long long trace_bounds[TRACE_ARRAY_COUNT];
 TRACE_GLOBAL int trace_fault;
 
@@ -93,10 +94,11 @@ TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned
 }
 
 #ifdef MATMUL_CPU
-// The CPU build checks global bounds, so a wrong index is reported as an error instead of crashing
-// the process that hosts the tracer; the access itself is then skipped.
+// The CPU build checks bounds of global and shared arrays (shared ones are thread_local statics
+// there: a stray store overwrites the host thread's own state), so a wrong index is reported as an
+// error instead of crashing the process that hosts the tracer; the access itself is then skipped.
 #define TRACE_OUT_OF_BOUNDS(array, index) \
-    ((array) < TRACE_ID_As && (index) >= trace_bounds[array] && (trace_fault = 1 + (array)))
+    ((index) >= trace_bounds[array] && (trace_fault = 1 + (array)))
 #else
 #define TRACE_OUT_OF_BOUNDS(array, index) false
 #endif

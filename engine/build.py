@@ -1,15 +1,21 @@
 """Compiles a kernel source: cubins with nvcc (GPU), shared libraries with the host C++ compiler (CPU).
 
-Builds are cached by a hash of everything that goes into them (sources, defines, compiler), under
-$MATMUL_EXPLORER_CACHE or ~/.cache/cuda-matmul-explorer, and written atomically, so several
-sessions or processes can ask for the same build at once.
+Builds are cached by a hash of everything that goes into them (sources, defines, the compiler and
+its version), under $MATMUL_EXPLORER_CACHE or ~/.cache/cuda-matmul-explorer, and written atomically,
+so several sessions or processes can ask for the same build at once. The server loads and runs what
+it finds there, so the cache is guarded: the directory is private to its user (0700), and every
+artefact has a digest file (size and sha256, written after it); an artefact whose digest is missing
+or does not match (truncated, overwritten, planted) is built again, never loaded.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import shutil
+import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -24,11 +30,38 @@ GPU_ARCH = os.environ.get("MATMUL_EXPLORER_ARCH", "sm_90")
 CPU_FLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-Wno-unknown-pragmas")
 
 
+CACHE_ENV = "MATMUL_EXPLORER_CACHE"
+COMPILE_TIMEOUT = 300   # seconds; a compiler that takes longer is killed
+
+
 def cache_dir() -> Path:
-    root = os.environ.get("MATMUL_EXPLORER_CACHE") or Path.home() / ".cache" / "cuda-matmul-explorer"
+    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "cuda-matmul-explorer"
     path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_private(path)
+    except OSError as exc:
+        raise EngineError(f"the compile cache {path} cannot be used ({exc.strerror or exc}); "
+                          f"set {CACHE_ENV} to a directory of yours") from None
     return path
+
+
+def _make_private(path: Path) -> None:
+    """What is in the cache gets loaded and run: nobody else may write there."""
+    st = path.stat()
+    if st.st_uid != os.geteuid():
+        raise EngineError(f"the compile cache {path} belongs to another user (uid {st.st_uid}); "
+                          f"set {CACHE_ENV} to a directory of yours")
+    if st.st_mode & 0o022:
+        if st.st_mode & stat.S_ISVTX:   # a shared directory like /tmp: not ours to lock up
+            raise EngineError(f"the compile cache {path} is a shared directory; "
+                              f"set {CACHE_ENV} to a directory of yours")
+        path.chmod(0o700)
+
+
+def _unwritable(path: Path, exc: OSError) -> EngineError:
+    return EngineError(f"the compile cache {path} is not writable ({exc.strerror or exc}); "
+                       f"set {CACHE_ENV} to a writable directory")
 
 
 def defines_for(tile: int, pad: int) -> dict[str, int]:
@@ -44,42 +77,96 @@ def _inputs_hash(*parts: str) -> str:
     return h.hexdigest()[:20]
 
 
+@functools.lru_cache(maxsize=None)
+def compiler_version(compiler: str) -> str:
+    """`compiler --version`, asked once per process: an upgraded compiler gets new cache entries."""
+    return _run([compiler, "--version"], f"asking {Path(compiler).name} for its version")
+
+
 _BACKGROUND = threading.local()
 
 
-def _run(cmd: list[str], what: str) -> None:
+def _run(cmd: list[str], what: str) -> str:
+    """Runs a compiler; its stdout, or a one-line EngineError (not found, failed, or hung)."""
     # Builds started by prebuild() run at low priority: on a 2-core laptop the pages' own requests
     # come first.
     nice = (lambda: os.nice(15)) if getattr(_BACKGROUND, "on", False) and hasattr(os, "nice") else None
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, preexec_fn=nice)
+        # A session of its own, so that a hung compiler is killed with the processes it started
+        # (nvcc and g++ run cc1plus, ptxas, ... as children).
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=nice, start_new_session=True)
     except FileNotFoundError:
         raise EngineError(f"{cmd[0]} was not found; it is needed to {what}") from None
-    if done.returncode:
-        lines = (done.stderr or done.stdout).strip().splitlines()
+    except OSError as exc:
+        raise EngineError(f"{cmd[0]} could not be started ({exc.strerror or exc}); it is needed to {what}") from None
+    try:
+        out, err = proc.communicate(timeout=COMPILE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise EngineError(f"{what} took longer than {COMPILE_TIMEOUT} s and was stopped") from None
+    if proc.returncode:
+        lines = (err or out).strip().splitlines()
         first = next((l for l in lines if "error" in l), lines[0] if lines else "no message")
         raise EngineError(f"{what} failed: {first.strip()}")
+    return out
 
 
 _TARGET_LOCKS: dict[Path, threading.Lock] = {}
 _TARGET_LOCKS_LOCK = threading.Lock()
 
 
+def _digest_file(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
+
+
+def _digest(data: bytes) -> str:
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}"
+
+
+def verified_bytes(target: Path) -> bytes | None:
+    """The artefact's bytes if its digest file vouches for them, else None (missing, damaged,
+    or not written by this cache)."""
+    try:
+        data = target.read_bytes()
+        return data if _digest_file(target).read_text().strip() == _digest(data) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _atomic_build(target: Path, build) -> Path:
-    if target.exists():
+    if verified_bytes(target) is not None:
         return target
     # One compile per target in this process: a request that needs what prebuild() is compiling
     # right now waits for it instead of compiling it a second time (other processes may still race;
-    # the rename below keeps that safe).
+    # the renames below keep that safe: the digest is written after its artefact, so a reader sees
+    # either a matching pair or a mismatch it rebuilds).
     with _TARGET_LOCKS_LOCK:
         lock = _TARGET_LOCKS.setdefault(target, threading.Lock())
     with lock:
-        if target.exists():
+        if verified_bytes(target) is not None:
             return target
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            out = Path(tmp) / target.name
-            build(out)
-            os.replace(out, target)
+        try:
+            with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+                out = Path(tmp) / target.name
+                build(out)
+                data = out.read_bytes()
+                os.replace(out, target)
+            _write_atomic(_digest_file(target), _digest(data).encode())
+        except OSError as exc:   # the compilers' own failures arrive as EngineError
+            raise _unwritable(target.parent, exc) from None
     return target
 
 
@@ -97,7 +184,7 @@ def build_cubin(file: str, tile: int, pad: int, traced: bool) -> Path:
     # The traced build keeps more values live; capping registers at 64 lets 1024-thread blocks
     # (TILE 32) still launch. Spills, if any, change speed, never what the kernel computes.
     defs += ["-DMATMUL_TRACE", "-maxrregcount=64"] if traced else []
-    key = _inputs_hash(src.text, GPU_ARCH, *defs)
+    key = _inputs_hash(src.text, GPU_ARCH, compiler_version(compiler), *defs)
     target = cache_dir() / f"{src.name}-{'trace' if traced else 'plain'}-{key}.cubin"
 
     def build(out: Path) -> None:
@@ -149,7 +236,7 @@ def build_cpu_library(file: str, tile: int, pad: int) -> Path:
         f'#include "{src.path}"',
         f"#define CPU_KERNEL_CALL {_kernel_call(src)}",
         f'#include "{cuda / "cpu_entry.h"}"', ""])
-    key = _inputs_hash(src.text, unit, compiler, *CPU_FLAGS)
+    key = _inputs_hash(src.text, unit, compiler, compiler_version(compiler), *CPU_FLAGS)
     target = cache_dir() / f"{src.name}-cpu-{key}.so"
 
     def build(out: Path) -> None:

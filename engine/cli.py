@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -49,33 +52,92 @@ def cmd_kernels(args) -> int:
     return 0
 
 
+def strict_json(obj) -> str:
+    """JSON that strict parsers (and Node's JSON.parse) accept: json.dumps writes NaN and infinities
+    bare, which is not JSON; they become null."""
+    return json.dumps(_finite(obj), indent=2, allow_nan=False, default=str)
+
+
+def _finite(obj):
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _finite(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def cmd_info(args) -> int:
     st = gpu_client.status()
-    print(json.dumps({"mode": st.mode, "name": st.name, "reason": st.reason, **st.info}, indent=2, default=str))
+    print(strict_json({"mode": st.mode, "name": st.name, "reason": st.reason, **st.info}))
     return 0
 
 
-def save_trace(trace, out: Path) -> None:
-    if out.suffix == ".csv":
-        trace.to_dataframe().to_csv(out, index=False)
-        return
-    meta = json.dumps({"kernel": trace.kernel, "source": trace.source, "device": trace.device,
-                       "arrays": list(trace.arrays), "sites": [s.label for s in trace.sites]})
-    np.savez_compressed(out, records=trace.records, meta=np.array(meta))
+TRACE_FORMATS = (".npz", ".csv")
+
+
+def trace_destination(out: str) -> tuple[Path, Path]:
+    """Checks --out before any work is done (a trace can take minutes): the format, the directory,
+    and that a file can be made there. Returns the destination and the temporary file next to it
+    that the trace is written to, then renamed, so that no reader ever sees half a file."""
+    path = Path(out)
+    if path.suffix not in TRACE_FORMATS:
+        raise EngineError(f"--out {out}: a trace is written as {' or '.join(TRACE_FORMATS)}, "
+                          f"not {path.suffix or 'a name without a suffix'}")
+    folder = path.parent
+    if not folder.is_dir():
+        raise EngineError(f"--out {out}: the directory {folder} does not exist")
+    if path.is_dir():
+        raise EngineError(f"--out {out}: that is a directory")
+    try:   # the real test of writability (os.access says yes to root on a read-only mount)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise EngineError(f"--out {out}: cannot write in {folder} ({exc.strerror or exc})") from None
+    os.close(fd)
+    return path, Path(tmp)
+
+
+def save_trace(trace, out: Path, tmp: Path) -> None:
+    """Writes the trace to tmp (from trace_destination) and renames it to out."""
+    try:
+        if out.suffix == ".csv":
+            trace.to_dataframe().to_csv(tmp, index=False)
+        else:
+            meta = json.dumps({"kernel": trace.kernel, "source": trace.source, "device": trace.device,
+                               "arrays": list(trace.arrays), "sites": [s.label for s in trace.sites]})
+            with open(tmp, "wb") as f:   # a file object: given a name, numpy would append .npz
+                np.savez_compressed(f, records=trace.records, meta=np.array(meta))
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o666 & ~umask)    # mkstemp made it 0600; the trace is an ordinary file
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise EngineError(f"could not write the trace to {out} ({exc.strerror or exc})") from None
 
 
 def cmd_trace(args) -> int:
     spec = registry.get(args.kernel)
     block = parse_block(args.block) if args.block else spec.default_block
     problem = make_problem(args.m, args.n, args.k, tile=args.tile, pad=args.pad, block=block)
-    trace = tracer.trace(args.kernel, problem, parse_blocks(args.blocks), args.source, args.cap)
-    sass_info = sass.memory_instructions(spec.launches[-1].file, problem.tile, problem.pad)
-    summary = analysis.summarize(trace, sass_info)
-    summary["sass"] = sass_info
-    if args.out:
-        save_trace(trace, Path(args.out))
-        summary["trace_file"] = args.out
-    print(json.dumps(summary, indent=2, default=float))
+    blocks = parse_blocks(args.blocks)
+    out, tmp = trace_destination(args.out) if args.out else (None, None)
+    try:
+        trace = tracer.trace(args.kernel, problem, blocks, args.source, args.cap)
+        sass_info = sass.memory_instructions(spec.launches[-1].file, problem.tile, problem.pad)
+        summary = analysis.summarize(trace, sass_info)
+        summary["sass"] = sass_info
+        if out:
+            save_trace(trace, out, tmp)
+            summary["trace_file"] = args.out
+    finally:
+        if tmp:
+            tmp.unlink(missing_ok=True)
+    print(strict_json(summary))
     return 0
 
 
@@ -96,7 +158,8 @@ def main(argv=None) -> int:
     t.add_argument("--block", help="launch block of the naive kernels, e.g. 32x8")
     t.add_argument("--blocks", help="which blocks to trace: 'x,y x,y ...' (default: all)")
     t.add_argument("--source", choices=("gpu", "cpu", "auto"), default="auto")
-    t.add_argument("--cap", type=int, default=DEFAULT_RECORD_CAP, help="most records a trace may hold")
+    t.add_argument("--cap", type=int, default=DEFAULT_RECORD_CAP,
+                   help="most records a trace may hold (default: $MATMUL_EXPLORER_RECORD_CAP, else 10,000,000)")
     t.add_argument("--out", help="write the full trace: .npz (compressed) or .csv")
     t.set_defaults(fn=cmd_trace)
     from . import bench_cli  # noqa: PLC0415 - registers `bench`

@@ -11,6 +11,7 @@ import platform
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from .plan import LaunchPlan
 from .shm import SharedArray
 from .trace import RAW_DTYPE
 
-_LIBS: dict[str, ctypes.CDLL] = {}
+_LIBS: dict[Path, ctypes.CDLL] = {}
 _WORKERS = os.cpu_count() or 1
 _PARALLEL_SLOTS = 4096          # below this many CUDA threads one host thread is quicker
 _POOL: ThreadPoolExecutor | None = None
@@ -29,11 +30,30 @@ _LIBS_LOCK = threading.Lock()
 _u32p = np.ctypeslib.ndpointer(np.uint32, flags="C")
 
 
+def _load(path: Path) -> ctypes.CDLL:
+    """Loads the bytes the cache's digest vouches for, from a private in-memory copy: what is
+    checked is what runs, and a cache file truncated or replaced later cannot pull pages out from
+    under this process (a mapped file cut short is a bus error on its next call)."""
+    data = build.verified_bytes(path)
+    if data is None:
+        raise EngineError(f"the compiled kernel {path.name} changed in the compile cache while it was "
+                          "being loaded; ask again")
+    if not hasattr(os, "memfd_create"):
+        return ctypes.CDLL(str(path))
+    # The descriptor stays open for the life of the process, like the library: dlopen takes a path
+    # it has loaded before for that same library, and a closed descriptor's number (so its
+    # /proc/self/fd path) would be handed to the next library.
+    fd = os.memfd_create(path.name, os.MFD_CLOEXEC)
+    with open(fd, "wb", closefd=False) as f:
+        f.write(data)
+    return ctypes.CDLL(f"/proc/self/fd/{fd}")
+
+
 def _library(file: str, tile: int, pad: int):
-    path = str(build.build_cpu_library(file, tile, pad))
+    path = build.build_cpu_library(file, tile, pad)
     with _LIBS_LOCK:
         if path not in _LIBS:
-            lib = ctypes.CDLL(path)
+            lib = _load(path)
             fn = lib.cpu_trace_run
             fn.restype = ctypes.c_int
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, _u32p, ctypes.c_uint,
@@ -68,8 +88,12 @@ class CpuDevice:
         self.buffers = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in inputs.items()}
 
     def _buffer(self, name: str) -> np.ndarray:
-        if name not in self.buffers:  # outputs start as NaN, so an element nothing wrote cannot pass
-            self.buffers[name] = np.full(self.shapes[name], np.nan, dtype=np.float32)
+        if name not in self.buffers:
+            # Zeros, not NaN: calloc'd pages cost memory only where a kernel writes, so a one-block
+            # trace of a big product touches one block's share of C. The check reads back only the
+            # elements the trace recorded as stored, and the inputs are never 0, so an output the
+            # kernel got wrong still shows.
+            self.buffers[name] = np.zeros(self.shapes[name], dtype=np.float32)
         return self.buffers[name]
 
     def run(self, lp: LaunchPlan, offsets, total):
@@ -79,9 +103,13 @@ class CpuDevice:
         ptr_arr = (ctypes.c_void_p * 8)(*ptrs)
         int_arr = (ctypes.c_int * 8)(*ints)
         names = sources.trace_arrays()
+        # Element counts of every array the kernel can touch (cuda/trace.cuh TRACE_OUT_OF_BOUNDS);
+        # an array left at 0 has no valid element.
         bounds = np.zeros(len(names), dtype=np.uint64)
-        for name in ("A", "B", "C", "BT"):
-            rows, cols = self.shapes[name]
+        src = sources.load(lp.file)
+        shapes = {**{n: self.shapes[n] for n in ("A", "B", "C", "BT")},
+                  **{n: src.shared_shape(n, lp.tile, lp.pad) for n in src.shared}}
+        for name, (rows, cols) in shapes.items():
             bounds[names.index(name)] = rows * cols
         slots = len(lp.blocks) * lp.block[0] * lp.block[1]
         counts = np.zeros(slots, dtype=np.uint32)

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import reference, sources
 from .errors import EngineError
-from .plan import TracePlan, global_shapes
+from .plan import TracePlan, check_fits_host, global_shapes
 from .problem import make_inputs
 
 
@@ -38,6 +38,7 @@ def global_array_ids() -> dict[str, int]:
 
 def execute(plan: TracePlan, device) -> RawRun:
     """device: upload(buffers), run(launch_plan, offsets, total) -> counts or records, read(name, idx)."""
+    check_fits_host(plan)
     a, b = make_inputs(plan.problem)
     shapes = global_shapes(plan.problem)
     device.upload({"A": a, "B": b}, shapes, {"M": plan.problem.m, "N": plan.problem.n, "K": plan.problem.k})

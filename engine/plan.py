@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,8 +10,27 @@ import numpy as np
 from . import registry, sources
 from .errors import EngineError
 from .problem import Problem
+from .trace import RAW_DTYPE, TRACE_DTYPE
 
-DEFAULT_RECORD_CAP = int(os.environ.get("MATMUL_EXPLORER_RECORD_CAP", 10_000_000))
+RECORD_CAP_ENV = "MATMUL_EXPLORER_RECORD_CAP"
+# None: the cap is read from $MATMUL_EXPLORER_RECORD_CAP when a plan is made (record_cap()), so a
+# bad value is a one-line error of that request, not an import that fails.
+DEFAULT_RECORD_CAP = None
+
+
+def record_cap() -> int:
+    """$MATMUL_EXPLORER_RECORD_CAP (default 10,000,000): a whole number, also written like 1e7."""
+    raw = os.environ.get(RECORD_CAP_ENV, "").strip()
+    if not raw:
+        return 10_000_000
+    try:   # digits as an exact integer; 1e7 and the like through float
+        value = float(raw) if not raw.lstrip("+-").isdigit() else int(raw)
+    except ValueError:
+        value = None
+    if value is None or (isinstance(value, float) and not value.is_integer()) or not 0 < value < 2**63:
+        raise EngineError(f"{RECORD_CAP_ENV} must be a whole number of records like 10000000 or 1e7, "
+                          f"got {raw!r}")
+    return int(value)
 
 
 @dataclass
@@ -65,27 +85,28 @@ def parse_blocks(text: str | None) -> list[tuple[int, int]] | None:
 
 
 def make_plan(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | None = None,
-              cap: int = DEFAULT_RECORD_CAP) -> TracePlan:
+              cap: int | None = DEFAULT_RECORD_CAP) -> TracePlan:
+    cap = record_cap() if cap is None else cap
     spec = registry.get(kernel)
     if not spec.traceable:
         raise EngineError(f"{kernel} is not one of the explorer's CUDA sources ({spec.kind}): it has no trace")
     registry.check_problem(spec, problem)
+    last = spec.launches[-1]
+    main_blocks = all_blocks(last.grid(problem)) if blocks is None else _chosen_blocks(blocks, last.grid(problem), problem)
     launches = []
-    for i, launch in enumerate(spec.launches):
-        grid, block = launch.grid(problem), launch.block(problem)
-        main = i == len(spec.launches) - 1
-        if main and blocks is not None:
-            chosen = np.array(blocks, dtype=np.int64).reshape(-1, 2)
-            bad = [f"{x},{y}" for x, y in chosen if not (0 <= x < grid[0] and 0 <= y < grid[1])]
-            if bad or not len(chosen):
-                raise EngineError(f"block {bad[0] if bad else '(none)'} is outside the grid of "
-                                  f"{grid[0]}x{grid[1]} blocks for {problem.describe()}")
-            chosen = chosen.astype(np.uint32)
+    for launch in spec.launches:
+        main = launch is last
+        if main:
+            chosen = main_blocks
+        elif blocks is not None and launch.prepares is not None:
+            # Only the preparation blocks whose output the traced blocks read: a one-block trace
+            # does one block's work, not a transpose of all of B.
+            chosen = launch.prepares(problem, main_blocks)
         else:
-            chosen = all_blocks(grid)
+            chosen = all_blocks(launch.grid(problem))
         src = sources.load(launch.file)
-        launches.append(LaunchPlan(launch.file, src.name, src.params, grid, block, chosen,
-                                   traced=main or blocks is None, tile=problem.tile, pad=problem.pad))
+        launches.append(LaunchPlan(launch.file, src.name, src.params, launch.grid(problem), launch.block(problem),
+                                   chosen, traced=main or blocks is None, tile=problem.tile, pad=problem.pad))
     shapes = global_shapes(problem)
     for lp in launches:
         src = sources.load(lp.file)
@@ -100,6 +121,15 @@ def make_plan(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | Non
     return TracePlan(kernel, problem, launches, shapes, cap, estimate)
 
 
+def _chosen_blocks(blocks: list[tuple[int, int]], grid: tuple[int, int], problem: Problem) -> np.ndarray:
+    # Checked as Python integers first: a coordinate past 64 bits cannot even be a numpy index.
+    bad = [f"{x},{y}" for x, y in blocks if not (0 <= x < grid[0] and 0 <= y < grid[1])]
+    if bad or not blocks:
+        raise EngineError(f"block {bad[0] if bad else '(none)'} is outside the grid of "
+                          f"{grid[0]}x{grid[1]} blocks for {problem.describe()}")
+    return np.array(blocks, dtype=np.uint32).reshape(-1, 2)
+
+
 def buffer_bytes(problem: Problem, kernel: str) -> int:
     """Device memory a run needs: A, B, C, and BT for the transposing pipeline."""
     spec = registry.get(kernel)
@@ -110,15 +140,67 @@ def buffer_bytes(problem: Problem, kernel: str) -> int:
 
 
 def single_launch_plan(file: str, problem: Problem, grid: tuple[int, int], block: tuple[int, int],
-                       cap: int = DEFAULT_RECORD_CAP) -> TracePlan:
+                       cap: int | None = DEFAULT_RECORD_CAP) -> TracePlan:
     """A plan for one source outside the catalog (the tests' deliberately broken kernels)."""
     src = sources.load(file)
     lp = LaunchPlan(file, src.name, src.params, grid, block, all_blocks(grid), True, problem.tile, problem.pad)
-    return TracePlan(src.name, problem, [lp], global_shapes(problem), cap, 0)
+    return TracePlan(src.name, problem, [lp], global_shapes(problem), record_cap() if cap is None else cap, 0)
 
 
 def format_bytes(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+    if n >= 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{-(-n // 2**10)} KiB"
+
+
+HOST_MEMORY_ENV = "MATMUL_EXPLORER_HOST_MEMORY"
+# Per record: the 16-byte raw record the kernel writes, then the 31-byte assembled one.
+RECORD_HOST_BYTES = RAW_DTYPE.itemsize + TRACE_DTYPE.itemsize
+_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmgt]?)(?:i?b)?", re.I)
+
+
+def host_memory_limit() -> int:
+    """$MATMUL_EXPLORER_HOST_MEMORY (bytes, or like 8GiB), by default the smaller of 4 GiB and half
+    the machine's memory: one request must not take a classroom server's memory from the others."""
+    raw = os.environ.get(HOST_MEMORY_ENV, "").strip()
+    if not raw:
+        try:
+            ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            ram = 8 * 2**30
+        return min(4 * 2**30, ram // 2)
+    m = _SIZE_RE.fullmatch(raw)
+    if not m:
+        raise EngineError(f"{HOST_MEMORY_ENV} must be a size like 4GiB or 4294967296, got {raw!r}")
+    return int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " "))
+
+
+def host_bytes(plan: TracePlan) -> dict[str, int]:
+    """What a run holds in host memory, by part: the inputs A and B (made whole, from the seed), the
+    outputs the launches store (their traced blocks' share: output pages nothing writes are never
+    touched), the trace records (raw, then assembled). On the GPU the outputs live on the device,
+    so there it is an upper bound."""
+    p = plan.problem
+    shapes = global_shapes(p)
+    parts = {"A": 4 * p.m * p.k, "B": 4 * p.k * p.n}
+    for lp in plan.launches:
+        share = len(lp.blocks) / (lp.grid[0] * lp.grid[1])
+        for site in sources.load(lp.file).sites:
+            if site.space == "global" and site.op == "store":
+                rows, cols = shapes[site.array]
+                parts[site.array] = max(parts.get(site.array, 0), int(4 * rows * cols * share))
+    parts["records"] = plan.estimate * RECORD_HOST_BYTES
+    return parts
+
+
+def check_fits_host(plan: TracePlan) -> None:
+    """Refuses, before anything is allocated, a run over the host memory limit, with the estimate."""
+    parts = host_bytes(plan)
+    need, limit = sum(parts.values()), host_memory_limit()
+    if need > limit:
+        what = ", ".join(f"{k} {format_bytes(v)}" for k, v in parts.items() if v)
+        raise EngineError(f"{plan.problem.describe()} needs {format_bytes(need)} of host memory ({what}); the limit "
+                          f"is {format_bytes(limit)} ({HOST_MEMORY_ENV}): trace a smaller size")
 
 
 def check_fits_gpu(problem: Problem, kernel: str, status) -> None:

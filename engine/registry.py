@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 from .documents import cite
 from .errors import EngineError, lookup
 from .problem import Problem
@@ -30,6 +32,9 @@ class Launch:
     block: Callable[[Problem], tuple[int, int]]
     # Upper bound of accesses one thread records: used to refuse a trace before running it.
     records_per_thread: Callable[[Problem], int]
+    # A preparation launch: its blocks whose output the given blocks of the main launch read, (n, 2)
+    # uint32, so that tracing a few blocks runs only those. None: all of them.
+    prepares: Callable[[Problem, np.ndarray], np.ndarray] | None = None
 
     @property
     def kernel(self) -> str:
@@ -83,6 +88,14 @@ def _tiled_records(p: Problem) -> int:
     return phases * (4 + 2 * p.tile) + 1
 
 
+def _transposes_read_by(p: Problem, blocks: np.ndarray) -> np.ndarray:
+    """naive_transposed_b's block (x, y) reads rows x*bx .. x*bx+bx-1 of BT (its columns of C), all
+    K of them; transpose_b's block (x, y), of the same block shape, writes those rows for columns
+    y*by .. y*by+by-1 of BT. So: the transpose blocks of the same x, every y."""
+    xs = np.unique(blocks[:, 0])
+    return np.array([(x, y) for y in range(_cdiv(p.k, p.block[1])) for x in xs], dtype=np.uint32).reshape(-1, 2)
+
+
 def _tile_block(p: Problem) -> tuple[int, int]:
     return (p.tile, p.tile)
 
@@ -120,7 +133,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         launches=(
             Launch("transpose_b.cu",
                    grid=lambda p: (_cdiv(p.n, p.block[0]), _cdiv(p.k, p.block[1])),
-                   block=lambda p: p.block, records_per_thread=lambda p: 2),
+                   block=lambda p: p.block, records_per_thread=lambda p: 2, prepares=_transposes_read_by),
             Launch("naive_transposed_b.cu",
                    grid=lambda p: (_cdiv(p.n, p.block[0]), _cdiv(p.m, p.block[1])),
                    block=lambda p: p.block, records_per_thread=_naive_records),

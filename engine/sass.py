@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import build
+from .errors import EngineError
 
 _OP_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)")
 _LINE_RE = re.compile(r'line (\d+)')
@@ -34,12 +35,21 @@ def nvdisasm() -> str | None:
     return None
 
 
+def unavailable(note: str) -> dict:
+    return {"available": False, "by_line": {}, "note": note}
+
+
 def memory_instructions(file: str, tile: int, pad: int) -> dict:
-    """{'available': bool, 'by_line': {line: {opcode: count}}, 'note': str} for the plain build."""
+    """{'available': bool, 'by_line': {line: {opcode: count}}, 'note': str} for the plain build.
+    A tool that is missing or fails gives available=False and a note saying why: an empty listing
+    must never read as "SASS matches the source"."""
     tool = nvdisasm()
     if not tool or not build.nvcc():
-        return {"available": False, "by_line": {}, "note": "SASS not inspected: nvcc or nvdisasm not found"}
-    cubin = build.build_cubin(file, tile, pad, traced=False)
+        return unavailable("SASS not inspected: nvcc or nvdisasm not found")
+    try:
+        cubin = build.build_cubin(file, tile, pad, traced=False)
+    except EngineError as exc:
+        return unavailable(f"SASS listing unavailable: {exc}")
     # The answer depends only on the cubin, whose name is a hash of its inputs: kept next to it, so
     # nvdisasm runs once per build, not once per server (about half a second on a small machine).
     saved = cubin.with_suffix(".sass.json")
@@ -48,14 +58,25 @@ def memory_instructions(file: str, tile: int, pad: int) -> dict:
             info = json.loads(saved.read_text())
             info["by_line"] = {int(k): v for k, v in info["by_line"].items()}
             return info
-        except (ValueError, KeyError, OSError):
+        except (ValueError, KeyError, OSError, AttributeError):
             pass   # unreadable: list it again below
-    done = subprocess.run([tool, "--print-line-info", str(cubin)], capture_output=True, text=True, timeout=60)
+    try:
+        done = subprocess.run([tool, "--print-line-info", str(cubin)], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return unavailable(f"SASS listing unavailable: nvdisasm took longer than 60 s on {cubin.name}")
+    except OSError as exc:
+        return unavailable(f"SASS listing unavailable: nvdisasm could not be started ({exc.strerror or exc})")
+    if done.returncode:   # a failed listing is reported, never kept
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return unavailable(f"SASS listing unavailable: nvdisasm failed on {cubin.name}: "
+                           f"{lines[0].strip() if lines else f'exit status {done.returncode}'}")
     info = _memory_instructions(done.stdout)
-    if done.returncode == 0:   # a failed listing is answered, never kept
-        tmp = saved.with_name(f"{saved.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = saved.with_name(f"{saved.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
         tmp.write_text(json.dumps(info))
         os.replace(tmp, saved)
+    except OSError:
+        pass      # not kept: listed again next time
     return info
 
 

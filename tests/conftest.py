@@ -28,6 +28,23 @@ def shots(tmp_path_factory):
     return path
 
 
+FAILING_NVCC = "nvcc fatal   : Unsupported gpu architecture"
+
+
+@pytest.fixture
+def failing_nvcc(tmp_path, monkeypatch):
+    """An nvcc that answers --version but fails every build with FAILING_NVCC, and a fresh compile
+    cache, so that nothing already compiled hides it."""
+    fake = tmp_path / "nvcc"
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "fake nvcc"; exit 0; fi\n'
+                    f"echo '{FAILING_NVCC}' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
+    from engine import build
+    monkeypatch.setattr(build, "nvcc", lambda: str(fake))
+    return fake
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU and PyCUDA (run on the device)")
 

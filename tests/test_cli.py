@@ -1,6 +1,15 @@
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
+
+from engine import cli
 from engine.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_kernels_lists_the_catalog(capsys):
@@ -20,6 +29,7 @@ def test_trace_prints_json_metrics_and_writes_the_trace(capsys, tmp_path):
     assert ncu["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == 32 * 32 * (32 + 1)  # 32 warps x 32 p: 32-way + broadcast
     import numpy as np
     assert len(np.load(out)["records"]) == summary["records"]
+    assert [p.name for p in tmp_path.iterdir()] == ["t.npz"]      # written through a temporary file, renamed
 
 
 def test_bad_input_is_one_line_on_stderr(capsys):
@@ -39,3 +49,90 @@ def test_one_block_of_a_big_product_is_cheap(capsys):
                  "--source", "cpu"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["records"] == 256 * (2 * 1024 + 1) and summary["traced_blocks"] == 1
+
+
+def _strict(text: str):
+    """json.loads that refuses NaN and Infinity, as strict parsers and Node's JSON.parse do."""
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def _one_line_error(capsys, argv) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("error: ") and captured.err.count("\n") == 1, captured.err
+    return captured.err.strip()
+
+
+TRACE_32 = ["trace", "naive_x_cols", "--m", "32", "--n", "32", "--k", "8", "--source", "cpu"]
+
+
+@pytest.mark.parametrize("block", ["99999999999999999999,0", "0,4294967296", "-1,0", "2,0"])
+def test_blocks_beyond_the_grid_or_any_integer_type_are_outside_the_grid(capsys, block):
+    assert _one_line_error(capsys, TRACE_32 + [f"--blocks={block}"]) == \
+        f"error: block {block} is outside the grid of 2x2 blocks for 32x32x8"
+
+
+@pytest.mark.parametrize("out, message", [
+    ("/nonexistent/dir/t.npz", "error: --out /nonexistent/dir/t.npz: the directory /nonexistent/dir does not exist"),
+    ("/proc/t.npz", "error: --out /proc/t.npz: cannot write in /proc ("),
+    ("{tmp}/t.json", "error: --out {tmp}/t.json: a trace is written as .npz or .csv, not .json"),
+    ("{tmp}", "error: --out {tmp}: a trace is written as .npz or .csv, not a name without a suffix"),
+])
+def test_out_is_checked_before_anything_is_traced(capsys, monkeypatch, tmp_path, out, message):
+    def never(*args, **kwargs):
+        raise AssertionError("traced before --out was checked: the work would be lost")
+    monkeypatch.setattr(cli.tracer, "trace", never)
+    err = _one_line_error(capsys, TRACE_32 + ["--out", out.format(tmp=tmp_path)])
+    assert err.startswith(message.format(tmp=tmp_path))
+    assert not list(tmp_path.iterdir())   # nothing left behind
+
+
+def test_trace_json_is_strict_json(capsys):
+    # pandas fills the shared columns of global sites (and the reverse) with NaN: json.dumps wrote them bare.
+    assert main(["trace", "tiled_guarded", "--m", "32", "--n", "32", "--k", "32", "--source", "cpu"]) == 0
+    summary = _strict(capsys.readouterr().out)
+    shared = next(s for s in summary["sites"] if s["space"] == "shared")
+    assert shared["sectors"] is None and shared["wavefronts"] > 0
+
+
+def test_info_json_is_strict_json(capsys):
+    assert main(["info"]) == 0
+    assert _strict(capsys.readouterr().out)["mode"].lower() in ("gpu", "cpu")
+
+
+def test_record_cap_from_the_environment(capsys, monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", "1e2")
+    assert "over the cap of 100:" in _one_line_error(capsys, TRACE_32)
+    for bad in ("2.5", "ten", "-3", "0", "inf"):
+        monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", bad)
+        assert _one_line_error(capsys, TRACE_32) == ("error: MATMUL_EXPLORER_RECORD_CAP must be a whole number of "
+                                                     f"records like 10000000 or 1e7, got {bad!r}")
+
+
+def test_a_bad_record_cap_does_not_stop_the_engine_from_importing():
+    env = {**os.environ, "MATMUL_EXPLORER_RECORD_CAP": "lots"}
+    done = subprocess.run([sys.executable, "-m", "engine", "kernels"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "naive_x_rows" in done.stdout, done.stderr
+
+
+def test_host_memory_is_refused_before_it_is_allocated(capsys, monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_HOST_MEMORY", "100MiB")
+    err = _one_line_error(capsys, ["trace", "naive_x_cols", "--m", "32768", "--n", "32768", "--k", "1024",
+                                   "--blocks", "0,0", "--source", "cpu"])
+    # A and B whole; C: the one block's share; records: 256 threads x 2049 at 16 + 31 bytes.
+    assert err == ("error: 32768x32768x1024 needs 280 MiB of host memory (A 128 MiB, B 128 MiB, C 1 KiB, "
+                   "records 24 MiB); the limit is 100 MiB (MATMUL_EXPLORER_HOST_MEMORY): trace a smaller size")
+
+
+def test_one_block_of_a_big_product_does_not_touch_all_of_c():
+    # 16384 x 16384 floats of C are 1 GiB: filled with NaN, a one-block trace's memory was all of it.
+    script = ("import resource; from engine.cli import main; "
+              "main(['trace', 'naive_x_cols', '--m', '16384', '--n', '16384', '--k', '64', '--blocks', '5,7', "
+              "'--source', 'cpu']); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary, peak_mib = done.stdout.rsplit("\n", 2)[0], int(done.stdout.split()[-1])
+    assert _strict(summary)["relative_error"] < 1e-6
+    assert peak_mib < 700, peak_mib

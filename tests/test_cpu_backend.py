@@ -51,3 +51,58 @@ def test_concurrent_cpu_traces_do_not_mix():
         alone = tracer.trace("tiled_guarded", p, source="cpu")
         assert np.array_equal(alone.records, t.records)
         assert t.rel_error < 1e-6
+
+
+def test_shared_memory_out_of_bounds_is_an_error_not_a_crash():
+    # Run in a child process: before shared arrays were bounds-checked, this store killed the
+    # process (a segfault), which would take the whole test run with it.
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    script = f"""
+from engine import tracer
+from engine.cpu_backend import CpuDevice
+from engine.errors import EngineError
+from engine.execute import execute
+from engine.plan import single_launch_plan
+from engine.problem import make_problem
+plan = single_launch_plan({str(root / "tests" / "cuda" / "shared_out_of_bounds.cu")!r}, make_problem(8, 8, 8), (1, 1), (32, 1))
+try:
+    execute(plan, CpuDevice())
+except EngineError as exc:
+    print(exc)
+print(tracer.trace("tiled_guarded", make_problem(8, 8, 8, tile=8), source="cpu").rel_error < 1e-6)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        "shared_out_of_bounds accessed As outside its bounds: the kernel is wrong for this size", "True"]
+
+
+def test_shared_memory_in_bounds_at_every_tile_and_pad():
+    # The shared bounds are the declared shapes, padding included: no correct kernel trips them.
+    for spec in registry.traceable():
+        for tile in spec.tiles:
+            for pad in spec.pads or (0,):
+                p = make_problem(2 * tile, tile, 2 * tile, tile=tile, pad=pad, block=spec.default_block)
+                assert tracer.trace(spec.name, p, source="cpu").rel_error < 1e-6
+
+
+def test_every_library_loaded_is_its_own():
+    # Libraries are loaded from in-memory copies (/proc/self/fd/N): dlopen answers a path it has
+    # seen with the library it loaded then, so no two may ever share a path.
+    import ctypes
+    from engine import cpu_backend
+    fns = [cpu_backend._library(f, 16, 0) for f in ("naive_x_cols.cu", "naive_x_rows.cu", "transpose_b.cu")]
+    assert len({ctypes.cast(fn, ctypes.c_void_p).value for fn in fns}) == 3
+
+
+def test_a_one_block_trace_of_the_transposed_b_pipeline_transposes_only_what_it_reads():
+    # Block (5, 3) computes C columns 160..191: it reads rows 160..191 of BT, which the transpose
+    # blocks (5, y) write, for every y. Before, all 16 x 12 transpose blocks ran.
+    p = make_problem(256, 512, 96, block=(32, 8))
+    t = tracer.trace("naive_transposed_b", p, [(5, 3)], source="cpu")
+    assert [tuple(b) for b in t.launches[0].blocks.tolist()] == [(5, y) for y in range(96 // 8)]
+    assert not t.launches[0].traced
+    assert t.checked_outputs == 32 * 8 and t.rel_error < 1e-6     # BT was complete where it was read

@@ -102,6 +102,24 @@ def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
         assert len(hist["data"]) == 2                          # as compiled (LDS.128) too
 
 
+def test_bank_conflicts_says_when_the_sass_listing_failed(failing_nvcc):
+    """A failing nvcc is one line on the page (the counts as written still shown), never an error
+    that stops the page, nor "SASS matches the source"."""
+    from pages.lib import ui
+    from tests.conftest import FAILING_NVCC
+    ui.cached_sass.clear()
+    ui.cached_summary.clear()
+    try:
+        at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
+    finally:
+        ui.cached_sass.clear()
+        ui.cached_summary.clear()
+    assert not at.error, [e.value for e in at.error]
+    captions = [str(c.value) for c in at.caption]
+    assert f"SASS listing unavailable: nvcc on shared_bank_conflicts.cu failed: {FAILING_NVCC}" in captions
+    assert len(figures(at)[1]["data"]) == 1      # the histogram as written only
+
+
 def test_presenter_mode_makes_text_bigger():
     small = figures(open_page("pages/bank_conflicts.py", {"size": "32"}))[0]["layout"]["font"]["size"]
     big = figures(open_page("pages/bank_conflicts.py", {"size": "32", "presenter": "1"}))[0]["layout"]["font"]["size"]

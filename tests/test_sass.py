@@ -1,6 +1,7 @@
 import pytest
 
 from engine import build, sass
+from tests.conftest import FAILING_NVCC
 
 pytestmark = pytest.mark.skipif(sass.nvdisasm() is None or build.nvcc() is None, reason="no nvdisasm/nvcc")
 
@@ -17,3 +18,19 @@ def test_seed001_tile_a_reads_merge_into_lds128_without_padding_only():
 def test_naive_kernel_sass_is_scalar():
     info = sass.memory_instructions("naive_x_cols.cu", 16, 0)
     assert info["note"].startswith("SASS matches the source")
+
+
+def test_a_failing_nvdisasm_is_reported_never_read_as_a_match(tmp_path, monkeypatch):
+    # Before: nvdisasm's empty output was counted as "SASS matches the source".
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    monkeypatch.setattr(sass, "nvdisasm", lambda: "/bin/false")
+    info = sass.memory_instructions("naive_x_cols.cu", 16, 0)
+    assert info["available"] is False and info["by_line"] == {}
+    assert info["note"].startswith("SASS listing unavailable: nvdisasm failed on naive_x_cols-plain-")
+    assert not list(tmp_path.glob("*.sass.json"))   # a failure is never kept
+
+
+def test_a_failing_nvcc_is_reported_not_raised(failing_nvcc):
+    info = sass.memory_instructions("naive_x_cols.cu", 16, 0)
+    assert info["available"] is False
+    assert info["note"] == f"SASS listing unavailable: nvcc on naive_x_cols.cu failed: {FAILING_NVCC}"
