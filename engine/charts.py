@@ -6,6 +6,7 @@ chart (and so in every export), and log axes ticked at readable round values onl
 """
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -79,7 +80,8 @@ def _series(df: pd.DataFrame):
         return ok.assign(size=[], label=[], color=[], gpu_i=[])
     ok["size"] = np.cbrt(ok["m"].astype(float) * ok["n"] * ok["k"])
     base = ok.apply(label, axis=1)
-    ok["label"] = labels(df).loc[ok.index]
+    # Plotly reads some HTML in names (<b>, <a href>); a GPU's name comes from a file: shown as text.
+    ok["label"] = labels(df).loc[ok.index].map(lambda s: html.escape(s, quote=False))
     ok["color"] = base.map(palette)
     ok["rank"] = base.map(list(palette).index)
     gpus = list(dict.fromkeys(df["gpu"])) if "gpu" in df else [None]
@@ -246,3 +248,9 @@ def provenance_note(prov: dict) -> str:
     parts = [prov.get("gpu"), (prov.get("date") or "")[:10], driver and f"driver CUDA {driver}",
              prov.get("cuda") and f"CUDA {prov['cuda']}", timing]
     return " · ".join(str(p) for p in parts if p)
+
+
+def notes(provs: list[dict]) -> str:
+    """The provenance of each run shown, one line each, as a chart's note: plain text (Plotly reads
+    some HTML, and a GPU's name comes from a file)."""
+    return "<br>".join(html.escape(provenance_note(p), quote=False) for p in provs)
