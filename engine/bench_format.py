@@ -98,11 +98,17 @@ class BadDocument(EngineError):
 
 @dataclass
 class Document:
-    rows: list[dict]        # the rows kept, with the fields the format names
-    frame: pd.DataFrame     # the same rows as a table
+    frame: pd.DataFrame     # the rows kept, with the fields the format names, as a table
     prov: dict
     skipped: list[str]      # why rows were left out, one line each (capped like BadDocument's)
     left_out: int           # how many rows were left out
+    raw: list[dict]         # every row as parsed
+    kept: np.ndarray        # which of them are kept
+
+    @property
+    def rows(self) -> list[dict]:
+        """The rows kept, as the file has them, with the fields the format names (to write out again)."""
+        return [{k: v for k, v in self.raw[i].items() if k in ROW} for i in np.flatnonzero(self.kept)]
 
 
 class _Problems:
@@ -138,25 +144,35 @@ def _show(value) -> str:
     return "an object"
 
 
-def _valid(value, kind: str) -> bool:
-    """Whether one value (not missing) is of a field's kind."""
-    types, _ = KINDS[kind]
-    if type(value) not in types:   # exact types: JSON true is a bool, not the number 1
-        return False
-    if kind in ("number", "positive"):
-        return math.isfinite(value) and (kind == "number" or value > 0)
-    if kind in ("count", "size"):
-        return (1 if kind == "size" else 0) <= value <= INT_MAX
-    if kind == "name":
-        return len(value) <= MAX_NAME
-    if kind == "text":
-        return len(value) <= MAX_TEXT
+# Numbers a chart and the derived figures can compute with (a JSON integer may have 400 digits).
+BOUNDS = {"number": (-1e300, 1e300), "positive": (0, 1e300), "count": (0, INT_MAX), "size": (1, INT_MAX)}
+LENGTHS = {"name": MAX_NAME, "text": MAX_TEXT, "date": 64}
+
+
+def _fits(values: pd.Series, kind: str) -> np.ndarray:
+    """Which values (none of them missing) are of a field's kind: a column of 50,000 at a time."""
+    ok = values.map(type).isin(KINDS[kind][0]).to_numpy()   # exact types: JSON true is a bool, not 1
+    if kind in BOUNDS:
+        lo, hi = BOUNDS[kind]
+        v = values.where(ok, hi)   # (what failed already is left out of the comparison)
+        ok = ok & ((v > lo) if kind == "positive" else (v >= lo)).to_numpy() & (v <= hi).to_numpy()
+    if kind in LENGTHS:
+        ok = ok & (values.where(ok, "").map(len).to_numpy() <= LENGTHS[kind])
     if kind == "date":
-        try:
-            dt.datetime.fromisoformat(value)
-        except ValueError:
-            return False
+        ok = ok & values.where(ok, "").map(_is_date).to_numpy().astype(bool)
+    return ok
+
+
+def _is_date(text: str) -> bool:
+    try:
+        dt.datetime.fromisoformat(text)
+    except ValueError:
+        return False
     return True
+
+
+def _valid(value, kind: str) -> bool:
+    return bool(_fits(pd.Series([value], dtype=object), kind)[0])
 
 
 def _check_object(obj, path: str, schema: dict[str, Field], problems: _Problems) -> dict:
@@ -212,10 +228,10 @@ def _row_types(raw: list, problems: _Problems) -> pd.DataFrame:
     for order, (name, field) in enumerate(ROW.items()):
         col = frame[name]
         missing = col.isna().to_numpy()   # absent, null or NaN
-        wrong = ~missing & ~col.map(lambda v, kind=field.kind: _valid(v, kind)).to_numpy()
+        wrong = ~missing & ~_fits(col, field.kind)
         checks = [(wrong, field.wanted), (missing & field.required, field.wanted)]
         if name in DRAWN:   # a timed row is drawn on log axes: the value must be there, above zero
-            low = timed & ~missing & ~wrong & ~col.map(lambda v: _valid(v, "positive")).to_numpy()
+            low = timed & ~missing & ~wrong & ~_fits(col, "positive")
             checks.append((timed & (missing | low), "a positive number for a timed row"))
         for rows, wanted in checks:
             for i in np.flatnonzero(rows)[:MAX_MESSAGES]:
@@ -295,8 +311,10 @@ def read(data: bytes | str) -> Document:
     left_out = _unknown(frame, unknown)
     if left_out.all():
         raise BadDocument(unknown.lines())
-    rows = [{k: v for k, v in raw[i].items() if k in ROW} for i in np.flatnonzero(~left_out)]
-    return Document(rows, pd.DataFrame(rows), prov, unknown.lines(), int(left_out.sum()))
+    # The table as pandas makes it from the rows themselves: a column for each field some row has.
+    present = set().union(*raw)
+    table = frame.loc[~left_out, [c for c in ROW if c in present]].reset_index(drop=True).infer_objects()
+    return Document(table, prov, unknown.lines(), int(left_out.sum()), raw, ~left_out)
 
 
 # Every ASCII punctuation character: a backslash before any of them makes Markdown show it as itself.

@@ -233,7 +233,7 @@ def load_upload(name: str, data: bytes) -> tuple[tuple[pd.DataFrame, dict] | Non
         doc = bench_format.read(data)
     except bench_format.BadDocument as exc:
         return None, [f"{name} is not shown: it is not a benchmark export this explorer can read."] + exc.lines
-    left_out = [f"{name}: {doc.left_out:,} of {doc.left_out + len(doc.rows):,} rows left out (values this explorer "
+    left_out = [f"{name}: {doc.left_out:,} of {len(doc.raw):,} rows left out (values this explorer "
                 "does not know):"] + doc.skipped if doc.left_out else []
     return _run(doc), left_out
 
