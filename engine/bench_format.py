@@ -319,10 +319,14 @@ def read(data: bytes | str) -> Document:
 
 # Every ASCII punctuation character: a backslash before any of them makes Markdown show it as itself.
 _MARKDOWN = re.compile(r"([!-/:-@\[-`{-~])")
+# Markdown's autolinks (GFM) are found in the text after its escapes are undone: a word joiner (U+2060,
+# invisible) inside "://", "www." and after "@" keeps a URL or address from becoming a link.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
 
 
 def plain(text: str) -> str:
     """Text from a file (a GPU's or a file's name, a date, a message quoting a value), for a Markdown
     renderer: on one line, every character shown as itself, so `![x](http://...)` is not an image
     fetched from elsewhere, and no link, heading or HTML either."""
-    return _MARKDOWN.sub(r"\\\1", " ".join(str(text).split()))
+    return _MARKDOWN.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, " ".join(str(text).split())))
