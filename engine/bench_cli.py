@@ -34,10 +34,11 @@ def read_export(path: Path) -> bench_format.Document:
         raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         doc = bench_format.read(data)
-    except EngineError as exc:
+    except bench_format.BadDocument as exc:
         raise EngineError(f"{path}: {exc}") from None
     if doc.left_out:
-        print(f"warning: {path}: {doc.left_out:,} rows left out: " + "; ".join(doc.skipped), file=sys.stderr)
+        print(f"warning: {path}: {doc.left_out:,} of {len(doc.raw):,} rows left out: " + "; ".join(doc.skipped),
+              file=sys.stderr)
     return doc
 
 

@@ -44,6 +44,7 @@ KINDS = {
     "size": ((int,), "a whole number from 1 to 2,147,483,647"),
     "flag": ((bool,), "true or false"),
     "version": ((int, str), "a number or a string"),
+    "object": ((dict,), "an object"),
 }
 INT_MAX = 2**31 - 1
 
@@ -190,7 +191,7 @@ def _check_object(obj, path: str, schema: dict[str, Field], problems: _Problems)
             if isinstance(value, dict):
                 out[name] = _check_object(value, where, OBJECTS[name], problems)
             else:
-                problems.add(f"{where}: expected {field.wanted or 'an object'}, got {_show(value)}", order=order)
+                problems.add(f"{where}: expected {field.wanted}, got {_show(value)}", order=order)
         elif _valid(value, field.kind):
             out[name] = " ".join(value.split()) if field.kind == "name" else value   # one line in a label
         else:
@@ -218,10 +219,11 @@ def _parse(data: bytes | str):
 def _row_types(raw: list, problems: _Problems) -> pd.DataFrame:
     """The rows as a table of the format's fields (Python values as parsed), their types checked a
     column at a time: the file may have 50,000 rows."""
-    for i, r in enumerate(raw):
-        if not isinstance(r, dict):
-            problems.add(f"results[{i}]: expected an object, got {_show(r)}", row=i)
-    if problems:
+    not_objects = [i for i, r in enumerate(raw) if not isinstance(r, dict)]
+    for i in not_objects[:MAX_MESSAGES]:
+        problems.add(f"results[{i}]: expected an object, got {_show(raw[i])}", row=i)
+    if not_objects:
+        problems.count += len(not_objects[MAX_MESSAGES:])
         return pd.DataFrame()
     frame = pd.DataFrame(raw, columns=list(ROW), dtype=object)
     timed = (frame["status"] == "ok").to_numpy()

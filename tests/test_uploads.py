@@ -103,6 +103,39 @@ def test_values_that_would_break_a_chart_are_refused():
         assert any(field in m for m in messages), (field, messages)
 
 
+# Wrong type, out of range, not finite, nested, too long: each into every field the format names.
+HOSTILE_VALUES = [None, "x", -1, 0, 10**400, float("nan"), float("inf"), True, [[[[]]]], {"a": {}}, "x" * 5000]
+
+
+# The row fields the charts draw from (all are in the table)
+CHARTED = ("kernel", "m", "n", "k", "tile", "pad", "block", "block_x", "block_y", "status", "gflops", "intensity",
+           "sm_clock_mhz", "power_w")
+
+
+def test_any_value_in_any_field_gives_messages_never_an_exception():
+    doc = _doc()
+    places = ([(lambda d, f=f: d, f) for f in doc] + [(lambda d: d["provenance"], f) for f in bench_format.PROVENANCE]
+              + [(lambda d: d["provenance"]["peaks"], f) for f in bench_format.PEAKS]
+              + [(lambda d: d["provenance"]["settings"], f) for f in bench_format.SETTINGS]
+              + [(lambda d: d["results"][0], f) for f in bench_format.ROW])
+    for where, field in places:
+        for value in HOSTILE_VALUES:
+            d = _doc()
+            where(d)[field] = value
+            try:
+                data = json.dumps(d).encode()
+            except (ValueError, RecursionError):   # not writable as JSON: Python's own limits
+                continue
+            run, messages = benchmark.load_upload("x.json", data)
+            assert run is not None or messages, (field, value)
+            if run is not None:
+                df, prov = run
+                note = charts.notes([prov]) + benchmark.headline(df, escape=bench_format.plain)
+                if field in CHARTED and value != doc["results"][0].get(field):
+                    charts.all_charts(benchmark.derive(df, prov["peaks"]), prov["peaks"], note=note)
+                    benchmark.table(df)
+
+
 def test_the_recorded_run_and_an_export_pass_unchanged(tmp_path):
     doc = _doc()
     document = bench_format.read(RECORDED.read_bytes())
@@ -226,8 +259,13 @@ def test_server_settings_suit_a_shared_machine():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["showErrorDetails"] == "none"   # no tracebacks (server paths) in remote browsers
     assert config["browser"]["gatherUsageStats"] is False
-    assert config["server"]["maxUploadSize"] * 1024 * 1024 == bench_format.MAX_BYTES
+    assert config["server"]["maxUploadSize"] * 1024 * 1024 == bench_format.MAX_BYTES   # MB: MiB to Streamlit
     assert config["server"]["address"] == "127.0.0.1"
+    # and Streamlit, started here as `streamlit run app.py` is, reads them so
+    code = ("from streamlit import config; print(*(config.get_option(o) for o in ('client.showErrorDetails', "
+            "'server.maxUploadSize', 'server.address', 'browser.gatherUsageStats')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["none", str(bench_format.MAX_MB), "127.0.0.1", "False"]
     readme = (ROOT / "README.md").read_text()
     assert "streamlit run app.py --server.address 0.0.0.0" in readme and "8501" in readme
 
@@ -253,3 +291,15 @@ def test_bench_from_a_bad_file_is_one_line_on_stderr(case, tmp_path):
     assert str(source) in out.stderr
     if case == "invalid":
         assert 'results[3].gflops: expected a number, got "fast"' in out.stderr
+
+
+def test_bench_from_an_export_with_unknown_rows_writes_the_rest_and_says_so(tmp_path, capsys):
+    from engine.cli import main
+    source = tmp_path / "newer.json"
+    source.write_bytes(HOSTILE["precision-fp64"][0])
+    assert main(["bench", "--from", str(source), "--out", str(tmp_path / "out"), "--formats", "json"]) == 0
+    err = capsys.readouterr().err
+    total = len(_doc()["results"])
+    assert err.startswith(f"warning: {source}: 1 of {total} rows left out: results[3].precision") and err.count("\n") == 1
+    written = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert len(written["results"]) == total - 1 and written["provenance"] == _doc()["provenance"]
