@@ -1,10 +1,10 @@
 """`python -m engine bench`: a sweep on the GPU (or a recorded run re-rendered), written as files."""
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
-from . import benchmark, export, gpu_client, registry
+from . import bench_format, benchmark, export, gpu_client, registry
 from .errors import EngineError
 from .problem import parse_block
 
@@ -26,15 +26,30 @@ def register(sub) -> None:
     b.set_defaults(fn=cmd_bench)
 
 
+def read_export(path: Path) -> bench_format.Document:
+    """An export to re-render, checked like an upload; a missing or damaged file is one line naming it."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        doc = bench_format.read(data)
+    except bench_format.BadDocument as exc:
+        raise EngineError(f"{path}: {exc}") from None
+    if doc.left_out:
+        print(f"warning: {path}: {doc.left_out:,} of {len(doc.raw):,} rows left out: " + "; ".join(doc.skipped),
+              file=sys.stderr)
+    return doc
+
+
 def cmd_bench(args) -> int:
     formats = [f for f in args.formats.split(",") if f]
     bad = set(formats) - set(export.FORMATS)
     if bad:
         raise EngineError(f"formats are {', '.join(export.FORMATS)}; not {', '.join(sorted(bad))}")
     if args.source:
-        doc = json.loads(Path(args.source).read_text())
-        benchmark.load_document(json.dumps(doc))   # validates
-        rows, prov = doc["results"], doc["provenance"]
+        doc = read_export(Path(args.source))
+        rows, prov = doc.rows, doc.prov
     else:
         kernels = [k for k in args.kernels.split(",") if k]
         for k in kernels:

@@ -6,6 +6,7 @@ chart (and so in every export), and log axes ticked at readable round values onl
 """
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -20,46 +21,59 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e
 HEIGHT = 520
 # Above this the % of cuBLAS axis stops: beyond it are only the tiny sizes where cuBLAS is latency bound.
 PCT_CAP = 110.0
+MAX_VALUE_NOTES = 24   # values written beside the ▲ above PCT_CAP
 TINY_NOTE = ("▲ above {cap:.0f}%: drawn at the top, real value beside it.<br>At tiny sizes cuBLAS is bound by "
              "launch latency, not arithmetic,<br>so a simple kernel can beat it there.")
 
 
-def block_of(r) -> str | None:
-    """The launch block as 'XxY' from either field spelling ('block': '16x16', or block_x / block_y)."""
-    if isinstance(r.get("block"), str) and r.get("block"):
-        return r["block"]
-    if pd.notna(r.get("block_x")) and pd.notna(r.get("block_y")):
-        return f"{int(r['block_x'])}x{int(r['block_y'])}"
-    return None
+LABEL_FIELDS = ("kernel", "block", "block_x", "block_y", "tile", "pad")
+
+
+def _given(v) -> bool:
+    """Not None and not NaN (pd.notna, at a fraction of its cost per value)."""
+    return v is not None and not (isinstance(v, float) and v != v)
+
+
+def _label(kernel, block, block_x, block_y, tile, pad) -> str:
+    parts = [kernel]
+    if isinstance(block, str) and block:   # the launch block as 'XxY', in either field spelling
+        parts.append(block)
+    elif _given(block_x) and _given(block_y):
+        parts.append(f"{int(block_x)}x{int(block_y)}")
+    if _given(tile):
+        parts.append(f"T{int(tile)}")
+    if _given(pad) and pad:
+        parts.append(f"pad{int(pad)}")
+    return " ".join(parts)
 
 
 def label(r) -> str:
     """A benchmark row's name in every chart and table: kernel with the block shape, TILE and PAD it ran
     with, so that two runs of one kernel with different launch shapes never share a name."""
-    parts = [r["kernel"]]
-    if block_of(r):
-        parts.append(block_of(r))
-    if pd.notna(r.get("tile")):
-        parts.append(f"T{int(r['tile'])}")
-    if pd.notna(r.get("pad")) and r.get("pad"):
-        parts.append(f"pad{int(r['pad'])}")
-    return " ".join(parts)
+    return _label(*(r.get(f) for f in LABEL_FIELDS))
 
 
-def labels(df: pd.DataFrame) -> pd.Series:
-    """Row labels; with several GPUs, each followed by its GPU."""
-    out = df.apply(label, axis=1) if len(df) else pd.Series([], dtype=object)
+def _labels_of(df: pd.DataFrame) -> pd.Series:
+    """label() of every row, from plain column values: row by row through pandas took seconds for a
+    20,000-row upload."""
+    columns = [df[f].to_numpy() if f in df else [None] * len(df) for f in LABEL_FIELDS]
+    return pd.Series([_label(*values) for values in zip(*columns)], index=df.index, dtype=object)
+
+
+def labels(df: pd.DataFrame, base: pd.Series | None = None) -> pd.Series:
+    """Row labels; with several GPUs, each followed by its GPU. `base`: the rows' _labels_of, if made."""
+    out = _labels_of(df) if base is None else base
     if "gpu" in df and df["gpu"].nunique() > 1:
         out = out + " · " + df["gpu"].astype(str)
     return out
 
 
-def colors(df: pd.DataFrame) -> dict[str, str]:
+def colors(df: pd.DataFrame, base: pd.Series | None = None) -> dict[str, str]:
     """One colour per kernel label (GPUs are told apart by line dash and marker, not colour), from
     every row, not just the ones a chart draws, in catalog order: the same kernel gets the same colour
-    in every chart of one result set."""
+    in every chart of one result set. `base`: the rows' _labels_of, if made."""
     order = {k.name: i for i, k in enumerate(registry.CATALOG)}
-    names = pd.DataFrame({"label": df.apply(label, axis=1) if len(df) else [],
+    names = pd.DataFrame({"label": _labels_of(df) if base is None else base,
                           "kernel": df["kernel"] if len(df) else []}).drop_duplicates("label")
     names["rank"] = names["kernel"].map(order).fillna(len(order))
     ranked = names.sort_values(["rank", "label"])["label"]
@@ -73,13 +87,15 @@ GPU_SYMBOLS = ("circle", "square", "x", "cross")
 def _series(df: pd.DataFrame):
     """The rows that were timed, with size, label, colour and the GPU's index, sorted for the legend
     (catalog order, then GPU) and, within a label, by size."""
-    palette = colors(df)
+    every = _labels_of(df)
+    palette = colors(df, every)
     ok = df[df["status"] == "ok"].copy()
     if ok.empty:
         return ok.assign(size=[], label=[], color=[], gpu_i=[])
     ok["size"] = np.cbrt(ok["m"].astype(float) * ok["n"] * ok["k"])
-    base = ok.apply(label, axis=1)
-    ok["label"] = labels(df).loc[ok.index]
+    base = every.loc[ok.index]
+    # Plotly reads some HTML in names (<b>, <a href>); a GPU's name comes from a file: shown as text.
+    ok["label"] = labels(df, every).loc[ok.index].map(lambda s: html.escape(s, quote=False))
     ok["color"] = base.map(palette)
     ok["rank"] = base.map(list(palette).index)
     gpus = list(dict.fromkeys(df["gpu"])) if "gpu" in df else [None]
@@ -100,12 +116,14 @@ def _curves(fig: go.Figure, ok: pd.DataFrame, y: str, hover: str, custom: str | 
                 continue
             fig.add_scatter(x=sub["size"], y=sub[y], mode=mode, name=name, legendgroup=name, showlegend=show,
                             line={"color": color, "dash": dash}, marker={"color": color, "symbol": symbol, "size": 8},
-                            text=sub.apply(_shape, axis=1), customdata=sub[custom] if custom else None,
+                            text=_shapes(sub), customdata=sub[custom] if custom else None,
                             hovertemplate="%{text}: " + hover + f"<extra>{name}</extra>")
 
 
-def _shape(r) -> str:
-    return f"{r['m']}" if r["m"] == r["n"] == r["k"] else f"{r['m']}x{r['n']}x{r['k']}"
+def _shapes(df: pd.DataFrame) -> list[str]:
+    """Each row's size as hover text: '1024', or '4096x1024x2048' when not square."""
+    # an array, not a list: Plotly checks a list's every element (0.1 s per 20,000)
+    return np.array([f"{m}" if m == n == k else f"{m}x{n}x{k}" for m, n, k in zip(df["m"], df["n"], df["k"])])
 
 
 def _short(v: float) -> str:
@@ -170,8 +188,11 @@ def pct_of_cublas(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure
         fig.add_scatter(x=high["size"], y=[PCT_CAP] * len(high), mode="markers", showlegend=False,
                         marker={"symbol": "triangle-up", "size": 13, "color": high["color"].tolist(),
                                 "line": {"color": "black", "width": 1}}, hoverinfo="skip", cliponaxis=False)
-        for _, at_size in high.groupby("size"):   # the real values, stacked beside their ▲, in their colours
-            for i, (_, r) in enumerate(at_size.sort_values("pct_cublas", ascending=False).iterrows()):
+        # the real values, stacked beside their ▲, in their colours: the smallest sizes' first, as many
+        # as can be read (each point's hover has its value too)
+        written = high.sort_values(["size", "pct_cublas"], ascending=[True, False]).head(MAX_VALUE_NOTES)
+        for _, at_size in written.groupby("size"):
+            for i, (_, r) in enumerate(at_size.iterrows()):
                 fig.add_annotation(x=math.log10(r["size"]), y=PCT_CAP, text=f"{r['pct_cublas']:.0f}%", showarrow=False,
                                    xanchor="left", xshift=10, yshift=-16 * i, bgcolor="rgba(255,255,255,0.8)",
                                    font={"size": font - 1, "color": r["color"]})
@@ -204,7 +225,7 @@ def roofline(df: pd.DataFrame, peaks: dict, font: int = 13, note: str = "") -> g
         fig.add_scatter(x=part["intensity"], y=part["gflops"], mode="markers", name=name,
                         marker={"size": 9, "color": part["color"].iloc[0],
                                 "symbol": GPU_SYMBOLS[part["gpu_i"].iloc[0] % len(GPU_SYMBOLS)]},
-                        text=part.apply(_shape, axis=1),
+                        text=_shapes(part),
                         hovertemplate="%{text}: %{y:,.0f} GFLOP/s at %{x:.0f} FLOP/B" + f"<extra>{name}</extra>")
     fig.update_xaxes(title="arithmetic intensity (FLOP per byte, each matrix moved once)", **_log_axis(ai))
     fig.update_yaxes(title="GFLOP/s", **_log_axis(list(ok["gflops"]) + [r[0] * 1.6 for r in roofs]))
@@ -215,7 +236,7 @@ def telemetry(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
     """Clock, power and temperature after each point, in measurement order: throttling shows here."""
     fig = go.Figure()
     have = [c for c in ("sm_clock_mhz", "power_w", "temperature_c") if c in df]
-    idx = list(range(1, len(df) + 1))
+    idx = np.arange(1, len(df) + 1)
     names = {"sm_clock_mhz": "SM clock (MHz)", "power_w": "power (W)", "temperature_c": "temperature (°C)"}
     for i, col in enumerate(have):
         fig.add_scatter(x=idx, y=df[col], mode="lines+markers", name=names[col], yaxis="y" if i == 0 else f"y{i + 1}")
@@ -246,3 +267,9 @@ def provenance_note(prov: dict) -> str:
     parts = [prov.get("gpu"), (prov.get("date") or "")[:10], driver and f"driver CUDA {driver}",
              prov.get("cuda") and f"CUDA {prov['cuda']}", timing]
     return " · ".join(str(p) for p in parts if p)
+
+
+def notes(provs: list[dict]) -> str:
+    """The provenance of each run shown, one line each, as a chart's note: plain text (Plotly reads
+    some HTML, and a GPU's name comes from a file)."""
+    return "<br>".join(html.escape(provenance_note(p), quote=False) for p in provs)

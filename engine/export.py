@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import charts
-from .benchmark import derive, to_document
+from .bench_format import to_document
+from .benchmark import derive
 from .errors import EngineError
 
 FORMATS = ("csv", "json", "html", "png", "svg")
@@ -100,7 +101,7 @@ def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.
 def figures(rows: list[dict], prov: dict, font: int = 13) -> dict:
     """Every chart of one run, each carrying its provenance in the picture."""
     df = derive(pd.DataFrame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
-    return charts.all_charts(df, prov["peaks"], font, note=charts.provenance_note(prov)) if len(df) else {}
+    return charts.all_charts(df, prov["peaks"], font, note=charts.notes([prov])) if len(df) else {}
 
 
 def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: int = 1200,

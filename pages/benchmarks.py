@@ -5,7 +5,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from engine import benchmark, charts, export, registry
+from engine import bench_format, benchmark, charts, export, registry
 from engine.errors import EngineError
 from pages.lib import ui
 
@@ -31,8 +31,8 @@ NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "
 def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict]) -> None:
     """Charts (full width: side by side they are too small to read at 1280 px), the table, the exports."""
     df = benchmark.derive(df, peaks)
-    figs = charts.all_charts(df, peaks, font, note="<br>".join(charts.provenance_note(p) for p in provs))
-    st.markdown(benchmark.headline(df))
+    figs = charts.all_charts(df, peaks, font, note=charts.notes(provs))
+    st.markdown(benchmark.headline(df, escape=bench_format.plain))
     fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
     for name, fig in figs.items():
         filename = export.chart_filename(name, [p.get("gpu") for p in provs], [p.get("date") for p in provs])
@@ -50,7 +50,7 @@ def exports(rows: list[dict], prov: dict, key: str) -> None:
     a, b, c = st.columns(3)
     a.download_button("Data as CSV", export.results_csv(rows, prov), name("results") + ".csv", "text/csv",
                       key=f"csv-{key}")
-    b.download_button("Data as JSON (with provenance)", json.dumps(benchmark.to_document(rows, prov), indent=1,
+    b.download_button("Data as JSON (with provenance)", json.dumps(bench_format.to_document(rows, prov), indent=1,
                       default=float), name("results") + ".json", "application/json", key=f"json-{key}")
     if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
         return
@@ -132,24 +132,27 @@ st.subheader("Recorded runs" + ("" if status.available else " (not live)"))
 runs = benchmark.recorded_runs()
 choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in runs[:1]])
 uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
-                           accept_multiple_files=True)
+                           accept_multiple_files=True, max_upload_size=bench_format.MAX_MB)
 frames, peaks, labels, provs = [], None, [], []
 for name in choices:
     df, prov = benchmark.load_document((benchmark.RECORDED / name).read_text())
     frames.append(df)
     provs.append(prov)
     peaks = peaks or prov["peaks"]
-    labels.append(charts.provenance_note(prov))
+    labels.append(bench_format.plain(charts.provenance_note(prov)))
+# An upload comes from anyone in the room: a bad one gets its problems, one line each, and is left
+# out; everything it says is shown as plain text (a Markdown image in a GPU's name is not fetched).
 for up in uploads or []:
-    try:
-        df, prov = benchmark.load_document(up.getvalue())
-    except EngineError as exc:
-        st.error(f"{up.name}: {exc}")
+    run, problems = benchmark.load_upload(up.name, up.getvalue())
+    if problems:
+        (st.warning if run else st.error)("  \n".join(map(bench_format.plain, problems)))
+    if run is None:
         continue
+    df, prov = run
     frames.append(df)
     provs.append(prov)
     peaks = peaks or prov["peaks"]
-    labels.append(f"{prov['gpu']} (uploaded {up.name}, recorded {prov['date'][:10]})")
+    labels.append(bench_format.plain(f"{df['gpu'].iloc[0]} (uploaded {up.name}, recorded {prov['date'][:10]})"))
 if frames:
     st.markdown("**Recorded on:** " + "; ".join(labels))
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",

@@ -3,10 +3,12 @@ assertions on the drawn SVG of each chart, not on the figure we sent.
 
 Screenshots go to $MATMUL_EXPLORER_SCREENSHOTS (default: a temporary folder) to be looked at.
 """
+import json
 import re
 
 import pytest
 
+from engine import benchmark
 from tests import browser
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
@@ -125,3 +127,39 @@ def test_roofline_is_readable_at_1440x900(server, shots):
         page.locator(".js-plotly-plot").nth(2).scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "benchmarks-1440x900.png"))
     assert charts["Roofline"]["plot"]["height"] > 300 and charts["Roofline"]["plot"]["width"] > 700
+
+
+def test_hostile_uploads_get_a_message_and_the_recorded_run_stays_charted(server, shots):
+    """A damaged upload used to put a traceback (with the server's paths) in the browser and take every
+    chart away; a Markdown image in a GPU's name would have been fetched from elsewhere."""
+    doc = json.loads(benchmark.recorded_runs()[0].read_text())
+    evil = "![x](http://evil.invalid/i.png) <img src=//evil.invalid/j.png> www.evil.invalid a@evil.invalid :smile: :red[r] $x^2$"
+    named = {**doc, "provenance": {**doc["provenance"], "gpu": evil}}
+    damaged = json.loads(json.dumps(doc))
+    damaged["results"][3]["gflops"] = "fast"
+    fetched = []
+    with browser.chromium() as b:
+        page = _load(server, b, 1280, 720)
+        page.on("request", lambda r: fetched.append(r.url))
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files([
+            {"name": "evil.json", "mimeType": "application/json", "buffer": json.dumps(named).encode()},
+            {"name": "damaged.json", "mimeType": "application/json", "buffer": json.dumps(damaged).encode()}])
+        page.get_by_text("damaged.json is not shown").wait_for(timeout=60000)
+        browser.wait_idle(page)
+        browser.wait_for_chart(page, 4)
+        # the charts redraw with the upload after the script is done
+        page.wait_for_function("Array.from(document.querySelectorAll('.legendtext')).some(t => "
+                               "t.textContent.includes('evil.invalid'))", timeout=60000)
+        page.get_by_text("damaged.json is not shown").scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "benchmarks-hostile-uploads.png"))
+        text = page.inner_text("body").replace("\u2060", "")   # the word joiners that stop autolinks
+        links = page.evaluate("Array.from(document.querySelectorAll('a')).map(a => a.href)")
+        images = page.evaluate("Array.from(document.querySelectorAll('img, image')).map(i => i.src || i.href.baseVal)")
+        legend = page.evaluate("Array.from(document.querySelectorAll('.legendtext')).map(t => t.textContent)")
+        exceptions = page.locator("[data-testid='stException']").count()
+    assert 'results[3].gflops: expected a number, got "fast"' in text
+    assert f"{evil} (uploaded evil.json, recorded 2026-11-21)" in text   # the name as written, as text
+    assert f"naive_x_rows 16x16 · {evil}" in legend   # in the charts too
+    assert not [u for u in images + fetched if "evil" in u], "something was fetched from the uploaded name"
+    assert not [u for u in links if "evil" in u], "a link was made of the uploaded name"
+    assert exceptions == 0 and "Traceback" not in text and 'File "/' not in text

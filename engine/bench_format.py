@@ -1,0 +1,334 @@
+"""The benchmark export's JSON format, written once: what `to_document` writes, and the one check every
+reader puts a file through (the Benchmarks page's uploads, `python -m engine bench --from`, the
+recorded runs).
+
+An upload comes from anyone in the room, so `read` trusts nothing in it: a file too big or nested too
+deep, a field of the wrong type, a number a chart cannot draw, each becomes a one-line problem naming
+the field and what was expected, never an exception. Rows of kernels, precisions or launch shapes
+this explorer does not know (an export of a newer version) are left out with a message, and the
+rest of the file is kept. Fields the format does not name are dropped: nothing unchecked gets through.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import registry
+from .errors import EngineError
+
+FORMAT = "cuda-matmul-explorer benchmark 1"
+# The largest file read. .streamlit/config.toml's server.maxUploadSize is the same number (the
+# browser refuses a bigger upload before sending it); a 20,000-row export is about 13 MB.
+MAX_MB = 16
+MAX_BYTES = MAX_MB * 1024 * 1024
+MAX_ROWS = 50_000
+MAX_MESSAGES = 5          # problems listed per file; the rest are counted
+MAX_NAME = 120            # characters of a GPU name and the like: it is in every legend entry
+MAX_TEXT = 2_000          # characters of a row's title or error
+STATUSES = ("ok", "wrong result", "error")
+
+# What a field may hold: the Python types json.loads gives for it, and what a message says was expected.
+KINDS = {
+    "text": ((str,), "a string"),
+    "name": ((str,), f"a string of at most {MAX_NAME} characters"),
+    "date": ((str,), 'an ISO date like "2026-11-21T07:44:59+00:00"'),
+    "number": ((int, float), "a number"),
+    "positive": ((int, float), "a positive number"),
+    "count": ((int,), "a whole number, 0 or more"),
+    "size": ((int,), "a whole number from 1 to 2,147,483,647"),
+    "flag": ((bool,), "true or false"),
+    "version": ((int, str), "a number or a string"),
+    "object": ((dict,), "an object"),
+}
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str
+    required: bool = False
+    expected: str = ""    # what a message says was expected, where the kind's own words are too vague
+
+    @property
+    def wanted(self) -> str:
+        return self.expected or KINDS[self.kind][1]
+
+
+PEAKS = {"fp32_gflops": Field("positive", True), "bandwidth_gbs": Field("positive", True),
+         "tf32_gflops_datasheet": Field("positive")}
+SETTINGS = {"warmup": Field("count"), "reps": Field("count"), "flush_l2": Field("flag"),
+            "seconds_per_point": Field("number")}
+# Nested objects, by name; each of their fields is a scalar, so a valid document nests three deep.
+OBJECTS = {"peaks": PEAKS, "settings": SETTINGS}
+PROVENANCE = {"gpu": Field("name"), "compute_capability": Field("name"), "sm_count": Field("count"),
+              "max_sm_clock_mhz": Field("number"), "driver_cuda_version": Field("version"), "cuda": Field("name"),
+              "date": Field("date", True), "host": Field("name"), "settings": Field("object"),
+              "peaks": Field("object", True, "an object with fp32_gflops and bandwidth_gbs"),
+              "engine_commit": Field("name")}
+ROW = {"kernel": Field("text", True, "a kernel name"), "title": Field("text"), "precision": Field("text", True),
+       "m": Field("size", True), "n": Field("size", True), "k": Field("size", True), "tile": Field("count"),
+       "pad": Field("count"), "block": Field("text", expected='a block shape like "16x16"'), "block_x": Field("size"),
+       "block_y": Field("size"), "status": Field("text", True, " or ".join(f'"{s}"' for s in STATUSES)),
+       "error": Field("text"), "rel_error": Field("number"), "reps": Field("count"),
+       "launches_per_sample": Field("count"), "flush_l2": Field("flag"), "sm_clock_mhz": Field("number"),
+       "power_w": Field("number"), "temperature_c": Field("number"), "median_ms": Field("number"),
+       "min_ms": Field("number"), "max_ms": Field("number"), "spread": Field("number"), "gflops": Field("number"),
+       "bandwidth_gbs": Field("number"), "intensity": Field("number")}
+# A timed row is drawn at (intensity, gflops) on log axes: both must be there and above zero.
+DRAWN = ("gflops", "intensity")
+
+
+def to_document(rows: list[dict], prov: dict) -> dict:
+    return {"format": FORMAT, "provenance": prov, "results": rows}
+
+
+class BadDocument(EngineError):
+    """A file that is not an export this explorer can read; `lines` are its problems, one line each
+    (at most MAX_MESSAGES, then how many more)."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        super().__init__("not a benchmark export of this explorer: " + "; ".join(lines))
+
+
+@dataclass
+class Document:
+    frame: pd.DataFrame     # the rows kept, with the fields the format names, as a table
+    prov: dict
+    skipped: list[str]      # why rows were left out, one line each (capped like BadDocument's)
+    left_out: int           # how many rows were left out
+    raw: list[dict]         # every row as parsed
+    kept: np.ndarray        # which of them are kept
+
+    @property
+    def rows(self) -> list[dict]:
+        """The rows kept, as the file has them, with the fields the format names (to write out again)."""
+        return [{k: v for k, v in self.raw[i].items() if k in ROW} for i in np.flatnonzero(self.kept)]
+
+
+class _Problems:
+    """One line per problem, in file order; only the first MAX_MESSAGES are kept, the rest counted."""
+
+    def __init__(self):
+        self.found: list[tuple[int, int, str]] = []   # (row, field order, line)
+        self.count = 0
+
+    def add(self, line: str, row: int = -1, order: int = 0) -> None:
+        self.count += 1
+        self.found.append((row, order, line))
+
+    def lines(self) -> list[str]:
+        shown = [line for _, _, line in sorted(self.found)[:MAX_MESSAGES]]
+        more = self.count - len(shown)
+        return shown + ([f"… and {more:,} more"] if more else [])
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+
+def _show(value) -> str:
+    """A value as a message quotes it: short, on one line, never the whole of a hostile value."""
+    if isinstance(value, str):
+        return json.dumps(value if len(value) <= 40 else value[:40] + "…", ensure_ascii=False)
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**15 else "a number too large"
+    if isinstance(value, list):
+        return f"a list of {len(value):,}"
+    return "an object"
+
+
+# Numbers a chart and the derived figures can compute with (a JSON integer may have 400 digits).
+BOUNDS = {"number": (-1e300, 1e300), "positive": (0, 1e300), "count": (0, INT_MAX), "size": (1, INT_MAX)}
+LENGTHS = {"name": MAX_NAME, "text": MAX_TEXT, "date": 64}
+
+
+def _fits(values: pd.Series, kind: str) -> np.ndarray:
+    """Which values (none of them missing) are of a field's kind: a column of 50,000 at a time."""
+    ok = values.map(type).isin(KINDS[kind][0]).to_numpy()   # exact types: JSON true is a bool, not 1
+    if kind in BOUNDS:
+        lo, hi = BOUNDS[kind]
+        v = values.where(ok, hi)   # (what failed already is left out of the comparison)
+        ok = ok & ((v > lo) if kind == "positive" else (v >= lo)).to_numpy() & (v <= hi).to_numpy()
+    if kind in LENGTHS:
+        ok = ok & (values.where(ok, "").map(len).to_numpy() <= LENGTHS[kind])
+    if kind == "date":
+        ok = ok & values.where(ok, "").map(_is_date).to_numpy().astype(bool)
+    return ok
+
+
+def _is_date(text: str) -> bool:
+    try:
+        dt.datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _valid(value, kind: str) -> bool:
+    return bool(_fits(pd.Series([value], dtype=object), kind)[0])
+
+
+def _check_object(obj, path: str, schema: dict[str, Field], problems: _Problems) -> dict:
+    """The fields of one JSON object that the schema names, each checked; a problem for each that fails."""
+    out = {}
+    for order, (name, field) in enumerate(schema.items()):
+        where = f"{path}.{name}" if path else name
+        value = obj.get(name)
+        if value is None:
+            if field.required:
+                problems.add(f"{where}: missing; expected {field.wanted}", order=order)
+            elif name in obj:
+                out[name] = None
+        elif field.kind == "object":
+            if isinstance(value, dict):
+                out[name] = _check_object(value, where, OBJECTS[name], problems)
+            else:
+                problems.add(f"{where}: expected {field.wanted}, got {_show(value)}", order=order)
+        elif _valid(value, field.kind):
+            out[name] = " ".join(value.split()) if field.kind == "name" else value   # one line in a label
+        else:
+            problems.add(f"{where}: expected {field.wanted}, got {_show(value)}", order=order)
+    return out
+
+
+def _parse(data: bytes | str):
+    """JSON, within the size limit; a too-deep nesting is a problem, not a RecursionError."""
+    size = len(data.encode() if isinstance(data, str) else data)
+    if size > MAX_BYTES:
+        raise BadDocument([f"the file is {size / 2**20:,.1f} MB; the limit is {MAX_MB} MB (a 20,000-row export "
+                           "is about 13 MB)"])
+    try:
+        return json.loads(data)
+    except RecursionError:   # json's own depth limit (the interpreter's recursion limit), raised cleanly
+        raise BadDocument(["nested too deeply to read (arrays or objects within each other about 1,000 "
+                           "levels deep); an export nests three levels"]) from None
+    except UnicodeDecodeError:
+        raise BadDocument(["not JSON: the file is not UTF-8 text"]) from None
+    except json.JSONDecodeError as exc:
+        raise BadDocument([f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"]) from None
+
+
+def _row_types(raw: list, problems: _Problems) -> pd.DataFrame:
+    """The rows as a table of the format's fields (Python values as parsed), their types checked a
+    column at a time: the file may have 50,000 rows."""
+    not_objects = [i for i, r in enumerate(raw) if not isinstance(r, dict)]
+    for i in not_objects[:MAX_MESSAGES]:
+        problems.add(f"results[{i}]: expected an object, got {_show(raw[i])}", row=i)
+    if not_objects:
+        problems.count += len(not_objects[MAX_MESSAGES:])
+        return pd.DataFrame()
+    frame = pd.DataFrame(raw, columns=list(ROW), dtype=object)
+    timed = (frame["status"] == "ok").to_numpy()
+    for order, (name, field) in enumerate(ROW.items()):
+        col = frame[name]
+        missing = col.isna().to_numpy()   # absent, null or NaN
+        wrong = ~missing & ~_fits(col, field.kind)
+        checks = [(wrong, field.wanted), (missing & field.required, field.wanted)]
+        if name in DRAWN:   # a timed row is drawn on log axes: the value must be there, above zero
+            low = timed & ~missing & ~wrong & ~_fits(col, "positive")
+            checks.append((timed & (missing | low), "a positive number for a timed row"))
+        for rows, wanted in checks:
+            for i in np.flatnonzero(rows)[:MAX_MESSAGES]:
+                got = "missing; " if missing[i] else ""
+                problems.add(f"results[{i}].{name}: {got}expected {wanted}" + ("" if missing[i] else
+                             f", got {_show(col.iloc[i])}"), row=i, order=order)
+            problems.count += max(0, int(rows.sum()) - MAX_MESSAGES)
+    return frame
+
+
+def _unknown(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
+    """Rows whose kernel, precision, launch shape or status this explorer does not know (an export of
+    a newer version, or a hand-edited one): marked to be left out, each with its problem."""
+    specs = {k.name: k for k in registry.CATALOG if k.kind in ("cuda", "cublas")}
+    precisions = sorted({k.precision for k in specs.values()})
+    kernel = frame["kernel"]
+    given = frame["block"].notna()
+    pair = frame["block_x"].notna() & frame["block_y"].notna()   # the other spelling: block_x, block_y
+    values = {"kernel": kernel, "status": frame["status"], "precision": frame["precision"], "tile": frame["tile"],
+              "pad": frame["pad"], "block": frame["block"].where(given, (frame["block_x"].astype(str) + "x"
+                                                                         + frame["block_y"].astype(str)).where(pair))}
+    takes = {"precision": lambda s: [s.precision], "tile": lambda s: list(s.tiles),
+             "pad": lambda s: list(s.pads or (0,)), "block": lambda s: [f"{x}x{y}" for x, y in s.block_shapes]}
+    bad = {"kernel": ~kernel.isin(list(specs)), "status": ~frame["status"].isin(STATUSES),
+           "precision": ~frame["precision"].isin(precisions)}
+    for name, allowed in takes.items():
+        for spec in specs.values():
+            # absent: the kernel's default (tile, pad, block); a precision is always given
+            ok = values[name].isin(allowed(spec)) | (values[name].isna() & (name != "precision"))
+            bad[name] = bad.get(name, False) | ((kernel == spec.name) & ~ok)
+
+    def wanted(name: str, i: int) -> str:
+        if name == "kernel":
+            return f"a kernel of this explorer ({', '.join(specs)})"
+        if name == "status":
+            return ROW["status"].wanted
+        if name == "precision" and values[name].iloc[i] not in precisions:
+            return " or ".join(precisions)
+        choices = [str(v) for v in takes[name](specs[kernel.iloc[i]])] or ["none"]
+        either = choices[0] if len(choices) == 1 else ", ".join(choices[:-1]) + " or " + choices[-1]
+        return f"{either} for {kernel.iloc[i]}"
+
+    left_out = np.zeros(len(frame), dtype=bool)
+    for order, name in enumerate(("kernel", "precision", "tile", "pad", "block", "status")):
+        rows = bad[name].to_numpy()
+        left_out |= rows
+        for i in np.flatnonzero(rows)[:MAX_MESSAGES]:
+            problems.add(f"results[{i}].{name}: expected {wanted(name, i)}, got {_show(values[name].iloc[i])}",
+                         row=i, order=order)
+        problems.count += max(0, int(rows.sum()) - MAX_MESSAGES)
+    return left_out
+
+
+def read(data: bytes | str) -> Document:
+    """A benchmark export, checked: the rows and provenance a chart can trust, or BadDocument."""
+    doc = _parse(data)
+    problems = _Problems()
+    if not isinstance(doc, dict):
+        raise BadDocument([f"expected an object with format, provenance and results, got {_show(doc)}"])
+    if doc.get("format") != FORMAT:
+        problems.add(f"format: expected {json.dumps(FORMAT)}, got {_show(doc.get('format'))}")
+    prov = doc.get("provenance")
+    if not isinstance(prov, dict):
+        problems.add(f"provenance: expected an object, got {_show(prov)}", order=1)
+    else:
+        prov = _check_object(prov, "provenance", PROVENANCE, problems)
+    raw = doc.get("results")
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_ROWS:
+        got = f"{len(raw):,} rows" if isinstance(raw, list) else _show(raw)
+        problems.add(f"results: expected a list of 1 to {MAX_ROWS:,} rows, got {got}", order=2)
+    if problems:
+        raise BadDocument(problems.lines())
+    frame = _row_types(raw, problems)
+    if problems:
+        raise BadDocument(problems.lines())
+    unknown = _Problems()
+    left_out = _unknown(frame, unknown)
+    if left_out.all():
+        raise BadDocument(unknown.lines())
+    # The table as pandas makes it from the rows themselves: a column for each field some row has.
+    present = set().union(*raw)
+    table = frame.loc[~left_out, [c for c in ROW if c in present]].reset_index(drop=True).infer_objects()
+    return Document(table, prov, unknown.lines(), int(left_out.sum()), raw, ~left_out)
+
+
+# Every ASCII punctuation character: a backslash before any of them makes Markdown show it as itself.
+_MARKDOWN = re.compile(r"([!-/:-@\[-`{-~])")
+# Markdown's autolinks (GFM) are found in the text after its escapes are undone: a word joiner (U+2060,
+# invisible) inside "://", "www." and after "@" keeps a URL or address from becoming a link.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
+
+
+def plain(text: str) -> str:
+    """Text from a file (a GPU's or a file's name, a date, a message quoting a value), for a Markdown
+    renderer: on one line, every character shown as itself, so `![x](http://...)` is not an image
+    fetched from elsewhere, and no link, heading or HTML either."""
+    return _MARKDOWN.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, " ".join(str(text).split())))
