@@ -89,7 +89,9 @@ class Memo:
         self.bytes = 0
         self.hits = self.misses = self.shared = 0
 
-    def get(self, key: Hashable, compute: Callable[[], object]):
+    def get(self, key: Hashable, compute: Callable[[], object], keep: Callable[[object], bool] = lambda v: True):
+        """`keep(result)` False: the result goes to this call and its waiters only (a tool that
+        failed this time is asked again next time)."""
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
@@ -115,7 +117,7 @@ class Memo:
         size = self.weigh(value)
         with self._lock:
             del self._running[key]
-            if size <= self.max_bytes:
+            if size <= self.max_bytes and keep(value):
                 self._entries[key] = (value, size)
                 self.bytes += size
                 while self.bytes > self.max_bytes:
@@ -124,6 +126,12 @@ class Memo:
         running.set_result(value)
         release_freed_memory()
         return value
+
+    def clear(self) -> None:
+        """For tests and the server's own code: no client message reaches this."""
+        with self._lock:
+            self._entries.clear()
+            self.bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)

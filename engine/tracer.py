@@ -11,7 +11,7 @@ import time
 
 from . import cpu_backend, gpu_client, sources, workers
 from .errors import EngineError
-from .plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, make_plan
+from .plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, check_fits_host, make_plan
 from .problem import Problem
 from .shm import SharedArray
 from .trace import LaunchInfo, Trace, TraceSite, array_tables, assemble_launch, thread_warps
@@ -45,7 +45,9 @@ CPU_WORKERS = workers.Pool(cpu_backend.serve, "CPU trace worker", os.cpu_count()
 
 def run_plan(plan: TracePlan, source: str):
     """Runs a plan in a worker process ("gpu" or "cpu"): the RawRun, its records taken out of the
-    shared memory they came back in."""
+    shared memory they came back in. A run over the host memory limit is refused here, before any
+    worker allocates anything."""
+    check_fits_host(plan)
     if source == "gpu":
         raw = gpu_client.call("execute", plan)
     else:
@@ -58,7 +60,7 @@ def run_plan(plan: TracePlan, source: str):
 
 
 def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
-          cap: int = DEFAULT_RECORD_CAP) -> Trace:
+          cap: int | None = DEFAULT_RECORD_CAP) -> Trace:
     start = time.perf_counter()
     plan = make_plan(kernel, problem, blocks, cap)
     source = resolve_source(source)

@@ -107,13 +107,11 @@ def test_bank_conflicts_says_when_the_sass_listing_failed(failing_nvcc):
     that stops the page, nor "SASS matches the source"."""
     from pages.lib import ui
     from tests.conftest import FAILING_NVCC
-    ui.cached_sass.clear()
-    ui.cached_summary.clear()
+    ui.RESULTS.clear()
     try:
         at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
     finally:
-        ui.cached_sass.clear()
-        ui.cached_summary.clear()
+        ui.RESULTS.clear()
     assert not at.error, [e.value for e in at.error]
     captions = [str(c.value) for c in at.caption]
     assert f"SASS listing unavailable: nvcc on shared_bank_conflicts.cu failed: {FAILING_NVCC}" in captions

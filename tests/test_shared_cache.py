@@ -75,3 +75,10 @@ def test_a_clients_clear_cache_does_not_clear_the_shared_traces(monkeypatch):
     st.cache_resource.clear()
     monkeypatch.setattr(tracer, "trace", lambda *a, **k: pytest.fail("traced again after a client cleared caches"))
     ui.cached_trace(*args)
+
+
+def test_a_result_the_caller_does_not_keep_is_asked_for_again():
+    cache, calls = memo.Memo("t", 2**20), []
+    for _ in range(2):
+        cache.get("sass", lambda: calls.append(1) or {"available": False}, keep=lambda v: v["available"])
+    assert len(calls) == 2 and len(cache) == 0

@@ -275,7 +275,8 @@ def cached_figure(build):
 
 
 def cached_sass(file: str, tile: int, pad: int) -> dict:
-    return RESULTS.get(("sass", file, tile, pad), lambda: sass.memory_instructions(file, tile, pad))
+    return RESULTS.get(("sass", file, tile, pad), lambda: sass.memory_instructions(file, tile, pad),
+                       keep=lambda listing: listing["available"])
 
 
 def cached_site_summary(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int]):
