@@ -238,9 +238,9 @@ def speed_control(where, durations: dict[str, int]) -> int:
 # Shared by every session of this server: one computation per distinct request however many
 # sessions ask at once, bounded in bytes, and out of reach of Streamlit's "clear cache" (which
 # any client may send). A whole-kernel trace at 128^3 is ~4-5 M records (~150 MB with its warp
-# instructions): the default keeps three. MATMUL_EXPLORER_TRACE_CACHE_MB changes it.
+# instructions): the default keeps two or three. MATMUL_EXPLORER_TRACE_CACHE_MB changes it.
 memo.keep_large_blocks_separate()
-TRACES = memo.Memo("traces", memo.budget("MATMUL_EXPLORER_TRACE_CACHE_MB", 500))
+TRACES = memo.Memo("traces", memo.budget("MATMUL_EXPLORER_TRACE_CACHE_MB", 400))
 RESULTS = memo.Memo("results", memo.budget("MATMUL_EXPLORER_RESULT_CACHE_MB", 100))
 
 
@@ -261,7 +261,7 @@ def cached_trace(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block
 
 # A figure is weighed by the dict it hands out (its plotly objects share validators and templates
 # with every other figure, which are not its to free).
-FIGURES = memo.Memo("figures", memo.budget("MATMUL_EXPLORER_FIGURE_CACHE_MB", 150), lambda f: memo.nbytes(f.to_dict()))
+FIGURES = memo.Memo("figures", memo.budget("MATMUL_EXPLORER_FIGURE_CACHE_MB", 100), lambda f: memo.nbytes(f.to_dict()))
 
 
 def cached_figure(build):
