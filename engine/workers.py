@@ -145,6 +145,23 @@ class Pool:
         finally:
             self.idle.put(worker)
 
+    def warm(self) -> None:
+        """Starts every worker not started yet, without waiting for them: a process takes about a
+        second to import what it runs, which the first requests would otherwise wait for."""
+        taken = []
+        while True:
+            try:
+                taken.append(self.idle.get_nowait())
+            except queue.Empty:
+                break
+        for i, worker in enumerate(taken):
+            if worker is None:
+                taken[i] = Worker(self.target, self.what)
+                with self._lock:
+                    self._all.append(taken[i])
+        for worker in taken:
+            self.idle.put(worker)
+
     def _drop(self, worker: Worker) -> None:
         worker.stop()
         with self._lock:

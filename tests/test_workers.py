@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import build, tracer
+from engine import build, cpu_backend, tracer, workers
 from engine.errors import EngineError, WorkerCrashed
-from engine.plan import single_launch_plan
+from engine.plan import make_plan, single_launch_plan
 from engine.problem import make_problem
 
 TEST_CUDA = Path(__file__).parent / "cuda"
@@ -76,3 +76,16 @@ def test_sessions_trace_side_by_side_and_get_their_own_results():
         traces = list(pool.map(lambda s: tracer.trace("naive_x_cols", make_problem(*s), source="cpu"), sizes))
     for (m, n, _), t in zip(sizes, traces):
         assert t.checked_outputs == m * n and t.rel_error < 1e-6
+
+
+def test_warming_starts_every_worker_and_they_serve():
+    pool = workers.Pool(cpu_backend.serve, "CPU trace worker", 2)
+    try:
+        pool.warm()
+        assert len(pool.pids()) == 2
+        plan = make_plan("naive_x_cols", make_problem(16, 16, 8))
+        raw = pool.call("execute", plan, 60)
+        records = raw.launches[-1].records.take()    # out of shared memory, which it frees
+        assert raw.checked_outputs == 256 and len(records) and len(pool.pids()) == 2
+    finally:
+        pool.shutdown()

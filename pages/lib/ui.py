@@ -40,8 +40,12 @@ def prebuild():
     turns it off (the tests do, to keep their timings their own). Module state, not a Streamlit
     cache: a client's "clear cache" must not start it again."""
     with _PREBUILD_LOCK:
-        if not _PREBUILD and os.environ.get("MATMUL_EXPLORER_PREBUILD", "1") != "0":
-            _PREBUILD.append(build.prebuild(background=True))
+        if not _PREBUILD:
+            if tracer.resolve_source("auto") == "cpu":
+                tracer.CPU_WORKERS.warm()   # the first trace of a fresh server does not wait for them
+            if os.environ.get("MATMUL_EXPLORER_PREBUILD", "1") != "0":
+                _PREBUILD.append(build.prebuild(background=True))
+            _PREBUILD.append(True)
 
 
 def presenter() -> bool:
