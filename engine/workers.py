@@ -49,6 +49,9 @@ def serve(conn, handle: Callable, is_fatal: Callable[[BaseException], bool] = la
             if not sent:
                 reply(value)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reply, the loop goes on
+            if sent:   # answered already (a clean-up after the reply failed): one reply per request
+                traceback.print_exc()
+                continue
             fatal = is_fatal(exc)
             message = _first_line(exc)
             if not fatal and not isinstance(exc, EngineError):
