@@ -129,6 +129,13 @@ def verified_bytes(target: Path) -> bytes | None:
     """The artefact's bytes if its digest file vouches for them, else None (missing, damaged,
     or not written by this cache)."""
     try:
+        # A digest shows damage, not who wrote the file: whoever can plant an artefact can plant its
+        # digest too. So the file must also be ours and writable by nobody else (the cache directory
+        # is private, but one that was not before may still hold what others put there).
+        for path in (target, _digest_file(target)):
+            st = path.stat()
+            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                return None
         data = target.read_bytes()
         return data if _digest_file(target).read_text().strip() == _digest(data) else None
     except (OSError, UnicodeDecodeError):

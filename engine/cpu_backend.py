@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import build, memo, sources, workers
+from . import build, memo, shm, sources, workers
 from .errors import EngineError
 from .execute import execute
 from .plan import LaunchPlan
@@ -164,19 +164,25 @@ def _handle(op: str, plan, reply):
     if op != "execute":
         raise ValueError(f"the CPU trace worker has no request {op!r}")
     run = execute(plan, CpuDevice())
-    # The records go back in shared memory, not through the pipe (see engine/shm.py); the app
-    # takes them and frees the blocks.
+    # The records go back in shared memory, not through the pipe (see engine/shm.py), where there is
+    # room for them; the app takes them and frees the blocks.
+    raws = [rl for rl in run.launches if rl is not None]
     handles = []
-    for rl in run.launches:
-        if rl is not None:
-            handle = SharedArray(rl.records.shape, RAW_DTYPE)
-            handle.array[...] = rl.records
-            rl.records = handle
-            handles.append(handle)
+    try:
+        if shm.fits(sum(rl.records.nbytes for rl in raws)):
+            for rl in raws:
+                handle = SharedArray(rl.records.shape, RAW_DTYPE)
+                handles.append(handle)
+                handle.array[...] = rl.records
+                rl.records = handle
+    except BaseException:
+        for handle in handles:
+            handle.discard()
+        raise
     try:
         reply(run)
     finally:
         for handle in handles:
             handle.release()
-        del run, handles
+        del run, raws, handles
         memo.release_freed_memory()   # a worker lives long: give back what this request used

@@ -15,7 +15,7 @@ import sysconfig
 
 import numpy as np
 
-from . import build, reference, registry, sources
+from . import build, gpu_device, reference, registry, sources
 from .plan import global_shapes
 from .problem import Problem, make_inputs
 
@@ -114,10 +114,9 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
             for i, launch_spec in enumerate(spec.launches):
                 last = i == len(spec.launches) - 1
                 src = sources.load(source_override if source_override and last else launch_spec.file)
-                path = str(build.build_cubin(str(src.path), problem.tile, problem.pad, traced=False))
-                if path not in state.setdefault("modules", {}):
-                    state["modules"][path] = cuda.module_from_file(path)
-                func = state["modules"][path].get_function(src.name)
+                module = gpu_device.load_module(state.setdefault("modules", {}),
+                                                build.build_cubin(str(src.path), problem.tile, problem.pad, traced=False))
+                func = module.get_function(src.name)
                 args = [bufs[n] if "*" in t else np.int32(ints[n]) for t, n in src.params]
                 gx, gy = launch_spec.grid(problem)
                 bx, by = launch_spec.block(problem)

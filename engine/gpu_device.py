@@ -8,12 +8,26 @@ import numpy as np
 import pycuda.driver as cuda
 
 from . import build
+from .errors import EngineError
 from .plan import LaunchPlan
 from .shm import SharedArray
 from .sources import SITE_SLOTS
 from .trace import RAW_DTYPE
 
 NAN_BITS = 0x7FC00000  # outputs start as NaN, so an element nothing wrote cannot pass the check
+
+
+def load_module(modules: dict, path) -> "cuda.Module":
+    """The cubin at path, loaded once per worker from the bytes its digest vouches for (what is
+    checked is what runs: the file is not read a second time)."""
+    key = str(path)
+    if key not in modules:
+        data = build.verified_bytes(path)
+        if data is None:
+            raise EngineError(f"the compiled kernel {path.name} changed in the compile cache while it was "
+                              "being loaded; ask again")
+        modules[key] = cuda.module_from_buffer(data)
+    return modules[key]
 
 
 class GpuDevice:
@@ -25,10 +39,7 @@ class GpuDevice:
         self.shared: dict[int, SharedArray] = {}   # record arrays handed to the app in shared memory
 
     def module(self, file: str, tile: int, pad: int, traced: bool):
-        path = str(build.build_cubin(file, tile, pad, traced))
-        if path not in self.modules:
-            self.modules[path] = cuda.module_from_file(path)
-        return self.modules[path]
+        return load_module(self.modules, build.build_cubin(file, tile, pad, traced))
 
     def upload(self, inputs, shapes, ints):
         self.shapes, self.ints = shapes, ints

@@ -109,15 +109,18 @@ class Memo:
             return running.result()
         try:
             value = compute()
+            size = self.weigh(value)
+            kept = size <= self.max_bytes and keep(value)
         except BaseException as exc:
+            # Whatever failed, the waiters hear of it and the key is free again: a future nobody
+            # resolves would hang every session asking for this view from then on.
             with self._lock:
                 del self._running[key]
             running.set_exception(exc)
             raise
-        size = self.weigh(value)
         with self._lock:
             del self._running[key]
-            if size <= self.max_bytes and keep(value):
+            if kept:
                 self._entries[key] = (value, size)
                 self.bytes += size
                 while self.bytes > self.max_bytes:

@@ -39,6 +39,27 @@ def unavailable(note: str) -> dict:
     return {"available": False, "by_line": {}, "note": note}
 
 
+def _saved_listing(saved) -> dict | None:
+    """A listing kept by an earlier run, if it is one: a successful listing written by this code,
+    in a file of ours that nobody else can write. Anything else is listed again, never shown (an
+    empty or doctored listing would read as "SASS matches the source")."""
+    try:
+        st = saved.stat()
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return None
+        info = json.loads(saved.read_text())
+        if not (isinstance(info, dict) and info.get("available") is True and isinstance(info.get("note"), str)
+                and isinstance(info.get("by_line"), dict)):
+            return None
+        by_line = {int(k): v for k, v in info["by_line"].items()}
+        if not by_line or not all(isinstance(v, dict) and all(isinstance(c, int) for c in v.values())
+                                  for v in by_line.values()):
+            return None
+        return {**info, "by_line": by_line}
+    except (ValueError, OSError, AttributeError, TypeError, RecursionError):
+        return None
+
+
 def memory_instructions(file: str, tile: int, pad: int) -> dict:
     """{'available': bool, 'by_line': {line: {opcode: count}}, 'note': str} for the plain build.
     A tool that is missing or fails gives available=False and a note saying why: an empty listing
@@ -54,12 +75,9 @@ def memory_instructions(file: str, tile: int, pad: int) -> dict:
     # nvdisasm runs once per build, not once per server (about half a second on a small machine).
     saved = cubin.with_suffix(".sass.json")
     if saved.exists():
-        try:
-            info = json.loads(saved.read_text())
-            info["by_line"] = {int(k): v for k, v in info["by_line"].items()}
+        info = _saved_listing(saved)
+        if info is not None:
             return info
-        except (ValueError, KeyError, OSError, AttributeError):
-            pass   # unreadable: list it again below
     try:
         done = subprocess.run([tool, "--print-line-info", str(cubin)], capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:

@@ -7,9 +7,45 @@ more than the GPU's whole trace.
 """
 from __future__ import annotations
 
+import itertools
+import os
 from multiprocessing import resource_tracker, shared_memory
+from pathlib import Path
 
 import numpy as np
+
+_SHM = Path("/dev/shm")
+_NAMES = itertools.count()
+
+
+def _prefix(pid: int) -> str:
+    # Named after the process that made the block, so that what a killed worker left behind can be
+    # found and freed (see sweep).
+    return f"mmx{pid}_"
+
+
+def fits(nbytes: int) -> bool:
+    """Is there room for nbytes of shared memory? A container's /dev/shm is often 64 MB: a block
+    bigger than what is free there is created all the same, and the first write past the end kills
+    the process (SIGBUS). Where it does not fit, the caller sends the data through the pipe."""
+    try:
+        st = os.statvfs(_SHM)
+    except OSError:
+        return True   # no /dev/shm to ask (not Linux): shared memory lives elsewhere
+    return nbytes < st.f_bavail * st.f_frsize * 0.8
+
+
+def sweep(pid: int) -> int:
+    """Frees the blocks a worker process made and nobody took (it was killed mid-request, or the
+    app failed before taking them): otherwise they stay until the machine restarts."""
+    freed = 0
+    for path in _SHM.glob(f"{_prefix(pid)}*") if _SHM.is_dir() else ():
+        try:
+            path.unlink()
+            freed += 1
+        except OSError:
+            pass
+    return freed
 
 
 def _untrack(shm: shared_memory.SharedMemory) -> None:
@@ -25,7 +61,8 @@ class SharedArray:
     def __init__(self, shape, dtype):
         dtype = np.dtype(dtype)
         self.shape, self.dtype = tuple(shape), dtype
-        self.shm = shared_memory.SharedMemory(create=True, size=max(1, int(np.prod(shape)) * dtype.itemsize))
+        self.shm = shared_memory.SharedMemory(name=f"{_prefix(os.getpid())}{next(_NAMES)}", create=True,
+                                              size=max(1, int(np.prod(shape)) * dtype.itemsize))
         _untrack(self.shm)
         self.array = np.ndarray(self.shape, dtype, buffer=self.shm.buf)
 
@@ -43,6 +80,15 @@ class SharedArray:
         """The sender's side: drop its mapping once sent (the block lives on until taken)."""
         self.array = None
         self.shm.close()
+
+    def discard(self) -> None:
+        """Either side: the block is freed unread (a request that failed after it was made)."""
+        self.array = None
+        self.shm.close()
+        try:
+            self.shm.unlink()
+        except FileNotFoundError:
+            pass
 
     def take(self) -> np.ndarray:
         """The receiver's side: a private copy of the data; the block is freed."""

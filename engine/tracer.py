@@ -53,9 +53,15 @@ def run_plan(plan: TracePlan, source: str):
     else:
         raw = CPU_WORKERS.call("execute", plan, _seconds("MATMUL_EXPLORER_CPU_TIMEOUT", CPU_TIMEOUT_S),
                                f"{plan.kernel} on the CPU")
-    for rl in raw.launches:
-        if rl is not None and isinstance(rl.records, SharedArray):
+    handed = [rl for rl in raw.launches if rl is not None and isinstance(rl.records, SharedArray)]
+    try:
+        for rl in handed:
             rl.records = rl.records.take()
+    except BaseException:
+        for rl in handed:            # the blocks not taken yet are freed, not left behind
+            if isinstance(rl.records, SharedArray):
+                rl.records.discard()
+        raise
     return raw
 
 

@@ -17,8 +17,10 @@ import queue
 import signal
 import threading
 import traceback
+from multiprocessing.reduction import ForkingPickler
 from typing import Callable
 
+from . import shm
 from .errors import EngineError, WorkerCrashed
 
 
@@ -96,12 +98,17 @@ class Worker:
                 self.stop()
                 raise WorkerCrashed(f"{doing} ran past {timeout:.0f} s and was stopped; the {self.what} "
                                     "was restarted")
-            reply = self.conn.recv()
+            data = self.conn.recv_bytes()
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             self.process.join(timeout=5)
             how = _death(self.process.exitcode)
             self.stop()
             raise WorkerCrashed(f"the {self.what} died running {doing} ({how}); it was restarted") from None
+        try:   # this side's trouble reading a complete answer: the worker is fine
+            reply = ForkingPickler.loads(data)
+        except Exception as exc:  # noqa: BLE001 - one line for the user, whatever it was
+            raise EngineError(f"the answer of the {self.what} to {doing} could not be read here "
+                              f"({_first_line(exc)})") from None
         if reply[0] == "ok":
             return reply[1]
         _, message, fatal = reply
@@ -115,6 +122,7 @@ class Worker:
             self.process.kill()
         self.process.join(timeout=10)
         self.conn.close()
+        shm.sweep(self.process.pid)   # what it was handing over when it died
 
 
 class Pool:
@@ -136,6 +144,7 @@ class Pool:
             if worker is None or not worker.alive():
                 if worker is not None:
                     self._drop(worker)
+                    worker = None         # its slot, should starting a new one fail
                 worker = Worker(self.target, self.what)
                 with self._lock:
                     self._all.append(worker)

@@ -157,3 +157,18 @@ def _running_in_group(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] != "Z":
             alive.append(int(stat_file.parent.name))
     return alive
+
+
+@pytest.mark.parametrize("make", _builders())
+def test_a_planted_entry_with_a_matching_digest_is_not_loaded(cache, make):
+    """A digest shows damage only: whoever plants an artefact can plant its digest. An entry others
+    could have written (here: writable by group and others, as in a cache that was not private
+    before) is rebuilt, never loaded, even though its digest matches."""
+    target = make()
+    planted = _garbage(target.read_bytes())
+    target.write_bytes(planted)
+    build._digest_file(target).write_text(build._digest(planted))
+    target.chmod(0o666)
+    assert build.verified_bytes(target) is None
+    make()
+    assert target.read_bytes() != planted and build.verified_bytes(target) is not None

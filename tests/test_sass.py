@@ -34,3 +34,17 @@ def test_a_failing_nvcc_is_reported_not_raised(failing_nvcc):
     info = sass.memory_instructions("naive_x_cols.cu", 16, 0)
     assert info["available"] is False
     assert info["note"] == f"SASS listing unavailable: nvcc on naive_x_cols.cu failed: {FAILING_NVCC}"
+
+
+@pytest.mark.skipif(not (sass.nvdisasm() and build.nvcc()), reason="needs nvcc and nvdisasm")
+@pytest.mark.parametrize("saved", ["[]", "null", '{"available": true, "by_line": {}, "note": ""}',
+                                   '{"by_line": {"15": {"LDS": 1}}, "note": ""}', '{"available": true}'],
+                         ids=["list", "null", "empty-listing", "no-available", "no-lines"])
+def test_a_damaged_saved_listing_is_listed_again_never_shown(tmp_path, monkeypatch, saved):
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
+    first = sass.memory_instructions("tiled_guarded.cu", 16, 0)
+    assert first["available"] and first["by_line"]
+    kept = next((tmp_path / "cache").glob("*.sass.json"))
+    kept.write_text(saved)
+    again = sass.memory_instructions("tiled_guarded.cu", 16, 0)
+    assert again == first

@@ -82,3 +82,32 @@ def test_a_result_the_caller_does_not_keep_is_asked_for_again():
     for _ in range(2):
         cache.get("sass", lambda: calls.append(1) or {"available": False}, keep=lambda v: v["available"])
     assert len(calls) == 2 and len(cache) == 0
+
+
+def test_a_failure_after_the_computation_still_reaches_the_waiters_and_frees_the_key():
+    def weigh_fails(value):
+        raise MemoryError("no memory to weigh it")
+
+    cache, results = memo.Memo("t", 2**30, weigh_fails), []
+    go = threading.Event()
+
+    def slow():
+        go.wait(5)
+        return 1
+
+    def ask():
+        try:
+            results.append(cache.get("k", slow))
+        except MemoryError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    go.set()
+    for t in threads:
+        t.join(5)
+    assert len(results) == 4 and all(isinstance(r, MemoryError) for r in results)
+    cache.weigh = lambda v: 8
+    assert cache.get("k", lambda: 2) == 2          # not stuck on the failed computation

@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine import build, cpu_backend, tracer, workers
@@ -89,3 +90,34 @@ def test_warming_starts_every_worker_and_they_serve():
         assert raw.checked_outputs == 256 and len(records) and len(pool.pids()) == 2
     finally:
         pool.shutdown()
+
+
+def _blocks_of(pid: int) -> list:
+    return list(Path("/dev/shm").glob(f"mmx{pid}_*"))
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_blocks_a_killed_worker_left_behind_are_freed():
+    from engine import shm
+    pool = workers.Pool(cpu_backend.serve, "CPU trace worker", 1)
+    try:
+        pool.warm()
+        pid = pool.pids()[0]
+        # What a worker killed mid-hand-over leaves: a block under its name that nobody took.
+        left = shm.SharedArray((1000,), "u4")
+        left.shm.close()
+        Path(f"/dev/shm/{left.shm.name}").rename(f"/dev/shm/mmx{pid}_0")
+        assert _blocks_of(pid)
+        pool._drop(pool._all[0])
+        assert not _blocks_of(pid)
+    finally:
+        pool.shutdown()
+
+
+def test_records_too_big_for_shared_memory_come_through_the_pipe(monkeypatch):
+    from engine import shm
+    monkeypatch.setattr(shm, "fits", lambda nbytes: False)   # a container's 64 MB /dev/shm, full
+    got = []
+    cpu_backend._handle("execute", make_plan("naive_x_cols", make_problem(16, 16, 8)), got.append)
+    assert got[0].checked_outputs == 256
+    assert all(isinstance(rl.records, np.ndarray) for rl in got[0].launches if rl is not None)
