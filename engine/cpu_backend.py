@@ -79,9 +79,32 @@ def device_name() -> str:
 class CpuDevice:
     """The device interface of engine.execute, on the host."""
 
-    def __init__(self):
+    def __init__(self, shared_records: bool = False):
         self.name = device_name()
         self.seconds = {"kernel": 0.0}
+        # In a worker, records are written straight into shared memory that the app maps as is:
+        # a trace's records cross the process boundary without a copy on either side.
+        self.shared_records = shared_records
+        self.handles: dict[int, SharedArray] = {}
+
+    def _records(self, total: int) -> np.ndarray:
+        if self.shared_records and shm.fits(total * RAW_DTYPE.itemsize):
+            handle = SharedArray((total,), RAW_DTYPE)
+            self.handles[id(handle.array)] = handle
+            return handle.array
+        return np.empty(total, dtype=RAW_DTYPE)   # no room there: they go through the pipe
+
+    def hand_over(self, run) -> None:
+        """Swap each record array of an execute() result for its shared-memory handle."""
+        for rl in run.launches:
+            if rl is not None and id(rl.records) in self.handles:
+                rl.records = self.handles.pop(id(rl.records))
+
+    def discard(self) -> None:
+        """Frees the blocks not handed over (an error came first)."""
+        for handle in self.handles.values():
+            handle.discard()
+        self.handles.clear()
 
     def upload(self, inputs, shapes, ints):
         self.shapes, self.ints = shapes, ints
@@ -114,7 +137,7 @@ class CpuDevice:
         slots = len(lp.blocks) * lp.block[0] * lp.block[1]
         counts = np.zeros(slots, dtype=np.uint32)
         epochs = np.zeros(slots, dtype=np.uint32)
-        records = np.empty(total, dtype=RAW_DTYPE) if offsets is not None else None
+        records = self._records(total) if offsets is not None else None
         ordinals = np.zeros(slots * sources.SITE_SLOTS, dtype=np.uint32) if offsets is not None else None
         blocks = np.ascontiguousarray(lp.blocks, dtype=np.uint32)
         tpb = lp.block[0] * lp.block[1]
@@ -163,26 +186,17 @@ def serve(conn) -> None:
 def _handle(op: str, plan, reply):
     if op != "execute":
         raise ValueError(f"the CPU trace worker has no request {op!r}")
-    run = execute(plan, CpuDevice())
-    # The records go back in shared memory, not through the pipe (see engine/shm.py), where there is
-    # room for them; the app takes them and frees the blocks.
-    raws = [rl for rl in run.launches if rl is not None]
-    handles = []
+    device = CpuDevice(shared_records=True)
     try:
-        if shm.fits(sum(rl.records.nbytes for rl in raws)):
-            for rl in raws:
-                handle = SharedArray(rl.records.shape, RAW_DTYPE)
-                handles.append(handle)
-                handle.array[...] = rl.records
-                rl.records = handle
-    except BaseException:
-        for handle in handles:
-            handle.discard()
-        raise
+        run = execute(plan, device)
+        device.hand_over(run)
+    finally:
+        device.discard()
+    handles = [rl.records for rl in run.launches if rl is not None and isinstance(rl.records, SharedArray)]
     try:
         reply(run)
     finally:
         for handle in handles:
             handle.release()
-        del run, raws, handles
+        del run, handles
         memo.release_freed_memory()   # a worker lives long: give back what this request used

@@ -8,6 +8,7 @@ more than the GPU's whole trace.
 from __future__ import annotations
 
 import itertools
+import mmap
 import os
 from multiprocessing import resource_tracker, shared_memory
 from pathlib import Path
@@ -70,11 +71,9 @@ class SharedArray:
         return {"name": self.shm.name, "shape": self.shape, "dtype": self.dtype}
 
     def __setstate__(self, state):
-        self.shape, self.dtype = state["shape"], state["dtype"]
-        # Opening registers the block with the tracker again (Python < 3.13); unlink() in take()
-        # unregisters it, so the books balance.
-        self.shm = shared_memory.SharedMemory(name=state["name"])
-        self.array = np.ndarray(self.shape, self.dtype, buffer=self.shm.buf)
+        # The receiver does not attach here: take() maps the block itself (see there).
+        self.shape, self.dtype, self.name = state["shape"], state["dtype"], state["name"]
+        self.shm = self.array = None
 
     def release(self) -> None:
         """The sender's side: drop its mapping once sent (the block lives on until taken)."""
@@ -84,16 +83,29 @@ class SharedArray:
     def discard(self) -> None:
         """Either side: the block is freed unread (a request that failed after it was made)."""
         self.array = None
-        self.shm.close()
+        if self.shm is not None:
+            self.shm.close()
+        name = self.shm.name if self.shm is not None else self.name
         try:
-            self.shm.unlink()
+            shared_memory.SharedMemory(name=name).unlink() if self.shm is None else self.shm.unlink()
         except FileNotFoundError:
             pass
 
     def take(self) -> np.ndarray:
-        """The receiver's side: a private copy of the data; the block is freed."""
-        out = self.array.copy()
-        self.array = None
-        self.shm.close()
-        self.shm.unlink()
-        return out
+        """The receiver's side: the data, and the block's name is freed. On Linux the array is the
+        block itself, mapped here and unlinked at once (the memory lives as long as the array, and
+        nobody else can open it any more): a trace's records arrive without being copied. Elsewhere,
+        a private copy."""
+        count = int(np.prod(self.shape))
+        path = _SHM / self.name.lstrip("/")
+        if _SHM.is_dir():
+            with open(path, "r+b") as f:
+                mapped = mmap.mmap(f.fileno(), 0)
+            path.unlink()
+            return np.frombuffer(mapped, self.dtype, count=count).reshape(self.shape)
+        block = shared_memory.SharedMemory(name=self.name)
+        try:
+            return np.ndarray(self.shape, self.dtype, buffer=block.buf).copy()
+        finally:
+            block.close()
+            block.unlink()
