@@ -98,4 +98,53 @@ def load(file: str) -> KernelSource:
         raise ValueError(f"{file}: two access sites share an ordinal counter (TRACE_SITE_HASH); "
                          "move one of them to another line")
     shared = {m.group(1): (m.group(2), m.group(3)) for m in _SHARED_RE.finditer(text)}
+    _check_traced_arrays(file, text, [n for t, n in params if "*" in t and n in known], list(shared))
     return KernelSource(sig.group(1), path, text, tuple(params), tuple(sites), shared)
+
+
+def _code_lines(text: str) -> list[str]:
+    """The kernel's statements, line by line: comments and the signature (however many lines it
+    spans) blanked out, line numbers kept."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))   # noqa: E731
+    text = "\n".join(_strip_comment(line) for line in re.sub(r"/\*.*?\*/", blank, text, flags=re.S).splitlines())
+    return _SIG_RE.sub(blank, text).splitlines()
+
+
+def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list[str]) -> None:
+    """The rules a kernel must follow for its trace to be the truth, checked when it is loaded.
+    A record names its element by the array it was made through and an index from that array's
+    start, so:
+      - a traced array is touched only through the access macros (a plain A[i] or *A is an
+        access nobody records);
+      - a global array parameter is never moved (A += row * K; LDG(A, k) computes the right product
+        while every record says row 0) nor copied into another pointer (accesses through the copy
+        would not be recorded at all): index from the original, LDG(A, row * K + k)."""
+    names = [*pointers, *shared]
+    if not names:
+        return
+    alt = "|".join(map(re.escape, names))
+    rules = []
+    if pointers:   # first: a copy made with &A[i] is a copy, not an access
+        ptr = "|".join(map(re.escape, pointers))
+        rules += [
+            (re.compile(rf"\b({ptr})\s*(\+=|-=|\+\+|--|=(?!=))|(?:\+\+|--)\s*({ptr})\b"),
+             "is moved; records would count from the moved pointer, not from the array's start: index from "
+             "the original pointer instead (LDG(A, row * K + k))"),
+            (re.compile(rf"[=(,]\s*&?\s*\(?\s*({ptr})\s*[+\-\[]"),
+             "is copied into another pointer; accesses through the copy are not recorded: index from the "
+             "original pointer instead"),
+        ]
+    rules += [
+        (re.compile(rf"\b({alt})\s*\["), "is indexed directly; use LDG/STG (global) or LDS/STS (shared) so the "
+                                          "access is recorded"),
+        (re.compile(rf"\*\s*\(?\s*({alt})\b"), "is dereferenced directly; use the access macros so the access "
+                                               "is recorded"),
+    ]
+    for number, line in enumerate(_code_lines(text), start=1):
+        if _SHARED_RE.search(line):
+            continue   # a declaration, not an access
+        for rule, why in rules:
+            m = rule.search(line)
+            if m:
+                name = next(g for g in m.groups() if g in names)
+                raise ValueError(f"{file}:{number}: {name} {why}: {line.strip()}")

@@ -32,3 +32,33 @@ def test_two_accesses_of_one_array_on_a_line_are_refused(tmp_path):
                    "  STG(C, 0, LDG(A, 0) + LDG(A, 1));\n}\n")
     with pytest.raises(ValueError, match="cannot be told apart"):
         sources.load(str(bad))
+
+
+def _kernel(tmp_path, body: str, params: str = "const float *A, const float *B, float *C, int M, int N, int K"):
+    src = tmp_path / "k.cu"
+    src.write_text(f'#include "trace.cuh"\nextern "C" __global__ void k({params}) {{\n{body}\n}}\n')
+    return str(src)
+
+
+@pytest.mark.parametrize("body, line, says", [
+    # Production style: the product is right, but every record of A would say row 0.
+    ("  int row = blockIdx.y;\n  A += row * K;\n  STG(C, row, LDG(A, 0));", 4, "A is moved"),
+    ("  for (int k = 0; k < K; k++, B += N) STG(C, k, LDG(B, 0));", 3, "B is moved"),
+    ("  const float *a = A + blockIdx.y * K;\n  STG(C, 0, 1.0f);", 3, "A is copied into another pointer"),
+    ("  const float *a = &A[blockIdx.y * K];\n  STG(C, 0, 1.0f);", 3, "A is copied into another pointer"),
+    ("  C[threadIdx.x] = LDG(A, threadIdx.x);", 3, "C is indexed directly"),
+    ("  STG(C, 0, *A);", 3, "A is dereferenced directly"),
+    ("  __shared__ float As[TILE][TILE];\n  As[0][threadIdx.x] = 1.0f;\n  STG(C, 0, LDS(As, 0, 0));", 4,
+     "As is indexed directly"),
+], ids=["moved", "moved-in-for", "alias", "alias-address", "raw-store", "raw-deref", "raw-shared"])
+def test_an_access_the_trace_would_get_wrong_is_refused_with_its_line(tmp_path, body, line, says):
+    with pytest.raises(ValueError, match=rf"k.cu:{line}: {says}"):
+        sources.load(_kernel(tmp_path, body))
+
+
+def test_what_looks_like_an_access_but_is_not_passes(tmp_path):
+    body = ("  // A += 1 in a comment, and /* C[0] = 2 */ in a block comment\n"
+            "  int n = N; n += 1; float a = LDG(A, 0);\n"
+            "  if (a == 0.0f && M == N) STG(C, 0, a);")
+    params = "const float *A,\n    const float *B, float *C, int M, int N, int K"   # a signature over two lines
+    assert [s.array for s in sources.load(_kernel(tmp_path, body, params)).sites] == ["A", "C"]
