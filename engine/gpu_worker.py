@@ -43,29 +43,41 @@ def serve(conn) -> None:
         info = device_info(cuda, dev)
     except Exception as exc:  # no driver, no GPU, no PyCUDA: the app runs in CPU mode
         info = {"available": False, "reason": f"{type(exc).__name__}: {exc}".strip()}
-    from . import execute, gpu_device, handlers  # noqa: PLC0415
-    modules: dict = {}
+    from . import execute, gpu_bench, gpu_device  # noqa: PLC0415 - they import PyCUDA
+    modules: dict = {}                  # loaded cubins, kept for the worker's life
+    state = {"info": info, "modules": modules}
+
+    def info_now(payload, reply):
+        if info["available"]:
+            info["free_bytes"], info["total_bytes"] = cuda.mem_get_info()
+        return info
+
+    def trace(plan, reply):
+        device = gpu_device.GpuDevice(info["name"], modules)
+        try:
+            value = execute.execute(plan, device)
+            device.hand_over(value)
+            reply(value)
+            for rl in value.launches:
+                if rl is not None:
+                    rl.records.release()
+        finally:
+            device.free()
+
+    # Every request the worker answers, in one table.
+    requests = {
+        "info": info_now,
+        "ping": lambda payload, reply: "pong",
+        "execute": trace,
+        "bench": lambda payload, reply: gpu_bench.run_bench(cuda, state, **payload),
+    }
 
     def handle(op, payload, reply):
-        if op == "info":
-            if info["available"]:
-                info["free_bytes"], info["total_bytes"] = cuda.mem_get_info()
-            return info
-        if not info["available"]:
+        if op not in requests:
+            raise ValueError(f"the GPU worker has no request {op!r}")
+        if op != "info" and not info["available"]:
             raise RuntimeError(f"no GPU: {info['reason']}")
-        if op == "execute":
-            device = gpu_device.GpuDevice(info["name"], modules)
-            try:
-                value = execute.execute(payload, device)
-                device.hand_over(value)
-                reply(value)
-                for rl in value.launches:
-                    if rl is not None:
-                        rl.records.release()
-            finally:
-                device.free()
-            return None
-        return handlers.handle(op, payload, cuda, info, modules)
+        return requests[op](payload, reply)
 
     # A fatal error leaves at once, without clean-up calls into a dead context.
     workers.serve(conn, handle, lambda exc: _fatal(exc, cuda))
