@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
+
 from . import cpu_backend, gpu_client, sources, workers
 from .errors import EngineError
 from .plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, check_fits_host, make_plan
 from .problem import Problem
 from .shm import SharedArray
 from .trace import LaunchInfo, Trace, TraceSite, array_tables, assemble_launch, thread_warps
-
-import numpy as np
 
 
 def resolve_source(source: str) -> str:

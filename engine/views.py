@@ -8,8 +8,8 @@ import numpy as np
 
 from . import registry
 from .analysis import BANKS, SECTOR_BYTES
-from .reference import matmul
 from .problem import make_inputs
+from .reference import matmul
 from .trace import ELEMENT_BYTES, Trace
 
 

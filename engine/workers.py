@@ -44,7 +44,7 @@ def serve(conn, handle: Callable, is_fatal: Callable[[BaseException], bool] = la
 
         def reply(value):
             conn.send(("ok", value))
-            sent.append(True)
+            sent.append(True)  # noqa: B023 - called within this iteration only (by handle or below)
 
         try:
             value = handle(op, payload, reply)

@@ -265,6 +265,6 @@ def test_source_listings_are_whole_and_readable_at_1440(server, chrome, name, qu
         .querySelectorAll('.scatterlayer .textpoint text')).filter(t => /^\\s*\\d+  |^     /.test(t.textContent))
         .map(t => { const r = t.getBoundingClientRect(); return [r.top, r.bottom, r.height]; })""")
     assert len(rows) > 5
-    for (top0, bottom0, h0), (top1, _, h1) in zip(rows, rows[1:]):
+    for (_top0, bottom0, h0), (top1, _, h1) in zip(rows, rows[1:]):
         assert top1 >= bottom0 - 0.25 * min(h0, h1), (rows,)
     context.close()

@@ -93,6 +93,7 @@ def test_every_library_loaded_is_its_own():
     # Libraries are loaded from in-memory copies (/proc/self/fd/N): dlopen answers a path it has
     # seen with the library it loaded then, so no two may ever share a path.
     import ctypes
+
     from engine import cpu_backend
     fns = [cpu_backend._library(f, 16, 0) for f in ("naive_x_cols.cu", "naive_x_rows.cu", "transpose_b.cu")]
     assert len({ctypes.cast(fn, ctypes.c_void_p).value for fn in fns}) == 3

@@ -18,6 +18,12 @@ def test_ci_runs_the_readme_test_command():
     assert command in (ROOT / ".ci" / "run").read_text()
 
 
+def test_ci_runs_the_readme_lint_command():
+    command = "ruff check ."
+    assert command in README
+    assert command in (ROOT / ".ci" / "run").read_text()
+
+
 def test_readme_setup_commands():
     # Debian's system Python refuses `pip install` outside a virtual environment (PEP 668), so the
     # install command makes one first; the run command uses it.

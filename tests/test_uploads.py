@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import benchmark, bench_format, charts
+from engine import bench_format, benchmark, charts
 from tests.test_pages import APP, TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent

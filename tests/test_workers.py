@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import build, cpu_backend, tracer, workers
+from engine import cpu_backend, tracer, workers
 from engine.errors import EngineError, WorkerCrashed
 from engine.plan import make_plan, single_launch_plan
 from engine.problem import make_problem

@@ -5,9 +5,9 @@ For each case: a full GPU trace of the instrumented build gives our totals; ncu 
 of the plain build of the same kernel and size (--clock-control none) and reads the same metrics.
 """
 import csv
-import json
 import glob
 import io
+import json
 import shutil
 import subprocess
 import sys
