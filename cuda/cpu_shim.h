@@ -16,6 +16,12 @@ struct dim3 {
     dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 typedef dim3 uint3;
+// CUDA's float4: four floats, 16-byte aligned, so 128-bit accesses compile and align as on the GPU.
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+#define __align__(n) __attribute__((aligned(n)))   // alignas cannot follow `static thread_local`
 
 #define __global__
 #define __device__

@@ -29,6 +29,12 @@ enum TraceArrayId { TRACE_ARRAYS(TRACE_ENUM_ENTRY) TRACE_ARRAY_COUNT };
 #define STG(arr, i, v) ((arr)[i] = (v))
 #define LDS(arr, r, c) ((arr)[r][c])
 #define STS(arr, r, c, v) ((arr)[r][c] = (v))
+// 128-bit accesses: four consecutive floats from element i (a multiple of 4, so 16-byte aligned),
+// one instruction (LDG.128, STS.128, ...) for the four.
+#define LDG4(arr, i) (*reinterpret_cast<const float4 *>(&(arr)[i]))
+#define STG4(arr, i, v) (*reinterpret_cast<float4 *>(&(arr)[i]) = (v))
+#define LDS4(arr, r, c) (*reinterpret_cast<const float4 *>(&(arr)[r][c]))
+#define STS4(arr, r, c, v) (*reinterpret_cast<float4 *>(&(arr)[r][c]) = (v))
 #define SYNC() __syncthreads()
 
 #else
@@ -117,6 +123,20 @@ TRACE_FN void trace_store(T *base, long long index, V value, unsigned int line, 
     base[index] = value;
 }
 
+// A 128-bit access is one record, at its first element: the site says how wide it is (engine/sources.py
+// reads the macro's name), so the record layout is the same for every width.
+TRACE_FN float4 trace_load4(const float *base, long long index, unsigned int line, unsigned int array) {
+    trace_record(index, line, array, 0);
+    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index + 3)) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    return *reinterpret_cast<const float4 *>(base + index);
+}
+
+TRACE_FN void trace_store4(float *base, long long index, float4 value, unsigned int line, unsigned int array) {
+    trace_record(index, line, array, 1);
+    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index + 3)) return;
+    *reinterpret_cast<float4 *>(base + index) = value;
+}
+
 TRACE_FN void trace_sync() {
     __syncthreads();
     trace_epochs[trace_slot()]++;
@@ -129,6 +149,10 @@ TRACE_FN void trace_sync() {
 #define STG(arr, i, v) trace_store((arr), (i), (v), __LINE__, TRACE_ID_##arr)
 #define LDS(arr, r, c) trace_load(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), __LINE__, TRACE_ID_##arr)
 #define STS(arr, r, c, v) trace_store(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), (v), __LINE__, TRACE_ID_##arr)
+#define LDG4(arr, i) trace_load4((arr), (i), __LINE__, TRACE_ID_##arr)
+#define STG4(arr, i, v) trace_store4((arr), (i), (v), __LINE__, TRACE_ID_##arr)
+#define LDS4(arr, r, c) trace_load4(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), __LINE__, TRACE_ID_##arr)
+#define STS4(arr, r, c, v) trace_store4(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), (v), __LINE__, TRACE_ID_##arr)
 #define SYNC() trace_sync()
 
 #ifndef MATMUL_CPU

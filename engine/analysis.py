@@ -26,6 +26,7 @@ SECTOR_BYTES = 32
 LINE_BYTES = 128
 BANKS = 32
 WARP = 32
+HALF_WARP = 16
 
 INSTANCE_DTYPE = np.dtype([
     ("site", "u1"), ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("warp", "u1"),
@@ -64,16 +65,32 @@ def _compact(keys: np.ndarray) -> tuple[int, np.ndarray]:
     return int(present.sum()), ids[keys - lo]
 
 
-def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray) -> None:
-    """addr: (rows, 32) byte offsets of each row's lanes, -1 for an inactive lane."""
+def _wide_wavefronts(words: np.ndarray, width: int) -> np.ndarray:
+    """Wavefronts of shared accesses `width` words wide per lane (words: each lane's first word, -1
+    inactive). As Nsight Compute counts them on sm_90 (the model _merged_site_totals checks against
+    it): each half-warp is served on its own, each the most distinct words any one bank serves; so
+    a conflict-free 128-bit access by a full warp is 4 wavefronts (512 bytes at 128 per wavefront)."""
+    lanes = np.where(words[:, :, None] >= 0, words[:, :, None] + np.arange(width), -1)
+    flat = lanes.reshape(len(words), WARP * width)
+    half = HALF_WARP * width
+    return _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:])
+
+
+def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, width: np.ndarray) -> None:
+    """addr: (rows, 32) byte offsets of each row's lanes (their first byte), -1 for an inactive lane;
+    width: elements per lane of each row's access (1, or 4 for a 128-bit one). A lane's aligned 16
+    bytes lie in one 32-byte sector and one 128-byte line, so a global access's sectors and lines
+    are those of its first bytes whatever its width."""
     inst["active"] = (addr >= 0).sum(axis=1)
     inst["sectors"] = inst["lines"] = inst["wavefronts"] = 0
-    g, sh = addr[is_global], addr[~is_global]
+    g = addr[is_global]
     if len(g):
         inst["sectors"][is_global] = _distinct_per_row(np.where(g >= 0, g // SECTOR_BYTES, -1))
         inst["lines"][is_global] = _distinct_per_row(np.where(g >= 0, g // LINE_BYTES, -1))
-    if len(sh):
-        inst["wavefronts"][~is_global] = _wavefronts(np.where(sh >= 0, sh // ELEMENT_BYTES, -1))
+    for w in np.unique(width[~is_global]).tolist():
+        rows = ~is_global & (width == w)
+        words = np.where(addr[rows] >= 0, addr[rows] // ELEMENT_BYTES, -1)
+        inst["wavefronts"][rows] = _wavefronts(words) if w == 1 else _wide_wavefronts(words, w)
 
 
 def _uniform_rows(trace: Trace, warps: np.ndarray, c: int, addr_dtype) -> tuple:
@@ -167,7 +184,8 @@ def warp_instructions(trace: Trace) -> np.ndarray:
     inst["first"] = first
     inst["seq"] = np.concatenate([p[1] for p in parts])
     space = np.array([ts.site.space == "global" for ts in trace.sites], dtype=bool)
-    _fill_metrics(inst, np.concatenate([p[2] for p in parts]), space[inst["site"]])
+    width = np.array([ts.site.width for ts in trace.sites], dtype=np.int64)
+    _fill_metrics(inst, np.concatenate([p[2] for p in parts]), space[inst["site"]], width[inst["site"]])
     # Program order per warp: by the warp's first record, then its position in its thread's stream.
     # Only rows of one divergent warp can tie; they keep the grouped order (site, then ordinal).
     order = np.lexsort((inst["seq"], np.concatenate([p[3] for p in parts])))
@@ -190,7 +208,13 @@ def site_summary(trace: Trace, inst: np.ndarray | None = None) -> pd.DataFrame:
                        lines_per_request=float(mine["lines"].mean()) if n else 0.0)
         else:
             wf = int(mine["wavefronts"].sum())
-            row.update(wavefronts=wf, bank_conflicts=wf - n, wavefronts_per_request=wf / n if n else 0.0,
+            # Conflict-free is 1 wavefront for a 4-byte access, and for a wider one what its words
+            # need in each half-warp, at 32 banks per wavefront (4 for a full warp's 128-bit access).
+            w = ts.site.width
+            active = mine["active"].astype(np.int64)   # a partial warp's lanes are its first ones
+            halves = (np.minimum(active, HALF_WARP), np.maximum(active - HALF_WARP, 0))
+            ideal = n if w == 1 else int(sum((-(-h * w // BANKS)) for h in halves).sum())
+            row.update(wavefronts=wf, bank_conflicts=wf - ideal, wavefronts_per_request=wf / n if n else 0.0,
                        conflict_ways_max=int(mine["wavefronts"].max()) if n else 0)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -222,7 +246,6 @@ def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[
 
 
 VECTOR_WIDTH = {"LDS.128": 4}   # words per lane of the wide shared loads this model covers
-HALF_WARP = 16
 
 
 def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:

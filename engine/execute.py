@@ -36,6 +36,21 @@ def global_array_ids() -> dict[str, int]:
     return {n: names.index(n) for n in ("A", "B", "C", "BT")}
 
 
+def _stored_elements(file: str, records: np.ndarray, array: int) -> np.ndarray:
+    """Element indices of `array` the records say were stored: a 128-bit store (STG4) is one record
+    for four consecutive elements, all of which are checked."""
+    mine = records[(records["array"] == array) & (records["op"] == 1)]
+    wide = {s.line: s.width for s in sources.load(file).sites
+            if s.width > 1 and s.op == "store" and sources.trace_arrays().index(s.array) == array}
+    if not wide:
+        return mine["index"]
+    parts = [mine["index"][~np.isin(mine["line"], list(wide))].astype(np.int64)]
+    for line, width in wide.items():
+        first = mine["index"][mine["line"] == line].astype(np.int64)
+        parts.append((first[:, None] + np.arange(width)).ravel())
+    return np.concatenate(parts)
+
+
 def execute(plan: TracePlan, device) -> RawRun:
     """device: upload(buffers), run(launch_plan, offsets, total) -> counts or records, read(name, idx)."""
     check_fits_host(plan)
@@ -59,7 +74,7 @@ def execute(plan: TracePlan, device) -> RawRun:
     # Check every output element the traced blocks stored against float64 numpy.
     ids = global_array_ids()
     last = raws[-1]
-    stored = last.records[(last.records["array"] == ids["C"]) & (last.records["op"] == 1)]["index"]
+    stored = _stored_elements(plan.launches[-1].file, last.records, ids["C"])
     if len(stored):
         got = device.read("C", stored)
         err = reference.relative_error(got, reference.elements(a, b, stored, plan.problem.n))

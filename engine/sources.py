@@ -15,9 +15,9 @@ CUDA_DIR = Path(__file__).resolve().parent.parent / "cuda"
 
 _MACROS = {"LDG": ("global", "load"), "STG": ("global", "store"),
            "LDS": ("shared", "load"), "STS": ("shared", "store")}
-_SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)\(\s*(\w+)")
+_SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)(4?)\(\s*(\w+)")
 _SIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
-_SHARED_RE = re.compile(r"__shared__\s+float\s+(\w+)\s*\[([^\]]+)\]\s*\[([^\]]+)\]")
+_SHARED_RE = re.compile(r"__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?float\s+(\w+)\s*\[([^\]]+)\]\s*\[([^\]]+)\]")
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class Site:
     space: str      # "global" or "shared"
     op: str         # "load" or "store"
     text: str       # the source line, stripped
+    width: int = 1  # elements per access: 4 for the 128-bit macros (LDG4, STS4, ...)
 
 
 SITE_SLOTS = 32  # cuda/trace.cuh TRACE_SITE_SLOTS
@@ -85,11 +86,11 @@ def load(file: str) -> KernelSource:
     known = set(trace_arrays())
     sites = []
     for number, line in enumerate(text.splitlines(), start=1):
-        for macro, array in _SITE_RE.findall(_strip_comment(line)):
+        for macro, wide, array in _SITE_RE.findall(_strip_comment(line)):
             if array not in known:
                 raise ValueError(f"{file}:{number}: array {array} is not in trace.cuh's TRACE_ARRAYS")
             space, op = _MACROS[macro]
-            sites.append(Site(number, array, space, op, line.strip()))
+            sites.append(Site(number, array, space, op, line.strip(), 4 if wide else 1))
     keys = [(s.line, s.array, s.op) for s in sites]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{file}: two accesses of one array on one line cannot be told apart in a trace")

@@ -79,3 +79,14 @@ def test_engine_error_in_the_worker_is_not_fatal():
         plan.cap = 1000
         gpu_client.call("execute", plan)
     assert gpu_client.restarts == before
+
+
+def test_128_bit_accesses_trace_the_same_on_gpu_and_cpu():
+    from tests.test_vector_access import vec4_trace
+    gpu, graw = vec4_trace(5, 200, 7, "gpu")
+    cpu, _ = vec4_trace(5, 200, 7, "cpu")
+    assert graw.checked_outputs == 5 * 200 and graw.rel_error < 1e-5
+    assert gpu.records.tobytes() == cpu.records.tobytes()
+    # The plain build's 128-bit macros compile to 128-bit instructions, as the trace assumes.
+    assert _bench("naive_x_cols", make_problem(5, 200, 7, block=(32, 1)),
+                  source_override=str(TEST_CUDA / "vec4_rows.cu"))["correct"]

@@ -1,6 +1,9 @@
 """One launch of a catalog kernel's plain (timing) build, through the GPU worker: ncu's target.
 
-    ncu ... python3 tests/benchmarks/ncu_target.py KERNEL M N K TILE PAD BX BY
+    ncu ... python3 tests/benchmarks/ncu_target.py KERNEL M N K TILE PAD BX BY [SOURCE]
+
+SOURCE, a .cu file, replaces the kernel's source with the catalog kernel's launch geometry (the
+test kernels of tests/cuda/, measured by tests/benchmarks/ncu_vector.py).
 """
 import sys
 from pathlib import Path
@@ -14,7 +17,8 @@ from engine.problem import make_problem  # noqa: E402
 def main() -> None:
     kernel, m, n, k, tile, pad, bx, by = sys.argv[1], *map(int, sys.argv[2:9])
     p = make_problem(m, n, k, tile=tile, pad=pad, block=(bx, by))
-    out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": 0, "reps": 0})
+    source = sys.argv[9] if len(sys.argv) > 9 else None
+    out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": 0, "reps": 0, "source_override": source})
     print(f"{kernel}: correct={out['correct']} rel_error={out['rel_error']:.2e}")
     gpu_client.shutdown()
 

@@ -1,0 +1,48 @@
+"""128-bit accesses (LDG4, STG4, LDS4, STS4): one record per lane at its first element, the width
+from the site, and sectors and wavefronts counted for 16 bytes per lane, as the hardware serves them."""
+from pathlib import Path
+
+import numpy as np
+
+from engine import analysis, sources, tracer
+from engine.plan import single_launch_plan
+from engine.problem import make_problem
+
+VEC4 = str(Path(__file__).parent / "cuda" / "vec4_rows.cu")
+
+
+def vec4_trace(m, n, k, source="cpu"):
+    plan = single_launch_plan(VEC4, make_problem(m, n, k), (-(-n // 128), m), (32, 1))
+    raw = tracer.run_plan(plan, source)
+    return tracer.assemble(plan, raw, source), raw
+
+
+def test_the_site_knows_its_width():
+    widths = {(s.array, s.op): s.width for s in sources.load(VEC4).sites}
+    assert widths == {("B", "load"): 4, ("Bs", "store"): 4, ("A", "load"): 1, ("Bs", "load"): 4, ("C", "store"): 4}
+
+
+def test_every_element_a_128_bit_store_writes_is_checked():
+    t, raw = vec4_trace(3, 200, 5)
+    assert raw.checked_outputs == 3 * 200 and raw.rel_error < 1e-6
+
+
+def test_sectors_and_wavefronts_are_those_of_16_bytes_per_lane():
+    # N = 256: two full warps per row, every lane active.
+    t, _ = vec4_trace(2, 256, 3)
+    s = analysis.site_summary(t).set_index(["array", "op"])
+    for key in [("B", "load"), ("C", "store")]:
+        assert s.loc[key, "sectors_per_request"] == 16          # 32 lanes x 16 B = 512 B = 16 sectors
+    assert s.loc[("A", "load"), "sectors_per_request"] == 1    # one float, broadcast to the warp
+    for key in [("Bs", "store"), ("Bs", "load")]:
+        assert s.loc[key, "wavefronts_per_request"] == 4        # 512 B at 128 B per wavefront
+        assert s.loc[key, "bank_conflicts"] == 0
+
+
+def test_a_partial_warp_needs_fewer_wavefronts_and_has_no_conflicts():
+    t, _ = vec4_trace(1, 200, 2)     # the second block's warp: 18 lanes active
+    inst = analysis.warp_instructions(t)
+    s = analysis.site_summary(t, inst).set_index(["array", "op"])
+    shared = inst[np.isin(inst["site"], [i for i, ts in enumerate(t.sites) if ts.site.space == "shared"])]
+    assert sorted(set(shared["wavefronts"].tolist())) == [3, 4]   # 16 lanes: 2, then 2 lanes: 1
+    assert s.loc[("Bs", "load"), "bank_conflicts"] == 0
