@@ -32,8 +32,12 @@ def main() -> None:
         for metric in sorted(set(totals["gpu"]) | set(hw)):
             g, c, h = totals["gpu"].get(metric, 0), totals["cpu"].get(metric, 0), int(hw.get(metric, 0))
             ok = g == c == h
-            bad += not ok
-            print(f"| {m}x{n}x{k} | {metric} | {g:,} | {c:,} | {h:,} | {'yes' if ok else 'NO'} |")
+            # ncu counts these 128-bit shared instructions once per wavefront (README, Metrics): shown,
+            # not failed; every l1tex count must match.
+            known = metric.startswith("smsp__inst_executed_op_shared") and not ok and g == c
+            bad += not ok and not known
+            verdict = "yes" if ok else "ncu: one per wavefront" if known else "NO"
+            print(f"| {m}x{n}x{k} | {metric} | {g:,} | {c:,} | {h:,} | {verdict} |")
     sys.exit(1 if bad else 0)
 
 
