@@ -19,6 +19,7 @@ enum TraceArrayId { TRACE_ARRAYS(TRACE_ENUM_ENTRY) TRACE_ARRAY_COUNT };
 #undef TRACE_ENUM_ENTRY
 
 #ifndef MATMUL_CPU
+#include <cuda_pipeline.h>   // __pipeline_memcpy_async: cp.async
 #define TRACE_FN __device__ __forceinline__
 #define TRACE_GLOBAL __device__
 #endif
@@ -36,6 +37,13 @@ enum TraceArrayId { TRACE_ARRAYS(TRACE_ENUM_ENTRY) TRACE_ARRAY_COUNT };
 #define LDS4(arr, r, c) (*reinterpret_cast<const float4 *>(&(arr)[r][c]))
 #define STS4(arr, r, c, v) (*reinterpret_cast<float4 *>(&(arr)[r][c]) = (v))
 #define SYNC() __syncthreads()
+// Asynchronous copies global -> shared (cp.async, LDGSTS on sm_80+): 16 bytes from src[i] to
+// dst[r][c], in flight until the thread waits for its group. COMMIT closes the copies issued
+// since the last one into a group; WAIT(n) returns once at most n groups are still in flight
+// (then SYNC() makes every thread's copies visible to the block).
+#define CP_ASYNC4(dst, r, c, src, i) __pipeline_memcpy_async(&(dst)[r][c], &(src)[i], 16)
+#define CP_ASYNC_COMMIT() __pipeline_commit()
+#define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
 
 #else
 
@@ -137,6 +145,22 @@ TRACE_FN void trace_store4(float *base, long long index, float4 value, unsigned 
     *reinterpret_cast<float4 *>(base + index) = value;
 }
 
+// cp.async: two records, in this order: the global read, then the shared write (both 16 bytes wide).
+// On the GPU the copy is the real asynchronous one; on the CPU it happens at once, which a kernel
+// that waits for its group before reading cannot tell apart.
+TRACE_FN void trace_copy_async4(float *dst, long long dst_index, const float *src, long long src_index,
+                                unsigned int line, unsigned int dst_array, unsigned int src_array) {
+    trace_record(src_index, line, src_array, 0);
+    trace_record(dst_index, line, dst_array, 1);
+    if (TRACE_OUT_OF_BOUNDS(src_array, (unsigned long long)src_index + 3)) return;
+    if (TRACE_OUT_OF_BOUNDS(dst_array, (unsigned long long)dst_index + 3)) return;
+#ifdef MATMUL_CPU
+    *reinterpret_cast<float4 *>(dst + dst_index) = *reinterpret_cast<const float4 *>(src + src_index);
+#else
+    __pipeline_memcpy_async(dst + dst_index, src + src_index, 16);
+#endif
+}
+
 TRACE_FN void trace_sync() {
     __syncthreads();
     trace_epochs[trace_slot()]++;
@@ -153,6 +177,15 @@ TRACE_FN void trace_sync() {
 #define STG4(arr, i, v) trace_store4((arr), (i), (v), __LINE__, TRACE_ID_##arr)
 #define LDS4(arr, r, c) trace_load4(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), __LINE__, TRACE_ID_##arr)
 #define STS4(arr, r, c, v) trace_store4(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), (v), __LINE__, TRACE_ID_##arr)
+#define CP_ASYNC4(dst, r, c, src, i) trace_copy_async4(&(dst)[0][0], (long long)(r) * TRACE_PITCH(dst) + (c), (src), (i), \
+                                                    __LINE__, TRACE_ID_##dst, TRACE_ID_##src)
+#ifdef MATMUL_CPU
+#define CP_ASYNC_COMMIT() ((void)0)
+#define CP_ASYNC_WAIT(n) ((void)0)
+#else
+#define CP_ASYNC_COMMIT() __pipeline_commit()
+#define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
+#endif
 #define SYNC() trace_sync()
 
 #ifndef MATMUL_CPU

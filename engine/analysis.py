@@ -200,7 +200,7 @@ def site_summary(trace: Trace, inst: np.ndarray | None = None) -> pd.DataFrame:
         mine = inst[inst["site"] == s]
         n = len(mine)
         row = {"site": s, "kernel": ts.kernel, "line": ts.site.line, "array": ts.site.array,
-               "space": ts.site.space, "op": ts.site.op, "source": ts.site.text,
+               "space": ts.site.space, "op": ts.site.op, "copy": ts.site.copy, "source": ts.site.text,
                "requests": n, "accesses": int(mine["active"].sum())}
         if ts.site.space == "global":
             sectors = int(mine["sectors"].sum())
@@ -234,14 +234,28 @@ NCU_METRICS = {
 }
 
 
+# Asynchronous copies (cp.async, 16 bytes: LDGSTS.BYPASS) are counted apart from loads and stores:
+# the global read as LDGSTS requests and sectors, the shared write as LDGSTS bank conflicts.
+NCU_COPY_METRICS = {
+    ("global", "load", "requests"): "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
+    ("global", "load", "sectors"): "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
+    ("shared", "store", "bank_conflicts"): "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
+    ("shared", "store", "requests"): "sm__sass_inst_executed_op_ldgsts.sum",
+}
+
+
 def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[str, int]:
     """Whole-trace totals under Nsight Compute's metric names (optionally for one kernel of a pipeline)."""
     if launch_kernel is not None:
         summary = summary[summary["kernel"] == launch_kernel]
+    copy = summary["copy"] if "copy" in summary else pd.Series(False, index=summary.index)
     out = {}
-    for (space, op, col), metric in NCU_METRICS.items():
-        part = summary[(summary["space"] == space) & (summary["op"] == op)]
-        out[metric] = int(part[col].sum()) if col in part and len(part) else 0
+    for metrics, rows in ((NCU_METRICS, summary[~copy]), (NCU_COPY_METRICS, summary[copy])):
+        for (space, op, col), metric in metrics.items():
+            part = rows[(rows["space"] == space) & (rows["op"] == op)]
+            if metrics is NCU_COPY_METRICS and not len(part):
+                continue   # no copies: nothing to say (and nothing ncu_compare.py asks for)
+            out[metric] = int(part[col].sum()) if col in part and len(part) else 0
     return out
 
 

@@ -16,6 +16,8 @@ CUDA_DIR = Path(__file__).resolve().parent.parent / "cuda"
 _MACROS = {"LDG": ("global", "load"), "STG": ("global", "store"),
            "LDS": ("shared", "load"), "STS": ("shared", "store")}
 _SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)(4?)\(\s*(\w+)")
+# cp.async: CP_ASYNC4(dst, r, c, src, i) reads src (global) and writes dst (shared), 16 bytes each.
+_COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,[^,]*,[^,]*,\s*(\w+)\s*,")
 _SIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
 _SHARED_RE = re.compile(r"__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?float\s+(\w+)\s*\[([^\]]+)\]\s*\[([^\]]+)\]")
 
@@ -28,6 +30,7 @@ class Site:
     op: str         # "load" or "store"
     text: str       # the source line, stripped
     width: int = 1  # elements per access: 4 for the 128-bit macros (LDG4, STS4, ...)
+    copy: bool = False   # one side of an asynchronous global -> shared copy (CP_ASYNC4: cp.async)
 
 
 SITE_SLOTS = 32  # cuda/trace.cuh TRACE_SITE_SLOTS
@@ -91,6 +94,12 @@ def load(file: str) -> KernelSource:
                 raise ValueError(f"{file}:{number}: array {array} is not in trace.cuh's TRACE_ARRAYS")
             space, op = _MACROS[macro]
             sites.append(Site(number, array, space, op, line.strip(), 4 if wide else 1))
+        for dst, src in _COPY_RE.findall(_strip_comment(line)):
+            for array in (src, dst):
+                if array not in known:
+                    raise ValueError(f"{file}:{number}: array {array} is not in trace.cuh's TRACE_ARRAYS")
+            sites.append(Site(number, src, "global", "load", line.strip(), 4, copy=True))
+            sites.append(Site(number, dst, "shared", "store", line.strip(), 4, copy=True))
     keys = [(s.line, s.array, s.op) for s in sites]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{file}: two accesses of one array on one line cannot be told apart in a trace")

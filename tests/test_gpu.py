@@ -90,3 +90,11 @@ def test_128_bit_accesses_trace_the_same_on_gpu_and_cpu():
     # The plain build's 128-bit macros compile to 128-bit instructions, as the trace assumes.
     assert _bench("naive_x_cols", make_problem(5, 200, 7, block=(32, 1)),
                   source_override=str(TEST_CUDA / "vec4_rows.cu"))["correct"]
+
+
+def test_asynchronous_copies_trace_the_same_on_gpu_and_cpu():
+    from tests.test_vector_access import async_trace
+    gpu, graw = async_trace(5, 200, 7, "gpu")
+    cpu, _ = async_trace(5, 200, 7, "cpu")
+    assert graw.checked_outputs == 5 * 200 and graw.rel_error < 1e-5
+    assert gpu.records.tobytes() == cpu.records.tobytes()

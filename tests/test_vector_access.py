@@ -46,3 +46,37 @@ def test_a_partial_warp_needs_fewer_wavefronts_and_has_no_conflicts():
     shared = inst[np.isin(inst["site"], [i for i, ts in enumerate(t.sites) if ts.site.space == "shared"])]
     assert sorted(set(shared["wavefronts"].tolist())) == [3, 4]   # 16 lanes: 2, then 2 lanes: 1
     assert s.loc[("Bs", "load"), "bank_conflicts"] == 0
+
+
+ASYNC = str(Path(__file__).parent / "cuda" / "async_rows.cu")
+
+
+def async_trace(m, n, k, source="cpu"):
+    plan = single_launch_plan(ASYNC, make_problem(m, n, k), (-(-n // 128), m), (32, 1))
+    raw = tracer.run_plan(plan, source)
+    return tracer.assemble(plan, raw, source), raw
+
+
+def test_an_asynchronous_copy_is_a_global_read_and_a_shared_write_each_16_bytes():
+    sites = [(s.array, s.space, s.op, s.width, s.copy) for s in sources.load(ASYNC).sites]
+    assert sites[:2] == [("B", "global", "load", 4, True), ("Bs", "shared", "store", 4, True)]
+    t, raw = async_trace(3, 200, 6)
+    assert raw.checked_outputs == 3 * 200 and raw.rel_error < 1e-6
+    # The two records of one copy, in order: the read, then the write, of the same thread.
+    r = t.columns
+    first = int(np.flatnonzero(r["line"] == sources.load(ASYNC).sites[0].line)[0])
+    assert (r["space"][first], r["op"][first], r["space"][first + 1], r["op"][first + 1]) == (0, 0, 1, 1)
+    assert r["thread_x"][first] == r["thread_x"][first + 1]
+
+
+def test_copies_are_counted_as_ldgsts_not_as_loads_and_stores():
+    t, _ = async_trace(2, 256, 3)
+    totals = analysis.ncu_totals(analysis.site_summary(t))
+    copies = 2 * 2 * 3            # rows x warps per row x K rows of B
+    assert totals["l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum"] == copies
+    assert totals["l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum"] == 16 * copies
+    assert totals["sm__sass_inst_executed_op_ldgsts.sum"] == copies
+    assert totals["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"] == 0
+    # What is left under loads and stores: A's loads, Bs's 128-bit loads, C's stores.
+    assert totals["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 2 * 2 * 3
+    assert totals["smsp__inst_executed_op_shared_st.sum"] == 0

@@ -46,11 +46,11 @@ def ncu_path() -> str:
     return found
 
 
-def ncu(kernel_name: str, case, source: str | None = None) -> dict[str, float]:
+def ncu(kernel_name: str, case, source: str | None = None, metrics: list[str] = METRICS) -> dict[str, float]:
     """source: a .cu run in place of the catalog kernel's own, with its launch geometry."""
     kernel, m, n, k, tile, pad, (bx, by) = case
     cmd = [ncu_path(), "--clock-control", "none", "--target-processes", "all", "-k", f"regex:^{kernel_name}$",
-           "--launch-count", "1", "--metrics", ",".join(METRICS), "--csv",
+           "--launch-count", "1", "--metrics", ",".join(metrics), "--csv",
            sys.executable, str(ROOT / "tests/benchmarks/ncu_target.py"), kernel, *map(str, (m, n, k, tile, pad, bx, by)),
            *([source] if source else [])]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

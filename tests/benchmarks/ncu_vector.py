@@ -1,6 +1,6 @@
-"""The 128-bit access model against Nsight Compute: tests/cuda/vec4_rows.cu (LDG.128, STS.128,
-LDS.128, STG.128) traced on the GPU and on the CPU, and its plain build measured by ncu. Prints a
-table; exits non-zero on a mismatch.
+"""The 128-bit access and cp.async models against Nsight Compute: tests/cuda/vec4_rows.cu (LDG.128,
+STS.128, LDS.128, STG.128) and tests/cuda/async_rows.cu (LDGSTS.128) traced on the GPU and on the
+CPU, and their plain builds measured by ncu. Prints a table; exits non-zero on a mismatch.
 
     python3 tests/benchmarks/ncu_vector.py     (GPU machines with ncu)
 """
@@ -10,25 +10,28 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine import analysis, tracer  # noqa: E402
+from engine.analysis import NCU_COPY_METRICS  # noqa: E402
 from engine.plan import single_launch_plan  # noqa: E402
 from engine.problem import make_problem  # noqa: E402
-from tests.benchmarks.ncu_compare import ncu  # noqa: E402
+from tests.benchmarks.ncu_compare import METRICS, ncu  # noqa: E402
 
-VEC4 = str(Path(__file__).resolve().parents[1] / "cuda" / "vec4_rows.cu")
+CUDA = Path(__file__).resolve().parents[1] / "cuda"
+KERNELS = {"vec4_rows": METRICS, "async_rows": sorted({*METRICS, *NCU_COPY_METRICS.values()})}
 
 
 def main() -> None:
     bad = 0
-    print("| size | metric | trace (GPU) | trace (CPU) | ncu | match |\n|---|---|---|---|---|---|")
-    for m, n, k in [(64, 256, 64), (37, 200, 29)]:
+    print("| kernel | size | metric | trace (GPU) | trace (CPU) | ncu | match |\n|---|---|---|---|---|---|---|")
+    for (kernel, metrics), (m, n, k) in [(kv, size) for kv in KERNELS.items() for size in [(64, 256, 64), (37, 200, 29)]]:
+        source_file = str(CUDA / f"{kernel}.cu")
         # The launch ncu measures: naive_x_cols's geometry with a 32x1 block (blocks past N/128 idle).
         p = make_problem(m, n, k, block=(32, 1))
-        plan = single_launch_plan(VEC4, p, (-(-n // 32), m), (32, 1))
+        plan = single_launch_plan(source_file, p, (-(-n // 32), m), (32, 1))
         totals = {}
         for source in ("gpu", "cpu"):
             t = tracer.assemble(plan, tracer.run_plan(plan, source), source)
             totals[source] = analysis.ncu_totals(analysis.site_summary(t))
-        hw = ncu("vec4_rows", ("naive_x_cols", m, n, k, 16, 0, (32, 1)), VEC4)
+        hw = ncu(kernel, ("naive_x_cols", m, n, k, 16, 0, (32, 1)), source_file, metrics)
         for metric in sorted(set(totals["gpu"]) | set(hw)):
             g, c, h = totals["gpu"].get(metric, 0), totals["cpu"].get(metric, 0), int(hw.get(metric, 0))
             ok = g == c == h
@@ -37,7 +40,7 @@ def main() -> None:
             known = metric.startswith("smsp__inst_executed_op_shared") and not ok and g == c
             bad += not ok and not known
             verdict = "yes" if ok else "ncu: one per wavefront" if known else "NO"
-            print(f"| {m}x{n}x{k} | {metric} | {g:,} | {c:,} | {h:,} | {verdict} |")
+            print(f"| {kernel} | {m}x{n}x{k} | {metric} | {g:,} | {c:,} | {h:,} | {verdict} |")
     sys.exit(1 if bad else 0)
 
 
