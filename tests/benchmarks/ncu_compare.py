@@ -59,7 +59,9 @@ def ncu(kernel_name: str, case, source: str | None = None, metrics: list[str] = 
         print(f"ncu gave no CSV for {kernel_name}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}", file=sys.stderr)
     values = {}
     for row in csv.DictReader(io.StringIO("\n".join(rows))):
-        values[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+        value = row["Metric Value"].replace(",", "")
+        if value != "n/a":       # a metric this GPU or launch does not report: left out, shown as missing
+            values[row["Metric Name"]] = float(value)
     return values
 
 
