@@ -234,13 +234,12 @@ NCU_METRICS = {
 }
 
 
-# Asynchronous copies (cp.async, 16 bytes: LDGSTS.BYPASS) are counted apart from loads and stores:
-# the global read as LDGSTS requests and sectors, the shared write as LDGSTS bank conflicts.
+# Asynchronous copies (cp.async, LDGSTS): on sm_90 Nsight Compute counts a copy's global read with
+# the global loads (its requests and sectors are in the op_ld totals, measured on an H100), and the
+# copy itself as an LDGSTS instruction, with the bank conflicts of its shared write apart.
 NCU_COPY_METRICS = {
-    ("global", "load", "requests"): "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
-    ("global", "load", "sectors"): "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
+    ("global", "load", "requests"): "sm__sass_inst_executed_op_ldgsts.sum",
     ("shared", "store", "bank_conflicts"): "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
-    ("shared", "store", "requests"): "sm__sass_inst_executed_op_ldgsts.sum",
 }
 
 
@@ -250,7 +249,9 @@ def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[
         summary = summary[summary["kernel"] == launch_kernel]
     copy = summary["copy"] if "copy" in summary else pd.Series(False, index=summary.index)
     out = {}
-    for metrics, rows in ((NCU_METRICS, summary[~copy]), (NCU_COPY_METRICS, summary[copy])):
+    # A copy's shared write is no STS; its global read is a load as ncu counts them.
+    for metrics, rows in ((NCU_METRICS, summary[~(copy & (summary["space"] == "shared"))]),
+                          (NCU_COPY_METRICS, summary[copy])):
         for (space, op, col), metric in metrics.items():
             part = rows[(rows["space"] == space) & (rows["op"] == op)]
             if metrics is NCU_COPY_METRICS and not len(part):
