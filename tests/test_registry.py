@@ -33,5 +33,5 @@ def test_unguarded_kernel_refuses_non_multiples_with_the_reason():
 def test_tile_and_pad_choices_are_checked():
     with pytest.raises(EngineError, match="TILE"):
         registry.check_problem(registry.get("tiled_guarded"), make_problem(8, 8, 8, tile=12))
-    with pytest.raises(EngineError, match="padding"):
+    with pytest.raises(EngineError, match="no parameter PAD"):
         registry.check_problem(registry.get("tiled_guarded"), make_problem(8, 8, 8, pad=1))
