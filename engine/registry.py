@@ -22,6 +22,7 @@ import itertools
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
@@ -61,7 +62,8 @@ def _cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch: the source file (kernel name = file stem) and its geometry."""
+    """One kernel launch: the source file (in cuda/, or a path; kernel name = file stem) and its
+    geometry, read from a problem bound to the kernel (every parameter it declares is in params)."""
 
     file: str
     grid: Callable[[Problem], tuple[int, int]]
@@ -74,7 +76,7 @@ class Launch:
 
     @property
     def kernel(self) -> str:
-        return self.file.removesuffix(".cu")
+        return Path(self.file).stem
 
 
 @dataclass(frozen=True)
@@ -394,8 +396,3 @@ def bind(spec: KernelSpec, problem: Problem) -> Problem:
         if reason:
             raise EngineError(f"{spec.name} {reason}")
     return bound
-
-
-def check_problem(spec: KernelSpec, problem: Problem) -> None:
-    """Parameters the kernel cannot take get a one-line reason."""
-    bind(spec, problem)
