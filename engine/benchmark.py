@@ -10,9 +10,10 @@ import datetime as dt
 import platform
 import statistics
 import subprocess
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator
 
 import numpy as np
 import pandas as pd

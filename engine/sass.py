@@ -15,8 +15,8 @@ import subprocess
 import sysconfig
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from . import build
 from .errors import EngineError

@@ -7,10 +7,10 @@ records; this module gives every site an id and the text of its line, for the pa
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
 
 CUDA_DIR = Path(__file__).resolve().parent.parent / "cuda"
 

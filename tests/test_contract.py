@@ -37,13 +37,12 @@ def test_the_precisions_a_tensor_core_kernel_needs_can_be_declared():
 
 def test_a_broken_entry_is_refused():
     base = registry.get("tiled_guarded")
-    for change, why in ((dict(params={"TILE": (8, 16)}, defaults={"TILE": 32}), "default TILE=32"),
-                        (dict(params={"TILE": (8,), "WIDTH": (4,)}), "no source of it uses WIDTH"),
-                        (dict(shows=frozenset({"roofline"})), "roofline"),
-                        (dict(params={}, defaults={}), "tile_phases view needs")):
-        with pytest.raises(ValueError, match=why):
-            with registry.registered(_renamed(base, **change)):
-                pass
+    for change, why in (({"params": {"TILE": (8, 16)}, "defaults": {"TILE": 32}}, "default TILE=32"),
+                        ({"params": {"TILE": (8,), "WIDTH": (4,)}}, "no source of it uses WIDTH"),
+                        ({"shows": frozenset({"roofline"})}, "roofline"),
+                        ({"params": {}, "defaults": {}}, "tile_phases view needs")):
+        with pytest.raises(ValueError, match=why), registry.registered(_renamed(base, **change)):
+            pass
 
 
 def _renamed(spec, **change):
@@ -53,7 +52,8 @@ def _renamed(spec, **change):
 
 def _rows_1d() -> registry.KernelSpec:
     """The whole of what a new kernel takes: this entry and its .cu file."""
-    bs = lambda p: p.params["BS"]  # noqa: E731
+    def bs(p):
+        return p.params["BS"]
     return registry.KernelSpec(
         name="rows_1d", title="One thread per output, 1-D blocks", seeds=("002",),
         lesson="A block-size parameter the engine has never heard of.",
