@@ -337,7 +337,7 @@ def summarize(trace: Trace, sass_info: dict | None = None) -> dict:
         hardware = {"ncu": {k: ncu_totals(hw, k) for k in dict.fromkeys(hw["kernel"])}, "notes": notes,
                     "sass_note": sass_info.get("note", "")}
     return {
-        "kernel": trace.kernel, "size": {"M": p.m, "N": p.n, "K": p.k}, "tile": p.tile, "pad": p.pad,
+        "kernel": trace.kernel, "size": {"M": p.m, "N": p.n, "K": p.k}, "params": dict(p.params),
         "block": list(trace.launches[-1].block), "source": trace.source, "device": trace.device,
         "records": len(trace), "traced_blocks": int(len(trace.launches[-1].blocks)),
         "grid": list(trace.launches[-1].grid),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import bench_format, benchmark, export, gpu_client, registry
 from .errors import EngineError
-from .problem import parse_block
+from .problem import parse_block, parse_param
 
 
 def register(sub) -> None:
@@ -14,8 +14,10 @@ def register(sub) -> None:
     b.add_argument("--kernels", default="naive_x_rows,naive_x_cols,tiled_guarded,cublas_sgemm,cublas_sgemm_tf32",
                    help="comma-separated catalog names (python -m engine kernels)")
     b.add_argument("--sizes", default="256,512,1024,2048,4096", help="N or MxNxK, comma-separated")
-    b.add_argument("--tile", type=int, default=16)
-    b.add_argument("--pad", type=int, default=0)
+    b.add_argument("--tile", type=int, default=16, help="TILE of the kernels that take it")
+    b.add_argument("--pad", type=int, default=0, help="PAD of the kernels that take it")
+    b.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a compile-time parameter of the kernels that take it (repeatable)")
     b.add_argument("--block", help="launch block of the naive kernels, e.g. 32x32 (default: each kernel's own)")
     b.add_argument("--reps", type=int, default=20)
     b.add_argument("--warmup", type=int, default=2)
@@ -53,7 +55,7 @@ def cmd_bench(args) -> int:
     else:
         kernels = [k for k in args.kernels.split(",") if k]
         for k in kernels:
-            if registry.get(k).kind not in ("cuda", "cublas"):
+            if not registry.get(k).timed:
                 raise EngineError(f"{k} cannot be timed on the GPU")
         status = gpu_client.status()
         if not status.available:
@@ -62,10 +64,9 @@ def cmd_bench(args) -> int:
         prov = benchmark.provenance(status.info, settings)
         rows = []
         sizes = benchmark.parse_sizes(args.sizes)
-        tiles = {k: args.tile for k in kernels}
-        pads = {k: args.pad for k in kernels}
+        params = {"TILE": args.tile, "PAD": args.pad, **dict(map(parse_param, args.param))}
         blocks = {k: parse_block(args.block) for k in kernels} if args.block else None
-        for row in benchmark.sweep(kernels, sizes, settings, tiles, pads, blocks):
+        for row in benchmark.sweep(kernels, sizes, settings, params, blocks):
             rows.append(row)
             shape = f"{row['m']}x{row['n']}x{row['k']}"
             if row["status"] == "ok":

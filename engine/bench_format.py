@@ -246,7 +246,7 @@ def _row_types(raw: list, problems: _Problems) -> pd.DataFrame:
 def _unknown(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
     """Rows whose kernel, precision, launch shape or status this explorer does not know (an export of
     a newer version, or a hand-edited one): marked to be left out, each with its problem."""
-    specs = {k.name: k for k in registry.CATALOG if k.kind in ("cuda", "cublas")}
+    specs = {k.name: k for k in registry.CATALOG if k.timed}
     precisions = sorted({k.precision for k in specs.values()})
     kernel = frame["kernel"]
     given = frame["block"].notna()
@@ -254,8 +254,8 @@ def _unknown(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
     values = {"kernel": kernel, "status": frame["status"], "precision": frame["precision"], "tile": frame["tile"],
               "pad": frame["pad"], "block": frame["block"].where(given, (frame["block_x"].astype(str) + "x"
                                                                          + frame["block_y"].astype(str)).where(pair))}
-    takes = {"precision": lambda s: [s.precision], "tile": lambda s: list(s.tiles),
-             "pad": lambda s: list(s.pads or (0,)), "block": lambda s: [f"{x}x{y}" for x, y in s.block_shapes]}
+    takes = {"precision": lambda s: [s.precision], "tile": lambda s: list(s.params.get("TILE", ())),
+             "pad": lambda s: list(s.params.get("PAD", (0,))), "block": lambda s: [f"{x}x{y}" for x, y in s.block_shapes]}
     bad = {"kernel": ~kernel.isin(list(specs)), "status": ~frame["status"].isin(STATUSES),
            "precision": ~frame["precision"].isin(precisions)}
     for name, allowed in takes.items():

@@ -10,6 +10,7 @@ import datetime as dt
 import platform
 import statistics
 import subprocess
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
@@ -89,18 +90,19 @@ def _spread(times: list[float]) -> float:
     return (q[2] - q[0]) / statistics.median(times)
 
 
-def measure(kernel: str, m: int, n: int, k: int, settings: Settings, tile: int = 16, pad: int = 0,
+def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Mapping[str, int] | None = None,
             block: tuple[int, int] | None = None) -> dict:
-    """One timed point as a result row (errors become rows too: a sweep never stops on one)."""
+    """One timed point as a result row (errors become rows too: a sweep never stops on one). params:
+    settings for many kernels, of which this one takes those it declares."""
     spec = registry.get(kernel)
     block = block or spec.default_block
-    row = {"kernel": kernel, "title": spec.title, "precision": spec.precision, "m": m, "n": n, "k": k,
-           "tile": tile if spec.tiles else None, "pad": pad if spec.pads else None,
+    taken = spec.takes(params or {})
+    chosen = {**spec.default_params(), **taken}
+    row = {"kernel": kernel, "title": spec.title, "precision": str(spec.precision), "m": m, "n": n, "k": k,
+           "tile": chosen.get("TILE"), "pad": chosen.get("PAD"),
            "block": "x".join(map(str, block)) if spec.block_shapes else None}
     try:
-        p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
-        if spec.kind == "cuda":
-            registry.check_problem(spec, p)
+        p = registry.bind(spec, make_problem(m, n, k, block=block, params=taken))
         check_fits_gpu(p, kernel, gpu_client.status())
         out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": settings.warmup,
                                         "reps": settings.reps, "flush_l2": settings.flush_l2,
@@ -124,17 +126,16 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, tile: int =
 
 
 def sweep(kernels: list[str], sizes: list[tuple[int, int, int]], settings: Settings,
-          tiles: dict[str, int] | None = None, pads: dict[str, int] | None = None,
-          blocks: dict[str, tuple[int, int]] | None = None) -> Iterator[dict]:
-    """Rows as they are measured: every kernel at the first size, then the next size."""
+          params: Mapping[str, int] | None = None, blocks: dict[str, tuple[int, int]] | None = None) -> Iterator[dict]:
+    """Rows as they are measured: every kernel at the first size, then the next size. params: the
+    compile-time parameters asked for, each applied to the kernels that take it."""
     for m, n, k in sizes:
         for kernel in kernels:
-            yield measure(kernel, m, n, k, settings, (tiles or {}).get(kernel, 16), (pads or {}).get(kernel, 0),
-                          (blocks or {}).get(kernel))
+            yield measure(kernel, m, n, k, settings, params, (blocks or {}).get(kernel))
 
 
 # % of cuBLAS is against cuBLAS at the row's own precision.
-CUBLAS_AT = {"fp32": "cublas_sgemm", "tf32": "cublas_sgemm_tf32"}
+CUBLAS_AT = {str(k.precision): k.name for k in registry.CATALOG if k.kind is registry.Kind.CUBLAS}
 
 
 def derive(df: pd.DataFrame, peaks: dict) -> pd.DataFrame:

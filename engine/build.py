@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import re
 import shutil
 import signal
 import stat
@@ -20,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -62,10 +62,6 @@ def _make_private(path: Path) -> None:
 def _unwritable(path: Path, exc: OSError) -> EngineError:
     return EngineError(f"the compile cache {path} is not writable ({exc.strerror or exc}); "
                        f"set {CACHE_ENV} to a writable directory")
-
-
-def defines_for(tile: int, pad: int) -> dict[str, int]:
-    return {"TILE": tile, "PAD": pad}
 
 
 def _inputs_hash(*parts: str) -> str:
@@ -181,13 +177,13 @@ def nvcc() -> str | None:
     return shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin"))
 
 
-def build_cubin(file: str, tile: int, pad: int, traced: bool) -> Path:
+def build_cubin(file: str, params: Mapping[str, int], traced: bool) -> Path:
     """nvcc -cubin for GPU_ARCH; traced=True is the instrumented build. -lineinfo maps SASS to lines."""
     src = sources.load(file)
     compiler = nvcc()
     if not compiler:
         raise EngineError("nvcc was not found: it is needed to build kernels for the GPU")
-    defs = [f"-D{k}={v}" for k, v in defines_for(tile, pad).items()]
+    defs = [f"-D{k}={v}" for k, v in used_defines(src, params).items()]
     # The traced build keeps more values live; capping registers at 64 lets 1024-thread blocks
     # (TILE 32) still launch. Spills, if any, change speed, never what the kernel computes.
     defs += ["-DMATMUL_TRACE", "-maxrregcount=64"] if traced else []
@@ -201,10 +197,10 @@ def build_cubin(file: str, tile: int, pad: int, traced: bool) -> Path:
     return _atomic_build(target, build)
 
 
-def used_defines(src: sources.KernelSource, tile: int, pad: int) -> dict[str, int]:
-    """The parameters the source names: a naive kernel is one CPU library whatever TILE a page
-    passes along, not three (a macro the source never uses cannot change what the compiler emits)."""
-    return {k: v for k, v in defines_for(tile, pad).items() if re.search(rf"\b{k}\b", src.text)}
+def used_defines(src: sources.KernelSource, params: Mapping[str, int]) -> dict[str, int]:
+    """The parameters the source names, in name order: one build, and one cache entry, for every
+    choice of the others (transpose_b.cu is one build whatever the pipeline's other launch takes)."""
+    return {k: params[k] for k in sorted(params) if src.uses(k)}
 
 
 def host_compiler() -> str | None:
@@ -227,7 +223,7 @@ def _kernel_call(src: sources.KernelSource) -> str:
     return f"{src.name}({', '.join(args)})"
 
 
-def build_cpu_library(file: str, tile: int, pad: int) -> Path:
+def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
     """The kernel's own source, compiled for the host with cuda/cpu_shim.h: the CPU trace source."""
     src = sources.load(file)
     compiler = host_compiler()
@@ -235,7 +231,7 @@ def build_cpu_library(file: str, tile: int, pad: int) -> Path:
         raise EngineError("CPU trace mode runs the kernel source on the CPU and needs a C++ compiler "
                           "(g++ or clang++); none was found on PATH")
     cuda = sources.CUDA_DIR
-    defines = used_defines(src, tile, pad)
+    defines = used_defines(src, params)
     unit = "\n".join([
         "#define MATMUL_CPU 1", "#define MATMUL_TRACE 1",
         *(f"#define {k} {v}" for k, v in defines.items()),
@@ -254,29 +250,30 @@ def build_cpu_library(file: str, tile: int, pad: int) -> Path:
     return _atomic_build(target, build)
 
 
-def variants(kernels: list[str] | None = None) -> list[tuple[str, str, int, int]]:
-    """Every build the pages can ask for, as (what, file, tile, pad): what is "cpu" (the CPU trace
-    library) or "sass" (the plain cubin and its nvdisasm listing, for kernels with TILE)."""
+def variants(kernels: list[str] | None = None) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
+    """Every build the pages can ask for, as (what, file, the parameters its source uses as (name,
+    value) pairs): what is "cpu" (the CPU trace library) or "sass" (the plain cubin and its nvdisasm
+    listing, for the kernels of the page that shows them: bank_conflicts)."""
     from . import registry
     specs = [registry.get(k) for k in kernels] if kernels else registry.traceable()
-    cpu, sass = {}, {}
+    out = {}
     for spec in specs:
-        for tile in spec.tiles or (16,):
-            for pad in spec.pads or (0,):
-                for launch in spec.launches:
-                    used = tuple(used_defines(sources.load(launch.file), tile, pad).items())
-                    cpu.setdefault((launch.file, used), ("cpu", launch.file, tile, pad))
-                if spec.tiles:
-                    sass[(spec.launches[-1].file, tile, pad)] = ("sass", spec.launches[-1].file, tile, pad)
-    return list(cpu.values()) + list(sass.values())
+        for params in spec.combinations():
+            for launch in spec.launches:
+                used = tuple(used_defines(sources.load(launch.file), params).items())
+                out.setdefault(("cpu", launch.file, used), None)
+            if "bank_conflicts" in spec.shows:
+                last = spec.launches[-1].file
+                out.setdefault(("sass", last, tuple(used_defines(sources.load(last), params).items())), None)
+    return sorted(out, key=lambda v: v[0] != "cpu")   # CPU libraries first, else in catalog order
 
 
 def prebuild(kernels: list[str] | None = None, background: bool = True, sass: bool = True,
              workers: int | None = None):
     """Compiles every CPU trace library and SASS listing the pages can ask for (registry kernels,
-    all their TILE and PAD values), CPU libraries first, so that no page request waits for a
+    all their allowed parameters), CPU libraries first, so that no page request waits for a
     compiler. background=True returns at once with the started daemon thread; otherwise it
-    returns {(what, file, tile, pad): seconds, or the error message}. Builds already cached cost
+    returns {(what, file, params): seconds, or the error message}. Builds already cached cost
     a file check; failures are only recorded (the page request that needs that build reports it).
     workers: parallel compilers, by default one less than the cores (at least one), leaving a
     core to the requests being served meanwhile. The SASS listings need nvcc and nvdisasm and are
@@ -287,14 +284,14 @@ def prebuild(kernels: list[str] | None = None, background: bool = True, sass: bo
         workers = max(1, (os.cpu_count() or 1) - 1)
 
     def one(v):
-        what, file, tile, pad = v
+        what, file, params = v
         _BACKGROUND.on = background
         start = time.perf_counter()
         try:
             if what == "cpu":
-                build_cpu_library(file, tile, pad)
+                build_cpu_library(file, dict(params))
             else:
-                sass_mod.memory_instructions(file, tile, pad)
+                sass_mod.memory_instructions(file, dict(params))
         except Exception as exc:  # noqa: BLE001 - recorded; the request that needs it reports it
             return v, f"{type(exc).__name__}: {exc}"
         return v, time.perf_counter() - start

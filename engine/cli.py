@@ -14,21 +14,15 @@ import numpy as np
 from . import analysis, documents, gpu_client, registry, sass, tracer
 from .errors import EngineError
 from .plan import DEFAULT_RECORD_CAP, parse_blocks
-from .problem import make_problem, parse_block
+from .problem import make_problem, parse_block, parse_param
 
 
 def parameters(k: registry.KernelSpec) -> list[str]:
     """What a kernel lets you choose, in words."""
-    params = []
-    if k.tiles:
-        params.append("TILE " + "/".join(map(str, k.tiles)))
-    if k.pads:
-        params.append("PAD " + "/".join(map(str, k.pads)))
+    params = [f"{name} " + "/".join(map(str, allowed)) for name, allowed in k.params.items()]
     if k.block_shapes:
         params.append("block shape")
-    if k.needs_tile_multiple:
-        params.append("sizes multiple of TILE")
-    return params
+    return params + [rule.says for rule in k.rules]
 
 
 def catalog_markdown() -> str:
@@ -48,7 +42,9 @@ def cmd_kernels(args) -> int:
         print(catalog_markdown())
         return 0
     for k in registry.CATALOG:
-        print(f"{k.name:24} {k.kind:9} {'; '.join(parameters(k))}\n    {k.lesson}\n    from {k.source_titles}")
+        types = f"{k.inputs} inputs, {k.compute} multiply, {k.accumulate} accumulate"
+        print(f"{k.name:24} {k.kind:9} {'; '.join(parameters(k))}\n    {k.lesson}\n    {types}; "
+              f"shown in: {', '.join(v for v in registry.VIEWS if v in k.shows) or 'none'}\n    from {k.source_titles}")
     return 0
 
 
@@ -123,12 +119,13 @@ def save_trace(trace, out: Path, tmp: Path) -> None:
 def cmd_trace(args) -> int:
     spec = registry.get(args.kernel)
     block = parse_block(args.block) if args.block else spec.default_block
-    problem = make_problem(args.m, args.n, args.k, tile=args.tile, pad=args.pad, block=block)
+    params = dict(map(parse_param, args.param))
+    problem = make_problem(args.m, args.n, args.k, tile=args.tile, pad=args.pad, block=block, params=params)
     blocks = parse_blocks(args.blocks)
     out, tmp = trace_destination(args.out) if args.out else (None, None)
     try:
         trace = tracer.trace(args.kernel, problem, blocks, args.source, args.cap)
-        sass_info = sass.memory_instructions(spec.launches[-1].file, problem.tile, problem.pad)
+        sass_info = sass.memory_instructions(spec.launches[-1].file, trace.problem.params)
         summary = analysis.summarize(trace, sass_info)
         summary["sass"] = sass_info
         if out:
@@ -153,8 +150,10 @@ def main(argv=None) -> int:
     t.add_argument("--m", required=True, type=float)
     t.add_argument("--n", required=True, type=float)
     t.add_argument("--k", required=True, type=float)
-    t.add_argument("--tile", type=int, default=16)
-    t.add_argument("--pad", type=int, default=0)
+    t.add_argument("--tile", type=int, help="TILE, for the kernels that take it (default: the kernel's)")
+    t.add_argument("--pad", type=int, help="PAD, for the kernels that take it (default: the kernel's)")
+    t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a compile-time parameter by name, e.g. TILE=32 (repeatable; `kernels` lists them)")
     t.add_argument("--block", help="launch block of the naive kernels, e.g. 32x8")
     t.add_argument("--blocks", help="which blocks to trace: 'x,y x,y ...' (default: all)")
     t.add_argument("--source", choices=("gpu", "cpu", "auto"), default="auto")

@@ -49,8 +49,8 @@ def _load(path: Path) -> ctypes.CDLL:
     return ctypes.CDLL(f"/proc/self/fd/{fd}")
 
 
-def _library(file: str, tile: int, pad: int):
-    path = build.build_cpu_library(file, tile, pad)
+def _library(file: str, params):
+    path = build.build_cpu_library(file, params)
     with _LIBS_LOCK:
         if path not in _LIBS:
             lib = _load(path)
@@ -120,7 +120,7 @@ class CpuDevice:
         return self.buffers[name]
 
     def run(self, lp: LaunchPlan, offsets, total):
-        fn = _library(lp.file, lp.tile, lp.pad)
+        fn = _library(lp.file, lp.defines)
         ptrs = [self._buffer(n).ctypes.data for t, n in lp.params if "*" in t]
         ints = [self.ints[n] for t, n in lp.params if "*" not in t]
         ptr_arr = (ctypes.c_void_p * 8)(*ptrs)
@@ -131,7 +131,7 @@ class CpuDevice:
         bounds = np.zeros(len(names), dtype=np.uint64)
         src = sources.load(lp.file)
         shapes = {**{n: self.shapes[n] for n in ("A", "B", "C", "BT")},
-                  **{n: src.shared_shape(n, lp.tile, lp.pad) for n in src.shared}}
+                  **{n: src.shared_shape(n, lp.defines) for n in src.shared}}
         for name, (rows, cols) in shapes.items():
             bounds[names.index(name)] = rows * cols
         slots = len(lp.blocks) * lp.block[0] * lp.block[1]

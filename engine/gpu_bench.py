@@ -62,11 +62,6 @@ class Cublas:
                                             p(int(a)), k, ctypes.byref(beta), p(int(c)), n), "cublasSgemm")
 
 
-def tolerance(spec: registry.KernelSpec) -> float:
-    """Largest relative error that passes: FP32 accumulation, or TF32's 10-bit mantissa."""
-    return 5e-3 if spec.precision == "tf32" else 1e-4
-
-
 def telemetry(state: dict) -> dict:
     """SM clock, power and temperature from NVML (nvidia-ml-py), so throttling shows in the results."""
     if "nvml" not in state:
@@ -91,6 +86,7 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
               flush_l2: bool = False, source_override: str | None = None, seconds_per_point: float = 0.0) -> dict:
     """source_override replaces the source of the kernel's last launch (tests: a deliberately wrong one)."""
     spec = registry.get(kernel)
+    problem = registry.bind(spec, problem)
     a, b = make_inputs(problem)
     shapes = global_shapes(problem)
     bufs = {"A": cuda.to_device(a), "B": cuda.to_device(b)}
@@ -102,20 +98,21 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
     ints = {"M": problem.m, "N": problem.n, "K": problem.k}
     flush = None
     try:
-        if spec.kind == "cublas":
+        if spec.kind is registry.Kind.CUBLAS:
             if "cublas" not in state:
                 state["cublas"] = Cublas()
             blas = state["cublas"]
 
             def launch():
-                blas.sgemm(bufs["A"], bufs["B"], bufs["C"], problem.m, problem.n, problem.k, spec.precision == "tf32")
+                blas.sgemm(bufs["A"], bufs["B"], bufs["C"], problem.m, problem.n, problem.k,
+                           spec.compute is registry.Precision.TF32)
         else:
             calls = []
             for i, launch_spec in enumerate(spec.launches):
                 last = i == len(spec.launches) - 1
                 src = sources.load(source_override if source_override and last else launch_spec.file)
                 module = gpu_device.load_module(state.setdefault("modules", {}),
-                                                build.build_cubin(str(src.path), problem.tile, problem.pad, traced=False))
+                                                build.build_cubin(str(src.path), problem.params, traced=False))
                 func = module.get_function(src.name)
                 args = [bufs[n] if "*" in t else np.int32(ints[n]) for t, n in src.params]
                 gx, gy = launch_spec.grid(problem)
@@ -144,7 +141,7 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
         err = reference.relative_error(c[rows], expected)
         if not np.isfinite(c).all():
             err = float("nan")
-        ok = bool(np.isfinite(err) and err <= tolerance(spec))
+        ok = bool(np.isfinite(err) and err <= spec.tolerance)
         times, inner = [], 1
         if ok:
             # Calibrate after warm-up (the first calls may load modules lazily): one launch, and ten
@@ -176,7 +173,7 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
                 end.synchronize()
                 times.append(start.time_till(end) / inner)
         return {"kernel": kernel, "times_ms": times, "launches_per_sample": inner, "rel_error": err, "correct": ok,
-                "tolerance": tolerance(spec), "checked_rows": int(len(rows)), "telemetry": telemetry(state)}
+                "tolerance": spec.tolerance, "checked_rows": int(len(rows)), "telemetry": telemetry(state)}
     finally:
         for buf in bufs.values():
             buf.free()

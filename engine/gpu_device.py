@@ -38,8 +38,8 @@ class GpuDevice:
         self.buffers: dict[str, cuda.DeviceAllocation] = {}
         self.shared: dict[int, SharedArray] = {}   # record arrays handed to the app in shared memory
 
-    def module(self, file: str, tile: int, pad: int, traced: bool):
-        return load_module(self.modules, build.build_cubin(file, tile, pad, traced))
+    def module(self, file: str, params, traced: bool):
+        return load_module(self.modules, build.build_cubin(file, params, traced))
 
     def upload(self, inputs, shapes, ints):
         self.shapes, self.ints = shapes, ints
@@ -62,7 +62,7 @@ class GpuDevice:
         cuda.memcpy_htod(ptr, np.array([value], dtype=dtype))
 
     def run(self, lp: LaunchPlan, offsets, total):
-        mod = self.module(lp.file, lp.tile, lp.pad, traced=True)
+        mod = self.module(lp.file, lp.defines, traced=True)
         func = mod.get_function(lp.kernel)
         slots = len(lp.blocks) * lp.block[0] * lp.block[1]
         counts = cuda.mem_alloc(4 * slots)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,8 +43,7 @@ class LaunchPlan:
     block: tuple[int, int]
     blocks: np.ndarray      # (n, 2) uint32: the blocks to run, in trace order
     traced: bool            # False: run for its result only (a preparation step outside the selection)
-    tile: int
-    pad: int
+    defines: Mapping[str, int]   # the kernel's compile-time parameters (its build takes those its source uses)
 
     @property
     def threads(self) -> int:
@@ -90,7 +90,7 @@ def make_plan(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | Non
     spec = registry.get(kernel)
     if not spec.traceable:
         raise EngineError(f"{kernel} is not one of the explorer's CUDA sources ({spec.kind}): it has no trace")
-    registry.check_problem(spec, problem)
+    problem = registry.bind(spec, problem)
     last = spec.launches[-1]
     main_blocks = all_blocks(last.grid(problem)) if blocks is None else _chosen_blocks(blocks, last.grid(problem), problem)
     launches = []
@@ -106,12 +106,12 @@ def make_plan(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | Non
             chosen = all_blocks(launch.grid(problem))
         src = sources.load(launch.file)
         launches.append(LaunchPlan(launch.file, src.name, src.params, launch.grid(problem), launch.block(problem),
-                                   chosen, traced=main or blocks is None, tile=problem.tile, pad=problem.pad))
+                                   chosen, traced=main or blocks is None, defines=problem.params))
     shapes = global_shapes(problem)
     for lp in launches:
         src = sources.load(lp.file)
         for name in src.shared:
-            shapes[name] = src.shared_shape(name, problem.tile, problem.pad)
+            shapes[name] = src.shared_shape(name, problem.params)
     estimate = sum(lp.threads * launch.records_per_thread(problem)
                    for lp, launch in zip(launches, spec.launches) if lp.traced)
     if estimate > cap:
@@ -143,7 +143,7 @@ def single_launch_plan(file: str, problem: Problem, grid: tuple[int, int], block
                        cap: int | None = DEFAULT_RECORD_CAP) -> TracePlan:
     """A plan for one source outside the catalog (the tests' deliberately broken kernels)."""
     src = sources.load(file)
-    lp = LaunchPlan(file, src.name, src.params, grid, block, all_blocks(grid), True, problem.tile, problem.pad)
+    lp = LaunchPlan(file, src.name, src.params, grid, block, all_blocks(grid), True, problem.params)
     return TracePlan(src.name, problem, [lp], global_shapes(problem), record_cap() if cap is None else cap, 0)
 
 

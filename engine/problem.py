@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,17 +13,36 @@ from .errors import EngineError
 MAX_DIM = 65535
 
 
+class Params(dict):
+    """Compile-time parameters, name -> value: read-only and hashable, as a Problem is a value (cache
+    keys, requests to workers)."""
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items())))
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("a problem's parameters are read-only")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self):   # pickle would rebuild it item by item, through __setitem__
+        return Params, (dict(self),)
+
+
 @dataclass(frozen=True)
 class Problem:
-    """C (m x n) = A (m x k) . B (k x n), float32, row-major."""
+    """C (m x n) = A (m x k) . B (k x n), float32, row-major, with the kernel's compile-time
+    parameters by name (checked against the kernel's declaration by registry.bind)."""
 
     m: int
     n: int
     k: int
-    tile: int = 16
-    pad: int = 0
     block: tuple[int, int] = (16, 16)
     seed: int = field(default=0, compare=True)
+    params: Mapping[str, int] = field(default_factory=Params)
+
+    def __post_init__(self):
+        object.__setattr__(self, "params", Params(self.params))
 
     def describe(self) -> str:
         return f"{self.m}x{self.n}x{self.k}"
@@ -45,12 +65,36 @@ def check_size(name: str, value) -> int:
     return value
 
 
-def make_problem(m, n, k, tile=16, pad=0, block=(16, 16), seed=0) -> Problem:
+def make_problem(m, n, k, tile=None, pad=None, block=(16, 16), seed=0, params=None) -> Problem:
+    """tile and pad are short for params TILE and PAD. Parameters not given take the kernel's
+    defaults when the problem is bound to a kernel (registry.bind)."""
     m, n, k = check_size("M", m), check_size("N", n), check_size("K", k)
     bx, by = (check_size("block x", block[0]), check_size("block y", block[1]))
     if bx * by > 1024:
         raise EngineError(f"a block of {bx}x{by} = {bx * by} threads is over CUDA's limit of 1024")
-    return Problem(m, n, k, check_size("TILE", tile), int(pad), (bx, by), int(seed))
+    given = dict(params or {})
+    for name, value in (("TILE", tile), ("PAD", pad)):
+        if value is not None:
+            given[name] = value
+    return Problem(m, n, k, (bx, by), int(seed), {name: _whole(name, v) for name, v in given.items()})
+
+
+def _whole(name: str, value) -> int:
+    """Any whole number (16 or 16.0); whether the kernel allows it is the registry's to say."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
+        raise EngineError(f"{name} must be a whole number, got {value!r}")
+    return int(value)
+
+
+def parse_param(text: str) -> tuple[str, int]:
+    """'BS=128' -> ('BS', 128)."""
+    name, sep, value = text.partition("=")
+    try:
+        if sep and name.strip():
+            return name.strip(), int(value)
+    except ValueError:
+        pass
+    raise EngineError(f"a parameter is given as NAME=VALUE like TILE=32, got {text!r}")
 
 
 def parse_block(text: str) -> tuple[int, int]:

@@ -1,22 +1,60 @@
-"""The kernel catalog: the one list of kernels that the pages, benchmarks, tests and README read.
+"""The kernel catalog: the one list of kernels that the pages, benchmarks, tests and README read,
+and the contract every entry keeps (checked when this module is imported, by _check).
 
 Each entry says where its source lives (cuda/), which source documents it comes from (`seeds`: ids
-of engine/documents.py, whose titles are what users read), the lesson it teaches, which parameters
-it takes, and its launch geometry (kept here, not in the .cu files).
-Kinds: "cuda" kernels run from cuda/ sources and can be traced; "cublas" entries call cuBLAS on
-the same buffers (timed, not traced); "reference" is the float64 numpy product every result is
-checked against. Tensor-core kernels join with a kind of their own.
+of engine/documents.py, whose titles are what users read), the lesson it teaches, and:
+- its compile-time parameters by name, with their allowed values (`params`, `defaults`) and rules
+  between them or on the sizes (`rules`); each name is a macro its source uses, set with -D;
+- its kind (Kind): CUDA kernels run from cuda/ sources and can be traced; CUBLAS entries call cuBLAS
+  on the same buffers (timed, not traced); REFERENCE is the float64 numpy product every result is
+  checked against;
+- its number types (`inputs`, `compute` (the multiply), `accumulate`): what the tolerance of its
+  result check follows;
+- its launch geometry (Launch.grid/block, read from the problem's sizes, block and params; kept
+  here, not in the .cu files);
+- which views of the app show it (`shows`): a page lists the kernels that name it.
+Adding a kernel is a .cu file and an entry here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import enum
+import itertools
+import re
+from collections.abc import Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from . import sources
 from .documents import cite
 from .errors import EngineError, lookup
 from .problem import Problem
+
+
+class Kind(enum.StrEnum):
+    CUDA = "cuda"             # a cuda/ source: traced and timed
+    CUBLAS = "cublas"         # a cuBLAS call on the same buffers: timed, not traced
+    REFERENCE = "reference"   # float64 numpy on the host: what results are checked against
+
+
+class Precision(enum.StrEnum):
+    FP32 = "fp32"
+    TF32 = "tf32"     # FP32 storage, a 10-bit-mantissa multiply (tensor cores)
+    FP16 = "fp16"
+    BF16 = "bf16"
+
+
+# Largest relative error against float64 that passes, by the precision of the multiply: FP32
+# accumulation; TF32 and FP16 round the inputs to 10 mantissa bits, BF16 to 7.
+TOLERANCE = {Precision.FP32: 1e-4, Precision.TF32: 5e-3, Precision.FP16: 5e-3, Precision.BF16: 4e-2}
+
+# The app's views. Those that draw a trace need a traceable kernel; a view may also need parameters.
+VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "benchmarks")
+TRACED_VIEWS = ("coalescing", "tile_phases", "bank_conflicts")
+VIEW_NEEDS = {"tile_phases": ("TILE",)}   # the phase picture steps through K by TILE
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -25,7 +63,8 @@ def _cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch: the source file (kernel name = file stem) and its geometry."""
+    """One kernel launch: the source file (in cuda/, or a path; kernel name = file stem) and its
+    geometry, read from a problem bound to the kernel (every parameter it declares is in params)."""
 
     file: str
     grid: Callable[[Problem], tuple[int, int]]
@@ -38,7 +77,16 @@ class Launch:
 
     @property
     def kernel(self) -> str:
-        return self.file.removesuffix(".cu")
+        return Path(self.file).stem
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A condition a problem must meet beyond each parameter's own allowed values."""
+
+    says: str                                 # in words, for the catalog
+    check: Callable[[Problem], str | None]    # why the problem breaks it (after the kernel's name), or None
+    sizes: bool = False                       # reads M, N, K too, not only the parameters
 
 
 @dataclass(frozen=True)
@@ -47,14 +95,17 @@ class KernelSpec:
     title: str
     seeds: tuple[str, ...]
     lesson: str
-    kind: str = "cuda"
+    kind: Kind = Kind.CUDA
     launches: tuple[Launch, ...] = ()      # in order; the last one computes C
-    tiles: tuple[int, ...] = ()            # compile-time TILE choices (tiled kernels)
-    pads: tuple[int, ...] = ()             # compile-time PAD choices
+    params: Mapping[str, tuple[int, ...]] = field(default_factory=dict)   # compile-time, name -> allowed
+    defaults: Mapping[str, int] = field(default_factory=dict)             # when not the first allowed value
+    rules: tuple[Rule, ...] = ()
     block_shapes: tuple[tuple[int, int], ...] = ()   # launch block shapes (naive kernels)
-    needs_tile_multiple: bool = False      # seeds 003/004: no boundary guards
     default_block: tuple[int, int] = (16, 16)
-    precision: str = "fp32"                # arithmetic: "fp32", or "tf32" for tensor-op math
+    inputs: Precision = Precision.FP32
+    compute: Precision = Precision.FP32      # the multiply: TF32 for tensor-op math on FP32 storage
+    accumulate: Precision = Precision.FP32
+    shows: frozenset[str] = frozenset()      # the views (VIEWS) that list it
     rows_from_block_x: bool = False        # blockIdx.x walks the rows of C (seeds 000 and 001's mapping)
     notes: tuple[str, ...] = field(default=())
 
@@ -65,11 +116,38 @@ class KernelSpec:
 
     @property
     def traceable(self) -> bool:
-        return self.kind == "cuda"
+        return self.kind is Kind.CUDA
 
     @property
-    def uses_tile(self) -> bool:
-        return bool(self.tiles)
+    def timed(self) -> bool:
+        return self.kind in (Kind.CUDA, Kind.CUBLAS)
+
+    @property
+    def precision(self) -> Precision:
+        """What a benchmark row is labelled with and compared at: the precision of the multiply."""
+        return self.compute
+
+    @property
+    def tolerance(self) -> float:
+        return TOLERANCE[self.compute]
+
+    def default_params(self) -> dict[str, int]:
+        return {name: self.defaults.get(name, allowed[0]) for name, allowed in self.params.items()}
+
+    def takes(self, settings: Mapping[str, int]) -> dict[str, int]:
+        """Of settings meant for many kernels (a page's TILE select), those this kernel declares."""
+        return {name: value for name, value in settings.items() if name in self.params}
+
+    def combinations(self) -> list[dict[str, int]]:
+        """Every allowed choice of its parameters that its parameter rules accept."""
+        names = list(self.params)
+        out = []
+        for values in itertools.product(*(self.params[n] for n in names)):
+            chosen = dict(zip(names, values))
+            probe = Problem(1, 1, 1, params=chosen)
+            if not any(rule.check(probe) for rule in self.rules if not rule.sizes):
+                out.append(chosen)
+        return out
 
     def block_of(self, problem: Problem) -> tuple[int, int]:
         return self.launches[-1].block(problem)
@@ -84,8 +162,8 @@ def _naive_records(p: Problem) -> int:
 
 
 def _tiled_records(p: Problem) -> int:
-    phases = _cdiv(p.k, p.tile)
-    return phases * (4 + 2 * p.tile) + 1
+    tile = p.params["TILE"]
+    return _cdiv(p.k, tile) * (4 + 2 * tile) + 1
 
 
 def _transposes_read_by(p: Problem, blocks: np.ndarray) -> np.ndarray:
@@ -97,7 +175,26 @@ def _transposes_read_by(p: Problem, blocks: np.ndarray) -> np.ndarray:
 
 
 def _tile_block(p: Problem) -> tuple[int, int]:
-    return (p.tile, p.tile)
+    return (p.params["TILE"], p.params["TILE"])
+
+
+def _tile_grid(x: str, y: str) -> Callable[[Problem], tuple[int, int]]:
+    """TILE x TILE blocks over C: blockIdx.x over size x ("m" or "n"), blockIdx.y over size y."""
+    return lambda p: (_cdiv(getattr(p, x), p.params["TILE"]), _cdiv(getattr(p, y), p.params["TILE"]))
+
+
+def _multiples_of_tile(p: Problem) -> str | None:
+    tile = p.params["TILE"]
+    bad = [f"{n}={v}" for n, v in (("M", p.m), ("N", p.n), ("K", p.k)) if v % tile]
+    if not bad:
+        return None
+    return (f"needs M, N and K to be multiples of TILE={tile} ({', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
+            "not): it has no boundary guards, so edge threads would read and write outside A, B and C, and its "
+            "K / TILE phase loop would drop the last partial tile. Use tiled_guarded for these sizes.")
+
+
+NAIVE_VIEWS = frozenset({"coalescing", "benchmarks"})
+TILED_VIEWS = frozenset({"coalescing", "tile_phases", "bank_conflicts", "benchmarks"})
 
 
 CATALOG: tuple[KernelSpec, ...] = (
@@ -110,6 +207,7 @@ CATALOG: tuple[KernelSpec, ...] = (
                          grid=lambda p: (_cdiv(p.m, p.block[0]), _cdiv(p.n, p.block[1])),
                          block=lambda p: p.block, records_per_thread=_naive_records),),
         block_shapes=NAIVE_BLOCKS,
+        shows=NAIVE_VIEWS,
         rows_from_block_x=True,
         notes=(f"{cite('000')} says A is read coalesced and B strided; with its own mapping it is the reverse.",
                f"{cite('000')}'s launch line `matMul<<<blocksPerGridX, blocksPerGridY>>>` passes a block count "
@@ -124,6 +222,7 @@ CATALOG: tuple[KernelSpec, ...] = (
                          grid=lambda p: (_cdiv(p.n, p.block[0]), _cdiv(p.m, p.block[1])),
                          block=lambda p: p.block, records_per_thread=_naive_records),),
         block_shapes=NAIVE_BLOCKS,
+        shows=NAIVE_VIEWS,
     ),
     KernelSpec(
         name="naive_transposed_b",
@@ -140,6 +239,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         ),
         block_shapes=NAIVE_BLOCKS,
         default_block=(32, 32),
+        shows=NAIVE_VIEWS,
         notes=(f"{cite('001')} models a speed-up of about the warp size from the transpose; measured, the "
                "kernel is as slow as the uncoalesced naive one.",
                "Its timings include the transpose launch, which that document counts as part of the method."),
@@ -149,10 +249,11 @@ CATALOG: tuple[KernelSpec, ...] = (
         title="Shared-memory tiled (guarded)",
         seeds=("000", "002"),
         lesson="Each block loads a tile of A and of B per phase and reuses every element TILE times from shared memory.",
-        launches=(Launch("tiled_guarded.cu",
-                         grid=lambda p: (_cdiv(p.n, p.tile), _cdiv(p.m, p.tile)),
-                         block=_tile_block, records_per_thread=_tiled_records),),
-        tiles=TILES,
+        launches=(Launch("tiled_guarded.cu", grid=_tile_grid("n", "m"), block=_tile_block,
+                         records_per_thread=_tiled_records),),
+        params={"TILE": TILES},
+        defaults={"TILE": 16},
+        shows=TILED_VIEWS,
     ),
     KernelSpec(
         name="tiled_unguarded",
@@ -160,22 +261,23 @@ CATALOG: tuple[KernelSpec, ...] = (
         seeds=("003", "004"),
         lesson="The tiled kernel as these documents write it, without boundary guards: right only when M, N and K "
                "are multiples of TILE.",
-        launches=(Launch("tiled_unguarded.cu",
-                         grid=lambda p: (_cdiv(p.n, p.tile), _cdiv(p.m, p.tile)),
-                         block=_tile_block, records_per_thread=_tiled_records),),
-        tiles=TILES,
-        needs_tile_multiple=True,
+        launches=(Launch("tiled_unguarded.cu", grid=_tile_grid("n", "m"), block=_tile_block,
+                         records_per_thread=_tiled_records),),
+        params={"TILE": TILES},
+        defaults={"TILE": 16},
+        rules=(Rule("sizes multiple of TILE", _multiples_of_tile, sizes=True),),
+        shows=TILED_VIEWS,
     ),
     KernelSpec(
         name="shared_bank_conflicts",
         title="Shared-memory tiled, threadIdx.x walks rows (bank conflicts, padding)",
         seeds=("001",),
         lesson="tile_A[threadIdx.x][p] puts a warp's lanes TILE words apart, in one bank; one word of padding spreads them.",
-        launches=(Launch("shared_bank_conflicts.cu",
-                         grid=lambda p: (_cdiv(p.m, p.tile), _cdiv(p.n, p.tile)),
-                         block=_tile_block, records_per_thread=_tiled_records),),
-        tiles=TILES,
-        pads=(0, 1),
+        launches=(Launch("shared_bank_conflicts.cu", grid=_tile_grid("m", "n"), block=_tile_block,
+                         records_per_thread=_tiled_records),),
+        params={"TILE": TILES, "PAD": (0, 1)},
+        defaults={"TILE": 16},
+        shows=TILED_VIEWS,
         rows_from_block_x=True,
     ),
     KernelSpec(
@@ -183,15 +285,17 @@ CATALOG: tuple[KernelSpec, ...] = (
         title="cuBLAS SGEMM (FP32)",
         seeds=("002",),
         lesson="What you should actually use: NVIDIA's tuned FP32 GEMM, on the same buffers.",
-        kind="cublas",
+        kind=Kind.CUBLAS,
+        shows=frozenset({"benchmarks"}),
     ),
     KernelSpec(
         name="cublas_sgemm_tf32",
         title="cuBLAS SGEMM, TF32 tensor-op math",
         seeds=("002",),
         lesson="The same call with TF32 tensor cores allowed: FP32 storage, a 10-bit-mantissa multiply.",
-        kind="cublas",
-        precision="tf32",
+        kind=Kind.CUBLAS,
+        compute=Precision.TF32,
+        shows=frozenset({"benchmarks"}),
     ),
     KernelSpec(
         name="cpu_reference",
@@ -199,9 +303,53 @@ CATALOG: tuple[KernelSpec, ...] = (
         seeds=("000", "002"),
         lesson=f"The float64 product every GPU result is checked against (relative error, as {cite('001')} "
                "reports).",
-        kind="reference",
+        kind=Kind.REFERENCE,
     ),
 )
+
+_NAME_RE = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _check(spec: KernelSpec) -> None:
+    """The contract of one entry; a broken one stops the import with what is wrong."""
+    def bad(why: str):
+        raise ValueError(f"registry entry {spec.name}: {why}")
+    for what in ("inputs", "compute", "accumulate"):
+        if not isinstance(getattr(spec, what), Precision):
+            bad(f"{what} must be a Precision, not {getattr(spec, what)!r}")
+    if not isinstance(spec.kind, Kind):
+        bad(f"kind must be a Kind, not {spec.kind!r}")
+    if spec.traceable != bool(spec.launches):
+        bad("CUDA kernels, and only they, have launches")
+    if spec.params and not spec.traceable:
+        bad("only CUDA kernels have compile-time parameters")
+    for name, allowed in spec.params.items():
+        if not _NAME_RE.fullmatch(name):
+            bad(f"parameter {name!r} is not an upper-case macro name")
+        if not allowed or not all(isinstance(v, int) and not isinstance(v, bool) for v in allowed):
+            bad(f"{name} must allow one or more whole numbers, not {allowed!r}")
+        if not any(sources.load(launch.file).uses(name) for launch in spec.launches):
+            bad(f"no source of it uses {name}")
+    for name, value in spec.defaults.items():
+        if value not in spec.params.get(name, ()):
+            bad(f"the default {name}={value} is not one of its allowed values")
+    unknown = set(spec.shows) - set(VIEWS)
+    if unknown:
+        bad(f"shows {', '.join(sorted(unknown))}, which are not views ({', '.join(VIEWS)})")
+    for view in spec.shows:
+        if view in TRACED_VIEWS and not spec.traceable:
+            bad(f"the {view} view draws a trace, and a {spec.kind} entry has none")
+        if view == "benchmarks" and not spec.timed:
+            bad(f"the benchmarks view times kernels, and a {spec.kind} entry is not timed")
+        missing = [n for n in VIEW_NEEDS.get(view, ()) if n not in spec.params]
+        if missing:
+            bad(f"the {view} view needs the parameter(s) {', '.join(missing)}")
+    if spec.params and not spec.combinations():
+        bad("its rules leave no allowed choice of parameters")
+
+
+for _spec in CATALOG:
+    _check(_spec)
 
 _BY_NAME = {k.name: k for k in CATALOG}
 
@@ -211,19 +359,41 @@ def get(name: str) -> KernelSpec:
 
 
 def traceable() -> list[KernelSpec]:
-    return [k for k in CATALOG if k.traceable]
+    return [k for k in _BY_NAME.values() if k.traceable]
 
 
-def check_problem(spec: KernelSpec, problem: Problem) -> None:
-    """Parameters the kernel cannot take get a one-line reason."""
-    if spec.tiles and problem.tile not in spec.tiles:
-        raise EngineError(f"{spec.name} takes TILE {', '.join(map(str, spec.tiles))}, not {problem.tile}")
-    if problem.pad not in (spec.pads or (0,)):
-        raise EngineError(f"{spec.name} takes padding {', '.join(map(str, spec.pads or (0,)))}, not {problem.pad}")
-    if spec.needs_tile_multiple:
-        bad = [f"{n}={v}" for n, v in (("M", problem.m), ("N", problem.n), ("K", problem.k)) if v % problem.tile]
-        if bad:
-            raise EngineError(
-                f"{spec.name} needs M, N and K to be multiples of TILE={problem.tile} ({', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not): "
-                "it has no boundary guards, so edge threads would read and write outside A, B and C, and its "
-                "K / TILE phase loop would drop the last partial tile. Use tiled_guarded for these sizes.")
+def showing(view: str) -> list[str]:
+    """The kernels a view lists, in catalog order."""
+    if view not in VIEWS:
+        raise ValueError(f"{view!r} is not a view ({', '.join(VIEWS)})")
+    return [k.name for k in _BY_NAME.values() if view in k.shows]
+
+
+@contextmanager
+def registered(spec: KernelSpec):
+    """A kernel outside CATALOG, known by name while the block runs (tests): checked like the rest."""
+    _check(spec)
+    if spec.name in _BY_NAME:
+        raise ValueError(f"a kernel named {spec.name} is already registered")
+    _BY_NAME[spec.name] = spec
+    try:
+        yield spec
+    finally:
+        del _BY_NAME[spec.name]
+
+
+def bind(spec: KernelSpec, problem: Problem) -> Problem:
+    """The problem with every parameter of the kernel set (defaults where not asked for), after checking
+    what was asked for against the declaration; what the kernel cannot take gets a one-line reason."""
+    for name, value in problem.params.items():
+        if name not in spec.params:
+            takes = ", ".join(spec.params) or "no compile-time parameters"
+            raise EngineError(f"{spec.name} has no parameter {name} (it takes {takes})")
+        if value not in spec.params[name]:
+            raise EngineError(f"{spec.name} takes {name} {', '.join(map(str, spec.params[name]))}, not {value}")
+    bound = replace(problem, params={**spec.default_params(), **problem.params})
+    for rule in spec.rules:
+        reason = rule.check(bound)
+        if reason:
+            raise EngineError(f"{spec.name} {reason}")
+    return bound

@@ -15,6 +15,7 @@ import subprocess
 import sysconfig
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from . import build
@@ -60,7 +61,7 @@ def _saved_listing(saved) -> dict | None:
         return None
 
 
-def memory_instructions(file: str, tile: int, pad: int) -> dict:
+def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
     """{'available': bool, 'by_line': {line: {opcode: count}}, 'note': str} for the plain build.
     A tool that is missing or fails gives available=False and a note saying why: an empty listing
     must never read as "SASS matches the source"."""
@@ -68,7 +69,7 @@ def memory_instructions(file: str, tile: int, pad: int) -> dict:
     if not tool or not build.nvcc():
         return unavailable("SASS not inspected: nvcc or nvdisasm not found")
     try:
-        cubin = build.build_cubin(file, tile, pad, traced=False)
+        cubin = build.build_cubin(file, params, traced=False)
     except EngineError as exc:
         return unavailable(f"SASS listing unavailable: {exc}")
     # The answer depends only on the cubin, whose name is a hash of its inputs: kept next to it, so

@@ -7,6 +7,7 @@ records; this module gives every site an id and the text of its line, for the pa
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -48,18 +49,22 @@ class KernelSource:
     text: str
     params: tuple[tuple[str, str], ...]          # (C type, name), in order
     sites: tuple[Site, ...]
-    shared: dict[str, tuple[str, str]]          # array -> (rows expr, cols expr) in TILE and PAD
+    shared: dict[str, tuple[str, str]]          # array -> (rows expr, cols expr) in its parameters
 
-    def shared_shape(self, array: str, tile: int, pad: int) -> tuple[int, int]:
+    def uses(self, name: str) -> bool:
+        """Whether the source names the macro: a parameter it does not name cannot change its build."""
+        return re.search(rf"\b{name}\b", self.text) is not None
+
+    def shared_shape(self, array: str, params: Mapping[str, int]) -> tuple[int, int]:
         rows, cols = self.shared[array]
-        env = {"TILE": tile, "PAD": pad}
-        return _eval_int(rows, env), _eval_int(cols, env)
+        return _eval_int(rows, params), _eval_int(cols, params)
 
 
-def _eval_int(expr: str, env: dict[str, int]) -> int:
-    # The shapes are written in TILE, PAD, integers and + - * ( ): check that, then evaluate.
-    if not re.fullmatch(r"[\sTILEPAD0-9+\-*()]+", expr):
-        raise ValueError(f"shared array size {expr!r} is not an expression in TILE and PAD")
+def _eval_int(expr: str, env: Mapping[str, int]) -> int:
+    # The shapes are written in parameter names, integers and + - * ( ): check that, then evaluate.
+    names = set(re.findall(r"[A-Za-z_]\w*", expr))
+    if not re.fullmatch(r"[\w\s+\-*()]+", expr) or names - set(env):
+        raise ValueError(f"shared array size {expr!r} is not an expression in {', '.join(env) or 'no parameters'}")
     return int(eval(expr, {"__builtins__": {}}, dict(env)))  # noqa: S307 - checked above
 
 

@@ -106,7 +106,7 @@ class Phase:
 
 def tile_phases(trace: Trace, block_x: int, block_y: int) -> list[Phase]:
     """Per phase: which tile of A and of B the block loads, and the zero-filled part, from the trace."""
-    tile = trace.problem.tile
+    tile = trace.problem.params["TILE"]
     names = trace.arrays
     # Only the block's own records: on a whole-kernel trace that is one 1/blocks-th of the columns.
     mine = trace.select(trace.block_records(block_x, block_y))
@@ -128,7 +128,7 @@ def tile_phases(trace: Trace, block_x: int, block_y: int) -> list[Phase]:
 
 def block_rows_cols(trace: Trace, block_x: int, block_y: int) -> tuple[tuple[int, int], tuple[int, int]]:
     """The tile of C a block owns, from the kernel's launch geometry (rows, cols; half-open)."""
-    tile = trace.problem.tile
+    tile = trace.problem.params["TILE"]
     if registry.get(trace.kernel).rows_from_block_x:   # seed 000/001's mapping
         return (block_x * tile, (block_x + 1) * tile), (block_y * tile, (block_y + 1) * tile)
     return (block_y * tile, (block_y + 1) * tile), (block_x * tile, (block_x + 1) * tile)
@@ -141,8 +141,9 @@ def partial_sums(trace: Trace, block_x: int, block_y: int) -> list[np.ndarray]:
     (r0, r1), (c0, c1) = block_rows_cols(trace, block_x, block_y)
     r1, c1 = min(r1, p.m), min(c1, p.n)
     out = []
-    for ph in range(-(-p.k // p.tile)):
-        k1 = min((ph + 1) * p.tile, p.k)
+    tile = p.params["TILE"]
+    for ph in range(-(-p.k // tile)):
+        k1 = min((ph + 1) * tile, p.k)
         out.append(matmul(a[r0:r1, :k1], b[:k1, c0:c1]))
     return out
 

@@ -12,21 +12,24 @@ ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp f
               "reading different words of one bank are served one after another: each extra word is one more "
               "wavefront.")
 
-shared = [k.name for k in registry.traceable() if k.uses_tile]
+shared = registry.showing("bank_conflicts")
 with ui.controls():
     c0, c1, c2, c3 = st.columns([2.2, 1, 1, 1])
     kernel = c0.selectbox("Kernel", shared, key=ui.state("kernel", "shared_bank_conflicts", shared),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
-    tile = c1.selectbox("TILE", spec.tiles, key=ui.state("tile", 32, spec.tiles))
-    if not spec.pads:   # a kernel without padding: the toggle shows it off, not a stale "on"
+    tiles = spec.params["TILE"]
+    tile = c1.selectbox("TILE", tiles, key=ui.state("tile", 32, tiles))
+    padded = "PAD" in spec.params
+    if not padded:   # a kernel without padding: the toggle shows it off, not a stale "on"
         st.session_state[ui.state("pad", False)] = False
-    pad = int(c2.toggle("Pad rows by one word", disabled=not spec.pads, key=ui.state("pad", False),
+    pad = int(c2.toggle("Pad rows by one word", disabled=not padded, key=ui.state("pad", False),
                         help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
+    params = spec.takes({"TILE": tile, "PAD": pad})
     size = c3.number_input("M = N = K", tile, 128, step=tile, key=ui.state("size", 64, lo=tile, hi=128))
     ui.remember(kernel=kernel, tile=tile, pad=pad, size=size)
     # The animation shows block (0, 0): tracing that block alone draws it quickly.
-    trace, inst = ui.trace_or_stop(kernel, size, size, size, tile, pad, spec.default_block, ((0, 0),))
+    trace, inst = ui.trace_or_stop(kernel, size, size, size, params, spec.default_block, ((0, 0),))
     d1, d2, d3 = st.columns([1, 1, 2])
     warps = views.warps_of(trace, 0, 0)
     warp = d1.selectbox("Warp of block (0, 0)", warps, key=ui.state("warp", 0, warps))
@@ -41,7 +44,7 @@ if kinds == "loads":   # numbered among the loads, so the headline's count and t
     steps = [replace(s, index=i) for i, s in enumerate(s for s in steps if s.op == "load")]
     total, what = views.count_steps(trace, inst, 0, 0, warp, "shared", "load"), "shared load"
 if steps:
-    label = f"{kernel}, TILE {tile}" + (f", PAD {pad}" if spec.pads else "") + f", warp {warp}"
+    label = f"{kernel}, TILE {tile}" + (f", PAD {pad}" if padded else "") + f", warp {warp}"
     fig = ui.cached_figure(lambda: figures.bank_figure(
         steps, [views.bank_layers(s) for s in steps], ui.source_lines(trace.launches[-1].file), ui.presenter(),
         duration, label, total, what))
@@ -52,7 +55,7 @@ if steps:
 
 st.subheader("The whole kernel")
 summary, sass_info, (hw, notes, per_site) = ui.or_stop(
-    "Counting wavefronts as written and as compiled", ui.cached_summary, kernel, size, size, size, tile, pad,
+    "Counting wavefronts as written and as compiled", ui.cached_summary, kernel, size, size, size, params,
     spec.default_block)
 loads = summary[(summary["space"] == "shared") & (summary["op"] == "load")]
 source_ways = pd.Series(inst["wavefronts"][np.isin(inst["site"], loads["site"].to_numpy())]).value_counts().sort_index()

@@ -17,7 +17,7 @@ SIZE_PRESETS = {
     "odd sizes": "255,1000,1500,3000",
     "non-square": "4096x1024x2048,1024x4096x512,2000x3000x700",
 }
-timeable = [k.name for k in registry.CATALOG if k.kind in ("cuda", "cublas")]
+timeable = registry.showing("benchmarks")
 status = ui.device_status()
 font = ui.font_size() + 1
 
@@ -104,8 +104,7 @@ if status.available:
         total = len(sizes) * len(kernels)
         progress = st.progress(0.0, "starting")
         live = st.empty()
-        for i, row in enumerate(benchmark.sweep(kernels, sizes, settings, {k: tile for k in kernels},
-                                                {k: pad for k in kernels})):
+        for i, row in enumerate(benchmark.sweep(kernels, sizes, settings, {"TILE": tile, "PAD": pad})):
             rows.append(row)
             progress.progress((i + 1) / total, f"{i + 1} of {total}: {row['kernel']} {row['m']}x{row['n']}x{row['k']}"
                                                f" {row['status']}")

@@ -10,7 +10,7 @@ ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and wri
               "load costs.")
 
 WINDOW = 160   # instructions per animation: long traces are windowed, never sent whole
-kernels = [k.name for k in registry.traceable()]
+kernels = registry.showing("coalescing")
 shapes = [f"{x}x{y}" for x, y in registry.NAIVE_BLOCKS]
 with ui.controls():
     c0, c1, c2, c3, c4, c5 = st.columns([2.2, 2.2, 1, 1, 1, 1])
@@ -31,13 +31,15 @@ with ui.controls():
     d0, d1, d2, d3, d4, d5 = st.columns([1, 1, 1, 1, 1, 1.4])
     tile = d0.selectbox("TILE", registry.TILES, key=ui.state("tile", 16, registry.TILES), help="tiled kernels only")
     ui.remember(kernel=first, compare=second, m=m, n=n, k=k, block=block_text, tile=tile)
-    grids = {name: ui.grid_of(name, m, n, k, tile, 0, block) for name in chosen}
+    # The TILE select applies to the kernels that take it; the others ignore it (and share one trace).
+    params = {name: registry.get(name).takes({"TILE": tile}) for name in chosen}
+    grids = {name: ui.grid_of(name, m, n, k, params[name], block) for name in chosen}
     grid = grids[first]
     bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", 0, lo=0, hi=grid[0] - 1))
     by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", 0, lo=0, hi=grid[1] - 1))
     # The animation needs one block of each kernel (the same block index, within each one's grid).
     one = {name: ((min(bx, g[0] - 1), min(by, g[1] - 1)),) for name, g in grids.items()}
-    traced = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block, one[name]) for name in chosen}
+    traced = {name: ui.trace_or_stop(name, m, n, k, params[name], block, one[name]) for name in chosen}
     t0, inst0 = traced[first]
     warps = views.warps_of(t0, bx, by)
     warp = d3.selectbox("Warp", warps, key=ui.state("warp", warps[0], warps), help="warp of that block")
@@ -70,9 +72,9 @@ if panels:
 
 st.subheader("Whole kernel, as Nsight Compute counts it")
 rows = []
-whole = {name: ui.trace_or_stop(name, m, n, k, tile, 0, block) for name in chosen}
+whole = {name: ui.trace_or_stop(name, m, n, k, params[name], block) for name in chosen}
 for name in chosen:
-    summary = ui.cached_site_summary(name, m, n, k, tile, 0, block)
+    summary = ui.cached_site_summary(name, m, n, k, params[name], block)
     g = summary[summary["space"] == "global"]
     for r in g.itertuples():
         rows.append({"kernel": name, "line": r.line, "access": f"{r.op} {r.array}", "requests": r.requests,

@@ -8,7 +8,7 @@ ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block o
               "load one tile of A and one of B into shared memory, wait at a barrier, multiply them, wait again, "
               "and move on.")
 
-tiled = [k.name for k in registry.traceable() if k.uses_tile]
+tiled = registry.showing("tile_phases")
 with ui.controls():
     c0, c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1, 1])
     kernel = c0.selectbox("Kernel", tiled, key=ui.state("kernel", "tiled_guarded", tiled),
@@ -17,16 +17,17 @@ with ui.controls():
     m = c1.number_input("M", 1, 128, key=ui.state("m", 40, lo=1, hi=128))
     n = c2.number_input("N", 1, 128, key=ui.state("n", 40, lo=1, hi=128))
     k = c3.number_input("K", 1, 128, key=ui.state("k", 40, lo=1, hi=128))
-    tile = c4.selectbox("TILE", spec.tiles, key=ui.state("tile", 16, spec.tiles))
+    tile = c4.selectbox("TILE", spec.params["TILE"], key=ui.state("tile", 16, spec.params["TILE"]))
     ui.remember(kernel=kernel, m=m, n=n, k=k, tile=tile)
-    grid = ui.grid_of(kernel, m, n, k, tile, 0, spec.default_block)
+    params = {"TILE": tile}
+    grid = ui.grid_of(kernel, m, n, k, params, spec.default_block)
     d1, d2, d3 = st.columns([1, 1, 2])
     # The last block by default: it overhangs the matrices when sizes are not multiples of TILE.
     bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", grid[0] - 1, lo=0, hi=grid[0] - 1))
     by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", grid[1] - 1, lo=0, hi=grid[1] - 1))
     duration = ui.speed_control(d3, {"slow": 1600, "normal": 900, "fast": 300})
     ui.remember(bx=bx, by=by)
-    trace, _ = ui.trace_or_stop(kernel, m, n, k, tile, 0, spec.default_block, ((bx, by),))   # the block shown
+    trace, _ = ui.trace_or_stop(kernel, m, n, k, params, spec.default_block, ((bx, by),))   # the block shown
 
 phases = views.tile_phases(trace, bx, by)
 partials = views.partial_sums(trace, bx, by)
@@ -48,8 +49,8 @@ st.caption(f"Block ({bx}, {by}) owns rows {rows[0]}-{min(rows[1], m) - 1} and co
 
 st.subheader("Global reads: tiled against naive, counted in the traces")
 reads_naive = ui.or_stop(f"Counting the naive kernel's global reads at {m}x{n}x{k}", ui.cached_global_reads,
-                         "naive_x_cols", m, n, k, tile, (16, 16))
-reads_tiled = ui.or_stop(f"Counting {kernel}'s global reads", ui.cached_global_reads, kernel, m, n, k, tile,
+                         "naive_x_cols", m, n, k, {}, (16, 16))
+reads_tiled = ui.or_stop(f"Counting {kernel}'s global reads", ui.cached_global_reads, kernel, m, n, k, params,
                          spec.default_block)
 a, b = st.columns([1, 1.4])
 a.plotly_chart(figures.reads_bar({"naive (naive_x_cols)": reads_naive, f"{kernel}, TILE {tile}": reads_tiled},

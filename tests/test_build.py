@@ -7,32 +7,40 @@ from pathlib import Path
 
 import pytest
 
-from engine import build
+from engine import build, registry
 from engine.errors import EngineError
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_CU = sorted((ROOT / "cuda").glob("*.cu")) + sorted((ROOT / "tests" / "cuda").glob("*.cu"))
 
 
+def _choices(path: Path) -> list[dict[str, int]]:
+    """The first and last parameter choices of the catalog entries that launch the source (the tests'
+    own sources take TILE and PAD)."""
+    combos = [c for spec in registry.traceable() for launch in spec.launches if launch.file == path.name
+              for c in spec.combinations()] or [{"TILE": 8, "PAD": 0}, {"TILE": 32, "PAD": 1}]
+    return [combos[0], combos[-1]]
+
+
 @pytest.mark.skipif(build.nvcc() is None, reason="nvcc not installed")
 @pytest.mark.parametrize("path", ALL_CU, ids=lambda p: p.name)
 @pytest.mark.parametrize("traced", [False, True], ids=["plain", "traced"])
 def test_nvcc_builds_every_kernel(path, traced):
-    for tile, pad in ((8, 0), (32, 1)):
-        cubin = build.build_cubin(str(path), tile, pad, traced)
+    for params in _choices(path):
+        cubin = build.build_cubin(str(path), params, traced)
         assert cubin.stat().st_size > 0
 
 
 @pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
 @pytest.mark.parametrize("path", ALL_CU, ids=lambda p: p.name)
 def test_host_compiler_builds_every_kernel_for_cpu_traces(path):
-    assert build.build_cpu_library(str(path), 16, 0).stat().st_size > 0
+    assert build.build_cpu_library(str(path), _choices(path)[-1]).stat().st_size > 0
 
 
 @pytest.mark.skipif(build.nvcc() is None, reason="nvcc not installed")
 def test_plain_build_has_no_tracing_code():
-    cubin = build.build_cubin("naive_x_cols.cu", 16, 0, traced=False)
-    traced = build.build_cubin("naive_x_cols.cu", 16, 0, traced=True)
+    cubin = build.build_cubin("naive_x_cols.cu", {}, traced=False)
+    traced = build.build_cubin("naive_x_cols.cu", {}, traced=True)
     assert b"trace_records" not in cubin.read_bytes() and b"trace_records" in traced.read_bytes()
 
 
@@ -56,15 +64,15 @@ def _garbage(data: bytes) -> bytes:
 
 def _planted(data: bytes) -> bytes:
     # Another kernel's library, put under this one's predictable name.
-    return build.build_cpu_library("naive_x_rows.cu", 16, 0).read_bytes()
+    return build.build_cpu_library("naive_x_rows.cu", {}).read_bytes()
 
 
 def _builders():
     out = []
     if build.host_compiler():
-        out.append(pytest.param(lambda: build.build_cpu_library("naive_x_cols.cu", 16, 0), id="cpu-so"))
+        out.append(pytest.param(lambda: build.build_cpu_library("naive_x_cols.cu", {}), id="cpu-so"))
     if build.nvcc():
-        out.append(pytest.param(lambda: build.build_cubin("naive_x_cols.cu", 16, 0, False), id="cubin"))
+        out.append(pytest.param(lambda: build.build_cubin("naive_x_cols.cu", {}, False), id="cubin"))
     return out
 
 
@@ -126,7 +134,7 @@ def test_a_read_only_cache_is_a_one_line_error(cache, monkeypatch):
     else:
         cache.chmod(0o500)
     with pytest.raises(EngineError) as err:
-        build.build_cpu_library("naive_x_cols.cu", 16, 0)
+        build.build_cpu_library("naive_x_cols.cu", {})
     reason = "Read-only file system" if os.geteuid() == 0 else "Permission denied"
     assert str(err.value) == (f"the compile cache {cache} is not writable ({reason}); "
                               "set MATMUL_EXPLORER_CACHE to a writable directory")
@@ -140,7 +148,7 @@ def test_a_hung_compiler_is_stopped_with_a_one_line_error(cache, tmp_path, monke
     monkeypatch.setenv("CXX", str(fake))
     monkeypatch.setattr(build, "COMPILE_TIMEOUT", 1)
     with pytest.raises(EngineError, match=r"^the C\+\+ compiler on naive_x_cols.cu took longer than 1 s and was stopped$"):
-        build.build_cpu_library("naive_x_cols.cu", 16, 0)
+        build.build_cpu_library("naive_x_cols.cu", {})
     group = int((tmp_path / "pid").read_text())
     assert _running_in_group(group) == []   # the compiler and what it started (sleep) are gone
 

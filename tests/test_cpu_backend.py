@@ -11,13 +11,13 @@ from engine.problem import make_problem
 
 
 def _problem(spec, m, n, k):
-    tile = spec.tiles[-1] if spec.tiles else 16
-    return make_problem(m, n, k, tile=tile, pad=(spec.pads or (0,))[-1], block=spec.default_block)
+    # The largest value of each parameter (TILE 32, PAD 1): the most shared memory, the widest rows
+    return make_problem(m, n, k, block=spec.default_block, params={name: v[-1] for name, v in spec.params.items()})
 
 
 @pytest.mark.parametrize("spec", registry.traceable(), ids=lambda s: s.name)
 def test_every_kernel_computes_the_product_on_the_cpu(spec):
-    m, n, k = (64, 96, 32) if spec.needs_tile_multiple else (37, 45, 29)
+    m, n, k = (64, 96, 32) if spec.rules else (37, 45, 29)   # tiled_unguarded: multiples of TILE
     t = tracer.trace(spec.name, _problem(spec, m, n, k), source="cpu")
     assert t.checked_outputs == m * n          # every element of C written by a traced block
     assert t.rel_error < 1e-6                  # vs float64 numpy
@@ -67,7 +67,7 @@ from engine.errors import EngineError
 from engine.execute import execute
 from engine.plan import single_launch_plan
 from engine.problem import make_problem
-plan = single_launch_plan({str(root / "tests" / "cuda" / "shared_out_of_bounds.cu")!r}, make_problem(8, 8, 8), (1, 1), (32, 1))
+plan = single_launch_plan({str(root / "tests" / "cuda" / "shared_out_of_bounds.cu")!r}, make_problem(8, 8, 8, tile=16), (1, 1), (32, 1))
 try:
     execute(plan, CpuDevice())
 except EngineError as exc:
@@ -83,9 +83,10 @@ print(tracer.trace("tiled_guarded", make_problem(8, 8, 8, tile=8), source="cpu")
 def test_shared_memory_in_bounds_at_every_tile_and_pad():
     # The shared bounds are the declared shapes, padding included: no correct kernel trips them.
     for spec in registry.traceable():
-        for tile in spec.tiles:
-            for pad in spec.pads or (0,):
-                p = make_problem(2 * tile, tile, 2 * tile, tile=tile, pad=pad, block=spec.default_block)
+        for params in spec.combinations():
+            if "TILE" in params:
+                tile = params["TILE"]
+                p = make_problem(2 * tile, tile, 2 * tile, block=spec.default_block, params=params)
                 assert tracer.trace(spec.name, p, source="cpu").rel_error < 1e-6
 
 
@@ -95,7 +96,7 @@ def test_every_library_loaded_is_its_own():
     import ctypes
 
     from engine import cpu_backend
-    fns = [cpu_backend._library(f, 16, 0) for f in ("naive_x_cols.cu", "naive_x_rows.cu", "transpose_b.cu")]
+    fns = [cpu_backend._library(f, {}) for f in ("naive_x_cols.cu", "naive_x_rows.cu", "transpose_b.cu")]
     assert len({ctypes.cast(fn, ctypes.c_void_p).value for fn in fns}) == 3
 
 

@@ -11,7 +11,7 @@ from engine.problem import make_problem
 from engine.trace import Trace
 
 
-def _trace(kernel, m, n, k, tile=16, pad=0, block=(16, 16), blocks=None):
+def _trace(kernel, m, n, k, tile=None, pad=None, block=(16, 16), blocks=None):
     return tracer.trace(kernel, make_problem(m, n, k, tile=tile, pad=pad, block=block), blocks, "cpu")
 
 
@@ -126,37 +126,37 @@ def test_blocks_on_several_host_threads_give_the_one_thread_records(monkeypatch)
 
 
 def test_kernels_without_tile_build_one_cpu_library():
-    assert build.build_cpu_library("naive_x_cols.cu", 8, 0) == build.build_cpu_library("naive_x_cols.cu", 32, 0)
-    assert build.build_cpu_library("tiled_guarded.cu", 8, 0) != build.build_cpu_library("tiled_guarded.cu", 32, 0)
+    lib = build.build_cpu_library
+    assert lib("naive_x_cols.cu", {"TILE": 8, "PAD": 0}) == lib("naive_x_cols.cu", {"TILE": 32, "PAD": 0})
+    assert lib("tiled_guarded.cu", {"TILE": 8, "PAD": 0}) != lib("tiled_guarded.cu", {"TILE": 32, "PAD": 0})
 
 
 def test_prebuild_covers_every_variant_the_pages_ask_for(tmp_path, monkeypatch):
     wanted = build.variants()
     for spec in registry.traceable():
-        for tile in spec.tiles or (16,):
-            for pad in spec.pads or (0,):
-                for launch in spec.launches:
-                    src = sources.load(launch.file)
-                    assert any(w[0] == "cpu" and w[1] == launch.file and
-                               build.used_defines(src, w[2], w[3]) == build.used_defines(src, tile, pad) for w in wanted)
-                if spec.tiles:
-                    assert ("sass", spec.launches[-1].file, tile, pad) in wanted
+        for params in spec.combinations():
+            for launch in spec.launches:
+                used = tuple(build.used_defines(sources.load(launch.file), params).items())
+                assert ("cpu", launch.file, used) in wanted
+            if "bank_conflicts" in spec.shows:
+                last = spec.launches[-1].file
+                assert ("sass", last, tuple(build.used_defines(sources.load(last), params).items())) in wanted
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
     thread = build.prebuild(["naive_x_cols"], background=True, sass=False)
     thread.join(120)
     assert not thread.is_alive()
     built = sorted(p.name for p in tmp_path.glob("*.so"))
-    assert built == [build.build_cpu_library("naive_x_cols.cu", 16, 0).name]
+    assert built == [build.build_cpu_library("naive_x_cols.cu", {}).name]
     assert sorted(p.name for p in tmp_path.glob("*.so")) == built       # nothing compiled again
 
 
 @pytest.mark.skipif(not (sass.nvdisasm() and build.nvcc()), reason="needs nvcc and nvdisasm")
 def test_sass_listing_is_kept_and_read_back(tmp_path, monkeypatch):
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
-    first = sass.memory_instructions("shared_bank_conflicts.cu", 8, 1)
+    first = sass.memory_instructions("shared_bank_conflicts.cu", {"TILE": 8, "PAD": 1})
     saved = list(tmp_path.glob("*.sass.json"))
     assert len(saved) == 1 and first["available"] and first["by_line"]
-    assert sass.memory_instructions("shared_bank_conflicts.cu", 8, 1) == first    # int line keys again
+    assert sass.memory_instructions("shared_bank_conflicts.cu", {"TILE": 8, "PAD": 1}) == first    # int line keys again
     saved[0].write_text("{not json")
-    assert sass.memory_instructions("shared_bank_conflicts.cu", 8, 1) == first    # listed again
+    assert sass.memory_instructions("shared_bank_conflicts.cu", {"TILE": 8, "PAD": 1}) == first    # listed again
     assert json.loads(saved[0].read_text())["note"] == first["note"]

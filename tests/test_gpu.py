@@ -24,12 +24,11 @@ def test_worker_reports_the_device():
     assert st.info["sm_count"] > 0 and st.info["compute_capability"] >= "7.0"
 
 
-@pytest.mark.parametrize("spec", [k for k in registry.CATALOG if k.kind in ("cuda", "cublas")], ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", [k for k in registry.CATALOG if k.timed], ids=lambda s: s.name)
 @pytest.mark.parametrize("size", [(37, 45, 29), (512, 384, 256)], ids=["odd", "mid"])
 def test_every_kernel_result_matches_float64_numpy(spec, size):
-    m, n, k = (64, 96, 32) if spec.needs_tile_multiple and size[0] == 37 else size
-    tile = 32 if spec.tiles else 16
-    p = make_problem(m, n, k, tile=tile, pad=1 if spec.pads else 0, block=spec.default_block)
+    m, n, k = (64, 96, 32) if spec.rules and size[0] == 37 else size   # tiled_unguarded: multiples of TILE
+    p = make_problem(m, n, k, block=spec.default_block, params={name: v[-1] for name, v in spec.params.items()})
     out = _bench(spec.name, p)
     assert out["correct"], out
     assert out["rel_error"] < (5e-3 if spec.precision == "tf32" else 1e-5)

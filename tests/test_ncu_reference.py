@@ -23,14 +23,15 @@ def _parse(key):
     m = re.fullmatch(r"(\w+) (\d+)x(\d+)x(\d+) tile (\d+) pad (\d+) block (\d+)x(\d+)", key)
     kernel, *nums = m.groups()
     mm, n, k, tile, pad, bx, by = map(int, nums)
-    return kernel, make_problem(mm, n, k, tile=tile, pad=pad, block=(bx, by))
+    params = registry.get(kernel).takes({"TILE": tile, "PAD": pad})   # the key names both for every kernel
+    return kernel, make_problem(mm, n, k, block=(bx, by), params=params)
 
 
 @pytest.mark.parametrize("key", sorted(REFERENCE["cases"]))
 def test_trace_metrics_equal_ncu_counters(key):
     kernel, p = _parse(key)
     t = tracer.trace(kernel, p, source="cpu")
-    summary = analysis.summarize(t, sass.memory_instructions(registry.get(kernel).launches[-1].file, p.tile, p.pad))
+    summary = analysis.summarize(t, sass.memory_instructions(registry.get(kernel).launches[-1].file, t.problem.params))
     for launch, measured in REFERENCE["cases"][key].items():
         ours = summary["as_compiled"]["ncu"][launch]
         for metric in set(NCU_METRICS.values()):

@@ -25,13 +25,13 @@ def test_unknown_kernel():
 def test_unguarded_kernel_refuses_non_multiples_with_the_reason():
     spec = registry.get("tiled_unguarded")
     with pytest.raises(EngineError, match="no boundary guards") as info:
-        registry.check_problem(spec, make_problem(100, 64, 64, tile=16))
+        registry.bind(spec, make_problem(100, 64, 64, tile=16))
     assert "M=100" in str(info.value) and "N=" not in str(info.value)
-    registry.check_problem(spec, make_problem(96, 64, 64, tile=16))
+    registry.bind(spec, make_problem(96, 64, 64, tile=16))
 
 
 def test_tile_and_pad_choices_are_checked():
     with pytest.raises(EngineError, match="TILE"):
-        registry.check_problem(registry.get("tiled_guarded"), make_problem(8, 8, 8, tile=12))
-    with pytest.raises(EngineError, match="padding"):
-        registry.check_problem(registry.get("tiled_guarded"), make_problem(8, 8, 8, pad=1))
+        registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, tile=12))
+    with pytest.raises(EngineError, match="no parameter PAD"):
+        registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, pad=1))

@@ -9,14 +9,14 @@ pytestmark = pytest.mark.skipif(sass.nvdisasm() is None or build.nvcc() is None,
 def test_seed001_tile_a_reads_merge_into_lds128_without_padding_only():
     src_line = next(s.line for s in __import__("engine.sources", fromlist=["x"]).load("shared_bank_conflicts.cu").sites
                     if s.array == "tile_A" and s.op == "load")
-    plain = sass.memory_instructions("shared_bank_conflicts.cu", 32, 0)
-    padded = sass.memory_instructions("shared_bank_conflicts.cu", 32, 1)
+    plain = sass.memory_instructions("shared_bank_conflicts.cu", {"TILE": 32, "PAD": 0})
+    padded = sass.memory_instructions("shared_bank_conflicts.cu", {"TILE": 32, "PAD": 1})
     assert "LDS.128" in plain["by_line"][src_line] and "LDS.128" in plain["note"]
     assert set(padded["by_line"][src_line]) == {"LDS"}
 
 
 def test_naive_kernel_sass_is_scalar():
-    info = sass.memory_instructions("naive_x_cols.cu", 16, 0)
+    info = sass.memory_instructions("naive_x_cols.cu", {"TILE": 16, "PAD": 0})
     assert info["note"].startswith("SASS matches the source")
 
 
@@ -24,14 +24,14 @@ def test_a_failing_nvdisasm_is_reported_never_read_as_a_match(tmp_path, monkeypa
     # Before: nvdisasm's empty output was counted as "SASS matches the source".
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
     monkeypatch.setattr(sass, "nvdisasm", lambda: "/bin/false")
-    info = sass.memory_instructions("naive_x_cols.cu", 16, 0)
+    info = sass.memory_instructions("naive_x_cols.cu", {"TILE": 16, "PAD": 0})
     assert info["available"] is False and info["by_line"] == {}
     assert info["note"].startswith("SASS listing unavailable: nvdisasm failed on naive_x_cols-plain-")
     assert not list(tmp_path.glob("*.sass.json"))   # a failure is never kept
 
 
 def test_a_failing_nvcc_is_reported_not_raised(failing_nvcc):
-    info = sass.memory_instructions("naive_x_cols.cu", 16, 0)
+    info = sass.memory_instructions("naive_x_cols.cu", {"TILE": 16, "PAD": 0})
     assert info["available"] is False
     assert info["note"] == f"SASS listing unavailable: nvcc on naive_x_cols.cu failed: {FAILING_NVCC}"
 
@@ -42,9 +42,9 @@ def test_a_failing_nvcc_is_reported_not_raised(failing_nvcc):
                          ids=["list", "null", "empty-listing", "no-available", "no-lines"])
 def test_a_damaged_saved_listing_is_listed_again_never_shown(tmp_path, monkeypatch, saved):
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
-    first = sass.memory_instructions("tiled_guarded.cu", 16, 0)
+    first = sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0})
     assert first["available"] and first["by_line"]
     kept = next((tmp_path / "cache").glob("*.sass.json"))
     kept.write_text(saved)
-    again = sass.memory_instructions("tiled_guarded.cu", 16, 0)
+    again = sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0})
     assert again == first

@@ -68,7 +68,7 @@ def test_a_trace_is_weighed_by_its_arrays():
 
 def test_a_clients_clear_cache_does_not_clear_the_shared_traces(monkeypatch):
     from pages.lib import ui
-    args = ("naive_x_cols", 24, 24, 8, 16, 0, (16, 16), None, "cpu")
+    args = ("naive_x_cols", 24, 24, 8, {}, (16, 16), None, "cpu")
     ui.cached_trace(*args)
     # What Streamlit does with the "clear_cache" message any browser may send (AppSession).
     st.cache_data.clear()

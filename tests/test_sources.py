@@ -22,8 +22,8 @@ def test_sites_carry_line_array_and_kind():
 
 def test_shared_shapes_follow_tile_and_pad():
     src = sources.load("shared_bank_conflicts.cu")
-    assert src.shared_shape("tile_A", 32, 1) == (32, 33)
-    assert src.shared_shape("tile_B", 16, 0) == (16, 16)
+    assert src.shared_shape("tile_A", {"TILE": 32, "PAD": 1}) == (32, 33)
+    assert src.shared_shape("tile_B", {"TILE": 16, "PAD": 0}) == (16, 16)
 
 
 def test_two_accesses_of_one_array_on_a_line_are_refused(tmp_path):

@@ -248,15 +248,21 @@ TRACES = memo.Memo("traces", memo.budget("MATMUL_EXPLORER_TRACE_CACHE_MB", 400))
 RESULTS = memo.Memo("results", memo.budget("MATMUL_EXPLORER_RESULT_CACHE_MB", 100))
 
 
-def cached_trace(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
+def _params_key(params: dict[str, int]) -> tuple:
+    """Every compile-time parameter, in name order: part of each cache key below."""
+    return tuple(sorted(params.items()))
+
+
+def cached_trace(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int],
                  blocks: tuple | None, source: str):
-    """One trace per distinct view, shared by all sessions (read-only), with its warp instructions."""
+    """One trace per distinct view, shared by all sessions (read-only), with its warp instructions.
+    params: the kernel's compile-time parameters (what it does not declare is an error)."""
     def compute():
-        p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
+        p = make_problem(m, n, k, block=block, params=params)
         t = tracer.trace(kernel, p, list(blocks) if blocks else None, source)
         return t, analysis.warp_instructions(t)
     source = tracer.resolve_source(source)   # "auto" and what it resolves to are one trace
-    key = ("trace", kernel, m, n, k, tile, pad, tuple(block), blocks and tuple(blocks), source)
+    key = ("trace", kernel, m, n, k, _params_key(params), tuple(block), blocks and tuple(blocks), source)
     if blocks:   # the block a figure shows: the page's own work
         return TRACES.get(key, compute)
     with _whole_kernel_slot():
@@ -278,36 +284,37 @@ def cached_figure(build):
     return FIGURES.get(key, lambda: build().freeze())
 
 
-def cached_sass(file: str, tile: int, pad: int) -> dict:
-    return RESULTS.get(("sass", file, tile, pad), lambda: sass.memory_instructions(file, tile, pad),
+def cached_sass(file: str, params: dict[str, int]) -> dict:
+    return RESULTS.get(("sass", file, _params_key(params)), lambda: sass.memory_instructions(file, params),
                        keep=lambda listing: listing["available"])
 
 
-def cached_site_summary(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int]):
+def cached_site_summary(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
     """analysis.site_summary of the whole-kernel trace (the pages' Nsight-style tables)."""
     def compute():
-        return analysis.site_summary(*cached_trace(kernel, m, n, k, tile, pad, block, None, "auto"))
+        return analysis.site_summary(*cached_trace(kernel, m, n, k, params, block, None, "auto"))
     with _whole_kernel_slot():
-        return RESULTS.get(("site_summary", kernel, m, n, k, tile, pad, tuple(block)), compute)
+        return RESULTS.get(("site_summary", kernel, m, n, k, _params_key(params), tuple(block)), compute)
 
 
-def cached_summary(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int]):
+def cached_summary(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
     """The per-site metrics of a whole-kernel trace, and as compiled where nvcc merged shared loads:
     computed once per trace, not again when only the warp, speed or view changes."""
     def compute():
-        trace, _ = cached_trace(kernel, m, n, k, tile, pad, block, None, "auto")
-        summary = cached_site_summary(kernel, m, n, k, tile, pad, block)
-        sass_info = cached_sass(trace.launches[-1].file, tile, pad)
+        trace, _ = cached_trace(kernel, m, n, k, params, block, None, "auto")
+        summary = cached_site_summary(kernel, m, n, k, params, block)
+        sass_info = cached_sass(trace.launches[-1].file, trace.problem.params)
         return summary, sass_info, analysis.as_compiled(trace, summary, sass_info)
     with _whole_kernel_slot():
-        return RESULTS.get(("summary", kernel, m, n, k, tile, pad, tuple(block)), compute)
+        return RESULTS.get(("summary", kernel, m, n, k, _params_key(params), tuple(block)), compute)
 
 
-def cached_global_reads(kernel: str, m: int, n: int, k: int, tile: int, block: tuple[int, int]) -> int:
+def cached_global_reads(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> int:
     """Global loads of a whole kernel, counted in its trace (no per-warp analysis needed)."""
     with _whole_kernel_slot():
-        return RESULTS.get(("global_reads", kernel, m, n, k, tile, tuple(block)), lambda: analysis.global_reads(
-            tracer.trace(kernel, make_problem(m, n, k, tile=tile, pad=0, block=block))))
+        return RESULTS.get(("global_reads", kernel, m, n, k, _params_key(params), tuple(block)),
+                           lambda: analysis.global_reads(
+                               tracer.trace(kernel, make_problem(m, n, k, block=block, params=params))))
 
 
 def or_stop(what: str, fn, *args):
@@ -321,27 +328,25 @@ def or_stop(what: str, fn, *args):
         st.stop()
 
 
-def grid_of(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int]) -> tuple[int, int]:
+def grid_of(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> tuple[int, int]:
     """The blocks of the kernel's main launch, from its geometry in the registry (nothing runs)."""
     try:
-        p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
         spec = registry.get(kernel)
-        registry.check_problem(spec, p)
-        return spec.launches[-1].grid(p)
+        return spec.launches[-1].grid(registry.bind(spec, make_problem(m, n, k, block=block, params=params)))
     except EngineError as exc:
         st.error(str(exc), icon=":material/error:")
         st.stop()
 
 
-def trace_or_stop(kernel: str, m: int, n: int, k: int, tile: int, pad: int, block: tuple[int, int],
+def trace_or_stop(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int],
                   blocks: tuple | None = None, source: str = "auto"):
     """The trace (of the given blocks of the main launch, or of all), or a one-line message in the
     page (and nothing else drawn). The animations need one block: tracing just that block draws
     them in a fraction of the time; the whole-kernel tables below them then trace everything."""
     where = f", block {blocks[0]}" if blocks and len(blocks) == 1 else ""
-    what = (f"Tracing {kernel} at {m}x{n}x{k}" + (f", TILE {tile}" if registry.get(kernel).uses_tile else "")
+    what = (f"Tracing {kernel} at {m}x{n}x{k}" + "".join(f", {name} {value}" for name, value in params.items())
             + where + f" ({'CPU' if tracer.resolve_source(source) == 'cpu' else 'GPU'})")
-    return or_stop(what, cached_trace, kernel, m, n, k, tile, pad, block, blocks, source)
+    return or_stop(what, cached_trace, kernel, m, n, k, params, block, blocks, source)
 
 
 def kernel_label(name: str) -> str:

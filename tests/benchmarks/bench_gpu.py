@@ -12,6 +12,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from engine import benchmark, gpu_client  # noqa: E402
 
 # GFLOP/s measured earlier on an H200 (mean of 10 launches after one warm-up), at N=1024 and N=4096.
+def _compile_time(params: dict) -> dict:
+    """The FACTS' tile and pad as compile-time parameters (measure applies each to the kernels that take it)."""
+    return {"TILE": params.get("tile", 16), "PAD": params.get("pad", 0)}
+
+
 FACTS = [
     ("naive_x_rows", {"block": (16, 16)}, (486, 498)),
     ("naive_x_rows", {"block": (32, 32)}, (486, 498)),
@@ -42,7 +47,7 @@ def main():
     print(f"\n{'kernel':24} {'params':22} {'N':>5} {'ours':>9} {'H200':>9} {'diff':>7} {'spread':>7}  run-to-run")
     for kernel, params, facts in FACTS:
         for n, fact in zip((1024, 4096), facts):
-            runs = [benchmark.measure(kernel, n, n, n, settings, params.get("tile", 16), params.get("pad", 0),
+            runs = [benchmark.measure(kernel, n, n, n, settings, _compile_time(params),
                                       params.get("block")) for _ in range(2)]
             if any(r["status"] != "ok" for r in runs):
                 print(f"{kernel:24} {str(params):22} {n:>5} {runs[0]['status']}: {runs[0].get('error')}")
@@ -56,12 +61,12 @@ def main():
     print("\nwith the L2 flushed before every repetition (N=4096):")
     flushed = benchmark.Settings(warmup=2, reps=30, flush_l2=True)
     for kernel, params, _ in [f for f in FACTS if f[0] in ("naive_x_cols", "tiled_guarded", "cublas_sgemm")][:3]:
-        r = benchmark.measure(kernel, 4096, 4096, 4096, flushed, params.get("tile", 16), params.get("pad", 0),
+        r = benchmark.measure(kernel, 4096, 4096, 4096, flushed, _compile_time(params),
                               params.get("block"))
         print(f"  {kernel:24} {str(params):22} {r['gflops']:>9,.0f} GFLOP/s  spread {100 * r['spread']:.2f}%")
     print("\nrun-to-run spread at N >= 2048 (two full measurements of each point, |a-b|/mean):")
     for kernel, params, _ in FACTS[::3] + [FACTS[-1]]:
-        runs = [benchmark.measure(kernel, 2048, 2048, 2048, settings, params.get("tile", 16), params.get("pad", 0),
+        runs = [benchmark.measure(kernel, 2048, 2048, 2048, settings, _compile_time(params),
                                   params.get("block")) for _ in range(2)]
         g = [r["gflops"] for r in runs]
         print(f"  {kernel:24} {str(params):22} 2048: {100 * abs(g[0] - g[1]) / statistics.mean(g):.2f}%  "

@@ -38,7 +38,8 @@ class Timer:
 
 def cached_trace(tm, kernel, m, n, k, tile, pad, block):
     """pages/lib/ui.py cached_trace: trace, then warp_instructions, on a cache miss."""
-    p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
+    params = registry.get(kernel).takes({"TILE": tile, "PAD": pad})   # as the pages pass them
+    p = make_problem(m, n, k, block=block, params=params)
     t = tm(f"tracer.trace {kernel}", tracer.trace, kernel, p, None, SOURCE)
     inst = tm(f"analysis.warp_instructions {kernel}", analysis.warp_instructions, t)
     return t, inst
@@ -82,7 +83,8 @@ def bank_conflicts(tm, kernel, tile, pad, size, warp=0):
     steps, _ = tm("views.warp_steps", views.warp_steps, trace, inst, 0, 0, warp, "shared", 0, 160)
     tm("views.bank_layers x steps", lambda: [views.bank_layers(s) for s in steps if s.op == "load"])
     summary = tm("analysis.site_summary", analysis.site_summary, trace, inst)
-    sass_info = tm("sass.memory_instructions", sass.memory_instructions, trace.launches[-1].file, tile, pad)
+    sass_info = tm("sass.memory_instructions", sass.memory_instructions, trace.launches[-1].file,
+                   trace.problem.params)
     tm("analysis.as_compiled", analysis.as_compiled, trace, summary, sass_info)
 
 

@@ -71,10 +71,10 @@ def main(out_path: str | None) -> None:
     mismatches, reference = [], {}
     for case in CASES:
         kernel, m, n, k, tile, pad, block = case
-        p = make_problem(m, n, k, tile=tile, pad=pad, block=block)
-        t = tracer.trace(kernel, p, None, "gpu")
         spec = registry.get(kernel)
-        summary = analysis.summarize(t, sass.memory_instructions(spec.launches[-1].file, tile, pad))
+        p = make_problem(m, n, k, block=block, params=spec.takes({"TILE": tile, "PAD": pad}))
+        t = tracer.trace(kernel, p, None, "gpu")
+        summary = analysis.summarize(t, sass.memory_instructions(spec.launches[-1].file, t.problem.params))
         key = f"{kernel} {m}x{n}x{k} tile {tile} pad {pad} block {block[0]}x{block[1]}"
         for launch in spec.launches:
             hw = ncu(launch.kernel, case)

@@ -27,7 +27,8 @@ CASES = [
 
 
 def trace_case(case, source):
-    from engine import problem, tracer
+    from engine import problem, registry, tracer
     _, kernel, m, n, k, tile, pad, block, blocks = case
-    p = problem.make_problem(m, n, k, tile=tile, pad=pad, block=block)
+    params = registry.get(kernel).takes({"TILE": tile, "PAD": pad})   # every case names both
+    p = problem.make_problem(m, n, k, block=block, params=params)
     return tracer.trace(kernel, p, blocks, source)
