@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine import benchmark, gpu_client  # noqa: E402
 
+
 # GFLOP/s measured earlier on an H200 (mean of 10 launches after one warm-up), at N=1024 and N=4096.
 def _compile_time(params: dict) -> dict:
     """The FACTS' tile and pad as compile-time parameters (measure applies each to the kernels that take it)."""

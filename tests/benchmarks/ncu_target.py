@@ -10,13 +10,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import gpu_client  # noqa: E402
+from engine import gpu_client, registry  # noqa: E402
 from engine.problem import make_problem  # noqa: E402
 
 
 def main() -> None:
     kernel, m, n, k, tile, pad, bx, by = sys.argv[1], *map(int, sys.argv[2:9])
-    p = make_problem(m, n, k, tile=tile, pad=pad, block=(bx, by))
+    # TILE and PAD go only to a kernel that declares them (registry: a kernel's parameters).
+    p = make_problem(m, n, k, block=(bx, by), params=registry.get(kernel).takes({"TILE": tile, "PAD": pad}))
     source = sys.argv[9] if len(sys.argv) > 9 else None
     out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": 0, "reps": 0, "source_override": source})
     print(f"{kernel}: correct={out['correct']} rel_error={out['rel_error']:.2e}")
