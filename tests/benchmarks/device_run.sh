@@ -21,7 +21,8 @@ for step in $steps; do
               --sizes 256,512,1024,2048,4096,1000,3000,4096x1024x2048,2000x3000x700 --formats csv,json,html --out "$OUT/recorded" 2>&1 | tee "$OUT/record.log" | tail -12 ;;
     pages) python3 -m pytest -q tests/test_pages.py tests/test_benchmarks_page.py -p no:cacheprovider 2>&1 | tail -15 ;;
     cli) for k in naive_x_rows naive_x_cols naive_transposed_b tiled_guarded tiled_unguarded shared_bank_conflicts; do
-           python3 -m engine trace $k --m 64 --n 48 --k 32 --tile 16 --source gpu --out "/tmp/$k.npz" | python3 -c \
+           case $k in tiled*|shared*) tile="--tile 16" ;; *) tile="" ;; esac   # only kernels that take TILE
+           python3 -m engine trace $k --m 64 --n 48 --k 32 $tile --source gpu --out "/tmp/$k.npz" | python3 -c \
              "import json,sys; s=json.load(sys.stdin); print(f\"{s['kernel']:24} {s['source']} {s['device']} records {s['records']:,} rel_error {s['relative_error']:.1e}\")"
          done ;;
     all-tests) python3 -m pytest -q tests -p no:cacheprovider 2>&1 | tee "$OUT/all-tests.log" | tail -15 ;;
