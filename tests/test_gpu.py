@@ -97,3 +97,12 @@ def test_asynchronous_copies_trace_the_same_on_gpu_and_cpu():
     cpu, _ = async_trace(5, 200, 7, "cpu")
     assert graw.checked_outputs == 5 * 200 and graw.rel_error < 1e-5
     assert gpu.records.tobytes() == cpu.records.tobytes()
+
+
+def test_a_kernel_added_by_its_source_and_entry_traces_the_same_on_gpu_and_cpu():
+    from tests.test_contract import _rows_1d
+    with registry.registered(_rows_1d()):
+        p = make_problem(37, 45, 29, params={"BS": 128})
+        gpu, cpu = tracer.trace("rows_1d", p, source="gpu"), tracer.trace("rows_1d", p, source="cpu")
+        assert gpu.rel_error < 1e-5 and gpu.checked_outputs == 37 * 45
+        assert gpu.records.tobytes() == cpu.records.tobytes()
