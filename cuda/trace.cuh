@@ -113,8 +113,13 @@ TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned
 // error instead of crashing the process that hosts the tracer; the access itself is then skipped.
 #define TRACE_OUT_OF_BOUNDS(array, index) \
     ((index) >= trace_bounds[array] && (trace_fault = 1 + (array)))
+// A 128-bit access must start 16 bytes into its array's alignment (the GPU faults otherwise, with
+// "misaligned address"): reported as its own fault, after the out-of-bounds ones.
+#define TRACE_MISALIGNED16(array, address) \
+    (((unsigned long long)(address) & 15) != 0 && (trace_fault = 1 + TRACE_ARRAY_COUNT + (array)))
 #else
 #define TRACE_OUT_OF_BOUNDS(array, index) false
+#define TRACE_MISALIGNED16(array, address) false
 #endif
 
 template <typename T>
@@ -135,13 +140,16 @@ TRACE_FN void trace_store(T *base, long long index, V value, unsigned int line, 
 // reads the macro's name), so the record layout is the same for every width.
 TRACE_FN float4 trace_load4(const float *base, long long index, unsigned int line, unsigned int array) {
     trace_record(index, line, array, 0);
-    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index + 3)) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    // index < 0 wraps to a huge unsigned number: out of bounds too.
+    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index) || TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index + 3)
+        || TRACE_MISALIGNED16(array, base + index)) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     return *reinterpret_cast<const float4 *>(base + index);
 }
 
 TRACE_FN void trace_store4(float *base, long long index, float4 value, unsigned int line, unsigned int array) {
     trace_record(index, line, array, 1);
-    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index + 3)) return;
+    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index) || TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index + 3)
+        || TRACE_MISALIGNED16(array, base + index)) return;
     *reinterpret_cast<float4 *>(base + index) = value;
 }
 
@@ -152,8 +160,12 @@ TRACE_FN void trace_copy_async4(float *dst, long long dst_index, const float *sr
                                 unsigned int line, unsigned int dst_array, unsigned int src_array) {
     trace_record(src_index, line, src_array, 0);
     trace_record(dst_index, line, dst_array, 1);
-    if (TRACE_OUT_OF_BOUNDS(src_array, (unsigned long long)src_index + 3)) return;
-    if (TRACE_OUT_OF_BOUNDS(dst_array, (unsigned long long)dst_index + 3)) return;
+    if (TRACE_OUT_OF_BOUNDS(src_array, (unsigned long long)src_index)
+        || TRACE_OUT_OF_BOUNDS(src_array, (unsigned long long)src_index + 3)
+        || TRACE_MISALIGNED16(src_array, src + src_index)) return;
+    if (TRACE_OUT_OF_BOUNDS(dst_array, (unsigned long long)dst_index)
+        || TRACE_OUT_OF_BOUNDS(dst_array, (unsigned long long)dst_index + 3)
+        || TRACE_MISALIGNED16(dst_array, dst + dst_index)) return;
 #ifdef MATMUL_CPU
     *reinterpret_cast<float4 *>(dst + dst_index) = *reinterpret_cast<const float4 *>(src + src_index);
 #else

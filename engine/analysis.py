@@ -31,7 +31,7 @@ HALF_WARP = 16
 INSTANCE_DTYPE = np.dtype([
     ("site", "u1"), ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("warp", "u1"),
     ("ordinal", "<u4"), ("epoch", "<u2"), ("active", "u1"), ("sectors", "u1"), ("lines", "u1"),
-    ("wavefronts", "u1"), ("first", "<i8"), ("seq", "<i8"),
+    ("wavefronts", "u1"), ("ideal", "u1"), ("first", "<i8"), ("seq", "<i8"),
 ])
 
 
@@ -82,7 +82,7 @@ def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, wid
     bytes lie in one 32-byte sector and one 128-byte line, so a global access's sectors and lines
     are those of its first bytes whatever its width."""
     inst["active"] = (addr >= 0).sum(axis=1)
-    inst["sectors"] = inst["lines"] = inst["wavefronts"] = 0
+    inst["sectors"] = inst["lines"] = inst["wavefronts"] = inst["ideal"] = 0
     g = addr[is_global]
     if len(g):
         inst["sectors"][is_global] = _distinct_per_row(np.where(g >= 0, g // SECTOR_BYTES, -1))
@@ -91,6 +91,10 @@ def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, wid
         rows = ~is_global & (width == w)
         words = np.where(addr[rows] >= 0, addr[rows] // ELEMENT_BYTES, -1)
         inst["wavefronts"][rows] = _wavefronts(words) if w == 1 else _wide_wavefronts(words, w)
+        # Conflict-free: 1 wavefront for 4 bytes a lane; wider, what each half-warp's active lanes'
+        # words need at 32 banks a wavefront (whichever lanes are active: a guard can leave any).
+        halves = (words[:, :HALF_WARP] >= 0).sum(axis=1), (words[:, HALF_WARP:] >= 0).sum(axis=1)
+        inst["ideal"][rows] = 1 if w == 1 else sum(-(-h * w // BANKS) for h in halves)
 
 
 def _uniform_rows(trace: Trace, warps: np.ndarray, c: int, addr_dtype) -> tuple:
@@ -208,12 +212,7 @@ def site_summary(trace: Trace, inst: np.ndarray | None = None) -> pd.DataFrame:
                        lines_per_request=float(mine["lines"].mean()) if n else 0.0)
         else:
             wf = int(mine["wavefronts"].sum())
-            # Conflict-free is 1 wavefront for a 4-byte access, and for a wider one what its words
-            # need in each half-warp, at 32 banks per wavefront (4 for a full warp's 128-bit access).
-            w = ts.site.width
-            active = mine["active"].astype(np.int64)   # a partial warp's lanes are its first ones
-            halves = (np.minimum(active, HALF_WARP), np.maximum(active - HALF_WARP, 0))
-            ideal = n if w == 1 else int(sum((-(-h * w // BANKS)) for h in halves).sum())
+            ideal = int(mine["ideal"].sum())
             row.update(wavefronts=wf, bank_conflicts=wf - ideal, wavefronts_per_request=wf / n if n else 0.0,
                        conflict_ways_max=int(mine["wavefronts"].max()) if n else 0)
         rows.append(row)
@@ -306,6 +305,8 @@ def as_compiled(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[pd.
     for i, row in hw.iterrows():
         if row["space"] != "shared" or row["op"] != "load" or row["kernel"] != trace.launches[-1].kernel:
             continue
+        if trace.sites[int(row["site"])].site.width > 1:
+            continue   # written as a 128-bit load (LDS4): the trace already counts it as one
         ops = by_line.get(row["line"], {})
         wide = [op for op in ops if op in VECTOR_WIDTH]
         if not wide:

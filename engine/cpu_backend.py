@@ -168,6 +168,9 @@ class CpuDevice:
         self.seconds["kernel"] += time.perf_counter() - start
         if rc < 0:
             raise EngineError(f"{lp.kernel}: not enough host memory for {lp.block[0] * lp.block[1]} CPU threads")
+        if rc > len(names):   # cuda/trace.cuh TRACE_MISALIGNED16
+            raise EngineError(f"{lp.kernel} made a 128-bit access of {names[rc - 1 - len(names)]} at an address "
+                              "that is not a multiple of 16 bytes (the GPU faults on it): the kernel is wrong")
         if rc > 0:
             raise EngineError(f"{lp.kernel} accessed {names[rc - 1]} outside its bounds: the kernel is wrong "
                               "for this size")

@@ -54,7 +54,9 @@ TOLERANCE = {Precision.FP32: 1e-4, Precision.TF32: 5e-3, Precision.FP16: 5e-3, P
 # The app's views. Those that draw a trace need a traceable kernel; a view may also need parameters.
 VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "benchmarks")
 TRACED_VIEWS = ("coalescing", "tile_phases", "bank_conflicts")
-VIEW_NEEDS = {"tile_phases": ("TILE",)}   # the phase picture steps through K by TILE
+# The phase picture steps through K by TILE; the bank page lets you choose TILE (its conflicts
+# come from the tile's row pitch).
+VIEW_NEEDS = {"tile_phases": ("TILE",), "bank_conflicts": ("TILE",)}
 
 
 def _cdiv(a: int, b: int) -> int:

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import build
+from . import build, sources
 from .errors import EngineError
 
 _OP_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)")
@@ -89,7 +89,8 @@ def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
         lines = (done.stderr or done.stdout).strip().splitlines()
         return unavailable(f"SASS listing unavailable: nvdisasm failed on {cubin.name}: "
                            f"{lines[0].strip() if lines else f'exit status {done.returncode}'}")
-    info = _memory_instructions(done.stdout)
+    src = sources.load(file)
+    info = _memory_instructions(done.stdout, src.path, frozenset(s.line for s in src.sites if s.width > 1))
     tmp = saved.with_name(f"{saved.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         tmp.write_text(json.dumps(info))
@@ -99,19 +100,25 @@ def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
     return info
 
 
-def _memory_instructions(text: str) -> dict:
+def _memory_instructions(text: str, source: Path | None = None, written_wide: frozenset = frozenset()) -> dict:
+    """source: the kernel's own file; instructions nvdisasm places in other files (CUDA's headers,
+    e.g. cp.async's) are left out rather than mixed into its line numbers. written_wide: lines whose
+    accesses the source itself writes 128 bits wide, which nvcc did not merge."""
     by_line: dict[int, Counter] = {}
     line = 0
     for raw in text.splitlines():
         m = _LINE_RE.search(raw) if "//## File" in raw else None
         if m:
-            line = int(m.group(1))
+            quoted = raw.split('"')
+            here = source is None or len(quoted) < 3 or Path(quoted[1]).name == source.name
+            line = int(m.group(1)) if here else None
             continue
         op = _OP_RE.search(raw)
-        if op and op.group(1).startswith(MEMORY_PREFIXES):
+        if line is not None and op and op.group(1).startswith(MEMORY_PREFIXES):
             by_line.setdefault(line, Counter())[op.group(1)] += 1
-    wide = sorted({op for ops in by_line.values() for op in ops if re.search(r"\.(64|128)\b", op)})
-    note = ("SASS matches the source: one 32-bit instruction per access" if not wide else
+    wide = sorted({op for ln, ops in by_line.items() if ln not in written_wide for op in ops
+                   if re.search(r"\.(64|128)\b", op)})
+    note = (f"SASS matches the source: one {'' if written_wide else '32-bit '}instruction per access" if not wide else
             f"nvcc merged accesses into {', '.join(wide)}: Nsight Compute counts these wider hardware "
             "instructions, so its shared instruction and wavefront totals differ from the trace's "
             "source-level counts (the bank pattern per access is the same)")

@@ -52,8 +52,9 @@ class KernelSource:
     shared: dict[str, tuple[str, str]]          # array -> (rows expr, cols expr) in its parameters
 
     def uses(self, name: str) -> bool:
-        """Whether the source names the macro: a parameter it does not name cannot change its build."""
-        return re.search(rf"\b{name}\b", self.text) is not None
+        """Whether the code names the macro (comments aside): a parameter it does not name cannot
+        change its build."""
+        return any(re.search(rf"\b{name}\b", line) for line in _code_lines(self.text))
 
     def shared_shape(self, array: str, params: Mapping[str, int]) -> tuple[int, int]:
         rows, cols = self.shared[array]
@@ -117,12 +118,24 @@ def load(file: str) -> KernelSource:
     return KernelSource(sig.group(1), path, text, tuple(params), tuple(sites), shared)
 
 
+# Any function's parameter list (a kernel's, a __device__ helper's), however many lines it spans.
+_FUNCTION_RE = re.compile(r"(?:__global__|__device__)[^;{}()]*\(([^()]*)\)\s*\{", re.S)
+# An access macro's array argument(s): what is left of a traced array's name once these are blanked
+# is a use the trace does not see.
+_MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)4?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,[^,]*,[^,]*,\s*(\w+)")
+
+
 def _code_lines(text: str) -> list[str]:
-    """The kernel's statements, line by line: comments and the signature (however many lines it
-    spans) blanked out, line numbers kept."""
+    """The kernel's statements, line by line: comments, string literals and function parameter lists
+    (however many lines they span) blanked out, line numbers kept."""
     blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))   # noqa: E731
     text = "\n".join(_strip_comment(line) for line in re.sub(r"/\*.*?\*/", blank, text, flags=re.S).splitlines())
-    return _SIG_RE.sub(blank, text).splitlines()
+    text = re.sub(r'"(?:[^"\\\n]|\\.)*"', blank, text)
+
+    def params_blanked(m):
+        head, params, tail = m.group(0).partition(m.group(1))
+        return head + re.sub(r"[^\n]", " ", params) + tail
+    return _FUNCTION_RE.sub(params_blanked, text).splitlines()
 
 
 def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list[str]) -> None:
@@ -155,11 +168,23 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
         (re.compile(rf"\*\s*\(?\s*({alt})\b"), "is dereferenced directly; use the access macros so the access "
                                                "is recorded"),
     ]
+    anywhere = re.compile(rf"\b({alt})\b")
     for number, line in enumerate(_code_lines(text), start=1):
         if _SHARED_RE.search(line):
+            if line.count("[") > 2 * len(_SHARED_RE.findall(line)):
+                raise ValueError(f"{file}:{number}: declare one __shared__ array per statement, so each "
+                                 f"gets its own size: {line.strip()}")
             continue   # a declaration, not an access
         for rule, why in rules:
             m = rule.search(line)
             if m:
                 name = next(g for g in m.groups() if g in names)
                 raise ValueError(f"{file}:{number}: {name} {why}: {line.strip()}")
+        # Whatever else names a traced array outside an access macro (a cast, a plain copy, a
+        # pointer to a shared array) is a use the trace would not see.
+        rest = _MACRO_ARRAY_RE.sub(lambda m: re.sub(r"\w", " ", m.group(0)), line)
+        m = anywhere.search(rest)
+        if m:
+            raise ValueError(f"{file}:{number}: {m.group(1)} is used outside the access macros (LDG/STG, "
+                             f"LDS/STS, their 128-bit forms, CP_ASYNC4), where the trace cannot see it: "
+                             f"{line.strip()}")

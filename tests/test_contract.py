@@ -40,7 +40,7 @@ def test_a_broken_entry_is_refused():
     for change, why in (({"params": {"TILE": (8, 16)}, "defaults": {"TILE": 32}}, "default TILE=32"),
                         ({"params": {"TILE": (8,), "WIDTH": (4,)}}, "no source of it uses WIDTH"),
                         ({"shows": frozenset({"roofline"})}, "roofline"),
-                        ({"params": {}, "defaults": {}}, "tile_phases view needs")):
+                        ({"params": {}, "defaults": {}}, "(tile_phases|bank_conflicts) view needs")):
         with pytest.raises(ValueError, match=why), registry.registered(_renamed(base, **change)):
             pass
 

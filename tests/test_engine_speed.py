@@ -69,6 +69,7 @@ def _reference_instructions(trace: Trace) -> np.ndarray:
             else:
                 words = set(a // 4)
                 row["wavefronts"] = max(sum(1 for w in words if w % 32 == b) for b in range(32))
+                row["ideal"] = 1     # these kernels' shared accesses are 4 bytes a lane
         parts.append(inst)
     inst = np.concatenate(parts)
     return inst[np.lexsort((inst["seq"], warp_id[inst["first"]]))]

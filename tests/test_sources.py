@@ -62,3 +62,28 @@ def test_what_looks_like_an_access_but_is_not_passes(tmp_path):
             "  if (a == 0.0f && M == N) STG(C, 0, a);")
     params = "const float *A,\n    const float *B, float *C, int M, int N, int K"   # a signature over two lines
     assert [s.array for s in sources.load(_kernel(tmp_path, body, params)).sites] == ["A", "C"]
+
+
+@pytest.mark.parametrize("body, line, says", [
+    ("  float4 b = reinterpret_cast<const float4 *>(B)[threadIdx.x];\n  STG(C, 0, b.x);", 3, "B is used outside"),
+    ("  const float *a = A;\n  STG(C, 0, 1.0f);", 3, "A is used outside"),
+    ("  const float *a;\n  a = (A) + 4;\n  STG(C, 0, 1.0f);", 4, "A is used outside"),
+    ("  __shared__ float As[4][4];\n  float (*p)[4] = As;\n  STG(C, 0, LDS(As, 0, 0));", 4, "As is used outside"),
+    ("  __shared__ float As[4][4], Bs[4][4];\n  STG(C, 0, LDS(As, 0, 0));", 3, "declare one __shared__ array"),
+], ids=["cast", "plain-copy", "copy-in-parens", "shared-pointer", "two-shared-in-one"])
+def test_any_other_use_of_a_traced_array_is_refused(tmp_path, body, line, says):
+    with pytest.raises(ValueError, match=rf"k.cu:{line}: {says}"):
+        sources.load(_kernel(tmp_path, body))
+
+
+def test_helpers_and_strings_that_name_an_array_are_not_accesses(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('#include "trace.cuh"\n'
+                   "__device__ float first(const float *A) { return LDG(A, 0); }\n"
+                   'extern "C" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n'
+                   '  if (M < 0) printf("A = %p, C += 1\\n", M);\n'
+                   "  STG(C, 0, first(A));\n}\n")
+    # The helper's own parameter and the string are fine; handing A on is refused (conservatively:
+    # the helper might be given A + offset, whose records would count from the wrong start).
+    with pytest.raises(ValueError, match="k.cu:5: A is used outside"):
+        sources.load(str(src))

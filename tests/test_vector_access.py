@@ -3,6 +3,7 @@ from the site, and sectors and wavefronts counted for 16 bytes per lane, as the 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engine import analysis, sources, tracer
 from engine.plan import single_launch_plan
@@ -81,3 +82,29 @@ def test_copies_are_counted_as_nsight_compute_counts_them():
     # ...and their shared writes are no shared stores.
     assert totals["smsp__inst_executed_op_shared_st.sum"] == 0
     assert totals["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"] == 0
+
+
+def test_the_conflict_free_count_follows_which_lanes_are_active():
+    # Lanes 0, 1, 16, 17: 2 lanes x 4 words in each half-warp, one wavefront each; no conflict.
+    plan = single_launch_plan(str(Path(__file__).parent / "cuda" / "vec4_lanes.cu"), make_problem(1, 32, 1),
+                              (1, 1), (32, 1))
+    t = tracer.assemble(plan, tracer.run_plan(plan, "cpu"), "cpu")
+    s = analysis.site_summary(t).set_index(["array", "op"])
+    for key in [("Bs", "store"), ("Bs", "load")]:
+        assert s.loc[key, "wavefronts"] == 2 and s.loc[key, "bank_conflicts"] == 0
+
+
+def test_a_misaligned_128_bit_access_is_an_error_as_on_the_gpu():
+    from engine.errors import EngineError
+    plan = single_launch_plan(str(Path(__file__).parent / "cuda" / "vec4_misaligned.cu"), make_problem(8, 64, 8),
+                              (1, 1), (8, 1))
+    with pytest.raises(EngineError, match="128-bit access of B at an address that is not a multiple of 16"):
+        tracer.run_plan(plan, "cpu")
+
+
+def test_a_load_written_128_bits_wide_is_not_taken_for_one_nvcc_merged():
+    t, _ = vec4_trace(2, 256, 3)
+    sites = analysis.site_summary(t)
+    line = next(s.line for s in sources.load(VEC4).sites if s.array == "Bs" and s.op == "load")
+    hw, notes, per_site = analysis.as_compiled(t, sites, {"available": True, "by_line": {line: {"LDS.128": 3}}})
+    assert not notes and not per_site and hw.equals(sites)
