@@ -13,6 +13,17 @@ def _mb(n):
     return np.ones(n * 2**20 // 8)
 
 
+def _at_once(n: int, ask, go: threading.Event) -> None:
+    """n threads ask while the computation waits for `go`: all of them arrive before it finishes."""
+    threads = [threading.Thread(target=ask) for _ in range(n)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    go.set()
+    for t in threads:
+        t.join(5)
+
+
 def test_entries_are_weighed_in_bytes_and_the_least_recent_go_first():
     cache = memo.Memo("t", 10 * 2**20)
     for key in "abc":
@@ -41,13 +52,7 @@ def test_sessions_asking_at_once_share_one_computation():
         go.wait(5)
         return _mb(1)
 
-    threads = [threading.Thread(target=lambda: results.append(cache.get("k", slow))) for _ in range(8)]
-    for t in threads:
-        t.start()
-    time.sleep(0.3)
-    go.set()
-    for t in threads:
-        t.join(5)
+    _at_once(8, lambda: results.append(cache.get("k", slow)), go)
     assert calls == [1] and len(results) == 8 and all(r is results[0] for r in results)
     assert cache.shared == 7
 
@@ -101,13 +106,7 @@ def test_a_failure_after_the_computation_still_reaches_the_waiters_and_frees_the
         except MemoryError as exc:
             results.append(exc)
 
-    threads = [threading.Thread(target=ask) for _ in range(4)]
-    for t in threads:
-        t.start()
-    time.sleep(0.3)
-    go.set()
-    for t in threads:
-        t.join(5)
+    _at_once(4, ask, go)
     assert len(results) == 4 and all(isinstance(r, MemoryError) for r in results)
     cache.weigh = lambda v: 8
     assert cache.get("k", lambda: 2) == 2          # not stuck on the failed computation

@@ -10,12 +10,22 @@ from engine.plan import single_launch_plan
 from engine.problem import make_problem
 
 VEC4 = str(Path(__file__).parent / "cuda" / "vec4_rows.cu")
+ASYNC = str(Path(__file__).parent / "cuda" / "async_rows.cu")
+
+
+def _rows_trace(file, m, n, k, source):
+    """Trace of a test kernel whose blocks of 32 threads each own 128 columns of one row of C."""
+    plan = single_launch_plan(file, make_problem(m, n, k), (-(-n // 128), m), (32, 1))
+    raw = tracer.run_plan(plan, source)
+    return tracer.assemble(plan, raw, source), raw
 
 
 def vec4_trace(m, n, k, source="cpu"):
-    plan = single_launch_plan(VEC4, make_problem(m, n, k), (-(-n // 128), m), (32, 1))
-    raw = tracer.run_plan(plan, source)
-    return tracer.assemble(plan, raw, source), raw
+    return _rows_trace(VEC4, m, n, k, source)
+
+
+def async_trace(m, n, k, source="cpu"):
+    return _rows_trace(ASYNC, m, n, k, source)
 
 
 def test_the_site_knows_its_width():
@@ -47,15 +57,6 @@ def test_a_partial_warp_needs_fewer_wavefronts_and_has_no_conflicts():
     shared = inst[np.isin(inst["site"], [i for i, ts in enumerate(t.sites) if ts.site.space == "shared"])]
     assert sorted(set(shared["wavefronts"].tolist())) == [3, 4]   # 16 lanes: 2, then 2 lanes: 1
     assert s.loc[("Bs", "load"), "bank_conflicts"] == 0
-
-
-ASYNC = str(Path(__file__).parent / "cuda" / "async_rows.cu")
-
-
-def async_trace(m, n, k, source="cpu"):
-    plan = single_launch_plan(ASYNC, make_problem(m, n, k), (-(-n // 128), m), (32, 1))
-    raw = tracer.run_plan(plan, source)
-    return tracer.assemble(plan, raw, source), raw
 
 
 def test_an_asynchronous_copy_is_a_global_read_and_a_shared_write_each_16_bytes():
