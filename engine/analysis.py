@@ -287,9 +287,7 @@ def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
     aligned = (lanes[active, 0] % width == 0) & (lanes[active] == lanes[active, :1] + np.arange(width)).all(axis=1)
     if not aligned.all():
         return None
-    half = HALF_WARP * width
-    flat = table.reshape(n_rows, WARP * width)
-    wavefronts = _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:])
+    wavefronts = _wide_wavefronts(table[:, :, 0], width)   # consecutive words: as if written wide
     ideal = 4
     return {"requests": n_rows, "wavefronts": int(wavefronts.sum()),
             "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum()), "per_instruction": wavefronts}

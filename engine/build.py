@@ -138,6 +138,16 @@ def verified_bytes(target: Path) -> bytes | None:
         return None
 
 
+def checked_bytes(target: Path) -> bytes:
+    """verified_bytes for a loader: what it will run, or a one-line error (the entry changed
+    between its build or check and this read; asking again rebuilds it)."""
+    data = verified_bytes(target)
+    if data is None:
+        raise EngineError(f"the compiled kernel {target.name} changed in the compile cache while it was "
+                          "being loaded; ask again")
+    return data
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

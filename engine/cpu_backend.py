@@ -34,10 +34,7 @@ def _load(path: Path) -> ctypes.CDLL:
     """Loads the bytes the cache's digest vouches for, from a private in-memory copy: what is
     checked is what runs, and a cache file truncated or replaced later cannot pull pages out from
     under this process (a mapped file cut short is a bus error on its next call)."""
-    data = build.verified_bytes(path)
-    if data is None:
-        raise EngineError(f"the compiled kernel {path.name} changed in the compile cache while it was "
-                          "being loaded; ask again")
+    data = build.checked_bytes(path)
     if not hasattr(os, "memfd_create"):
         return ctypes.CDLL(str(path))
     # The descriptor stays open for the life of the process, like the library: dlopen takes a path

@@ -8,7 +8,6 @@ import numpy as np
 import pycuda.driver as cuda
 
 from . import build
-from .errors import EngineError
 from .plan import LaunchPlan
 from .shm import SharedArray
 from .sources import SITE_SLOTS
@@ -22,11 +21,7 @@ def load_module(modules: dict, path) -> "cuda.Module":
     checked is what runs: the file is not read a second time)."""
     key = str(path)
     if key not in modules:
-        data = build.verified_bytes(path)
-        if data is None:
-            raise EngineError(f"the compiled kernel {path.name} changed in the compile cache while it was "
-                              "being loaded; ask again")
-        modules[key] = cuda.module_from_buffer(data)
+        modules[key] = cuda.module_from_buffer(build.checked_bytes(path))
     return modules[key]
 
 

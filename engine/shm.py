@@ -83,13 +83,12 @@ class SharedArray:
     def discard(self) -> None:
         """Either side: the block is freed unread (a request that failed after it was made)."""
         self.array = None
-        if self.shm is not None:
-            self.shm.close()
-        name = self.shm.name if self.shm is not None else self.name
         try:
-            shared_memory.SharedMemory(name=name).unlink() if self.shm is None else self.shm.unlink()
+            block = self.shm if self.shm is not None else shared_memory.SharedMemory(name=self.name)
+            block.close()
+            block.unlink()
         except FileNotFoundError:
-            pass
+            pass   # gone already
 
     def take(self) -> np.ndarray:
         """The receiver's side: the data, and the block's name is freed. On Linux the array is the

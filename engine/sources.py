@@ -125,7 +125,8 @@ _FUNCTION_RE = re.compile(r"(?:__global__|__device__)[^;{}()]*\(([^()]*)\)\s*\{"
 _MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)4?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,[^,]*,[^,]*,\s*(\w+)")
 
 
-def _code_lines(text: str) -> list[str]:
+@lru_cache(maxsize=64)   # build.used_defines asks of a source on every build lookup
+def _code_lines(text: str) -> tuple[str, ...]:
     """The kernel's statements, line by line: comments, string literals and function parameter lists
     (however many lines they span) blanked out, line numbers kept."""
     blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))   # noqa: E731
@@ -135,7 +136,7 @@ def _code_lines(text: str) -> list[str]:
     def params_blanked(m):
         head, params, tail = m.group(0).partition(m.group(1))
         return head + re.sub(r"[^\n]", " ", params) + tail
-    return _FUNCTION_RE.sub(params_blanked, text).splitlines()
+    return tuple(_FUNCTION_RE.sub(params_blanked, text).splitlines())
 
 
 def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list[str]) -> None:

@@ -145,9 +145,7 @@ class Pool:
                 if worker is not None:
                     self._drop(worker)
                     worker = None         # its slot, should starting a new one fail
-                worker = Worker(self.target, self.what)
-                with self._lock:
-                    self._all.append(worker)
+                worker = self._start()
             try:
                 return worker.call(op, payload, timeout, doing)
             except WorkerCrashed:
@@ -168,11 +166,15 @@ class Pool:
                 break
         for i, worker in enumerate(taken):
             if worker is None:
-                taken[i] = Worker(self.target, self.what)
-                with self._lock:
-                    self._all.append(taken[i])
+                taken[i] = self._start()
         for worker in taken:
             self.idle.put(worker)
+
+    def _start(self) -> Worker:
+        worker = Worker(self.target, self.what)
+        with self._lock:
+            self._all.append(worker)
+        return worker
 
     def _drop(self, worker: Worker) -> None:
         worker.stop()
