@@ -31,6 +31,12 @@ def page(chrome):
 
 def open_page(page, url: str) -> None:
     page.goto(url)
+    page_ready(page)
+
+
+def page_ready(page) -> None:
+    """Until the page's script has finished and its figure is drawn and still (a reload included):
+    before that, the controls may still show what a rerun is about to replace."""
     page.wait_for_selector("h1", timeout=60000)
     browser.wait_for_chart(page)
     browser.wait_for_headline(page)
@@ -106,8 +112,7 @@ def test_a_changed_view_survives_leaving_the_page_and_a_reload(server, page):
     assert value(page, "M") == "24" and selected(page, "TILE").strip() == "8"
     assert "m=24" in page.url and "tile=8" in page.url    # the URL is the view: a link to share
     page.reload()
-    page.wait_for_selector("h1", timeout=60000)
-    browser.wait_for_chart(page)
+    page_ready(page)
     assert value(page, "M") == "24" and "phase 1 of 3" in " ".join(browser.shown(page)["heads"])
 
 
