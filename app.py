@@ -4,7 +4,8 @@ import os
 import pandas as pd
 import streamlit as st
 
-from engine import benchmark, documents, registry
+from engine.bench import benchmark
+from engine.kernels import documents, registry
 from pages.lib import ui
 
 # An emoji, not a :material/...: icon: the browser draws an emoji tab icon itself, while a material one

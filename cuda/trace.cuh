@@ -11,7 +11,7 @@
 // and two compilers could then record the same thread's accesses in different orders.
 #pragma once
 
-// The arrays a kernel may trace. engine/sources.py reads this list, so keep it on one line.
+// The arrays a kernel may trace. engine/kernels/sources.py reads this list, so keep it on one line.
 #define TRACE_ARRAYS(X) X(A) X(B) X(C) X(BT) X(As) X(Bs) X(Asub) X(Bsub) X(tile_A) X(tile_B)
 
 #define TRACE_ENUM_ENTRY(name) TRACE_ID_##name,
@@ -47,7 +47,7 @@ enum TraceArrayId { TRACE_ARRAYS(TRACE_ENUM_ENTRY) TRACE_ARRAY_COUNT };
 
 #else
 
-// 16 bytes per record; engine/trace.py mirrors this layout (RAW_DTYPE).
+// 16 bytes per record; engine/tracing/records.py mirrors this layout (RAW_DTYPE).
 struct TraceRecord {
     unsigned int index;    // element index in the array (row * pitch + col)
     unsigned short line;   // source line of the access macro
@@ -58,7 +58,7 @@ struct TraceRecord {
 };
 
 // Per-thread counters of each site's executions, TRACE_SITE_SLOTS per thread, indexed by this
-// hash. engine/sources.py computes the same hash and refuses a kernel whose sites collide.
+// hash. engine/kernels/sources.py computes the same hash and refuses a kernel whose sites collide.
 #define TRACE_SITE_SLOTS 32
 #define TRACE_SITE_HASH(line, array, op) (((line) * 2u + (op) + (array) * 17u) & (TRACE_SITE_SLOTS - 1))
 
@@ -136,7 +136,7 @@ TRACE_FN void trace_store(T *base, long long index, V value, unsigned int line, 
     base[index] = value;
 }
 
-// A 128-bit access is one record, at its first element: the site says how wide it is (engine/sources.py
+// A 128-bit access is one record, at its first element: the site says how wide it is (engine/kernels/sources.py
 // reads the macro's name), so the record layout is the same for every width.
 TRACE_FN float4 trace_load4(const float *base, long long index, unsigned int line, unsigned int array) {
     trace_record(index, line, array, 0);

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import analysis, documents, gpu_client, registry, sass, tracer
-from .errors import EngineError
-from .plan import DEFAULT_RECORD_CAP, parse_blocks
-from .problem import make_problem, parse_block, parse_param
+from engine.devices import gpu_client
+from engine.errors import EngineError
+from engine.kernels import documents, registry, sass
+from engine.kernels.problem import make_problem, parse_block, parse_param
+from engine.metrics import analysis
+from engine.tracing import tracer
+from engine.tracing.plan import DEFAULT_RECORD_CAP, parse_blocks
 
 
 def parameters(k: registry.KernelSpec) -> list[str]:
@@ -161,7 +164,7 @@ def main(argv=None) -> int:
                    help="most records a trace may hold (default: $MATMUL_EXPLORER_RECORD_CAP, else 10,000,000)")
     t.add_argument("--out", help="write the full trace: .npz (compressed) or .csv")
     t.set_defaults(fn=cmd_trace)
-    from . import bench_cli  # noqa: PLC0415 - registers `bench`
+    from engine.bench import cli as bench_cli  # noqa: PLC0415 - registers `bench`
     bench_cli.register(sub)
     args = parser.parse_args(argv)
     try:

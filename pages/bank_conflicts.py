@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import registry, views
+from engine.kernels import registry
+from engine.metrics import views
 from pages.lib import claims, figures, ui
 
 ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes "

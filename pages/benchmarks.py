@@ -5,8 +5,10 @@ import time
 import pandas as pd
 import streamlit as st
 
-from engine import bench_format, benchmark, charts, export, registry
+from engine.bench import benchmark, export, schema
 from engine.errors import EngineError
+from engine.kernels import registry
+from engine.plots import charts
 from pages.lib import ui
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
@@ -32,7 +34,7 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
     """Charts (full width: side by side they are too small to read at 1280 px), the table, the exports."""
     df = benchmark.derive(df, peaks)
     figs = charts.all_charts(df, peaks, font, note=charts.notes(provs))
-    st.markdown(benchmark.headline(df, escape=bench_format.plain))
+    st.markdown(benchmark.headline(df, escape=schema.plain))
     fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
     for name, fig in figs.items():
         filename = export.chart_filename(name, [p.get("gpu") for p in provs], [p.get("date") for p in provs])
@@ -50,7 +52,7 @@ def exports(rows: list[dict], prov: dict, key: str) -> None:
     a, b, c = st.columns(3)
     a.download_button("Data as CSV", export.results_csv(rows, prov), name("results") + ".csv", "text/csv",
                       key=f"csv-{key}")
-    b.download_button("Data as JSON (with provenance)", json.dumps(bench_format.to_document(rows, prov), indent=1,
+    b.download_button("Data as JSON (with provenance)", json.dumps(schema.to_document(rows, prov), indent=1,
                       default=float), name("results") + ".json", "application/json", key=f"json-{key}")
     if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
         return
@@ -131,27 +133,27 @@ st.subheader("Recorded runs" + ("" if status.available else " (not live)"))
 runs = benchmark.recorded_runs()
 choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in runs[:1]])
 uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
-                           accept_multiple_files=True, max_upload_size=bench_format.MAX_MB)
+                           accept_multiple_files=True, max_upload_size=schema.MAX_MB)
 frames, peaks, labels, provs = [], None, [], []
 for name in choices:
     df, prov = benchmark.load_document((benchmark.RECORDED / name).read_text())
     frames.append(df)
     provs.append(prov)
     peaks = peaks or prov["peaks"]
-    labels.append(bench_format.plain(charts.provenance_note(prov)))
+    labels.append(schema.plain(charts.provenance_note(prov)))
 # An upload comes from anyone in the room: a bad one gets its problems, one line each, and is left
 # out; everything it says is shown as plain text (a Markdown image in a GPU's name is not fetched).
 for up in uploads or []:
     run, problems = benchmark.load_upload(up.name, up.getvalue())
     if problems:
-        (st.warning if run else st.error)("  \n".join(map(bench_format.plain, problems)))
+        (st.warning if run else st.error)("  \n".join(map(schema.plain, problems)))
     if run is None:
         continue
     df, prov = run
     frames.append(df)
     provs.append(prov)
     peaks = peaks or prov["peaks"]
-    labels.append(bench_format.plain(f"{df['gpu'].iloc[0]} (uploaded {up.name}, recorded {prov['date'][:10]})"))
+    labels.append(schema.plain(f"{df['gpu'].iloc[0]} (uploaded {up.name}, recorded {prov['date'][:10]})"))
 if frames:
     st.markdown("**Recorded on:** " + "; ".join(labels))
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",

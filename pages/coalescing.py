@@ -2,7 +2,8 @@
 import pandas as pd
 import streamlit as st
 
-from engine import analysis, registry, views
+from engine.kernels import registry
+from engine.metrics import analysis, views
 from pages.lib import claims, figures, ui
 
 ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "

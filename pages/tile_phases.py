@@ -1,7 +1,8 @@
 """Tile phases: what one block of C loads into shared memory, phase by phase, from its trace."""
 import streamlit as st
 
-from engine import registry, views
+from engine.kernels import registry
+from engine.metrics import views
 from pages.lib import claims, figures, ui
 
 ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "

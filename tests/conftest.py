@@ -40,7 +40,7 @@ def failing_nvcc(tmp_path, monkeypatch):
                     f"echo '{FAILING_NVCC}' >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
-    from engine import build
+    from engine.kernels import build
     monkeypatch.setattr(build, "nvcc", lambda: str(fake))
     return fake
 
@@ -50,7 +50,7 @@ def pytest_configure(config):
 
 
 def _gpu_available() -> tuple[bool, str]:
-    from engine import gpu_client
+    from engine.devices import gpu_client
     st = gpu_client.status()
     return st.available, st.reason
 
@@ -68,5 +68,5 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    from engine import gpu_client
+    from engine.devices import gpu_client
     gpu_client.shutdown()

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from engine import analysis, tracer
-from engine.problem import make_problem
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis
+from engine.tracing import tracer
 
 
 def _sites(kernel, **kw):

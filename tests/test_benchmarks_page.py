@@ -6,7 +6,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import benchmark
+from engine.bench import benchmark
 from tests.test_pages import APP, TIMEOUT
 
 
@@ -21,7 +21,7 @@ def _open():
 
 def test_recorded_run_is_shown_and_labelled_with_its_gpu():
     runs = benchmark.recorded_runs()
-    assert runs, "no recorded run shipped in engine/recorded/"
+    assert runs, "no recorded run shipped in engine/bench/recorded/"
     at = _open()
     label = " ".join(str(m.value) for m in at.markdown)
     assert "Recorded on:" in label and "NVIDIA" in label
@@ -136,7 +136,7 @@ def test_no_run_selected_says_what_to_do():
 
 
 def test_image_button_shows_progress_and_a_clear_message_without_chrome(monkeypatch):
-    from engine import export
+    from engine.bench import export
     from engine.errors import EngineError
 
     def no_chrome():

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from engine import benchmark
+from engine.bench import benchmark
 from tests import browser
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import build, registry
 from engine.errors import EngineError
+from engine.kernels import build, registry
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_CU = sorted((ROOT / "cuda").glob("*.cu")) + sorted((ROOT / "tests" / "cuda").glob("*.cu"))

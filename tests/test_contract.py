@@ -1,13 +1,15 @@
-"""The kernel contract (engine/registry.py): every entry keeps it, requests are checked against it,
+"""The kernel contract (engine/kernels/registry.py): every entry keeps it, requests are checked against it,
 and a new kernel with a new parameter is a .cu file and a registry entry, nothing else."""
 import re
 from pathlib import Path
 
 import pytest
 
-from engine import build, cli, registry, sources, tracer
+from engine import cli
 from engine.errors import EngineError
-from engine.problem import make_problem
+from engine.kernels import build, registry, sources
+from engine.kernels.problem import make_problem
+from engine.tracing import tracer
 
 CONTRACT_CU = str(Path(__file__).parent / "cuda" / "contract" / "rows_1d.cu")
 

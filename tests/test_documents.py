@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine import documents, registry
 from engine.cli import catalog_markdown
+from engine.kernels import documents, registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = re.compile(r"\bseeds?\b", re.I)

@@ -4,11 +4,14 @@ import json
 import numpy as np
 import pytest
 
-from engine import analysis, build, cpu_backend, registry, sass, sources, tracer, views
-from engine.execute import execute
-from engine.plan import make_plan
-from engine.problem import make_problem
-from engine.trace import Trace
+from engine.devices import cpu
+from engine.kernels import build, registry, sass, sources
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis, views
+from engine.tracing import tracer
+from engine.tracing.execute import execute
+from engine.tracing.plan import make_plan
+from engine.tracing.records import Trace
 
 
 def _trace(kernel, m, n, k, tile=None, pad=None, block=(16, 16), blocks=None):
@@ -114,12 +117,12 @@ def test_blocks_on_several_host_threads_give_the_one_thread_records(monkeypatch)
     # In this process, not a worker's, so that the switch below reaches the device that runs.
     plan = make_plan("tiled_guarded", make_problem(128, 96, 40, tile=8, block=(8, 8)))   # 12,288 threads
     calls = []
-    monkeypatch.setattr(cpu_backend, "_pool", lambda real=cpu_backend._pool: calls.append(1) or real())
-    parallel = execute(plan, cpu_backend.CpuDevice())
+    monkeypatch.setattr(cpu, "_pool", lambda real=cpu._pool: calls.append(1) or real())
+    parallel = execute(plan, cpu.CpuDevice())
     assert calls                                      # the blocks were shared out
-    monkeypatch.setattr(cpu_backend, "_PARALLEL_SLOTS", 10**9)
+    monkeypatch.setattr(cpu, "_PARALLEL_SLOTS", 10**9)
     calls.clear()
-    alone = execute(plan, cpu_backend.CpuDevice())
+    alone = execute(plan, cpu.CpuDevice())
     assert not calls
     for a, b in zip(parallel.launches, alone.launches):
         assert a.records.tobytes() == b.records.tobytes() and np.array_equal(a.counts, b.counts)

@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine import benchmark, charts, export
+from engine.bench import benchmark, export
 from engine.cli import main
 from engine.errors import EngineError
+from engine.plots import charts
 from tests import browser
 
 RECORDED = benchmark.recorded_runs()[0]
@@ -140,7 +141,7 @@ def test_two_gpus_keep_the_kernel_colour_and_differ_by_dash():
 
 def test_readme_shows_bench_as_gpu_only_and_the_recorded_rerender(tmp_path, monkeypatch):
     readme = (ROOT / "README.md").read_text()
-    command = "python -m engine bench --from engine/recorded/h200-2026-11-21.json --out results/"
+    command = "python -m engine bench --from engine/bench/recorded/h200-2026-11-21.json --out results/"
     assert command in readme
     bench_lines = [line for line in readme.splitlines() if line.startswith("python -m engine bench --kernels")]
     assert bench_lines and all("GPU only" in line for line in bench_lines)
@@ -159,7 +160,7 @@ def test_uploads_that_are_not_exports_get_a_clear_message():
 
 
 def test_bench_without_a_gpu_says_to_use_a_recorded_run(capsys, monkeypatch, tmp_path):
-    from engine import gpu_client
+    from engine.devices import gpu_client
     monkeypatch.setattr(gpu_client, "status", lambda refresh=False: gpu_client.GpuStatus(False, reason="no driver"))
     assert main(["bench", "--out", str(tmp_path)]) == 2
     assert "--from a recorded results.json" in capsys.readouterr().err

@@ -4,10 +4,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import gpu_client, registry, tracer
+from engine.devices import gpu_client
 from engine.errors import EngineError, WorkerCrashed
-from engine.plan import single_launch_plan
-from engine.problem import make_problem
+from engine.kernels import registry
+from engine.kernels.problem import make_problem
+from engine.tracing import tracer
+from engine.tracing.plan import single_launch_plan
 from tests.golden.cases import CASES, trace_case
 
 pytestmark = pytest.mark.gpu
@@ -73,7 +75,7 @@ def test_engine_error_in_the_worker_is_not_fatal():
         tracer.trace("naive_x_cols", make_problem(64, 64, 64), source="gpu", cap=1000)
     with pytest.raises(EngineError, match="over the cap"):
         # Passes the estimate (cap check uses the bound), refused on the exact count in the worker.
-        from engine.plan import make_plan
+        from engine.tracing.plan import make_plan
         plan = make_plan("tiled_guarded", make_problem(64, 64, 60, tile=16), None, cap=10**9)
         plan.cap = 1000
         gpu_client.call("execute", plan)

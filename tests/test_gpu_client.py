@@ -3,9 +3,10 @@ import sys
 
 import pytest
 
-from engine import gpu_client, tracer
+from engine.devices import gpu_client
 from engine.errors import EngineError
-from engine.problem import make_problem
+from engine.kernels.problem import make_problem
+from engine.tracing import tracer
 
 
 def test_app_process_never_imports_pycuda():

@@ -6,10 +6,10 @@ import types
 
 import pytest
 
-from engine import workers
+from engine.devices import workers
 from engine.errors import EngineError, WorkerCrashed
-from engine.plan import make_plan
-from engine.problem import make_problem
+from engine.kernels.problem import make_problem
+from engine.tracing.plan import make_plan
 
 
 def _fake_driver(works: bool) -> types.ModuleType:
@@ -59,7 +59,7 @@ def _serve(conn, works: bool) -> None:
     package = types.ModuleType("pycuda")
     package.driver = _fake_driver(works)
     sys.modules["pycuda"], sys.modules["pycuda.driver"] = package, package.driver
-    from engine import gpu_worker
+    from engine.devices import gpu_worker
     gpu_worker.serve(conn)
 
 

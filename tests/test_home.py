@@ -4,7 +4,7 @@ import re
 
 from streamlit.testing.v1 import AppTest
 
-from engine import documents, registry
+from engine.kernels import documents, registry
 
 APP = __import__("pathlib").Path(__file__).resolve().parent.parent / "app.py"
 

@@ -3,7 +3,7 @@
 tests/golden/ncu_h200.json holds what `ncu --clock-control none` read for one launch of each
 kernel's timing build (tests/benchmarks/ncu_compare.py, run on the device). Every global metric
 must match the source-level trace; shared loads that nvcc merged into LDS.128 match once the
-trace is read as the hardware executes it (engine.analysis.as_compiled).
+trace is read as the hardware executes it (engine.metrics.analysis.as_compiled).
 """
 import json
 import re
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import analysis, registry, sass, tracer
-from engine.analysis import NCU_METRICS
-from engine.problem import make_problem
+from engine.kernels import registry, sass
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis
+from engine.metrics.analysis import NCU_METRICS
+from engine.tracing import tracer
 
 REFERENCE = json.loads((Path(__file__).parent / "golden" / "ncu_h200.json").read_text())
 pytestmark = pytest.mark.skipif(sass.nvdisasm() is None, reason="nvdisasm needed to read the SASS")

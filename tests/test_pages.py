@@ -4,7 +4,7 @@ import os
 
 from streamlit.testing.v1 import AppTest
 
-from engine import registry
+from engine.kernels import registry
 
 APP = __import__("pathlib").Path(__file__).resolve().parent.parent / "app.py"
 
@@ -93,7 +93,7 @@ def test_bank_conflicts_vanish_with_padding():
 
 
 def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
-    from engine import sass
+    from engine.kernels import sass
     at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
     hist = figures(at)[1]
     counts = dict(zip(map(str, hist["data"][0]["x"]), hist["data"][0]["y"]))
@@ -199,7 +199,7 @@ def test_sector_strip_rows_are_128_byte_lines():
     row is one line, each box one of its four 32-byte sectors."""
     import numpy as np
 
-    from engine.views import Step
+    from engine.metrics.views import Step
     from pages.lib import figures as f
     offsets = np.array([0, 64, 4 * 128 + 96, 4 * 128 + 100])        # lines 0 and 4; sectors 0, 2, 19
     step = Step(0, 0, 14, "k", "A", "global", "load", 0, np.arange(4), np.zeros(4, int), np.arange(4), offsets,

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from engine.errors import EngineError
-from engine.problem import MAX_DIM, make_inputs, make_problem, parse_block
+from engine.kernels.problem import MAX_DIM, make_inputs, make_problem, parse_block
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -1,8 +1,8 @@
 import pytest
 
-from engine import registry, sources
 from engine.errors import EngineError
-from engine.problem import make_problem
+from engine.kernels import registry, sources
+from engine.kernels.problem import make_problem
 
 
 def test_every_cuda_source_in_the_catalog_exists_and_parses():

@@ -1,13 +1,13 @@
 import pytest
 
-from engine import build, sass
+from engine.kernels import build, sass
 from tests.conftest import FAILING_NVCC
 
 pytestmark = pytest.mark.skipif(sass.nvdisasm() is None or build.nvcc() is None, reason="no nvdisasm/nvcc")
 
 
 def test_seed001_tile_a_reads_merge_into_lds128_without_padding_only():
-    src_line = next(s.line for s in __import__("engine.sources", fromlist=["x"]).load("shared_bank_conflicts.cu").sites
+    src_line = next(s.line for s in __import__("engine.kernels.sources", fromlist=["x"]).load("shared_bank_conflicts.cu").sites
                     if s.array == "tile_A" and s.op == "load")
     plain = sass.memory_instructions("shared_bank_conflicts.cu", {"TILE": 32, "PAD": 0})
     padded = sass.memory_instructions("shared_bank_conflicts.cu", {"TILE": 32, "PAD": 1})

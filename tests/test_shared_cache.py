@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import streamlit as st
 
-from engine import memo, tracer
+from engine.devices import memo
+from engine.tracing import tracer
 
 
 def _mb(n):
@@ -65,7 +66,7 @@ def test_a_failure_reaches_every_waiter_and_is_not_kept():
 
 
 def test_a_trace_is_weighed_by_its_arrays():
-    from engine.problem import make_problem
+    from engine.kernels.problem import make_problem
     t = tracer.trace("naive_x_cols", make_problem(32, 32, 16), source="cpu")
     columns = sum(v.nbytes for v in t.columns.values())
     assert columns <= memo.nbytes(t) <= columns + 2**20

@@ -1,6 +1,6 @@
 import pytest
 
-from engine import sources
+from engine.kernels import sources
 
 
 def test_trace_arrays_read_from_trace_header():

@@ -1,9 +1,9 @@
 """The trace's schema and meaning, checked on CPU traces of small problems."""
 import numpy as np
 
-from engine import tracer
-from engine.problem import make_problem
-from engine.trace import TRACE_DTYPE
+from engine.kernels.problem import make_problem
+from engine.tracing import tracer
+from engine.tracing.records import TRACE_DTYPE
 
 
 def test_record_is_at_most_32_bytes():

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import bench_format, benchmark, charts
+from engine.bench import benchmark, schema
+from engine.plots import charts
 from tests.test_pages import APP, TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +57,7 @@ HOSTILE = {
                         "provenance: expected an object", False),
     "deep-nesting": (b'{"format": "cuda-matmul-explorer benchmark 1", "provenance": ' + b"[" * 100_000
                      + b"]" * 100_000 + b', "results": []}', "nested", False),
-    "oversize": (_bytes(_doc()) + b" " * (bench_format.MAX_BYTES + 1), "16 MB", False),
+    "oversize": (_bytes(_doc()) + b" " * (schema.MAX_BYTES + 1), "16 MB", False),
 }
 
 
@@ -65,7 +66,7 @@ def test_hostile_upload_gets_one_line_per_problem_naming_the_field(case):
     data, field, kept = HOSTILE[case]
     run, messages = benchmark.load_upload("hostile.json", data)
     assert (run is not None) == kept, messages
-    assert messages and len(messages) <= bench_format.MAX_MESSAGES + 2, messages
+    assert messages and len(messages) <= schema.MAX_MESSAGES + 2, messages
     assert messages[0].startswith("hostile.json"), messages
     assert any(field in m for m in messages), messages
     assert all("\n" not in m and len(m) < 400 for m in messages), messages
@@ -83,8 +84,8 @@ def test_a_row_this_explorer_does_not_know_is_left_out_and_the_rest_kept():
 def test_problems_are_capped_to_a_few_lines_per_file():
     data = _with(lambda d: [r.__setitem__("gflops", "fast") for r in d["results"]])
     run, messages = benchmark.load_upload("many.json", data)
-    assert run is None and len(messages) == bench_format.MAX_MESSAGES + 2
-    assert messages[-1] == f"… and {len(_doc()['results']) - bench_format.MAX_MESSAGES} more"
+    assert run is None and len(messages) == schema.MAX_MESSAGES + 2
+    assert messages[-1] == f"… and {len(_doc()['results']) - schema.MAX_MESSAGES} more"
 
 
 def test_not_json_and_wrong_format_are_one_line():
@@ -114,10 +115,10 @@ CHARTED = ("kernel", "m", "n", "k", "tile", "pad", "block", "block_x", "block_y"
 
 def test_any_value_in_any_field_gives_messages_never_an_exception():
     doc = _doc()
-    places = ([(lambda d, f=f: d, f) for f in doc] + [(lambda d: d["provenance"], f) for f in bench_format.PROVENANCE]
-              + [(lambda d: d["provenance"]["peaks"], f) for f in bench_format.PEAKS]
-              + [(lambda d: d["provenance"]["settings"], f) for f in bench_format.SETTINGS]
-              + [(lambda d: d["results"][0], f) for f in bench_format.ROW])
+    places = ([(lambda d, f=f: d, f) for f in doc] + [(lambda d: d["provenance"], f) for f in schema.PROVENANCE]
+              + [(lambda d: d["provenance"]["peaks"], f) for f in schema.PEAKS]
+              + [(lambda d: d["provenance"]["settings"], f) for f in schema.SETTINGS]
+              + [(lambda d: d["results"][0], f) for f in schema.ROW])
     for where, field in places:
         for value in HOSTILE_VALUES:
             d = _doc()
@@ -130,7 +131,7 @@ def test_any_value_in_any_field_gives_messages_never_an_exception():
             assert run is not None or messages, (field, value)
             if run is not None:
                 df, prov = run
-                note = charts.notes([prov]) + benchmark.headline(df, escape=bench_format.plain)
+                note = charts.notes([prov]) + benchmark.headline(df, escape=schema.plain)
                 if field in CHARTED and value != doc["results"][0].get(field):
                     charts.all_charts(benchmark.derive(df, prov["peaks"]), prov["peaks"], note=note)
                     benchmark.table(df)
@@ -138,15 +139,15 @@ def test_any_value_in_any_field_gives_messages_never_an_exception():
 
 def test_the_recorded_run_and_an_export_pass_unchanged(tmp_path):
     doc = _doc()
-    document = bench_format.read(RECORDED.read_bytes())
+    document = schema.read(RECORDED.read_bytes())
     assert document.skipped == [] and document.rows == doc["results"] and document.prov == doc["provenance"]
 
 
 def test_markdown_in_upload_text_is_escaped():
-    shown = bench_format.plain(EVIL)
+    shown = schema.plain(EVIL)
     assert "![" not in shown and "](" not in shown
     # a Markdown renderer shows the original text (with an invisible word joiner that stops autolinks)
-    assert re.sub(r"\\(.)", r"\1", shown).replace(bench_format.WORD_JOINER, "") == EVIL
+    assert re.sub(r"\\(.)", r"\1", shown).replace(schema.WORD_JOINER, "") == EVIL
     assert "://" not in re.sub(r"\\(.)", r"\1", shown)
 
 
@@ -259,20 +260,20 @@ def test_server_settings_suit_a_shared_machine():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["showErrorDetails"] == "none"   # no tracebacks (server paths) in remote browsers
     assert config["browser"]["gatherUsageStats"] is False
-    assert config["server"]["maxUploadSize"] * 1024 * 1024 == bench_format.MAX_BYTES   # MB: MiB to Streamlit
+    assert config["server"]["maxUploadSize"] * 1024 * 1024 == schema.MAX_BYTES   # MB: MiB to Streamlit
     assert config["server"]["address"] == "127.0.0.1"
     # and Streamlit, started here as `streamlit run app.py` is, reads them so
     code = ("from streamlit import config; print(*(config.get_option(o) for o in ('client.showErrorDetails', "
             "'server.maxUploadSize', 'server.address', 'browser.gatherUsageStats')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["none", str(bench_format.MAX_MB), "127.0.0.1", "False"]
+    assert out.stdout.split() == ["none", str(schema.MAX_MB), "127.0.0.1", "False"]
     readme = (ROOT / "README.md").read_text()
     assert "streamlit run app.py --server.address 0.0.0.0" in readme and "8501" in readme
 
 
 def test_a_20000_row_export_fits_under_the_upload_limit():
     rows = (_doc()["results"] * 300)[:20_000]
-    assert len(json.dumps(bench_format.to_document(rows, _doc()["provenance"]), indent=1)) < bench_format.MAX_BYTES
+    assert len(json.dumps(schema.to_document(rows, _doc()["provenance"]), indent=1)) < schema.MAX_BYTES
 
 
 # ------------------------------------------------------------------ the command line

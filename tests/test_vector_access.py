@@ -5,9 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import analysis, sources, tracer
-from engine.plan import single_launch_plan
-from engine.problem import make_problem
+from engine.kernels import sources
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis
+from engine.tracing import tracer
+from engine.tracing.plan import single_launch_plan
 
 VEC4 = str(Path(__file__).parent / "cuda" / "vec4_rows.cu")
 ASYNC = str(Path(__file__).parent / "cuda" / "async_rows.cu")

@@ -6,10 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import cpu_backend, tracer, workers
+from engine.devices import cpu, workers
 from engine.errors import EngineError, WorkerCrashed
-from engine.plan import make_plan, single_launch_plan
-from engine.problem import make_problem
+from engine.kernels.problem import make_problem
+from engine.tracing import tracer
+from engine.tracing.plan import make_plan, single_launch_plan
 
 TEST_CUDA = Path(__file__).parent / "cuda"
 
@@ -57,7 +58,7 @@ def test_the_app_process_never_loads_a_kernel_library():
     # A fresh process, as the app's is (other tests here load libraries on purpose).
     script = (
         "import sys; from pathlib import Path\n"
-        "from engine import build, tracer; from engine.problem import make_problem\n"
+        "from engine.kernels import build; from engine.tracing import tracer; from engine.kernels.problem import make_problem\n"
         "t = tracer.trace('tiled_guarded', make_problem(40, 40, 40, tile=8), source='cpu')\n"
         "assert t.rel_error < 1e-6\n"
         "maps = Path('/proc/self/maps').read_text()\n"
@@ -80,7 +81,7 @@ def test_sessions_trace_side_by_side_and_get_their_own_results():
 
 
 def test_warming_starts_every_worker_and_they_serve():
-    pool = workers.Pool(cpu_backend.serve, "CPU trace worker", 2)
+    pool = workers.Pool(cpu.serve, "CPU trace worker", 2)
     try:
         pool.warm()
         assert len(pool.pids()) == 2
@@ -98,8 +99,8 @@ def _blocks_of(pid: int) -> list:
 
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
 def test_blocks_a_killed_worker_left_behind_are_freed():
-    from engine import shm
-    pool = workers.Pool(cpu_backend.serve, "CPU trace worker", 1)
+    from engine.devices import shm
+    pool = workers.Pool(cpu.serve, "CPU trace worker", 1)
     try:
         pool.warm()
         pid = pool.pids()[0]
@@ -115,9 +116,9 @@ def test_blocks_a_killed_worker_left_behind_are_freed():
 
 
 def test_records_too_big_for_shared_memory_come_through_the_pipe(monkeypatch):
-    from engine import shm
+    from engine.devices import shm
     monkeypatch.setattr(shm, "fits", lambda nbytes: False)   # a container's 64 MB /dev/shm, full
     got = []
-    cpu_backend._handle("execute", make_plan("naive_x_cols", make_problem(16, 16, 8)), got.append)
+    cpu._handle("execute", make_plan("naive_x_cols", make_problem(16, 16, 8)), got.append)
     assert got[0].checked_outputs == 256
     assert all(isinstance(rl.records, np.ndarray) for rl in got[0].launches if rl is not None)

@@ -3,7 +3,7 @@
 Each page shows the claims that belong to it, including the ones the traces and timings prove wrong.
 A claim starts with the bold titles of the documents that make it (the pages set claims in italics).
 """
-from engine.documents import cite
+from engine.kernels.documents import cite
 
 
 def _by(*ids: str) -> str:

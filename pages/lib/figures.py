@@ -1,4 +1,4 @@
-"""Plotly figures for the pages, from the engine's plain data (engine/views.py). Nothing here runs a kernel.
+"""Plotly figures for the pages, from the engine's plain data (engine/metrics/views.py). Nothing here runs a kernel.
 
 Animations are Plotly frames: they play, pause, step and scrub in the browser with no round trip
 to the server. Two rules keep every visible element in step with the frame:
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from engine.views import Step
+from engine.metrics.views import Step
 
 LANE_SCALE = "Turbo"
 HIGHLIGHT = "rgba(255, 200, 0, 0.45)"
@@ -515,7 +515,7 @@ def _coalescing_note(panel: dict, step: Step) -> str:
 def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: bool = False,
                 duration: int = 400, label: str = "", total: int | None = None, what: str = "shared instruction") -> AnimatedFigure:
     """Lanes (top row) wired to the banks holding their words; a bank's second, third ... word
-    stacks below it: each layer is one more wavefront. layers[i] is engine.views.bank_layers(steps[i])."""
+    stacks below it: each layer is one more wavefront. layers[i] is engine.metrics.views.bank_layers(steps[i])."""
     st = style(presenter)
     total = total or len(steps)
     max_layer = max((int(max(l["layer"])) for l in layers), default=0)

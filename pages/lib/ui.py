@@ -12,9 +12,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import analysis, build, gpu_client, memo, registry, sass, sources, tracer
+from engine.devices import gpu_client, memo
 from engine.errors import EngineError
-from engine.problem import make_problem
+from engine.kernels import build, registry, sass, sources
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis
+from engine.tracing import tracer
 
 PLAYER_JS = Path(__file__).with_name("player.js").read_text()
 # Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced

@@ -9,9 +9,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import analysis, gpu_client, tracer  # noqa: E402
-from engine.problem import make_problem  # noqa: E402
-from engine.trace import TRACE_DTYPE  # noqa: E402
+from engine.devices import gpu_client  # noqa: E402
+from engine.kernels.problem import make_problem  # noqa: E402
+from engine.metrics import analysis  # noqa: E402
+from engine.tracing import tracer  # noqa: E402
+from engine.tracing.records import TRACE_DTYPE  # noqa: E402
 
 
 def timed(fn, repeat=5):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import benchmark, gpu_client  # noqa: E402
+from engine.bench import benchmark  # noqa: E402
+from engine.devices import gpu_client  # noqa: E402
 
 
 # GFLOP/s measured earlier on an H200 (mean of 10 launches after one warm-up), at N=1024 and N=4096.

@@ -19,8 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import analysis, registry, sass, tracer, views  # noqa: E402
-from engine.problem import make_problem  # noqa: E402
+from engine.kernels import registry, sass  # noqa: E402
+from engine.kernels.problem import make_problem  # noqa: E402
+from engine.metrics import analysis, views  # noqa: E402
+from engine.tracing import tracer  # noqa: E402
 
 SOURCE = "cpu"
 

@@ -4,9 +4,9 @@
     python3 tests/benchmarks/bench_upload.py 5000            # other row counts
     python3 tests/benchmarks/bench_upload.py --no-apptest    # the engine path only
 
-The export is a valid one, made like the recorded run (engine/recorded/): every kernel of it at many
+The export is a valid one, made like the recorded run (engine/bench/recorded/): every kernel of it at many
 sizes, each size with its cuBLAS rows, so that every row's % of cuBLAS is computed. Measured:
-  read:    engine/bench_format.read, the schema check (JSON parse included);
+  read:    engine/schema.read, the schema check (JSON parse included);
   upload:  benchmark.load_upload, what the page calls per file (read + derived figures);
   derive:  benchmark.derive on the rows shown (the page derives them again, with the first GPU's peaks);
   charts:  charts.all_charts, headline and table, the engine calls of the page's `show`;
@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from engine import bench_format, benchmark, charts  # noqa: E402
+from engine.bench import benchmark, schema  # noqa: E402
+from engine.plots import charts  # noqa: E402
 
 RECORDED = benchmark.recorded_runs()[0]
 
@@ -42,7 +43,7 @@ def export(rows: int) -> bytes:
         out += [{**r, "m": size, "n": size, "k": size, "gflops": r["gflops"] * (0.5 + 0.5 * scale),
                  "median_ms": r["median_ms"] * scale} for r in base]
         i += 1
-    return json.dumps(bench_format.to_document(out[:rows], doc["provenance"]), indent=1).encode()
+    return json.dumps(schema.to_document(out[:rows], doc["provenance"]), indent=1).encode()
 
 
 def timed(fn, *args, **kwargs):
@@ -54,16 +55,16 @@ def timed(fn, *args, **kwargs):
 def engine_path(data: bytes) -> dict[str, float]:
     """The page's calls for one upload, next to the recorded run, without Streamlit."""
     figures = {}
-    if len(data) > bench_format.MAX_BYTES:
+    if len(data) > schema.MAX_BYTES:
         (run, problems), figures["refused by size"] = timed(benchmark.load_upload, "big.json", data)
         assert run is None and "limit" in problems[1], problems
         # below the size check: the same calls on the parsed file
-        limit, bench_format.MAX_BYTES = bench_format.MAX_BYTES, len(data)
+        limit, schema.MAX_BYTES = schema.MAX_BYTES, len(data)
         try:
             return {**figures, **engine_path(data)}
         finally:
-            bench_format.MAX_BYTES = limit
-    _, figures["read"] = timed(bench_format.read, data)
+            schema.MAX_BYTES = limit
+    _, figures["read"] = timed(schema.read, data)
     (run, problems), figures["upload"] = timed(benchmark.load_upload, "big.json", data)
     assert run is not None and not problems, problems
     recorded, prov = benchmark.load_document(RECORDED.read_bytes())
@@ -72,7 +73,7 @@ def engine_path(data: bytes) -> dict[str, float]:
 
     def show():   # pages/benchmarks.py show(), less the Streamlit calls
         charts.all_charts(df, prov["peaks"], 14, note=charts.notes([prov, run[1]]))
-        benchmark.headline(df, escape=bench_format.plain)
+        benchmark.headline(df, escape=schema.plain)
         benchmark.table(df)
     _, figures["charts"] = timed(show)
     figures["total"] = figures["upload"] + figures["derive"] + figures["charts"]
@@ -100,7 +101,7 @@ def main() -> None:
         print(f"{rows:,} rows, {len(data) / 2**20:.1f} MB:")
         for name, seconds in engine_path(data).items():
             print(f"  {name:17} {seconds:6.2f} s")
-        if "--no-apptest" not in sys.argv and len(data) <= bench_format.MAX_BYTES:
+        if "--no-apptest" not in sys.argv and len(data) <= schema.MAX_BYTES:
             print(f"  {'page (AppTest)':17} {page_path(data):6.2f} s   (rerun after the upload)")
 
 

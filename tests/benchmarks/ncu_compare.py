@@ -16,9 +16,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from engine import analysis, gpu_client, registry, sass, tracer  # noqa: E402
-from engine.analysis import NCU_METRICS  # noqa: E402
-from engine.problem import make_problem  # noqa: E402
+from engine.devices import gpu_client  # noqa: E402
+from engine.kernels import registry, sass  # noqa: E402
+from engine.kernels.problem import make_problem  # noqa: E402
+from engine.metrics import analysis  # noqa: E402
+from engine.metrics.analysis import NCU_METRICS  # noqa: E402
+from engine.tracing import tracer  # noqa: E402
 
 CASES = [
     ("naive_x_rows", 128, 128, 128, 16, 0, (16, 16)),

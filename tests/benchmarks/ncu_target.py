@@ -10,8 +10,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import gpu_client, registry  # noqa: E402
-from engine.problem import make_problem  # noqa: E402
+from engine.devices import gpu_client  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from engine.kernels.problem import make_problem  # noqa: E402
 
 
 def main() -> None:

@@ -9,10 +9,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import analysis, tracer  # noqa: E402
-from engine.analysis import NCU_COPY_METRICS  # noqa: E402
-from engine.plan import single_launch_plan  # noqa: E402
-from engine.problem import make_problem  # noqa: E402
+from engine.kernels.problem import make_problem  # noqa: E402
+from engine.metrics import analysis  # noqa: E402
+from engine.metrics.analysis import NCU_COPY_METRICS  # noqa: E402
+from engine.tracing import tracer  # noqa: E402
+from engine.tracing.plan import single_launch_plan  # noqa: E402
 from tests.benchmarks.ncu_compare import METRICS, ncu  # noqa: E402
 
 CUDA = Path(__file__).resolve().parents[1] / "cuda"

@@ -27,7 +27,8 @@ CASES = [
 
 
 def trace_case(case, source):
-    from engine import problem, registry, tracer
+    from engine.kernels import problem, registry
+    from engine.tracing import tracer
     _, kernel, m, n, k, tile, pad, block, blocks = case
     params = registry.get(kernel).takes({"TILE": tile, "PAD": pad})   # every case names both
     p = problem.make_problem(m, n, k, block=block, params=params)

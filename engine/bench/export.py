@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import charts
-from .bench_format import to_document
-from .benchmark import derive
-from .errors import EngineError
+from engine.bench.benchmark import derive
+from engine.bench.schema import to_document
+from engine.errors import EngineError
+from engine.plots import charts
 
 FORMATS = ("csv", "json", "html", "png", "svg")
 PROVENANCE_COLUMNS = ("gpu", "driver_cuda_version", "cuda", "date", "engine_commit")

@@ -20,8 +20,8 @@ import traceback
 from multiprocessing.reduction import ForkingPickler
 from typing import Callable
 
-from . import shm
-from .errors import EngineError, WorkerCrashed
+from engine.devices import shm
+from engine.errors import EngineError, WorkerCrashed
 
 
 def _first_line(exc: BaseException) -> str:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import registry
-from .errors import EngineError
+from engine.errors import EngineError
+from engine.kernels import registry
 
 FORMAT = "cuda-matmul-explorer benchmark 1"
 # The largest file read. .streamlit/config.toml's server.maxUploadSize is the same number (the

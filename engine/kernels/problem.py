@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import EngineError
+from engine.errors import EngineError
 
-# Largest side a request may name. Traces store rows and columns as 16-bit numbers (engine/trace.py).
+# Largest side a request may name. Traces store rows and columns as 16-bit numbers (engine/tracing/records.py).
 MAX_DIM = 65535
 
 

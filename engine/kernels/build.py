@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import sources
-from .errors import EngineError
+from engine.errors import EngineError
+from engine.kernels import sources
 
 GPU_ARCH = os.environ.get("MATMUL_EXPLORER_ARCH", "sm_90")
 CPU_FLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-Wno-unknown-pragmas")
@@ -264,7 +264,7 @@ def variants(kernels: list[str] | None = None) -> list[tuple[str, str, tuple[tup
     """Every build the pages can ask for, as (what, file, the parameters its source uses as (name,
     value) pairs): what is "cpu" (the CPU trace library) or "sass" (the plain cubin and its nvdisasm
     listing, for the kernels of the page that shows them: bank_conflicts)."""
-    from . import registry
+    from engine.kernels import registry
     specs = [registry.get(k) for k in kernels] if kernels else registry.traceable()
     out = {}
     for spec in specs:
@@ -288,7 +288,7 @@ def prebuild(kernels: list[str] | None = None, background: bool = True, sass: bo
     workers: parallel compilers, by default one less than the cores (at least one), leaving a
     core to the requests being served meanwhile. The SASS listings need nvcc and nvdisasm and are
     skipped without them."""
-    from . import sass as sass_mod
+    from engine.kernels import sass as sass_mod
     todo = [v for v in variants(kernels) if v[0] == "cpu" or (sass and sass_mod.nvdisasm() and nvcc())]
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) - 1)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import registry, sources
-from .errors import EngineError
-from .problem import Problem
-from .trace import RAW_DTYPE, TRACE_DTYPE
+from engine.errors import EngineError
+from engine.kernels import registry, sources
+from engine.kernels.problem import Problem
+from engine.tracing.records import RAW_DTYPE, TRACE_DTYPE
 
 RECORD_CAP_ENV = "MATMUL_EXPLORER_RECORD_CAP"
 # None: the cap is read from $MATMUL_EXPLORER_RECORD_CAP when a plan is made (record_cap()), so a

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-CUDA_DIR = Path(__file__).resolve().parent.parent / "cuda"
+CUDA_DIR = Path(__file__).resolve().parents[2] / "cuda"
 
 _MACROS = {"LDG": ("global", "load"), "STG": ("global", "store"),
            "LDS": ("shared", "load"), "STS": ("shared", "store")}

@@ -1,4 +1,4 @@
-"""Benchmark sweeps: timing on the GPU worker (engine/gpu_bench.py), figures derived here.
+"""Benchmark sweeps: timing on the GPU worker (engine/bench/timing.py), figures derived here.
 
 Every row carries what an expert asks first: median and spread of many timed repetitions after
 warm-up, whether L2 was flushed, the correctness check that came before any timing, and the
@@ -18,11 +18,13 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from . import bench_format, gpu_client, registry
-from .charts import labels
-from .errors import EngineError
-from .plan import check_fits_gpu
-from .problem import make_problem
+from engine.bench import schema
+from engine.devices import gpu_client
+from engine.errors import EngineError
+from engine.kernels import registry
+from engine.kernels.problem import make_problem
+from engine.plots.charts import labels
+from engine.tracing.plan import check_fits_gpu
 
 FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128, "10.0": 128,
                      "12.0": 128}
@@ -224,22 +226,22 @@ def load_document(data: bytes | str) -> tuple[pd.DataFrame, dict]:
     """A JSON export (ours, possibly from another machine) -> rows with the GPU's name and derived
     figures, and the provenance; a BadDocument (an EngineError, one line) if it is not one. Rows this
     explorer does not know are left out (load_upload says which)."""
-    return _run(bench_format.read(data))
+    return _run(schema.read(data))
 
 
 def load_upload(name: str, data: bytes) -> tuple[tuple[pd.DataFrame, dict] | None, list[str]]:
     """An uploaded file, from anyone: (rows, provenance) and what was left out of it, or None and why
     it was, one line per problem (capped). Never raises for what the file holds."""
     try:
-        doc = bench_format.read(data)
-    except bench_format.BadDocument as exc:
+        doc = schema.read(data)
+    except schema.BadDocument as exc:
         return None, [f"{name} is not shown: it is not a benchmark export this explorer can read."] + exc.lines
     left_out = [f"{name}: {doc.left_out:,} of {len(doc.raw):,} rows left out (values this explorer "
                 "does not know):"] + doc.skipped if doc.left_out else []
     return _run(doc), left_out
 
 
-def _run(doc: bench_format.Document) -> tuple[pd.DataFrame, dict]:
+def _run(doc: schema.Document) -> tuple[pd.DataFrame, dict]:
     df = doc.frame.assign(gpu=doc.prov.get("gpu") or "unknown GPU", recorded=doc.prov["date"])
     return derive(df, doc.prov["peaks"]), doc.prov
 

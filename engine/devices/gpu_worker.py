@@ -6,7 +6,7 @@ error (a fault that leaves the CUDA context unusable) the worker exits; the clie
 """
 from __future__ import annotations
 
-from . import workers
+from engine.devices import workers
 
 
 def device_info(cuda, dev) -> dict:
@@ -43,7 +43,9 @@ def serve(conn) -> None:
         info = device_info(cuda, dev)
     except Exception as exc:  # no driver, no GPU, no PyCUDA: the app runs in CPU mode
         info = {"available": False, "reason": f"{type(exc).__name__}: {exc}".strip()}
-    from . import execute, gpu_bench, gpu_device  # noqa: PLC0415 - they import PyCUDA
+    from engine.bench import timing
+    from engine.devices import gpu  # noqa: PLC0415 - they import PyCUDA
+    from engine.tracing import execute
     modules: dict = {}                  # loaded cubins, kept for the worker's life
     state = {"info": info, "modules": modules}
 
@@ -53,7 +55,7 @@ def serve(conn) -> None:
         return info
 
     def trace(plan, reply):
-        device = gpu_device.GpuDevice(info["name"], modules)
+        device = gpu.GpuDevice(info["name"], modules)
         try:
             value = execute.execute(plan, device)
             device.hand_over(value)
@@ -69,7 +71,7 @@ def serve(conn) -> None:
         "info": info_now,
         "ping": lambda payload, reply: "pong",
         "execute": trace,
-        "bench": lambda payload, reply: gpu_bench.run_bench(cuda, state, **payload),
+        "bench": lambda payload, reply: timing.run_bench(cuda, state, **payload),
     }
 
     def handle(op, payload, reply):

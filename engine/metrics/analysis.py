@@ -12,7 +12,7 @@ Shared memory (per instruction): 32 banks of 4-byte words; lanes reading the sam
 wavefronts beyond the ideal 1 of a 4-byte access. Totals match
 l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum and
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum, and the instruction count
-smsp__inst_executed_op_shared_{ld,st}.sum, for the source-level accesses (see engine/sass.py for
+smsp__inst_executed_op_shared_{ld,st}.sum, for the source-level accesses (see engine/kernels/sass.py for
 where nvcc merges them into wider instructions; as_compiled() then gives the hardware counts).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .trace import ELEMENT_BYTES, Trace
+from engine.tracing.records import ELEMENT_BYTES, Trace
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128

@@ -4,9 +4,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import bench_format, benchmark, export, gpu_client, registry
-from .errors import EngineError
-from .problem import parse_block, parse_param
+from engine.bench import benchmark, export, schema
+from engine.devices import gpu_client
+from engine.errors import EngineError
+from engine.kernels import registry
+from engine.kernels.problem import parse_block, parse_param
 
 
 def register(sub) -> None:
@@ -28,15 +30,15 @@ def register(sub) -> None:
     b.set_defaults(fn=cmd_bench)
 
 
-def read_export(path: Path) -> bench_format.Document:
+def read_export(path: Path) -> schema.Document:
     """An export to re-render, checked like an upload; a missing or damaged file is one line naming it."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        doc = bench_format.read(data)
-    except bench_format.BadDocument as exc:
+        doc = schema.read(data)
+    except schema.BadDocument as exc:
         raise EngineError(f"{path}: {exc}") from None
     if doc.left_out:
         print(f"warning: {path}: {doc.left_out:,} of {len(doc.raw):,} rows left out: " + "; ".join(doc.skipped),

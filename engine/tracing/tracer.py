@@ -1,7 +1,7 @@
 """The trace API the pages and the command line use: trace(kernel, problem, blocks, source).
 
-Kernels run in worker processes: the GPU worker (engine/gpu_client.py) or a pool of CPU trace
-workers (engine/cpu_backend.py's serve), one per core, so traces for several sessions run side by
+Kernels run in worker processes: the GPU worker (engine/devices/gpu_client.py) or a pool of CPU trace
+workers (engine/devices/cpu.py's serve), one per core, so traces for several sessions run side by
 side and a kernel that faults or hangs costs its own request only.
 """
 from __future__ import annotations
@@ -11,12 +11,13 @@ import time
 
 import numpy as np
 
-from . import cpu_backend, gpu_client, sources, workers
-from .errors import EngineError
-from .plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, check_fits_host, make_plan
-from .problem import Problem
-from .shm import SharedArray
-from .trace import LaunchInfo, Trace, TraceSite, array_tables, assemble_launch, thread_warps
+from engine.devices import cpu, gpu_client, workers
+from engine.devices.shm import SharedArray
+from engine.errors import EngineError
+from engine.kernels import sources
+from engine.kernels.problem import Problem
+from engine.tracing.plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, check_fits_host, make_plan
+from engine.tracing.records import LaunchInfo, Trace, TraceSite, array_tables, assemble_launch, thread_warps
 
 
 def resolve_source(source: str) -> str:
@@ -40,7 +41,7 @@ def _seconds(name: str, default: float) -> float:
 
 # A CPU trace of the largest view the pages offer takes seconds; minutes means a kernel that hangs.
 CPU_TIMEOUT_S = 120.0
-CPU_WORKERS = workers.Pool(cpu_backend.serve, "CPU trace worker", os.cpu_count() or 2)
+CPU_WORKERS = workers.Pool(cpu.serve, "CPU trace worker", os.cpu_count() or 2)
 
 
 def run_plan(plan: TracePlan, source: str):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import lookup
+from engine.errors import lookup
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The CPU trace source: the kernel's own .cu source, compiled for the host with cuda/cpu_shim.h,
 runs block by block with one fiber per CUDA thread and records through the same macros as on the GPU.
 
-It runs in CPU trace worker processes (`serve`, started by engine/tracer.py), never in the app's:
+It runs in CPU trace worker processes (`serve`, started by engine/tracing/tracer.py), never in the app's:
 a kernel library that faults, hangs or was damaged on disk takes one worker with it, not the server."""
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import build, memo, shm, sources, workers
-from .errors import EngineError
-from .execute import execute
-from .plan import LaunchPlan
-from .shm import SharedArray
-from .trace import RAW_DTYPE
+from engine.devices import memo, shm, workers
+from engine.devices.shm import SharedArray
+from engine.errors import EngineError
+from engine.kernels import build, sources
+from engine.tracing.execute import execute
+from engine.tracing.plan import LaunchPlan
+from engine.tracing.records import RAW_DTYPE
 
 _LIBS: dict[Path, ctypes.CDLL] = {}
 _WORKERS = os.cpu_count() or 1
@@ -74,7 +75,7 @@ def device_name() -> str:
 
 
 class CpuDevice:
-    """The device interface of engine.execute, on the host."""
+    """The device interface of engine.tracing.execute, on the host."""
 
     def __init__(self, shared_records: bool = False):
         self.name = device_name()

@@ -1,6 +1,6 @@
 """Benchmark charts (Plotly), shared by the Benchmarks page and `python -m engine bench`.
 
-A plotting module: it draws rows of engine/benchmark.py and imports no Streamlit. One style for every
+A plotting module: it draws rows of engine/bench/benchmark.py and imports no Streamlit. One style for every
 chart: full-width, a fixed height, the legend below the plot, one colour per kernel label in every
 chart (and so in every export), and log axes ticked at readable round values only.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import registry
+from engine.kernels import registry
 
 # No grey: the roofline's roofs are black and grey.
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b", "#bcbd22",

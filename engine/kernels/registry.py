@@ -2,7 +2,7 @@
 and the contract every entry keeps (checked when this module is imported, by _check).
 
 Each entry says where its source lives (cuda/), which source documents it comes from (`seeds`: ids
-of engine/documents.py, whose titles are what users read), the lesson it teaches, and:
+of engine/kernels/documents.py, whose titles are what users read), the lesson it teaches, and:
 - its compile-time parameters by name, with their allowed values (`params`, `defaults`) and rules
   between them or on the sizes (`rules`); each name is a macro its source uses, set with -D;
 - its kind (Kind): CUDA kernels run from cuda/ sources and can be traced; CUBLAS entries call cuBLAS
@@ -28,10 +28,10 @@ from typing import Callable
 
 import numpy as np
 
-from . import sources
-from .documents import cite
-from .errors import EngineError, lookup
-from .problem import Problem
+from engine.errors import EngineError, lookup
+from engine.kernels import sources
+from engine.kernels.documents import cite
+from engine.kernels.problem import Problem
 
 
 class Kind(enum.StrEnum):

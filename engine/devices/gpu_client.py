@@ -10,8 +10,8 @@ import os
 import threading
 from dataclasses import dataclass, field
 
-from .errors import EngineError, WorkerCrashed
-from .workers import Worker
+from engine.devices.workers import Worker
+from engine.errors import EngineError, WorkerCrashed
 
 DEFAULT_TIMEOUT_S = float(os.environ.get("MATMUL_EXPLORER_GPU_TIMEOUT", 120))
 START_TIMEOUT_S = 90.0
@@ -57,7 +57,7 @@ def call(op: str, payload=None, timeout: float = DEFAULT_TIMEOUT_S):
     global _worker
     with _lock:
         if _worker is None or not _worker.alive():
-            from . import gpu_worker  # noqa: PLC0415 - the target must be importable in the child
+            from engine.devices import gpu_worker  # noqa: PLC0415 - the target must be importable in the child
             _worker = Worker(gpu_worker.serve, "GPU worker")
             timeout = max(timeout, START_TIMEOUT_S)
         try:

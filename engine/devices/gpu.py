@@ -1,17 +1,17 @@
-"""The GPU side of engine.execute: PyCUDA launches of the instrumented cubins.
+"""The GPU side of engine.tracing.execute: PyCUDA launches of the instrumented cubins.
 
-Imported only inside the GPU worker process (engine/gpu_worker.py), never by the app.
+Imported only inside the GPU worker process (engine/devices/gpu_worker.py), never by the app.
 """
 from __future__ import annotations
 
 import numpy as np
 import pycuda.driver as cuda
 
-from . import build
-from .plan import LaunchPlan
-from .shm import SharedArray
-from .sources import SITE_SLOTS
-from .trace import RAW_DTYPE
+from engine.devices.shm import SharedArray
+from engine.kernels import build
+from engine.kernels.sources import SITE_SLOTS
+from engine.tracing.plan import LaunchPlan
+from engine.tracing.records import RAW_DTYPE
 
 NAN_BITS = 0x7FC00000  # outputs start as NaN, so an element nothing wrote cannot pass the check
 

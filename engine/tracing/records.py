@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .sources import Site, trace_arrays
+from engine.kernels.sources import Site, trace_arrays
 
 RAW_DTYPE = np.dtype([("index", "<u4"), ("line", "<u2"), ("array", "u1"), ("op", "u1"), ("epoch", "<u4"),
                       ("ordinal", "<u4")])

@@ -2,12 +2,13 @@
 import numpy as np
 import pytest
 
-from engine import registry, tracer
-from engine.cpu_backend import CpuDevice
+from engine.devices.cpu import CpuDevice
 from engine.errors import EngineError
-from engine.execute import execute
-from engine.plan import single_launch_plan
-from engine.problem import make_problem
+from engine.kernels import registry
+from engine.kernels.problem import make_problem
+from engine.tracing import tracer
+from engine.tracing.execute import execute
+from engine.tracing.plan import single_launch_plan
 
 
 def _problem(spec, m, n, k):
@@ -61,12 +62,12 @@ def test_shared_memory_out_of_bounds_is_an_error_not_a_crash():
     from pathlib import Path
     root = Path(__file__).resolve().parent.parent
     script = f"""
-from engine import tracer
-from engine.cpu_backend import CpuDevice
+from engine.tracing import tracer
+from engine.devices.cpu import CpuDevice
 from engine.errors import EngineError
-from engine.execute import execute
-from engine.plan import single_launch_plan
-from engine.problem import make_problem
+from engine.tracing.execute import execute
+from engine.tracing.plan import single_launch_plan
+from engine.kernels.problem import make_problem
 plan = single_launch_plan({str(root / "tests" / "cuda" / "shared_out_of_bounds.cu")!r}, make_problem(8, 8, 8, tile=16), (1, 1), (32, 1))
 try:
     execute(plan, CpuDevice())
@@ -95,8 +96,8 @@ def test_every_library_loaded_is_its_own():
     # seen with the library it loaded then, so no two may ever share a path.
     import ctypes
 
-    from engine import cpu_backend
-    fns = [cpu_backend._library(f, {}) for f in ("naive_x_cols.cu", "naive_x_rows.cu", "transpose_b.cu")]
+    from engine.devices import cpu
+    fns = [cpu._library(f, {}) for f in ("naive_x_cols.cu", "naive_x_rows.cu", "transpose_b.cu")]
     assert len({ctypes.cast(fn, ctypes.c_void_p).value for fn in fns}) == 3
 
 

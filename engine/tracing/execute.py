@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import reference, sources
-from .errors import EngineError
-from .plan import TracePlan, check_fits_host, global_shapes
-from .problem import make_inputs
+from engine.errors import EngineError
+from engine.kernels import reference, sources
+from engine.kernels.problem import make_inputs
+from engine.tracing.plan import TracePlan, check_fits_host, global_shapes
 
 
 @dataclass

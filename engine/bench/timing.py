@@ -15,9 +15,10 @@ import sysconfig
 
 import numpy as np
 
-from . import build, gpu_device, reference, registry, sources
-from .plan import global_shapes
-from .problem import Problem, make_inputs
+from engine.devices import gpu
+from engine.kernels import build, reference, registry, sources
+from engine.kernels.problem import Problem, make_inputs
+from engine.tracing.plan import global_shapes
 
 NAN_BITS = 0x7FC00000
 CHECK_ROWS = 256   # rows of C checked against float64 when C is large (all of C is checked for NaN)
@@ -111,7 +112,7 @@ def run_bench(cuda, state: dict, kernel: str, problem: Problem, warmup: int = 2,
             for i, launch_spec in enumerate(spec.launches):
                 last = i == len(spec.launches) - 1
                 src = sources.load(source_override if source_override and last else launch_spec.file)
-                module = gpu_device.load_module(state.setdefault("modules", {}),
+                module = gpu.load_module(state.setdefault("modules", {}),
                                                 build.build_cubin(str(src.path), problem.params, traced=False))
                 func = module.get_function(src.name)
                 args = [bufs[n] if "*" in t else np.int32(ints[n]) for t, n in src.params]

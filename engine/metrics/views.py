@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import registry
-from .analysis import BANKS, SECTOR_BYTES
-from .problem import make_inputs
-from .reference import matmul
-from .trace import ELEMENT_BYTES, Trace
+from engine.kernels import registry
+from engine.kernels.problem import make_inputs
+from engine.kernels.reference import matmul
+from engine.metrics.analysis import BANKS, SECTOR_BYTES
+from engine.tracing.records import ELEMENT_BYTES, Trace
 
 
 @dataclass

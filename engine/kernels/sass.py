@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import build, sources
-from .errors import EngineError
+from engine.errors import EngineError
+from engine.kernels import build, sources
 
 _OP_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)")
 _LINE_RE = re.compile(r'line (\d+)')
