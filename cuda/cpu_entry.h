@@ -17,12 +17,16 @@ extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigne
                              unsigned int *counts, unsigned int *epochs,
                              const unsigned long long *offsets, void *records,
                              unsigned int *ordinals, void *const *ptrs,
-                             const int *ints, const unsigned long long *bounds) {
+                             const int *ints, const unsigned long long *bounds,
+                             const unsigned long long *bases) {
     for (int i = 0; i < 8; ++i) {
         cpu_args.ptrs[i] = ptrs[i];
         cpu_args.ints[i] = ints[i];
     }
-    for (int a = 0; a < TRACE_ARRAY_COUNT; ++a) trace_bounds[a] = bounds[a];
+    for (int a = 0; a < TRACE_ARRAY_COUNT; ++a) {
+        trace_bounds[a] = bounds[a];
+        trace_bases[a] = (const char *)bases[a];
+    }
     trace_counts = counts;
     trace_epochs = epochs;
     trace_offsets = offsets;

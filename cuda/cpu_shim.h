@@ -9,6 +9,7 @@
 #pragma once
 #include <stdlib.h>
 #include <stdint.h>
+#include <string.h>
 #include <ucontext.h>
 
 struct dim3 {
@@ -16,11 +17,75 @@ struct dim3 {
     dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 typedef dim3 uint3;
-// CUDA's float4: four floats, 16-byte aligned, so 128-bit accesses compile and align as on the GPU.
-struct alignas(16) float4 {
-    float x, y, z, w;
-};
+// CUDA's vector types, aligned to their size as on the GPU, so vector accesses compile and align
+// the same way.
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(8) uint2 { unsigned int x, y; };
+struct alignas(16) uint4 { unsigned int x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
+// Half and bfloat16 numbers as the GPU stores them (16 bits), converted with round-to-nearest-even
+// as __float2half and __float2bfloat16 do, so the CPU trace computes what the GPU computes.
+static inline unsigned int cpu_float_bits(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
+static inline float cpu_bits_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
+struct __half {
+    unsigned short x;
+    __half() = default;
+};
+struct __nv_bfloat16 {
+    unsigned short x;
+    __nv_bfloat16() = default;
+};
+struct alignas(4) __half2 { __half x, y; };
+struct alignas(4) __nv_bfloat162 { __nv_bfloat16 x, y; };
+typedef __half half;
+typedef __nv_bfloat16 nv_bfloat16;
+
+static inline float __half2float(__half h) {
+    unsigned int sign = (unsigned int)(h.x & 0x8000) << 16, exp = (h.x >> 10) & 0x1f, man = h.x & 0x3ff;
+    if (exp == 0x1f) return cpu_bits_float(sign | 0x7f800000 | (man << 13));          // inf, NaN
+    if (exp == 0) {                                                                    // zero, subnormal
+        float f = (float)man * (1.0f / 16777216.0f);                                  // man * 2^-24
+        return sign ? -f : f;
+    }
+    return cpu_bits_float(sign | ((exp + 112) << 23) | (man << 13));
+}
+static inline __half __float2half(float f) {
+    unsigned int u = cpu_float_bits(f), sign = (u >> 16) & 0x8000, mag = u & 0x7fffffff;
+    __half h;
+    if (mag >= 0x7f800000) {                                                           // inf, NaN
+        h.x = (unsigned short)(sign | 0x7c00 | (mag > 0x7f800000 ? 0x200 : 0));
+    } else if (mag >= 0x477ff000) {                                                    // rounds past 65504
+        h.x = (unsigned short)(sign | 0x7c00);
+    } else if (mag < 0x38800000) {                                                     // subnormal or zero
+        float scaled = cpu_bits_float(mag) * 16777216.0f;                              // in units of 2^-24
+        unsigned int q = (unsigned int)scaled;
+        float rest = scaled - (float)q;
+        if (rest > 0.5f || (rest == 0.5f && (q & 1))) ++q;
+        h.x = (unsigned short)(sign | q);
+    } else {
+        unsigned int r = mag - 0x38000000;                                             // rebias 127 -> 15
+        r += 0xfff + ((r >> 13) & 1);                                                  // nearest even
+        h.x = (unsigned short)(sign | (r >> 13));
+    }
+    return h;
+}
+static inline float __bfloat162float(__nv_bfloat16 b) { return cpu_bits_float((unsigned int)b.x << 16); }
+static inline __nv_bfloat16 __float2bfloat16(float f) {
+    unsigned int u = cpu_float_bits(f);
+    __nv_bfloat16 b;
+    if ((u & 0x7fffffff) > 0x7f800000) {
+        b.x = (unsigned short)((u >> 16) | 0x40);                                      // NaN stays NaN
+    } else {
+        b.x = (unsigned short)((u + 0x7fff + ((u >> 16) & 1)) >> 16);                  // nearest even
+    }
+    return b;
+}
 #define __align__(n) __attribute__((aligned(n)))   // alignas cannot follow `static thread_local`
 
 #define __global__

@@ -7,41 +7,99 @@
 // The same file is compiled for the GPU by nvcc and for the CPU by a host C++ compiler through
 // cpu_shim.h, so both trace sources run literally the same kernel code.
 //
+// The macros:
+//   LDG(A, i)  STG(C, i, v)                 global: element i of A (A may have been moved: A += row * K)
+//   LDS(As, i)  LDS(As, r, c)               shared, 1-D or 2-D: As[i], As[r][c]
+//   STS(As, i, v)  STS(As, r, c, v)
+//   LDG4, STG4, LDS4, STS4 (and 2, 8)       N consecutive elements from the one named, in one vector
+//                                           instruction (float4: 128 bits, LDG.128 / STS.128)
+//   CP_ASYNC4(As, r, c, A, i)  CP_ASYNC4(As, i, A, j)
+//                                           cp.async: 16 bytes global -> shared, in flight until waited for
+//   CP_ASYNC_COMMIT()  CP_ASYNC_WAIT(n)  SYNC()
+// A traced array is a pointer parameter of the kernel (global) or a __shared__ array, of float,
+// __half, __nv_bfloat16, int or double; engine/kernels/sources.py checks these rules when it loads a
+// kernel and names the file and line of any break.
+//
 // Write at most one access macro per statement: C++ leaves the order of operands of `*` unspecified,
 // and two compilers could then record the same thread's accesses in different orders.
 #pragma once
 
-// The arrays a kernel may trace. engine/kernels/sources.py reads this list, so keep it on one line.
-#define TRACE_ARRAYS(X) X(A) X(B) X(C) X(BT) X(As) X(Bs) X(Asub) X(Bsub) X(tile_A) X(tile_B)
-
-#define TRACE_ENUM_ENTRY(name) TRACE_ID_##name,
-enum TraceArrayId { TRACE_ARRAYS(TRACE_ENUM_ENTRY) TRACE_ARRAY_COUNT };
-#undef TRACE_ENUM_ENTRY
-
 #ifndef MATMUL_CPU
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_pipeline.h>   // __pipeline_memcpy_async: cp.async
 #define TRACE_FN __device__ __forceinline__
 #define TRACE_GLOBAL __device__
 #endif
 
+// What one vector access of N elements of T moves, as one value: float4 for four floats (128
+// bits), uint4 for eight halves, ...
+template <typename T, int N> struct TraceVec;
+template <> struct TraceVec<float, 2> { typedef float2 type; };
+template <> struct TraceVec<float, 4> { typedef float4 type; };
+template <> struct TraceVec<int, 2> { typedef int2 type; };
+template <> struct TraceVec<int, 4> { typedef int4 type; };
+template <> struct TraceVec<double, 2> { typedef double2 type; };
+template <> struct TraceVec<__half, 2> { typedef __half2 type; };
+template <> struct TraceVec<__half, 4> { typedef uint2 type; };
+template <> struct TraceVec<__half, 8> { typedef uint4 type; };
+template <> struct TraceVec<__nv_bfloat16, 2> { typedef __nv_bfloat162 type; };
+template <> struct TraceVec<__nv_bfloat16, 4> { typedef uint2 type; };
+template <> struct TraceVec<__nv_bfloat16, 8> { typedef uint4 type; };
+
+// The N elements from p, as one vector value (its address must be a multiple of its size).
+template <int N, typename T> TRACE_FN typename TraceVec<T, N>::type &trace_vec(T *p) {
+    return *reinterpret_cast<typename TraceVec<T, N>::type *>(p);
+}
+template <int N, typename T> TRACE_FN const typename TraceVec<T, N>::type &trace_vec(const T *p) {
+    return *reinterpret_cast<const typename TraceVec<T, N>::type *>(p);
+}
+
+// Argument picking, so one macro takes a 1-D or a 2-D shared element: LDS(As, i) or LDS(As, r, c),
+// STS(As, i, v) or STS(As, r, c, v) (the value comes last), CP_ASYNC4(As, i, A, j) or
+// CP_ASYNC4(As, r, c, A, j). TRACE_PICKn names the macro for the count of arguments given.
+#define TRACE_PICK3(_1, _2, _3, NAME, ...) NAME
+#define TRACE_PICK4(_1, _2, _3, _4, NAME, ...) NAME
+#define TRACE_PICK5(_1, _2, _3, _4, _5, NAME, ...) NAME
+#define TRACE_FIRST(arr, ...) arr
+#define TRACE_ID_OF(arr, ...) TRACE_ID_##arr
+#define TRACE_E2(arr, i) (arr)[i]
+#define TRACE_E3(arr, r, c) (arr)[r][c]
+#define TRACE_V3(arr, i, v) v
+#define TRACE_V4(arr, r, c, v) v
+// The element LDS names, the element STS names, and the value STS stores.
+#define TRACE_LDS_ELEM(...) TRACE_PICK3(__VA_ARGS__, TRACE_E3, TRACE_E2, _)(__VA_ARGS__)
+#define TRACE_STS_ELEM(...) TRACE_PICK4(__VA_ARGS__, TRACE_STS_E4, TRACE_STS_E3, _)(__VA_ARGS__)
+#define TRACE_STS_E3(arr, i, v) (arr)[i]
+#define TRACE_STS_E4(arr, r, c, v) (arr)[r][c]
+#define TRACE_STS_VALUE(...) TRACE_PICK4(__VA_ARGS__, TRACE_V4, TRACE_V3, _)(__VA_ARGS__)
+// CP_ASYNC4's shared destination element and global source element.
+#define TRACE_CP_DST(...) TRACE_PICK5(__VA_ARGS__, TRACE_CP_D5, TRACE_CP_D4, _)(__VA_ARGS__)
+#define TRACE_CP_D4(dst, i, src, j) (dst)[i]
+#define TRACE_CP_D5(dst, r, c, src, j) (dst)[r][c]
+#define TRACE_CP_SRC(...) TRACE_PICK5(__VA_ARGS__, TRACE_CP_S5, TRACE_CP_S4, _)(__VA_ARGS__)
+#define TRACE_CP_S4(dst, i, src, j) (src)[j]
+#define TRACE_CP_S5(dst, r, c, src, j) (src)[j]
+#define TRACE_CP_SRC_ARRAY(...) TRACE_PICK5(__VA_ARGS__, TRACE_CP_A5, TRACE_CP_A4, _)(__VA_ARGS__)
+#define TRACE_CP_A4(dst, i, src, j) src
+#define TRACE_CP_A5(dst, r, c, src, j) src
+
 #ifndef MATMUL_TRACE
 
 #define LDG(arr, i) ((arr)[i])
 #define STG(arr, i, v) ((arr)[i] = (v))
-#define LDS(arr, r, c) ((arr)[r][c])
-#define STS(arr, r, c, v) ((arr)[r][c] = (v))
-// 128-bit accesses: four consecutive floats from element i (a multiple of 4, so 16-byte aligned),
-// one instruction (LDG.128, STS.128, ...) for the four.
-#define LDG4(arr, i) (*reinterpret_cast<const float4 *>(&(arr)[i]))
-#define STG4(arr, i, v) (*reinterpret_cast<float4 *>(&(arr)[i]) = (v))
-#define LDS4(arr, r, c) (*reinterpret_cast<const float4 *>(&(arr)[r][c]))
-#define STS4(arr, r, c, v) (*reinterpret_cast<float4 *>(&(arr)[r][c]) = (v))
+#define LDS(...) (TRACE_LDS_ELEM(__VA_ARGS__))
+#define STS(...) (TRACE_STS_ELEM(__VA_ARGS__) = (TRACE_STS_VALUE(__VA_ARGS__)))
+#define TRACE_LDGN(N, arr, i) trace_vec<N>(&(arr)[i])
+#define TRACE_STGN(N, arr, i, v) (trace_vec<N>(&(arr)[i]) = (v))
+#define TRACE_LDSN(N, ...) trace_vec<N>(&TRACE_LDS_ELEM(__VA_ARGS__))
+#define TRACE_STSN(N, ...) (trace_vec<N>(&TRACE_STS_ELEM(__VA_ARGS__)) = (TRACE_STS_VALUE(__VA_ARGS__)))
 #define SYNC() __syncthreads()
-// Asynchronous copies global -> shared (cp.async, LDGSTS on sm_80+): 16 bytes from src[i] to
-// dst[r][c], in flight until the thread waits for its group. COMMIT closes the copies issued
-// since the last one into a group; WAIT(n) returns once at most n groups are still in flight
-// (then SYNC() makes every thread's copies visible to the block).
-#define CP_ASYNC4(dst, r, c, src, i) __pipeline_memcpy_async(&(dst)[r][c], &(src)[i], 16)
+// Asynchronous copies global -> shared (cp.async, LDGSTS on sm_80+): 16 bytes, in flight until the
+// thread waits for its group. COMMIT closes the copies issued since the last one into a group;
+// WAIT(n) returns once at most n groups are still in flight (then SYNC() makes every thread's
+// copies visible to the block).
+#define CP_ASYNC4(...) __pipeline_memcpy_async(&TRACE_CP_DST(__VA_ARGS__), &TRACE_CP_SRC(__VA_ARGS__), 16)
 #define CP_ASYNC_COMMIT() __pipeline_commit()
 #define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
 
@@ -49,33 +107,37 @@ enum TraceArrayId { TRACE_ARRAYS(TRACE_ENUM_ENTRY) TRACE_ARRAY_COUNT };
 
 // 16 bytes per record; engine/tracing/records.py mirrors this layout (RAW_DTYPE).
 struct TraceRecord {
-    unsigned int index;    // element index in the array (row * pitch + col)
+    unsigned int index;    // element index from the start of the array's allocation
     unsigned short line;   // source line of the access macro
-    unsigned char array;   // TraceArrayId
+    unsigned char array;   // the array's TRACE_ID_<name> (the build numbers the kernel's arrays)
     unsigned char op;      // 0 load, 1 store
-    unsigned int epoch;    // barriers this thread had passed
+    unsigned int epoch;    // barriers this thread had passed (low 16 bits) and cp.async groups it had
+                           // committed (high 16 bits): a copy's group is the commits before it
     unsigned int ordinal;  // times this thread had executed this access site before
 };
 
-// Per-thread counters of each site's executions, TRACE_SITE_SLOTS per thread, indexed by this
-// hash. engine/kernels/sources.py computes the same hash and refuses a kernel whose sites collide.
-#define TRACE_SITE_SLOTS 32
-#define TRACE_SITE_HASH(line, array, op) (((line) * 2u + (op) + (array) * 17u) & (TRACE_SITE_SLOTS - 1))
+// Each access site's number, 0 .. TRACE_SITE_COUNT - 1: the build defines TRACE_SITE_OF(line, array,
+// op) from the sites engine/kernels/sources.py found, and every macro's arguments are constants, so
+// it folds to a constant. It picks the thread's counter of that site's executions (the ordinal).
 
 // Per traced thread ("slot" = launched block * threads per block + thread): a record counter and an
 // epoch counter. The count pass runs with trace_records == 0 and only counts; the engine turns the
 // counts into offsets (an exclusive scan) and the write pass stores each thread's records in
 // program order at its offset. Both passes give the same order on GPU and CPU.
 TRACE_GLOBAL unsigned int *trace_counts;
-TRACE_GLOBAL unsigned int *trace_epochs;
+TRACE_GLOBAL unsigned int *trace_epochs;     // per slot: SYNC()s passed + 65536 x CP_ASYNC_COMMIT()s made
 TRACE_GLOBAL const unsigned long long *trace_offsets;
 TRACE_GLOBAL TraceRecord *trace_records;
-TRACE_GLOBAL unsigned int *trace_ordinals;   // write pass: TRACE_SITE_SLOTS counters per slot
+TRACE_GLOBAL unsigned int *trace_ordinals;   // write pass: TRACE_SITE_COUNT counters per slot
 // Traced blocks: launched block j runs as block (trace_block_map[2j], trace_block_map[2j+1]) of a
 // grid of trace_grid_x by trace_grid_y, so one block of a 4096^2 product costs one block's work.
 TRACE_GLOBAL const unsigned int *trace_block_map;
 TRACE_GLOBAL unsigned int trace_grid_x;
 TRACE_GLOBAL unsigned int trace_grid_y;
+// Where each global array's allocation starts, as the engine passed it: records count elements
+// from there, so a kernel that moves its pointer (A += row * K) still records the element it
+// touched. (Shared arrays cannot move; they count from their own start.)
+TRACE_GLOBAL const char *trace_bases[TRACE_ARRAY_COUNT];
 // CPU builds only: element counts of the arrays (global and shared), to turn an out-of-bounds access
 // into an error.
 TRACE_GLOBAL unsigned long long trace_bounds[TRACE_ARRAY_COUNT];
@@ -92,7 +154,7 @@ TRACE_FN unsigned int trace_slot() {
 }
 
 TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned int array,
-                           unsigned int op) {
+                           unsigned int op, unsigned int site) {
     unsigned int s = trace_slot();
     unsigned int n = trace_counts[s]++;
     if (trace_records) {
@@ -102,74 +164,95 @@ TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned
         r.array = (unsigned char)array;
         r.op = (unsigned char)op;
         r.epoch = trace_epochs[s];
-        r.ordinal = trace_ordinals[(unsigned long long)s * TRACE_SITE_SLOTS + TRACE_SITE_HASH(line, array, op)]++;
+        r.ordinal = trace_ordinals[(unsigned long long)s * TRACE_SITE_COUNT + site]++;
         trace_records[trace_offsets[s] + n] = r;
     }
+}
+
+// Where an array's records count from: a shared array (an array type) from its own first byte; a
+// global one (a pointer, maybe moved) from its allocation. The pointer is taken by reference so
+// that an array never decays into it: each array picks exactly one of the two.
+template <typename T, unsigned long long N>
+TRACE_FN const char *trace_origin(T (&arr)[N], unsigned int) { return (const char *)arr; }
+template <typename T>
+TRACE_FN const char *trace_origin(T *const &, unsigned int array) { return trace_bases[array]; }
+
+// An element's index: its distance from the origin, in elements of its type.
+template <typename T>
+TRACE_FN long long trace_index(const T *p, const char *origin) {
+    return (long long)((const char *)p - origin) / (long long)sizeof(T);
 }
 
 #ifdef MATMUL_CPU
 // The CPU build checks bounds of global and shared arrays (shared ones are thread_local statics
 // there: a stray store overwrites the host thread's own state), so a wrong index is reported as an
 // error instead of crashing the process that hosts the tracer; the access itself is then skipped.
-#define TRACE_OUT_OF_BOUNDS(array, index) \
-    ((index) >= trace_bounds[array] && (trace_fault = 1 + (array)))
-// A 128-bit access must start 16 bytes into its array's alignment (the GPU faults otherwise, with
-// "misaligned address"): reported as its own fault, after the out-of-bounds ones.
-#define TRACE_MISALIGNED16(array, address) \
-    (((unsigned long long)(address) & 15) != 0 && (trace_fault = 1 + TRACE_ARRAY_COUNT + (array)))
+// Elements index .. index + n - 1 must all lie in the array (a negative index wraps to a huge one).
+#define TRACE_OUT_OF_BOUNDS(array, index, n) \
+    (((unsigned long long)(index) >= trace_bounds[array] || (unsigned long long)(index) + (n) > trace_bounds[array]) \
+     && (trace_fault = 1 + (array)))
+// A vector access must be aligned to its size (the GPU faults otherwise, with "misaligned
+// address"): reported as its own fault, after the out-of-bounds ones.
+#define TRACE_MISALIGNED(array, address, bytes) \
+    (((unsigned long long)(address) & ((bytes) - 1)) != 0 && (trace_fault = 1 + TRACE_ARRAY_COUNT + (array)))
 #else
-#define TRACE_OUT_OF_BOUNDS(array, index) false
-#define TRACE_MISALIGNED16(array, address) false
+#define TRACE_OUT_OF_BOUNDS(array, index, n) false
+#define TRACE_MISALIGNED(array, address, bytes) false
 #endif
 
 template <typename T>
-TRACE_FN T trace_load(const T *base, long long index, unsigned int line, unsigned int array) {
-    trace_record(index, line, array, 0);
-    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index)) return T(0);
-    return base[index];
+TRACE_FN T trace_load(const T *p, const char *origin, unsigned int line, unsigned int array, unsigned int site) {
+    long long index = trace_index(p, origin);
+    trace_record(index, line, array, 0, site);
+    if (TRACE_OUT_OF_BOUNDS(array, index, 1)) return T();
+    return *p;
 }
 
 template <typename T, typename V>
-TRACE_FN void trace_store(T *base, long long index, V value, unsigned int line, unsigned int array) {
-    trace_record(index, line, array, 1);
-    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index)) return;
-    base[index] = value;
+TRACE_FN void trace_store(T *p, const char *origin, V value, unsigned int line, unsigned int array,
+                          unsigned int site) {
+    long long index = trace_index(p, origin);
+    trace_record(index, line, array, 1, site);
+    if (TRACE_OUT_OF_BOUNDS(array, index, 1)) return;
+    *p = value;
 }
 
-// A 128-bit access is one record, at its first element: the site says how wide it is (engine/kernels/sources.py
-// reads the macro's name), so the record layout is the same for every width.
-TRACE_FN float4 trace_load4(const float *base, long long index, unsigned int line, unsigned int array) {
-    trace_record(index, line, array, 0);
-    // index < 0 wraps to a huge unsigned number: out of bounds too.
-    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index) || TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index + 3)
-        || TRACE_MISALIGNED16(array, base + index)) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    return *reinterpret_cast<const float4 *>(base + index);
+// A vector access is one record, at its first element: the site says how wide it is
+// (engine/kernels/sources.py reads the macro's name), so the record layout is the same for every width.
+template <int N, typename T>
+TRACE_FN typename TraceVec<T, N>::type trace_load_vec(const T *p, const char *origin, unsigned int line,
+                                                      unsigned int array, unsigned int site) {
+    typedef typename TraceVec<T, N>::type V;
+    long long index = trace_index(p, origin);
+    trace_record(index, line, array, 0, site);
+    if (TRACE_OUT_OF_BOUNDS(array, index, N) || TRACE_MISALIGNED(array, p, sizeof(V))) return V();
+    return trace_vec<N>(p);
 }
 
-TRACE_FN void trace_store4(float *base, long long index, float4 value, unsigned int line, unsigned int array) {
-    trace_record(index, line, array, 1);
-    if (TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index) || TRACE_OUT_OF_BOUNDS(array, (unsigned long long)index + 3)
-        || TRACE_MISALIGNED16(array, base + index)) return;
-    *reinterpret_cast<float4 *>(base + index) = value;
+template <int N, typename T>
+TRACE_FN void trace_store_vec(T *p, const char *origin, typename TraceVec<T, N>::type value, unsigned int line,
+                              unsigned int array, unsigned int site) {
+    long long index = trace_index(p, origin);
+    trace_record(index, line, array, 1, site);
+    if (TRACE_OUT_OF_BOUNDS(array, index, N) || TRACE_MISALIGNED(array, p, sizeof(value))) return;
+    trace_vec<N>(p) = value;
 }
 
-// cp.async: two records, in this order: the global read, then the shared write (both 16 bytes wide).
+// cp.async: two records, in this order: the global read, then the shared write (16 bytes each).
 // On the GPU the copy is the real asynchronous one; on the CPU it happens at once, which a kernel
 // that waits for its group before reading cannot tell apart.
-TRACE_FN void trace_copy_async4(float *dst, long long dst_index, const float *src, long long src_index,
-                                unsigned int line, unsigned int dst_array, unsigned int src_array) {
-    trace_record(src_index, line, src_array, 0);
-    trace_record(dst_index, line, dst_array, 1);
-    if (TRACE_OUT_OF_BOUNDS(src_array, (unsigned long long)src_index)
-        || TRACE_OUT_OF_BOUNDS(src_array, (unsigned long long)src_index + 3)
-        || TRACE_MISALIGNED16(src_array, src + src_index)) return;
-    if (TRACE_OUT_OF_BOUNDS(dst_array, (unsigned long long)dst_index)
-        || TRACE_OUT_OF_BOUNDS(dst_array, (unsigned long long)dst_index + 3)
-        || TRACE_MISALIGNED16(dst_array, dst + dst_index)) return;
+template <typename T, typename S>
+TRACE_FN void trace_copy_async(T *dst, const char *dst_origin, const S *src, const char *src_origin,
+                               unsigned int line, unsigned int dst_array, unsigned int src_array) {
+    long long s = trace_index(src, src_origin), d = trace_index(dst, dst_origin);
+    trace_record(s, line, src_array, 0, TRACE_SITE_OF(line, src_array, 0));
+    trace_record(d, line, dst_array, 1, TRACE_SITE_OF(line, dst_array, 1));
+    if (TRACE_OUT_OF_BOUNDS(src_array, s, 16 / sizeof(S)) || TRACE_MISALIGNED(src_array, src, 16)) return;
+    if (TRACE_OUT_OF_BOUNDS(dst_array, d, 16 / sizeof(T)) || TRACE_MISALIGNED(dst_array, dst, 16)) return;
 #ifdef MATMUL_CPU
-    *reinterpret_cast<float4 *>(dst + dst_index) = *reinterpret_cast<const float4 *>(src + src_index);
+    memcpy(dst, src, 16);
 #else
-    __pipeline_memcpy_async(dst + dst_index, src + src_index, 16);
+    __pipeline_memcpy_async(dst, src, 16);
 #endif
 }
 
@@ -178,24 +261,45 @@ TRACE_FN void trace_sync() {
     trace_epochs[trace_slot()]++;
 }
 
-// Row pitch of a 2-D shared array in elements: padding included, so bank maths sees real addresses.
-#define TRACE_PITCH(arr) (sizeof((arr)[0]) / sizeof((arr)[0][0]))
+// Closes the thread's cp.async group: the copies issued since the last commit are group n (the
+// n-th commit, from 0), which their records carry.
+TRACE_FN void trace_commit() {
+#ifndef MATMUL_CPU
+    __pipeline_commit();
+#endif
+    trace_epochs[trace_slot()] += 1u << 16;
+}
 
-#define LDG(arr, i) trace_load((arr), (i), __LINE__, TRACE_ID_##arr)
-#define STG(arr, i, v) trace_store((arr), (i), (v), __LINE__, TRACE_ID_##arr)
-#define LDS(arr, r, c) trace_load(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), __LINE__, TRACE_ID_##arr)
-#define STS(arr, r, c, v) trace_store(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), (v), __LINE__, TRACE_ID_##arr)
-#define LDG4(arr, i) trace_load4((arr), (i), __LINE__, TRACE_ID_##arr)
-#define STG4(arr, i, v) trace_store4((arr), (i), (v), __LINE__, TRACE_ID_##arr)
-#define LDS4(arr, r, c) trace_load4(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), __LINE__, TRACE_ID_##arr)
-#define STS4(arr, r, c, v) trace_store4(&(arr)[0][0], (long long)(r) * TRACE_PITCH(arr) + (c), (v), __LINE__, TRACE_ID_##arr)
-#define CP_ASYNC4(dst, r, c, src, i) trace_copy_async4(&(dst)[0][0], (long long)(r) * TRACE_PITCH(dst) + (c), (src), (i), \
-                                                    __LINE__, TRACE_ID_##dst, TRACE_ID_##src)
+// What every recording macro passes after the element: where its array counts from, the line,
+// the array's number and the site's.
+#define TRACE_AT(arr, op) trace_origin(arr, TRACE_ID_##arr), __LINE__, TRACE_ID_##arr, \
+                          TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, op)
+#define TRACE_SHARED_AT(op, arr, ...) TRACE_AT(arr, op)
+#define LDG(arr, i) trace_load(&(arr)[i], TRACE_AT(arr, 0))
+#define STG(arr, i, v) trace_store(&(arr)[i], trace_origin(arr, TRACE_ID_##arr), (v), __LINE__, TRACE_ID_##arr, \
+                                   TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 1))
+#define LDS(...) trace_load(&TRACE_LDS_ELEM(__VA_ARGS__), TRACE_SHARED_AT(0, __VA_ARGS__))
+#define STS(...) trace_store(&TRACE_STS_ELEM(__VA_ARGS__), TRACE_SHARED_ORIGIN(__VA_ARGS__), (TRACE_STS_VALUE(__VA_ARGS__)), \
+                             __LINE__, TRACE_ID_OF(__VA_ARGS__), TRACE_SITE_OF(__LINE__, TRACE_ID_OF(__VA_ARGS__), 1))
+#define TRACE_SHARED_ORIGIN(arr, ...) trace_origin(arr, TRACE_ID_##arr)
+#define TRACE_LDGN(N, arr, i) trace_load_vec<N>(&(arr)[i], TRACE_AT(arr, 0))
+#define TRACE_STGN(N, arr, i, v) trace_store_vec<N>(&(arr)[i], trace_origin(arr, TRACE_ID_##arr), (v), __LINE__, \
+                                                    TRACE_ID_##arr, TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 1))
+#define TRACE_LDSN(N, ...) trace_load_vec<N>(&TRACE_LDS_ELEM(__VA_ARGS__), TRACE_SHARED_AT(0, __VA_ARGS__))
+#define TRACE_STSN(N, ...) trace_store_vec<N>(&TRACE_STS_ELEM(__VA_ARGS__), TRACE_SHARED_ORIGIN(__VA_ARGS__), \
+                                              (TRACE_STS_VALUE(__VA_ARGS__)), __LINE__, TRACE_ID_OF(__VA_ARGS__), \
+                                              TRACE_SITE_OF(__LINE__, TRACE_ID_OF(__VA_ARGS__), 1))
+#define CP_ASYNC4(...) trace_copy_async(&TRACE_CP_DST(__VA_ARGS__), TRACE_SHARED_ORIGIN(__VA_ARGS__), \
+                                        &TRACE_CP_SRC(__VA_ARGS__), \
+                                        trace_origin(TRACE_CP_SRC_ARRAY(__VA_ARGS__), TRACE_CP_SRC_ID(__VA_ARGS__)), \
+                                        __LINE__, TRACE_ID_OF(__VA_ARGS__), TRACE_CP_SRC_ID(__VA_ARGS__))
+#define TRACE_CP_SRC_ID(...) TRACE_PICK5(__VA_ARGS__, TRACE_CP_I5, TRACE_CP_I4, _)(__VA_ARGS__)
+#define TRACE_CP_I4(dst, i, src, j) TRACE_ID_##src
+#define TRACE_CP_I5(dst, r, c, src, j) TRACE_ID_##src
+#define CP_ASYNC_COMMIT() trace_commit()
 #ifdef MATMUL_CPU
-#define CP_ASYNC_COMMIT() ((void)0)
-#define CP_ASYNC_WAIT(n) ((void)0)
+#define CP_ASYNC_WAIT(n) ((void)0)   // the CPU's copies have landed when they return
 #else
-#define CP_ASYNC_COMMIT() __pipeline_commit()
 #define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
 #endif
 #define SYNC() trace_sync()
@@ -211,3 +315,17 @@ __device__ __forceinline__ dim3 trace_grid_dim() { return dim3(trace_grid_x, tra
 #endif
 
 #endif  // MATMUL_TRACE
+
+// The vector forms: N consecutive elements in one instruction.
+#define LDG2(arr, i) TRACE_LDGN(2, arr, i)
+#define LDG4(arr, i) TRACE_LDGN(4, arr, i)
+#define LDG8(arr, i) TRACE_LDGN(8, arr, i)
+#define STG2(arr, i, v) TRACE_STGN(2, arr, i, v)
+#define STG4(arr, i, v) TRACE_STGN(4, arr, i, v)
+#define STG8(arr, i, v) TRACE_STGN(8, arr, i, v)
+#define LDS2(...) TRACE_LDSN(2, __VA_ARGS__)
+#define LDS4(...) TRACE_LDSN(4, __VA_ARGS__)
+#define LDS8(...) TRACE_LDSN(8, __VA_ARGS__)
+#define STS2(...) TRACE_STSN(2, __VA_ARGS__)
+#define STS4(...) TRACE_STSN(4, __VA_ARGS__)
+#define STS8(...) TRACE_STSN(8, __VA_ARGS__)

@@ -108,3 +108,20 @@ def test_a_kernel_added_by_its_source_and_entry_traces_the_same_on_gpu_and_cpu()
         gpu, cpu = tracer.trace("rows_1d", p, source="gpu"), tracer.trace("rows_1d", p, source="cpu")
         assert gpu.rel_error < 1e-5 and gpu.checked_outputs == 37 * 45
         assert gpu.records.tobytes() == cpu.records.tobytes()
+
+
+def test_moved_pointers_and_1d_shared_tiles_trace_the_same_on_gpu_and_cpu():
+    from tests.test_contract import _moved_pointers
+    with registry.registered(_moved_pointers()):
+        p = make_problem(48, 64, 80, params={"TILE": 16})
+        gpu, cpu = tracer.trace("moved_pointers", p, source="gpu"), tracer.trace("moved_pointers", p, source="cpu")
+    assert gpu.rel_error < 1e-5 and gpu.checked_outputs == 48 * 64
+    assert gpu.records.tobytes() == cpu.records.tobytes()
+
+
+def test_a_half_precision_shared_array_traces_the_same_on_gpu_and_cpu():
+    from tests.test_element_types import half_trace
+    gpu, graw, _ = half_trace(5, 200, 37, "gpu")
+    cpu, craw, _ = half_trace(5, 200, 37, "cpu")
+    assert graw.checked_outputs == 5 * 200 and graw.rel_error == craw.rel_error   # the same rounding
+    assert gpu.records.tobytes() == cpu.records.tobytes()

@@ -1,12 +1,38 @@
+import numpy as np
 import pytest
 
 from engine.kernels import sources
+from engine.kernels.problem import make_problem
+from engine.tracing import tracer
+from engine.tracing.plan import single_launch_plan
 
 
-def test_trace_arrays_read_from_trace_header():
-    names = sources.trace_arrays()
-    assert names[:4] == ("A", "B", "C", "BT")
-    assert "tile_A" in names and "As" in names
+def test_traced_arrays_are_the_pointer_parameters_then_the_shared_arrays():
+    src = sources.load("tiled_guarded.cu")
+    assert [(a.name, a.space, a.element, a.dims) for a in src.arrays] == [
+        ("A", "global", "float", ()), ("B", "global", "float", ()), ("C", "global", "float", ()),
+        ("As", "shared", "float", ("TILE", "TILE")), ("Bs", "shared", "float", ("TILE", "TILE"))]
+    # The build numbers them in that order: records carry these numbers.
+    defines = src.trace_defines()
+    assert {k: v for k, v in defines.items() if "ARRAY" in k or "_ID_" in k} == {
+        "TRACE_ID_A": 0, "TRACE_ID_B": 1, "TRACE_ID_C": 2, "TRACE_ID_As": 3, "TRACE_ID_Bs": 4, "TRACE_ARRAY_COUNT": 5}
+
+
+def test_every_site_counts_its_executions_on_its_own_however_close_the_lines(tmp_path):
+    """Twelve sites on twelve neighbouring lines (the first engine's 32-slot hash of the line made
+    such kernels fail to load): each record's ordinal is how often its thread had run that site."""
+    body = "\n".join(f"  for (int i = 0; i < {1 + s % 3}; i++) STG(C, {s} * 4 + i, LDG(A, {s} * 4 + i));"
+                     for s in range(6))
+    src = sources.load(_kernel(tmp_path, body))
+    assert len(src.sites) == 12 and src.trace_defines()["TRACE_SITE_COUNT"] == 12
+    p = make_problem(8, 8, 8)
+    plan = single_launch_plan(src.path, p, (1, 1), (32, 1))
+    t = tracer.assemble(plan, tracer.run_plan(plan, "cpu"), "cpu")
+    r = t.records
+    for thread in range(32):
+        mine = r[r["thread_x"] == thread]
+        for site in np.unique(mine["site"]):
+            assert mine["ordinal"][mine["site"] == site].tolist() == list(range((mine["site"] == site).sum()))
 
 
 def test_sites_carry_line_array_and_kind():
@@ -41,19 +67,27 @@ def _kernel(tmp_path, body: str, params: str = "const float *A, const float *B, 
 
 
 @pytest.mark.parametrize("body, line, says", [
-    # Production style: the product is right, but every record of A would say row 0.
-    ("  int row = blockIdx.y;\n  A += row * K;\n  STG(C, row, LDG(A, 0));", 4, "A is moved"),
-    ("  for (int k = 0; k < K; k++, B += N) STG(C, k, LDG(B, 0));", 3, "B is moved"),
+    # A pointer may move along its allocation (A += row * K), not be pointed at another.
+    ("  A = B;\n  STG(C, 0, LDG(A, 0));", 3, "A is pointed somewhere else"),
+    ("  for (int k = 0; k < K; k++, B = A) STG(C, k, LDG(B, 0));", 3, "B is pointed somewhere else"),
     ("  const float *a = A + blockIdx.y * K;\n  STG(C, 0, 1.0f);", 3, "A is copied into another pointer"),
     ("  const float *a = &A[blockIdx.y * K];\n  STG(C, 0, 1.0f);", 3, "A is copied into another pointer"),
     ("  C[threadIdx.x] = LDG(A, threadIdx.x);", 3, "C is indexed directly"),
     ("  STG(C, 0, *A);", 3, "A is dereferenced directly"),
+    ("  STG(C, 0,\n      LDG(A, 0));", 3, "write each access macro on one line"),
     ("  __shared__ float As[TILE][TILE];\n  As[0][threadIdx.x] = 1.0f;\n  STG(C, 0, LDS(As, 0, 0));", 4,
      "As is indexed directly"),
-], ids=["moved", "moved-in-for", "alias", "alias-address", "raw-store", "raw-deref", "raw-shared"])
+], ids=["repointed", "repointed-in-for", "alias", "alias-address", "raw-store", "raw-deref", "two-lines", "raw-shared"])
 def test_an_access_the_trace_would_get_wrong_is_refused_with_its_line(tmp_path, body, line, says):
     with pytest.raises(ValueError, match=rf"k.cu:{line}: {says}"):
         sources.load(_kernel(tmp_path, body))
+
+
+def test_a_pointer_moved_along_its_allocation_is_recorded_from_the_allocation(tmp_path):
+    # Production style: before, every record of A said row 0 here; now each says its row.
+    body = "  A += blockIdx.y * K;\n  for (int k = 0; k < K; k++, B += N) STG(C, blockIdx.y * K + k, LDG(A, k) + 0.0f * LDG(B, 0));"
+    src = sources.load(_kernel(tmp_path, body))
+    assert {(s.array, s.op) for s in src.sites} == {("A", "load"), ("B", "load"), ("C", "store")}
 
 
 def test_what_looks_like_an_access_but_is_not_passes(tmp_path):
@@ -77,13 +111,20 @@ def test_any_other_use_of_a_traced_array_is_refused(tmp_path, body, line, says):
 
 
 def test_helpers_and_strings_that_name_an_array_are_not_accesses(tmp_path):
+    kernel = ('#include "trace.cuh"\n'
+              "__device__ float first(const float *A) { return LDG(A, 0); }\n"
+              'extern "C" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n'
+              '  if (M < 0) printf("A = %p, C += 1\\n", M);\n'
+              "  STG(C, 0, first(ARG));\n}\n")
+    # The helper's own parameter and the string are fine, and so is handing A on to a helper that
+    # takes it as A (its LDG records as A's, counted from A's allocation) ...
     src = tmp_path / "k.cu"
-    src.write_text('#include "trace.cuh"\n'
-                   "__device__ float first(const float *A) { return LDG(A, 0); }\n"
-                   'extern "C" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n'
-                   '  if (M < 0) printf("A = %p, C += 1\\n", M);\n'
-                   "  STG(C, 0, first(A));\n}\n")
-    # The helper's own parameter and the string are fine; handing A on is refused (conservatively:
-    # the helper might be given A + offset, whose records would count from the wrong start).
-    with pytest.raises(ValueError, match="k.cu:5: A is used outside"):
+    src.write_text(kernel.replace("ARG", "A"))
+    assert [s.array for s in sources.load(str(src)).sites] == ["A", "C"]
+    # ... but not handing B to it: its records would say A.
+    src = tmp_path / "k2.cu"
+    src.write_text(kernel.replace("ARG", "B"))
+    with pytest.raises(ValueError, match="k2.cu:5: B is passed to first, which must take it as a parameter named B"):
         sources.load(str(src))
+
+

@@ -68,9 +68,24 @@ def test_an_asynchronous_copy_is_a_global_read_and_a_shared_write_each_16_bytes(
     assert raw.checked_outputs == 3 * 200 and raw.rel_error < 1e-6
     # The two records of one copy, in order: the read, then the write, of the same thread.
     r = t.columns
-    first = int(np.flatnonzero(r["line"] == sources.load(ASYNC).sites[0].line)[0])
+    first = int(np.flatnonzero(t.lines() == sources.load(ASYNC).sites[0].line)[0])
     assert (r["space"][first], r["op"][first], r["space"][first + 1], r["op"][first + 1]) == (0, 0, 1, 1)
     assert r["thread_x"][first] == r["thread_x"][first + 1]
+
+
+def test_each_copy_carries_the_commit_group_it_belongs_to():
+    """async_rows.cu commits row 0's copy as group 0, then in step k the copy of row k + 1 as group
+    k + 1; the reads of row k come after the wait for group k."""
+    t, _ = async_trace(2, 128, 5)
+    r = t.records
+    copies = r[np.array([ts.site.copy for ts in t.sites])[r["site"]] & (r["op"] == 1)]
+    prologue = min(copies["line"])
+    assert (copies["group"][copies["line"] == prologue] == 0).all()
+    loop = copies[copies["line"] != prologue]
+    assert np.array_equal(loop["group"], loop["ordinal"] + 1)
+    reads = r[(r["array"] == t.arrays.index("Bs")) & (r["op"] == 0)]
+    assert np.array_equal(reads["group"], reads["ordinal"] + 2)   # committed by then: groups 0 .. k + 1
+    assert (r[r["array"] == t.arrays.index("C")]["group"] == 5 + 1).all()
 
 
 def test_copies_are_counted_as_nsight_compute_counts_them():
@@ -101,7 +116,7 @@ def test_a_misaligned_128_bit_access_is_an_error_as_on_the_gpu():
     from engine.errors import EngineError
     plan = single_launch_plan(str(Path(__file__).parent / "cuda" / "vec4_misaligned.cu"), make_problem(8, 64, 8),
                               (1, 1), (8, 1))
-    with pytest.raises(EngineError, match="128-bit access of B at an address that is not a multiple of 16"):
+    with pytest.raises(EngineError, match="vector access of B at an address that is not a multiple of its size"):
         tracer.run_plan(plan, "cpu")
 
 

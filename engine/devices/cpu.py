@@ -56,7 +56,7 @@ def _library(file: str, params):
             fn.restype = ctypes.c_int
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, _u32p, ctypes.c_uint,
                            _u32p, _u32p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
             _LIBS[path] = lib
         return _LIBS[path].cpu_trace_run
 
@@ -123,20 +123,22 @@ class CpuDevice:
         ints = [self.ints[n] for t, n in lp.params if "*" not in t]
         ptr_arr = (ctypes.c_void_p * 8)(*ptrs)
         int_arr = (ctypes.c_int * 8)(*ints)
-        names = sources.trace_arrays()
-        # Element counts of every array the kernel can touch (cuda/trace.cuh TRACE_OUT_OF_BOUNDS);
-        # an array left at 0 has no valid element.
-        bounds = np.zeros(len(names), dtype=np.uint64)
         src = sources.load(lp.file)
-        shapes = {**{n: self.shapes[n] for n in ("A", "B", "C", "BT")},
-                  **{n: src.shared_shape(n, lp.defines) for n in src.shared}}
-        for name, (rows, cols) in shapes.items():
-            bounds[names.index(name)] = rows * cols
+        names = [a.name for a in src.arrays]
+        # Per array of the kernel (its TRACE_ID): element count, for cuda/trace.cuh's
+        # TRACE_OUT_OF_BOUNDS, and where a global one's allocation starts (trace_bases).
+        bounds = np.zeros(len(names), dtype=np.uint64)
+        bases = np.zeros(len(names), dtype=np.uint64)
+        for i, a in enumerate(src.arrays):
+            rows, cols = self.shapes[a.name] if a.space == "global" else src.shared_shape(a.name, lp.defines)
+            bounds[i] = rows * cols
+            if a.space == "global":
+                bases[i] = self._buffer(a.name).ctypes.data
         slots = len(lp.blocks) * lp.block[0] * lp.block[1]
         counts = np.zeros(slots, dtype=np.uint32)
         epochs = np.zeros(slots, dtype=np.uint32)
         records = self._records(total) if offsets is not None else None
-        ordinals = np.zeros(slots * sources.SITE_SLOTS, dtype=np.uint32) if offsets is not None else None
+        ordinals = np.zeros(slots * src.site_count, dtype=np.uint32) if offsets is not None else None
         blocks = np.ascontiguousarray(lp.blocks, dtype=np.uint32)
         tpb = lp.block[0] * lp.block[1]
 
@@ -149,8 +151,8 @@ class CpuDevice:
                       counts[s0:s1], epochs[s0:s1],
                       offsets[s0:].ctypes.data if offsets is not None else None,
                       records.ctypes.data if records is not None else None,
-                      ordinals[s0 * sources.SITE_SLOTS:].ctypes.data if ordinals is not None else None,
-                      ptr_arr, int_arr, bounds.ctypes.data)
+                      ordinals[s0 * src.site_count:].ctypes.data if ordinals is not None else None,
+                      ptr_arr, int_arr, bounds.ctypes.data, bases.ctypes.data)
 
         start = time.perf_counter()
         # Blocks never talk to each other and the tracer's state is per host thread, so big launches
@@ -166,9 +168,9 @@ class CpuDevice:
         self.seconds["kernel"] += time.perf_counter() - start
         if rc < 0:
             raise EngineError(f"{lp.kernel}: not enough host memory for {lp.block[0] * lp.block[1]} CPU threads")
-        if rc > len(names):   # cuda/trace.cuh TRACE_MISALIGNED16
-            raise EngineError(f"{lp.kernel} made a 128-bit access of {names[rc - 1 - len(names)]} at an address "
-                              "that is not a multiple of 16 bytes (the GPU faults on it): the kernel is wrong")
+        if rc > len(names):   # cuda/trace.cuh TRACE_MISALIGNED
+            raise EngineError(f"{lp.kernel} made a vector access of {names[rc - 1 - len(names)]} at an address "
+                              "that is not a multiple of its size (the GPU faults on it): the kernel is wrong")
         if rc > 0:
             raise EngineError(f"{lp.kernel} accessed {names[rc - 1]} outside its bounds: the kernel is wrong "
                               "for this size")

@@ -8,8 +8,7 @@ import numpy as np
 import pycuda.driver as cuda
 
 from engine.devices.shm import SharedArray
-from engine.kernels import build
-from engine.kernels.sources import SITE_SLOTS
+from engine.kernels import build, sources
 from engine.tracing.plan import LaunchPlan
 from engine.tracing.records import RAW_DTYPE
 
@@ -69,8 +68,9 @@ class GpuDevice:
         records = cuda.mem_alloc(max(total, 1) * RAW_DTYPE.itemsize) if offsets is not None else None
         ordinals = None
         if offsets is not None:
-            ordinals = cuda.mem_alloc(4 * slots * SITE_SLOTS)
-            cuda.memset_d32(ordinals, 0, slots * SITE_SLOTS)
+            sites = sources.load(lp.file).site_count
+            ordinals = cuda.mem_alloc(4 * slots * sites)
+            cuda.memset_d32(ordinals, 0, slots * sites)
         self._set(mod, "trace_counts", int(counts))
         self._set(mod, "trace_epochs", int(epochs))
         self._set(mod, "trace_offsets", int(offs) if offs is not None else 0)
@@ -79,6 +79,11 @@ class GpuDevice:
         self._set(mod, "trace_block_map", int(block_map))
         self._set(mod, "trace_grid_x", lp.grid[0], np.uint32)
         self._set(mod, "trace_grid_y", lp.grid[1], np.uint32)
+        # Where each global array's allocation starts (cuda/trace.cuh trace_bases): records count
+        # from there, however the kernel moves its pointers.
+        bases = np.array([int(self.buffer(a.name)) if a.space == "global" else 0
+                          for a in sources.load(lp.file).arrays], dtype=np.uint64)
+        cuda.memcpy_htod(mod.get_global("trace_bases")[0], bases)
         start, end = cuda.Event(), cuda.Event()
         start.record()
         func(*self.args(lp), block=(lp.block[0], lp.block[1], 1), grid=(len(lp.blocks), 1))

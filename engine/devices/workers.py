@@ -113,6 +113,9 @@ class Worker:
             return reply[1]
         _, message, fatal = reply
         if fatal:
+            # It is on its way out (os._exit(3) right after this reply): let it go by itself, so
+            # its exit code says so, and kill it only if it lingers.
+            self.process.join(timeout=5)
             self.stop()
             raise WorkerCrashed(f"{doing} failed ({message}); the {self.what} was restarted")
         raise EngineError(message)

@@ -197,11 +197,18 @@ def build_cubin(file: str, params: Mapping[str, int], traced: bool) -> Path:
     # The traced build keeps more values live; capping registers at 64 lets 1024-thread blocks
     # (TILE 32) still launch. Spills, if any, change speed, never what the kernel computes.
     defs += ["-DMATMUL_TRACE", "-maxrregcount=64"] if traced else []
-    key = _inputs_hash(src.text, GPU_ARCH, compiler_version(compiler), *defs)
+    # The trace's numbering of arrays and sites goes in a header of its own: nvcc would split a -D
+    # value at its commas (TRACE_SITE_OF(l,a,o) has some).
+    header = _trace_header(src) if traced else ""
+    key = _inputs_hash(src.text, GPU_ARCH, compiler_version(compiler), *defs, header)
     target = cache_dir() / f"{src.name}-{'trace' if traced else 'plain'}-{key}.cubin"
 
     def build(out: Path) -> None:
-        _run([compiler, "-cubin", f"-arch={GPU_ARCH}", "-O3", "-lineinfo", *defs,
+        include = []
+        if header:
+            out.with_suffix(".h").write_text(header)
+            include = ["-include", str(out.with_suffix(".h"))]
+        _run([compiler, "-cubin", f"-arch={GPU_ARCH}", "-O3", "-lineinfo", *defs, *include,
               f"-I{sources.CUDA_DIR}", "-o", str(out), str(src.path)], f"nvcc on {file}")
 
     return _atomic_build(target, build)
@@ -211,6 +218,10 @@ def used_defines(src: sources.KernelSource, params: Mapping[str, int]) -> dict[s
     """The parameters the source names, in name order: one build, and one cache entry, for every
     choice of the others (transpose_b.cu is one build whatever the pipeline's other launch takes)."""
     return {k: params[k] for k in sorted(params) if src.uses(k)}
+
+
+def _trace_header(src: sources.KernelSource) -> str:
+    return "".join(f"#define {k} {v}\n" for k, v in src.trace_defines().items())
 
 
 def host_compiler() -> str | None:
@@ -245,6 +256,7 @@ def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
     unit = "\n".join([
         "#define MATMUL_CPU 1", "#define MATMUL_TRACE 1",
         *(f"#define {k} {v}" for k, v in defines.items()),
+        _trace_header(src),
         f'#include "{cuda / "cpu_shim.h"}"',
         f'#include "{src.path}"',
         f"#define CPU_KERNEL_CALL {_kernel_call(src)}",

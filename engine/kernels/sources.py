@@ -1,8 +1,14 @@
-"""Reads the kernel sources in cuda/: signature, access sites and shared arrays.
+"""Reads the kernel sources in cuda/: signature, traced arrays, access sites, and the rules a source
+must follow for its trace to be the truth (checked here, when a kernel is loaded).
 
-An access site is one use of an access macro (LDG, STG, LDS, STS from cuda/trace.cuh) in the
-source. A trace record names its site by (source line, array, load/store), which the macro
-records; this module gives every site an id and the text of its line, for the pages to show.
+An access site is one use of an access macro (LDG, STG, LDS, STS and their vector forms, CP_ASYNC4
+from cuda/trace.cuh) in the source. A trace record names its site by (source line, array,
+load/store), which the macro records; this module gives every site an id and the text of its line,
+for the pages to show.
+
+The traced arrays of a kernel are its pointer parameters (global memory) and its __shared__ arrays,
+numbered in that order: the build passes each number as TRACE_ID_<name>, so a kernel may name its
+arrays as it likes. Each has an element type (float, __half, ...): records count elements of it.
 """
 from __future__ import annotations
 
@@ -16,11 +22,32 @@ CUDA_DIR = Path(__file__).resolve().parents[2] / "cuda"
 
 _MACROS = {"LDG": ("global", "load"), "STG": ("global", "store"),
            "LDS": ("shared", "load"), "STS": ("shared", "store")}
-_SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)(4?)\(\s*(\w+)")
-# cp.async: CP_ASYNC4(dst, r, c, src, i) reads src (global) and writes dst (shared), 16 bytes each.
-_COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,[^,]*,[^,]*,\s*(\w+)\s*,")
+# LDG(A, i), LDG4(A, i) (four consecutive elements, one instruction), LDS(As, i) / LDS(As, r, c), ...
+_SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)([248]?)\(\s*(\w+)")
+# cp.async: CP_ASYNC4(dst, r, c, src, i) or CP_ASYNC4(dst, i, src, j) reads src (global) and writes
+# dst (shared), 16 bytes each.
+_COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
 _SIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
-_SHARED_RE = re.compile(r"__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?float\s+(\w+)\s*\[([^\]]+)\]\s*\[([^\]]+)\]")
+_ALIGN = r"(?:__align__\(\s*\d+\s*\)\s+)?"
+_SHARED_RE = re.compile(rf"__shared__\s+{_ALIGN}(\w+)\s+{_ALIGN}(\w+)\s*((?:\[[^\]]+\]\s*)+)")
+
+# The element types a traced array may have, with their size in bytes.
+ELEMENT_TYPES = {"float": 4, "int": 4, "unsigned": 4, "double": 8, "__half": 2, "half": 2,
+                 "__nv_bfloat16": 2, "nv_bfloat16": 2}
+COPY_BYTES = 16   # what one cp.async moves here (CP_ASYNC4)
+
+
+@dataclass(frozen=True)
+class Array:
+    """A traced array: a pointer parameter (global) or a __shared__ array of the kernel."""
+    name: str
+    space: str                  # "global" or "shared"
+    element: str                # C type of its elements
+    dims: tuple[str, ...] = ()  # shared arrays: each dimension's size, as written (in parameter names)
+
+    @property
+    def element_bytes(self) -> int:
+        return ELEMENT_TYPES[self.element]
 
 
 @dataclass(frozen=True)
@@ -30,17 +57,9 @@ class Site:
     space: str      # "global" or "shared"
     op: str         # "load" or "store"
     text: str       # the source line, stripped
-    width: int = 1  # elements per access: 4 for the 128-bit macros (LDG4, STS4, ...)
+    width: int = 1  # elements per access: 2, 4 or 8 for the vector macros (LDG4, STS4, ...)
     copy: bool = False   # one side of an asynchronous global -> shared copy (CP_ASYNC4: cp.async)
-
-
-SITE_SLOTS = 32  # cuda/trace.cuh TRACE_SITE_SLOTS
-
-
-def site_slot(line: int, array_id: int, op: int) -> int:
-    """cuda/trace.cuh's TRACE_SITE_HASH: which per-thread counter counts a site's executions."""
-    return (line * 2 + op + array_id * 17) & (SITE_SLOTS - 1)
-
+    bytes: int = 4  # bytes per lane of one access: width times the element's size
 
 @dataclass(frozen=True)
 class KernelSource:
@@ -49,16 +68,43 @@ class KernelSource:
     text: str
     params: tuple[tuple[str, str], ...]          # (C type, name), in order
     sites: tuple[Site, ...]
-    shared: dict[str, tuple[str, str]]          # array -> (rows expr, cols expr) in its parameters
+    arrays: tuple[Array, ...]                   # traced arrays: pointer parameters, then __shared__ arrays
 
     def uses(self, name: str) -> bool:
         """Whether the code names the macro (comments aside): a parameter it does not name cannot
         change its build."""
         return any(re.search(rf"\b{name}\b", line) for line in _code_lines(self.text))
 
+    @property
+    def site_count(self) -> int:
+        """Per-thread execution counters a traced run needs (cuda/trace.cuh TRACE_SITE_COUNT)."""
+        return max(len(self.sites), 1)
+
+    def array(self, name: str) -> Array:
+        return next(a for a in self.arrays if a.name == name)
+
+    def array_id(self, name: str) -> int:
+        """The number records carry for the array (cuda/trace.cuh TRACE_ID_<name>, set by the build)."""
+        return [a.name for a in self.arrays].index(name)
+
+    @property
+    def shared(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.arrays if a.space == "shared")
+
     def shared_shape(self, array: str, params: Mapping[str, int]) -> tuple[int, int]:
-        rows, cols = self.shared[array]
-        return _eval_int(rows, params), _eval_int(cols, params)
+        """(rows, cols) of a shared array; a 1-D one is one row."""
+        dims = [_eval_int(d, params) for d in self.array(array).dims]
+        return (dims[0], dims[1]) if len(dims) == 2 else (1, dims[0])
+
+    def trace_defines(self) -> dict[str, int | str]:
+        """What a traced build defines (cuda/trace.cuh): each traced array's number and how many
+        there are; each access site's number (TRACE_SITE_OF, which folds to a constant in every
+        macro) and how many: a thread counts each site's executions in a counter of its own."""
+        ids = {a.name: i for i, a in enumerate(self.arrays)}
+        site_of = "".join(f"(l)=={s.line}&&(a)=={ids[s.array]}&&(o)=={int(s.op == 'store')}?{i}:"
+                          for i, s in enumerate(self.sites))
+        return {**{f"TRACE_ID_{name}": i for name, i in ids.items()}, "TRACE_ARRAY_COUNT": len(ids),
+                "TRACE_SITE_COUNT": self.site_count, "TRACE_SITE_OF(l,a,o)": f"({site_of}0)"}
 
 
 def _eval_int(expr: str, env: Mapping[str, int]) -> int:
@@ -73,12 +119,8 @@ def _strip_comment(line: str) -> str:
     return line.split("//", 1)[0]
 
 
-@lru_cache(maxsize=None)
-def trace_arrays() -> tuple[str, ...]:
-    """The array names of cuda/trace.cuh's TRACE_ARRAYS list, in id order."""
-    text = (CUDA_DIR / "trace.cuh").read_text()
-    line = next(l for l in text.splitlines() if l.startswith("#define TRACE_ARRAYS(X)"))
-    return tuple(re.findall(r"X\((\w+)\)", line.split(")", 1)[1]))
+def _element(ctype: str) -> str | None:
+    return next((w for w in ctype.replace("*", " ").split() if w in ELEMENT_TYPES), None)
 
 
 @lru_cache(maxsize=None)
@@ -92,37 +134,62 @@ def load(file: str) -> KernelSource:
     for p in sig.group(2).split(","):
         words = p.replace("*", " * ").split()
         params.append((" ".join(words[:-1]), words[-1]))
-    known = set(trace_arrays())
+    arrays = [Array(name, "global", _element(ctype) or "") for ctype, name in params if "*" in ctype]
+    for m in _SHARED_RE.finditer("\n".join(_code_lines(text))):
+        dims = tuple(d.strip() for d in re.findall(r"\[([^\]]+)\]", m.group(3)))
+        if len(dims) > 2:
+            raise ValueError(f"{file}: shared array {m.group(2)} has {len(dims)} dimensions; traced arrays have 1 or 2")
+        arrays.append(Array(m.group(2), "shared", m.group(1) if m.group(1) in ELEMENT_TYPES else "", dims))
+    for a in arrays:
+        if not a.element:
+            raise ValueError(f"{file}: {a.name} has an element type the trace cannot size; traced arrays hold "
+                             f"{', '.join(ELEMENT_TYPES)}")
+    spaces = {a.name: a for a in arrays}
+    _check_traced_arrays(file, text, [a.name for a in arrays if a.space == "global"],
+                         [a.name for a in arrays if a.space == "shared"])
+
+    def traced(number: int, name: str, space: str) -> Array:
+        if name not in spaces:
+            raise ValueError(f"{file}:{number}: {name} is not a traced array (a pointer parameter of the kernel "
+                             "or a __shared__ array)")
+        if spaces[name].space != space:
+            raise ValueError(f"{file}:{number}: {name} is in {spaces[name].space} memory; use the "
+                             f"{'LDG/STG' if spaces[name].space == 'global' else 'LDS/STS'} macros for it")
+        return spaces[name]
+
     sites = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        for macro, wide, array in _SITE_RE.findall(_strip_comment(line)):
-            if array not in known:
-                raise ValueError(f"{file}:{number}: array {array} is not in trace.cuh's TRACE_ARRAYS")
+    for number, line in enumerate(_code_lines(text), start=1):
+        shown = text.splitlines()[number - 1].strip()
+        for m in re.finditer(r"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4\(", line):
+            rest = line[m.end():]
+            if rest.count(")") - rest.count("(") < 1:   # records carry __LINE__: it must be this one
+                raise ValueError(f"{file}:{number}: write each access macro on one line, so its records' "
+                                 f"line is its site's: {shown}")
+        for macro, wide, name in _SITE_RE.findall(line):
             space, op = _MACROS[macro]
-            sites.append(Site(number, array, space, op, line.strip(), 4 if wide else 1))
-        for dst, src in _COPY_RE.findall(_strip_comment(line)):
-            for array in (src, dst):
-                if array not in known:
-                    raise ValueError(f"{file}:{number}: array {array} is not in trace.cuh's TRACE_ARRAYS")
-            sites.append(Site(number, src, "global", "load", line.strip(), 4, copy=True))
-            sites.append(Site(number, dst, "shared", "store", line.strip(), 4, copy=True))
+            a = traced(number, name, space)
+            width = int(wide or 1)
+            size = width * a.element_bytes
+            if width > 1 and size not in (4, 8, 16):
+                raise ValueError(f"{file}:{number}: {macro}{wide} of {a.element} moves {size} bytes; vector "
+                                 "accesses move 4, 8 or 16 bytes")
+            sites.append(Site(number, name, space, op, shown, width, bytes=size))
+        for dst, src in _COPY_RE.findall(line):
+            s, d = traced(number, src, "global"), traced(number, dst, "shared")
+            sites.append(Site(number, src, "global", "load", shown, COPY_BYTES // s.element_bytes, True, COPY_BYTES))
+            sites.append(Site(number, dst, "shared", "store", shown, COPY_BYTES // d.element_bytes, True, COPY_BYTES))
     keys = [(s.line, s.array, s.op) for s in sites]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{file}: two accesses of one array on one line cannot be told apart in a trace")
-    slots = [site_slot(s.line, trace_arrays().index(s.array), s.op == "store") for s in sites]
-    if len(set(slots)) != len(slots):
-        raise ValueError(f"{file}: two access sites share an ordinal counter (TRACE_SITE_HASH); "
-                         "move one of them to another line")
-    shared = {m.group(1): (m.group(2), m.group(3)) for m in _SHARED_RE.finditer(text)}
-    _check_traced_arrays(file, text, [n for t, n in params if "*" in t and n in known], list(shared))
-    return KernelSource(sig.group(1), path, text, tuple(params), tuple(sites), shared)
+    return KernelSource(sig.group(1), path, text, tuple(params), tuple(sites), tuple(arrays))
 
 
 # Any function's parameter list (a kernel's, a __device__ helper's), however many lines it spans.
-_FUNCTION_RE = re.compile(r"(?:__global__|__device__)[^;{}()]*\(([^()]*)\)\s*\{", re.S)
+# One level of parentheses inside, for array references: float (&As)[BM * BK].
+_FUNCTION_RE = re.compile(r"(?:__global__|__device__)[^;{}()]*\(((?:[^()]|\([^()]*\))*)\)\s*\{", re.S)
 # An access macro's array argument(s): what is left of a traced array's name once these are blanked
 # is a use the trace does not see.
-_MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)4?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,[^,]*,[^,]*,\s*(\w+)")
+_MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)")
 
 
 @lru_cache(maxsize=64)   # build.used_defines asks of a source on every build lookup
@@ -139,15 +206,74 @@ def _code_lines(text: str) -> tuple[str, ...]:
     return tuple(_FUNCTION_RE.sub(params_blanked, text).splitlines())
 
 
+# A __device__ helper's definition: its name and its parameter list.
+_HELPER_RE = re.compile(r"__device__[^;{}()]*?\b(\w+)\s*\(((?:[^()]|\([^()]*\))*)\)\s*\{", re.S)
+
+
+def _split_arguments(text: str) -> list[str]:
+    """text split at its top-level commas (not those inside (), [] or <>)."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch in "([<"
+        depth -= ch in ")]>"
+        current += ch
+    return [*parts, current]
+
+
+def _helpers(text: str) -> dict[str, list[tuple[str, bool]]]:
+    """The source's __device__ helpers: name -> each parameter's name, and whether it is a reference
+    to an array (const float (&As)[BM * BK])."""
+    found = {}
+    for m in _HELPER_RE.finditer(re.sub(r"//[^\n]*", "", text)):
+        params = []
+        for p in _split_arguments(m.group(2)):
+            ref = re.search(r"\(\s*&\s*(\w+)\s*\)", p)
+            words = re.findall(r"\w+", p)
+            params.append((ref.group(1), True) if ref else (words[-1] if words else "", False))
+        found[m.group(1)] = params
+    return found
+
+
+def _passed_to_helpers(file: str, number: int, line: str, helpers: dict, names: dict[str, str]) -> str:
+    """The line with every traced array passed whole to a helper blanked out, after checking the
+    helper receives it under the same name (its access macros record by name) and, for a shared
+    array, by reference to the array (so it still counts from the array's start)."""
+    for m in re.finditer(rf"\b({'|'.join(map(re.escape, helpers)) or '(?!)'})\s*(?:<[^<>()]*>)?\s*\(", line):
+        depth, end = 1, m.end()
+        while end < len(line) and depth:
+            depth += {"(": 1, ")": -1}.get(line[end], 0)
+            end += 1
+        params, start = helpers[m.group(1)], m.end()
+        for i, arg in enumerate(_split_arguments(line[start:end - 1])):
+            name = arg.strip()
+            if name in names:
+                got = params[i] if i < len(params) else ("", False)
+                if got[0] != name or (names[name] == "shared" and not got[1]):
+                    want = f"a reference to the array named {name} (&{name})" if names[name] == "shared" \
+                        else f"a parameter named {name}"
+                    raise ValueError(f"{file}:{number}: {name} is passed to {m.group(1)}, which must take it as "
+                                     f"{want}, so its accesses are recorded as {name}'s: {line.strip()}")
+                line = line[:start] + re.sub(rf"\b{name}\b", " " * len(name), line[start:end], count=1) + line[end:]
+            start += len(arg) + 1
+    return line
+
+
 def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list[str]) -> None:
     """The rules a kernel must follow for its trace to be the truth, checked when it is loaded.
-    A record names its element by the array it was made through and an index from that array's
-    start, so:
+    A record names its element by the array it was made through and the element's distance from
+    the start of that array's allocation, so:
       - a traced array is touched only through the access macros (a plain A[i] or *A is an
         access nobody records);
-      - a global array parameter is never moved (A += row * K; LDG(A, k) computes the right product
-        while every record says row 0) nor copied into another pointer (accesses through the copy
-        would not be recorded at all): index from the original, LDG(A, row * K + k)."""
+      - a global array parameter may be moved along its allocation (A += row * K; LDG(A, k) records
+        row `row`, as it should), but never pointed elsewhere (A = B) nor copied into another
+        pointer (accesses through the copy would not be recorded at all): move the parameter itself;
+      - a traced array may be passed whole to a __device__ helper (a template too) that takes it
+        under the same name, a shared array as a reference to the array (float (&As)[BM * BK]):
+        its macros then record as the caller's would."""
     names = [*pointers, *shared]
     if not names:
         return
@@ -156,23 +282,33 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
     if pointers:   # first: a copy made with &A[i] is a copy, not an access
         ptr = "|".join(map(re.escape, pointers))
         rules += [
-            (re.compile(rf"\b({ptr})\s*(\+=|-=|\+\+|--|=(?!=))|(?:\+\+|--)\s*({ptr})\b"),
-             "is moved; records would count from the moved pointer, not from the array's start: index from "
-             "the original pointer instead (LDG(A, row * K + k))"),
-            (re.compile(rf"[=(,]\s*&?\s*\(?\s*({ptr})\s*[+\-\[]"),
-             "is copied into another pointer; accesses through the copy are not recorded: index from the "
-             "original pointer instead"),
+            (re.compile(rf"\b({ptr})\s*=(?!=)"),
+             "is pointed somewhere else; records count from the allocation it was passed with: move it "
+             "along that allocation instead (A += row * K)"),
+            (re.compile(rf"[=(,]\s*&?\s*\(?\s*({ptr})\s*(?:\[|[+\-](?![=+\-]))"),
+             "is copied into another pointer; accesses through the copy are not recorded: move the "
+             "parameter itself (A += row * K) or index from it"),
         ]
+    if shared:
+        sh = "|".join(map(re.escape, shared))
+        rules.append((re.compile(rf"\b({sh})\s*(\+=|-=|\+\+|--)|(?:\+\+|--)\s*({sh})\b"),
+                      "is a shared array and cannot be moved; index it instead"))
     rules += [
         (re.compile(rf"\b({alt})\s*\["), "is indexed directly; use LDG/STG (global) or LDS/STS (shared) so the "
                                           "access is recorded"),
         (re.compile(rf"\*\s*\(?\s*({alt})\b"), "is dereferenced directly; use the access macros so the access "
                                                "is recorded"),
     ]
+    # A move of a pointer parameter along its allocation (A += s, A -= s, ++A, A++): blanked, and
+    # what is left of the line is checked like any other.
+    ptr = "|".join(map(re.escape, pointers)) or "(?!)"
+    moves = re.compile(rf"\b(?:{ptr})\s*(?:\+=|-=|\+\+|--)|(?:\+\+|--)\s*(?:{ptr})\b")
     anywhere = re.compile(rf"\b({alt})\b")
+    helpers = _helpers(text)
+    spaces = {**{n: "global" for n in pointers}, **{n: "shared" for n in shared}}
     for number, line in enumerate(_code_lines(text), start=1):
         if _SHARED_RE.search(line):
-            if line.count("[") > 2 * len(_SHARED_RE.findall(line)):
+            if line.count("[") > sum(m[2].count("[") for m in _SHARED_RE.findall(line)):
                 raise ValueError(f"{file}:{number}: declare one __shared__ array per statement, so each "
                                  f"gets its own size: {line.strip()}")
             continue   # a declaration, not an access
@@ -184,8 +320,10 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
         # Whatever else names a traced array outside an access macro (a cast, a plain copy, a
         # pointer to a shared array) is a use the trace would not see.
         rest = _MACRO_ARRAY_RE.sub(lambda m: re.sub(r"\w", " ", m.group(0)), line)
+        rest = moves.sub(lambda m: " " * len(m.group(0)), rest)
+        rest = _passed_to_helpers(file, number, rest, helpers, spaces)
         m = anywhere.search(rest)
         if m:
             raise ValueError(f"{file}:{number}: {m.group(1)} is used outside the access macros (LDG/STG, "
-                             f"LDS/STS, their 128-bit forms, CP_ASYNC4), where the trace cannot see it: "
+                             f"LDS/STS, their vector forms, CP_ASYNC4), where the trace cannot see it: "
                              f"{line.strip()}")

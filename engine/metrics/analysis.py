@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from engine.tracing.records import ELEMENT_BYTES, Trace
+from engine.tracing.records import Trace
 
 SECTOR_BYTES = 32
+WORD_BYTES = 4      # a shared-memory bank serves one 4-byte word per wavefront
 LINE_BYTES = 128
 BANKS = 32
 WARP = 32
@@ -78,9 +79,9 @@ def _wide_wavefronts(words: np.ndarray, width: int) -> np.ndarray:
 
 def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, width: np.ndarray) -> None:
     """addr: (rows, 32) byte offsets of each row's lanes (their first byte), -1 for an inactive lane;
-    width: elements per lane of each row's access (1, or 4 for a 128-bit one). A lane's aligned 16
-    bytes lie in one 32-byte sector and one 128-byte line, so a global access's sectors and lines
-    are those of its first bytes whatever its width."""
+    width: 4-byte words per lane of each row's access (1 for 4 bytes or less, 2 for 64-bit, 4 for
+    128-bit). A lane's aligned access of up to 16 bytes lies in one 32-byte sector and one 128-byte
+    line, so a global access's sectors and lines are those of its first bytes whatever its width."""
     inst["active"] = (addr >= 0).sum(axis=1)
     inst["sectors"] = inst["lines"] = inst["wavefronts"] = inst["ideal"] = 0
     g = addr[is_global]
@@ -89,7 +90,7 @@ def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, wid
         inst["lines"][is_global] = _distinct_per_row(np.where(g >= 0, g // LINE_BYTES, -1))
     for w in np.unique(width[~is_global]).tolist():
         rows = ~is_global & (width == w)
-        words = np.where(addr[rows] >= 0, addr[rows] // ELEMENT_BYTES, -1)
+        words = np.where(addr[rows] >= 0, addr[rows] // WORD_BYTES, -1)
         inst["wavefronts"][rows] = _wavefronts(words) if w == 1 else _wide_wavefronts(words, w)
         # Conflict-free: 1 wavefront for 4 bytes a lane; wider, what each half-warp's active lanes'
         # words need at 32 banks a wavefront (whichever lanes are active: a guard can leave any).
@@ -188,7 +189,7 @@ def warp_instructions(trace: Trace) -> np.ndarray:
     inst["first"] = first
     inst["seq"] = np.concatenate([p[1] for p in parts])
     space = np.array([ts.site.space == "global" for ts in trace.sites], dtype=bool)
-    width = np.array([ts.site.width for ts in trace.sites], dtype=np.int64)
+    width = np.array([max(1, ts.site.bytes // WORD_BYTES) for ts in trace.sites], dtype=np.int64)
     _fill_metrics(inst, np.concatenate([p[2] for p in parts]), space[inst["site"]], width[inst["site"]])
     # Program order per warp: by the warp's first record, then its position in its thread's stream.
     # Only rows of one divergent warp can tie; they keep the grouped order (site, then ordinal).
@@ -276,7 +277,7 @@ def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
     if not len(idx):
         return None
     o = r["ordinal"][idx].astype(np.int64)
-    words = (r["offset"][idx] // ELEMENT_BYTES).astype(np.int64)
+    words = (r["offset"][idx] // WORD_BYTES).astype(np.int64)
     warp_id = np.repeat(trace.thread_warp.astype(np.int64), trace.thread_counts)[idx]
     group, part = np.divmod(o, width)
     n_rows, inverse = _compact(warp_id * (int(group.max()) + 1) + group)

@@ -9,8 +9,8 @@ import numpy as np
 from engine.kernels import registry
 from engine.kernels.problem import make_inputs
 from engine.kernels.reference import matmul
-from engine.metrics.analysis import BANKS, SECTOR_BYTES
-from engine.tracing.records import ELEMENT_BYTES, Trace
+from engine.metrics.analysis import BANKS, SECTOR_BYTES, WORD_BYTES
+from engine.tracing.records import Trace
 
 
 @dataclass
@@ -76,7 +76,7 @@ def bank_layers(step: Step) -> dict[str, list]:
     """For a shared-memory step: each distinct word with its bank, its layer (0 for the first word
     of a bank, 1 for the second: the extra wavefronts) and the lanes that read it (broadcast).
     Columns as lists: bank, word, layer, lane (a list of lanes per word)."""
-    words = (step.offsets // ELEMENT_BYTES).astype(np.int64)
+    words = (step.offsets // WORD_BYTES).astype(np.int64)
     banks = words % BANKS
     order = np.lexsort((step.lanes, words, banks))
     w, b, lanes = words[order], banks[order], step.lanes[order]

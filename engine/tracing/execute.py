@@ -31,17 +31,12 @@ class RawRun:
     seconds: dict[str, float]
 
 
-def global_array_ids() -> dict[str, int]:
-    names = sources.trace_arrays()
-    return {n: names.index(n) for n in ("A", "B", "C", "BT")}
-
-
-def _stored_elements(file: str, records: np.ndarray, array: int) -> np.ndarray:
-    """Element indices of `array` the records say were stored: a 128-bit store (STG4) is one record
-    for four consecutive elements, all of which are checked."""
-    mine = records[(records["array"] == array) & (records["op"] == 1)]
-    wide = {s.line: s.width for s in sources.load(file).sites
-            if s.width > 1 and s.op == "store" and sources.trace_arrays().index(s.array) == array}
+def _stored_elements(file: str, records: np.ndarray, name: str) -> np.ndarray:
+    """Element indices of array `name` the records say were stored: a vector store (STG4) is one
+    record for several consecutive elements, all of which are checked."""
+    src = sources.load(file)
+    mine = records[(records["array"] == src.array_id(name)) & (records["op"] == 1)]
+    wide = {s.line: s.width for s in src.sites if s.width > 1 and s.op == "store" and s.array == name}
     if not wide:
         return mine["index"]
     parts = [mine["index"][~np.isin(mine["line"], list(wide))].astype(np.int64)]
@@ -72,9 +67,8 @@ def execute(plan: TracePlan, device) -> RawRun:
         records = device.run(lp, offsets, total)
         raws.append(RawLaunch(counts, records))
     # Check every output element the traced blocks stored against float64 numpy.
-    ids = global_array_ids()
     last = raws[-1]
-    stored = _stored_elements(plan.launches[-1].file, last.records, ids["C"])
+    stored = _stored_elements(plan.launches[-1].file, last.records, "C")
     if len(stored):
         got = device.read("C", stored)
         err = reference.relative_error(got, reference.elements(a, b, stored, plan.problem.n))

@@ -11,7 +11,7 @@ import numpy as np
 from engine.errors import EngineError
 from engine.kernels import registry, sources
 from engine.kernels.problem import Problem
-from engine.tracing.records import RAW_DTYPE, TRACE_DTYPE
+from engine.tracing.records import RAW_DTYPE, STORED_BYTES
 
 RECORD_CAP_ENV = "MATMUL_EXPLORER_RECORD_CAP"
 # None: the cap is read from $MATMUL_EXPLORER_RECORD_CAP when a plan is made (record_cap()), so a
@@ -107,11 +107,7 @@ def make_plan(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | Non
         src = sources.load(launch.file)
         launches.append(LaunchPlan(launch.file, src.name, src.params, launch.grid(problem), launch.block(problem),
                                    chosen, traced=main or blocks is None, defines=problem.params))
-    shapes = global_shapes(problem)
-    for lp in launches:
-        src = sources.load(lp.file)
-        for name in src.shared:
-            shapes[name] = src.shared_shape(name, problem.params)
+    shapes = array_shapes(launches, problem)
     estimate = sum(lp.threads * launch.records_per_thread(problem)
                    for lp, launch in zip(launches, spec.launches) if lp.traced)
     if estimate > cap:
@@ -139,12 +135,23 @@ def buffer_bytes(problem: Problem, kernel: str) -> int:
     return sum(4 * shapes[n][0] * shapes[n][1] for n in names)
 
 
+def array_shapes(launches: list[LaunchPlan], problem: Problem) -> dict[str, tuple[int, int]]:
+    """(rows, cols) of every array the launches touch: the problem's matrices and each kernel's
+    shared arrays (a 1-D one is one row)."""
+    shapes = global_shapes(problem)
+    for lp in launches:
+        src = sources.load(lp.file)
+        for name in src.shared:
+            shapes[name] = src.shared_shape(name, problem.params)
+    return shapes
+
+
 def single_launch_plan(file: str, problem: Problem, grid: tuple[int, int], block: tuple[int, int],
                        cap: int | None = DEFAULT_RECORD_CAP) -> TracePlan:
-    """A plan for one source outside the catalog (the tests' deliberately broken kernels)."""
+    """A plan for one source outside the catalog (the tests' own kernels)."""
     src = sources.load(file)
     lp = LaunchPlan(file, src.name, src.params, grid, block, all_blocks(grid), True, problem.params)
-    return TracePlan(src.name, problem, [lp], global_shapes(problem), record_cap() if cap is None else cap, 0)
+    return TracePlan(src.name, problem, [lp], array_shapes([lp], problem), record_cap() if cap is None else cap, 0)
 
 
 def format_bytes(n: int) -> str:
@@ -155,7 +162,7 @@ def format_bytes(n: int) -> str:
 
 HOST_MEMORY_ENV = "MATMUL_EXPLORER_HOST_MEMORY"
 # Per record: the 16-byte raw record the kernel writes, then the 31-byte assembled one.
-RECORD_HOST_BYTES = RAW_DTYPE.itemsize + TRACE_DTYPE.itemsize
+RECORD_HOST_BYTES = RAW_DTYPE.itemsize + STORED_BYTES
 _SIZE_RE = re.compile(r"(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmgt]?)(?:i?b)?", re.I)
 
 

@@ -1,27 +1,32 @@
 """The trace: one row per memory access of every traced thread. This docstring is the schema.
 
-Fields of TRACE_DTYPE (31 bytes per record in memory, kept column by column in Trace.columns;
-Trace.records packs them into one numpy structured array on demand):
+Fields of TRACE_DTYPE (kept column by column in Trace.columns, 31 bytes per record in memory:
+`line` is not stored, it follows from `site`; Trace.records packs them all into one numpy
+structured array on demand, for export and tests):
   launch            which launch of the kernel's pipeline (0 unless it has a preparation step)
   block_x, block_y  blockIdx of the thread, in the kernel's full grid
   thread_x, thread_y threadIdx of the thread
   warp, lane        (threadIdx.y * blockDim.x + threadIdx.x) // 32 and % 32: the hardware's warp split
-  site              index into Trace.sites: which access macro in the source (Trace.sites[i].line
-  line              is its 1-based source line, also stored here)
+  site              index into Trace.sites: which access macro in the source
+  line              its 1-based source line (Trace.sites[site].line; in records and exports only)
   ordinal           how many times this thread had already executed this site (0 for the first)
   epoch             how many SYNC() (__syncthreads) the thread had passed: tiled kernels alternate
                     a load epoch (2p) and a compute epoch (2p + 1) for phase p
+  group             how many cp.async groups the thread had committed (CP_ASYNC_COMMIT): for an
+                    asynchronous copy, the group it belongs to, which CP_ASYNC_WAIT waits for
   space             0 global, 1 shared
   op                0 load, 1 store
-  array             index into Trace.arrays (A, B, C, BT, As, ...)
+  array             index into Trace.arrays (A, B, C, As, ...: the traced arrays of the trace's kernels)
   row, col          the element, in the array's own row-major shape (shared arrays: their padded
-                    pitch, so col can reach TILE + PAD - 1)
-  offset            byte offset of the element from the start of its array
+                    pitch, so col can reach TILE + PAD - 1; a 1-D shared array is one row)
+  offset            byte offset of the element from the start of its array (its allocation, for a
+                    global array whose pointer the kernel moved)
 
 Order: by launch, then traced block (in request order), then thread (x fastest), then program
 order within the thread, the same on GPU and CPU. Records come from the kernels as 16-byte
 RAW_DTYPE rows (cuda/trace.cuh's TraceRecord: element index, line, array, op, epoch, ordinal) and
-are assembled here, for both sources alike.
+are assembled here, for both sources alike. A raw record's array is the kernel's own number for it
+(engine/kernels/sources.py KernelSource.arrays); the trace renumbers them into Trace.arrays.
 """
 from __future__ import annotations
 
@@ -30,19 +35,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from engine.kernels.sources import Site, trace_arrays
+from engine.kernels.sources import Array, Site
 
+# epoch: SYNC()s passed (low 16 bits) and cp.async groups committed (high 16 bits).
 RAW_DTYPE = np.dtype([("index", "<u4"), ("line", "<u2"), ("array", "u1"), ("op", "u1"), ("epoch", "<u4"),
                       ("ordinal", "<u4")])
 
 TRACE_DTYPE = np.dtype([
     ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("thread_x", "<u2"), ("thread_y", "<u2"),
     ("warp", "u1"), ("lane", "u1"), ("site", "u1"), ("line", "<u2"), ("ordinal", "<u4"), ("epoch", "<u2"),
-    ("space", "u1"), ("op", "u1"), ("array", "u1"), ("row", "<u2"), ("col", "<u2"), ("offset", "<u4"),
+    ("space", "u1"), ("op", "u1"), ("array", "u1"), ("row", "<u2"), ("col", "<u2"), ("offset", "<u4"), ("group", "<u2"),
 ])
+# What Trace.columns holds: every field but line, which Trace.sites gives for each site.
+STORED_FIELDS = tuple(name for name in TRACE_DTYPE.names if name != "line")
+STORED_BYTES = sum(TRACE_DTYPE.fields[name][0].itemsize for name in STORED_FIELDS)
 SPACES = ("global", "shared")
 OPS = ("load", "store")
-ELEMENT_BYTES = 4
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,7 @@ class Trace:
     problem: object
     source: str                  # "gpu" or "cpu"
     device: str                  # e.g. "NVIDIA H200" or "CPU (x86_64, g++)"
-    columns: dict[str, np.ndarray]   # one contiguous array per TRACE_DTYPE field
+    columns: dict[str, np.ndarray]   # one contiguous array per STORED_FIELDS field
     sites: list[TraceSite]
     arrays: tuple[str, ...]
     shapes: dict[str, tuple[int, int]]   # array -> (rows, cols) as traced (shared: padded pitch)
@@ -95,9 +103,14 @@ class Trace:
     def records(self) -> np.ndarray:
         """The trace as one TRACE_DTYPE structured array (built on each call: for export and tests)."""
         out = np.empty(len(self), dtype=TRACE_DTYPE)
-        for name in TRACE_DTYPE.names:
+        for name in STORED_FIELDS:
             out[name] = self.columns[name]
+        out["line"] = self.lines()
         return out
+
+    def lines(self) -> np.ndarray:
+        """Each record's source line (from its site)."""
+        return np.array([ts.site.line for ts in self.sites], dtype=np.uint16)[self.columns["site"]]
 
     def thread_starts(self) -> np.ndarray:
         """Where each traced thread's records start (one more entry: the end), computed once."""
@@ -135,6 +148,7 @@ class Trace:
     def to_dataframe(self) -> pd.DataFrame:
         """The records with names instead of codes, for display and export."""
         df = pd.DataFrame(self.columns, copy=False)
+        df.insert(list(TRACE_DTYPE.names).index("line"), "line", self.lines())
         df["space"] = pd.Categorical.from_codes(df["space"], SPACES)
         df["op"] = pd.Categorical.from_codes(df["op"], OPS)
         df["array"] = pd.Categorical.from_codes(df["array"], self.arrays)
@@ -142,13 +156,30 @@ class Trace:
 
 
 def empty_columns(n: int = 0) -> dict[str, np.ndarray]:
-    return {name: np.zeros(n, dtype=TRACE_DTYPE.fields[name][0]) for name in TRACE_DTYPE.names}
+    return {name: np.zeros(n, dtype=TRACE_DTYPE.fields[name][0]) for name in STORED_FIELDS}
+
+
+@dataclass(frozen=True)
+class ArrayTable:
+    """What the assembly needs to know of each array of a trace, by its id in Trace.arrays."""
+    names: tuple[str, ...]
+    pitch: np.ndarray           # uint32: row pitch in elements (1-D: the whole array)
+    shared: np.ndarray          # uint8: 1 if it lives in shared memory
+    element_bytes: np.ndarray   # uint32: size of one element
+
+    @staticmethod
+    def of(arrays: list[Array], shapes: dict[str, tuple[int, int]]) -> ArrayTable:
+        return ArrayTable(tuple(a.name for a in arrays),
+                          np.array([max(shapes.get(a.name, (1, 1))[1], 1) for a in arrays], dtype=np.uint32),
+                          np.array([a.space == "shared" for a in arrays], dtype=np.uint8),
+                          np.array([a.element_bytes for a in arrays], dtype=np.uint32))
 
 
 def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: LaunchInfo,
-                    site_ids: dict[tuple[int, int, int], int], pitches: np.ndarray,
-                    shared_ids: np.ndarray) -> dict[str, np.ndarray]:
-    """Raw records of one launch -> TRACE_DTYPE columns. site_ids maps (line, array, op) to a site id."""
+                    site_ids: dict[tuple[int, int, int], int], table: ArrayTable,
+                    to_trace: np.ndarray) -> dict[str, np.ndarray]:
+    """Raw records of one launch -> TRACE_DTYPE columns. site_ids maps (line, the kernel's array id,
+    op) to a site id; to_trace maps the kernel's array ids to the trace's."""
     n = len(raw)
     if n == 0:
         return empty_columns()
@@ -162,26 +193,32 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
     for name, values in per_thread.items():
         cols[name] = np.repeat(values.astype(dt[name][0]), counts)
 
-    n_arr = len(pitches)
+    n_arr = len(to_trace)
     max_line = int(raw["line"].max())
     lut = np.full((max_line + 1) * n_arr * 2, 255, dtype=np.uint8)
     for (line, array, op), sid in site_ids.items():
         if line <= max_line:
             lut[(line * n_arr + array) * 2 + op] = sid
     line = np.ascontiguousarray(raw["line"])
-    array = np.ascontiguousarray(raw["array"])
     op = np.ascontiguousarray(raw["op"])
-    site = lut[(line.astype(np.int32) * n_arr + array) * 2 + op]
+    kernel_array = np.ascontiguousarray(raw["array"])
+    if int(kernel_array.max()) >= n_arr:
+        raise ValueError(f"{info.file}: a record names array {int(kernel_array.max())}, which the kernel does not have")
+    site = lut[(line.astype(np.int32) * n_arr + kernel_array) * 2 + op]
     if (site == 255).any():
         bad = line[site == 255][0]
         raise ValueError(f"{info.file}: a record from line {bad} matches no access site")
+    # Most traces have one kernel, numbered as the trace is: no gather then.
+    same = np.array_equal(to_trace, np.arange(n_arr))
+    array = kernel_array if same else to_trace.astype(np.uint8)[kernel_array]
     index = np.ascontiguousarray(raw["index"])
-    pitch = pitches[array]
+    pitch = table.pitch[array]
     row = index // pitch
-    cols.update(site=site, line=line, ordinal=np.ascontiguousarray(raw["ordinal"]),
-                epoch=raw["epoch"].astype(dt["epoch"][0]), space=shared_ids[array], op=op, array=array,
+    cols.update(site=site, ordinal=np.ascontiguousarray(raw["ordinal"]),
+                epoch=(raw["epoch"] & 0xFFFF).astype(dt["epoch"][0]),
+                group=(raw["epoch"] >> 16).astype(dt["group"][0]), space=table.shared[array], op=op, array=array,
                 row=row.astype(dt["row"][0]), col=(index - row * pitch).astype(dt["col"][0]),
-                offset=index * np.uint32(ELEMENT_BYTES))
+                offset=index * table.element_bytes[array])
     return cols
 
 
@@ -190,15 +227,3 @@ def thread_warps(counts: np.ndarray, block: tuple[int, int], first_warp: int) ->
     tpb = block[0] * block[1]
     j, t = np.divmod(np.arange(len(counts), dtype=np.uint32), tpb)
     return first_warp + j * (-(-tpb // 32)) + t // 32
-
-
-def array_tables(shapes: dict[str, tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per array id: its row pitch in elements, and 1 if it lives in shared memory."""
-    names = trace_arrays()
-    pitches = np.ones(len(names), dtype=np.uint32)
-    shared = np.zeros(len(names), dtype=np.uint8)
-    for i, name in enumerate(names):
-        if name in shapes:
-            pitches[i] = max(shapes[name][1], 1)
-        shared[i] = 1 if i >= names.index("As") else 0
-    return pitches, shared

@@ -17,7 +17,7 @@ from engine.errors import EngineError
 from engine.kernels import sources
 from engine.kernels.problem import Problem
 from engine.tracing.plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, check_fits_host, make_plan
-from engine.tracing.records import LaunchInfo, Trace, TraceSite, array_tables, assemble_launch, thread_warps
+from engine.tracing.records import ArrayTable, LaunchInfo, Trace, TraceSite, assemble_launch, thread_warps
 
 
 def resolve_source(source: str) -> str:
@@ -84,21 +84,28 @@ def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
 
 
 def assemble(plan: TracePlan, raw, source: str) -> Trace:
-    names = sources.trace_arrays()
+    # The trace's arrays: every launch's kernel's, by name, in order of first appearance.
+    arrays = {}
+    for lp in plan.launches:
+        for a in sources.load(lp.file).arrays:
+            arrays.setdefault(a.name, a)
+    names = tuple(arrays)
+    table = ArrayTable.of(list(arrays.values()), plan.shapes)
     sites: list[TraceSite] = []
     launches: list[LaunchInfo] = []
     parts, counts, warps = [], [], []
-    pitches, shared = array_tables(plan.shapes)
     for i, (lp, rl) in enumerate(zip(plan.launches, raw.launches)):
         info = LaunchInfo(lp.kernel, lp.file, lp.grid, lp.block, lp.traced, lp.blocks)
         launches.append(info)
         if rl is None:
             continue
+        src = sources.load(lp.file)
         ids = {}
-        for s in sources.load(lp.file).sites:
-            ids[(s.line, names.index(s.array), 0 if s.op == "load" else 1)] = len(sites)
+        for s in src.sites:
+            ids[(s.line, src.array_id(s.array), 0 if s.op == "load" else 1)] = len(sites)
             sites.append(TraceSite(i, lp.kernel, s))
-        parts.append(assemble_launch(i, rl.records, rl.counts, info, ids, pitches, shared))
+        to_trace = np.array([names.index(a.name) for a in src.arrays], dtype=np.int64)
+        parts.append(assemble_launch(i, rl.records, rl.counts, info, ids, table, to_trace))
         first_warp = int(warps[-1][-1]) + 1 if warps and len(warps[-1]) else 0
         counts.append(rl.counts)
         warps.append(thread_warps(rl.counts, lp.block, first_warp))

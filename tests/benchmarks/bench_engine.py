@@ -13,7 +13,7 @@ from engine.devices import gpu_client  # noqa: E402
 from engine.kernels.problem import make_problem  # noqa: E402
 from engine.metrics import analysis  # noqa: E402
 from engine.tracing import tracer  # noqa: E402
-from engine.tracing.records import TRACE_DTYPE  # noqa: E402
+from engine.tracing.records import STORED_BYTES  # noqa: E402
 
 
 def timed(fn, repeat=5):
@@ -38,7 +38,7 @@ def row(label, seconds, records, target=None):
 
 
 def main():
-    print(f"bytes per trace record in memory: {TRACE_DTYPE.itemsize} (target <= 32)")
+    print(f"bytes per trace record in memory: {STORED_BYTES} (target <= 32)")
     for source in ("cpu", "gpu"):
         if source == "gpu" and not gpu_client.status().available:
             print("gpu: no GPU here, GPU figures skipped")

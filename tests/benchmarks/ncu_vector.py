@@ -1,6 +1,8 @@
-"""The 128-bit access and cp.async models against Nsight Compute: tests/cuda/vec4_rows.cu (LDG.128,
-STS.128, LDS.128, STG.128) and tests/cuda/async_rows.cu (LDGSTS.128) traced on the GPU and on the
-CPU, and their plain builds measured by ncu. Prints a table; exits non-zero on a mismatch.
+"""The contract's test kernels against Nsight Compute: tests/cuda/vec4_rows.cu (LDG.128, STS.128,
+LDS.128, STG.128), tests/cuda/async_rows.cu (LDGSTS.128), tests/cuda/half_rows.cu (2-byte shared
+accesses) and tests/cuda/contract/moved_pointers.cu
+(moved pointers, 1-D shared tiles, a template helper) traced on the GPU and on the CPU, and their
+plain builds measured by ncu. Prints a table; exits non-zero on a mismatch.
 
     python3 tests/benchmarks/ncu_vector.py     (GPU machines with ncu)
 """
@@ -9,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from engine.kernels import registry, sass  # noqa: E402
 from engine.kernels.problem import make_problem  # noqa: E402
 from engine.metrics import analysis  # noqa: E402
 from engine.metrics.analysis import NCU_COPY_METRICS  # noqa: E402
@@ -17,22 +20,37 @@ from engine.tracing.plan import single_launch_plan  # noqa: E402
 from tests.benchmarks.ncu_compare import METRICS, ncu  # noqa: E402
 
 CUDA = Path(__file__).resolve().parents[1] / "cuda"
-KERNELS = {"vec4_rows": METRICS, "async_rows": sorted({*METRICS, *NCU_COPY_METRICS.values()})}
+# kernel -> (its source, the metrics, the catalog kernel whose launch geometry ncu_target.py uses,
+# that geometry's block, grid for (m, n), sizes)
+ROWS = ("naive_x_cols", (32, 1), lambda m, n: (-(-n // 32), m), [(64, 256, 64), (37, 200, 29)])
+KERNELS = {
+    "vec4_rows": (CUDA / "vec4_rows.cu", METRICS, *ROWS),
+    "async_rows": (CUDA / "async_rows.cu", sorted({*METRICS, *NCU_COPY_METRICS.values()}), *ROWS),
+    "half_rows": (CUDA / "half_rows.cu", METRICS, *ROWS),
+    # tiled_guarded's geometry, TILE 16: sizes multiples of 16, as moved_pointers needs.
+    "moved_pointers": (CUDA / "contract" / "moved_pointers.cu", METRICS, "tiled_guarded", (16, 16),
+                       lambda m, n: (n // 16, m // 16), [(64, 48, 32), (128, 96, 160)]),
+}
 
 
 def main() -> None:
     bad = 0
     print("| kernel | size | metric | trace (GPU) | trace (CPU) | ncu | match |\n|---|---|---|---|---|---|---|")
-    for (kernel, metrics), (m, n, k) in [(kv, size) for kv in KERNELS.items() for size in [(64, 256, 64), (37, 200, 29)]]:
-        source_file = str(CUDA / f"{kernel}.cu")
-        # The launch ncu measures: naive_x_cols's geometry with a 32x1 block (blocks past N/128 idle).
-        p = make_problem(m, n, k, block=(32, 1))
-        plan = single_launch_plan(source_file, p, (-(-n // 32), m), (32, 1))
+    cases = [(kernel, entry, size) for kernel, entry in KERNELS.items() for size in entry[-1]]
+    for kernel, (path, metrics, geometry, block, grid, _), (m, n, k) in cases:
+        source_file = str(path)
+        # The launch ncu measures: the catalog kernel's geometry (for the rows kernels, blocks past
+        # N/128 idle).
+        p = make_problem(m, n, k, block=block, params=registry.get(geometry).takes({"TILE": 16, "PAD": 0}))
+        plan = single_launch_plan(source_file, p, grid(m, n), block)
+        sass_info = sass.memory_instructions(source_file, p.params)
         totals = {}
         for source in ("gpu", "cpu"):
             t = tracer.assemble(plan, tracer.run_plan(plan, source), source)
-            totals[source] = analysis.ncu_totals(analysis.site_summary(t))
-        hw = ncu(kernel, ("naive_x_cols", m, n, k, 16, 0, (32, 1)), source_file, metrics)
+            # As compiled: where nvcc merged scalar shared loads into LDS.128 (moved_pointers' inner
+            # product, as in tiled_guarded), the hardware's counts.
+            totals[source] = analysis.summarize(t, sass_info)["as_compiled"]["ncu"][kernel]
+        hw = ncu(kernel, (geometry, m, n, k, 16, 0, block), source_file, metrics)
         for metric in sorted(set(totals["gpu"]) | set(hw)):
             g, c = totals["gpu"].get(metric, 0), totals["cpu"].get(metric, 0)
             if metric not in hw:

@@ -32,8 +32,7 @@ extern "C" __global__ void async_rows(const float *A, const float *B, float *C, 
         }
         SYNC();                                                // buffer k % 2 is free for row k + 2
     }
-    // Four outputs with one 128-bit store (the line is where it is so that its ordinal counter is
-    // its own: see TRACE_SITE_HASH).
+    // Four outputs with one 128-bit store.
     if (mine) {
         STG4(C, row * N + c0, acc);
     }

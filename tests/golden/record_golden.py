@@ -20,7 +20,8 @@ def main(out: str) -> None:
         t = trace_case(case, "gpu")
         for field, column in t.columns.items():
             arrays[f"{case[0]}/{field}"] = column
-        meta[case[0]] = {"device": t.device, "records": len(t), "rel_error": t.rel_error}
+        # The array column numbers t.arrays: kept, so the file is read by names.
+        meta[case[0]] = {"device": t.device, "records": len(t), "rel_error": t.rel_error, "arrays": list(t.arrays)}
         print(f"{case[0]:32} {len(t):>9,} records  rel_error {t.rel_error:.2e}  on {t.device}")
     np.savez_compressed(out, meta=np.array(json.dumps(meta)), **arrays)
 
