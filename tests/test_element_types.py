@@ -79,8 +79,9 @@ def _run(fn, x):
 def test_the_cpu_rounds_to_half_and_bfloat16_as_the_gpu_does(tmp_path):
     lib = _conversions(tmp_path)
     x = _edge_values()
-    # numpy's float16 is IEEE binary16 with round-to-nearest-even, as __float2half.
-    assert np.array_equal(_run(lib.to_half, x), x.astype(np.float16).astype(np.float32))
+    # numpy's float16 is IEEE binary16 with round-to-nearest-even, as __float2half (past 65504: inf).
+    with np.errstate(over="ignore"):
+        assert np.array_equal(_run(lib.to_half, x), x.astype(np.float16).astype(np.float32))
     # bfloat16: float32's top 16 bits, rounded to nearest even.
     bits = x.view(np.uint32).astype(np.uint64)
     want = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)

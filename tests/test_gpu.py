@@ -123,5 +123,7 @@ def test_a_half_precision_shared_array_traces_the_same_on_gpu_and_cpu():
     from tests.test_element_types import half_trace
     gpu, graw, _ = half_trace(5, 200, 37, "gpu")
     cpu, craw, _ = half_trace(5, 200, 37, "cpu")
-    assert graw.checked_outputs == 5 * 200 and graw.rel_error == craw.rel_error   # the same rounding
+    # The same half rounding of A (a different one would move the error by its own size); the
+    # float32 sums differ in their last bits only (the GPU fuses multiply and add).
+    assert graw.checked_outputs == 5 * 200 and abs(graw.rel_error - craw.rel_error) < 0.01 * craw.rel_error
     assert gpu.records.tobytes() == cpu.records.tobytes()

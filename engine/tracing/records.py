@@ -37,9 +37,10 @@ import pandas as pd
 
 from engine.kernels.sources import Array, Site
 
-# epoch: SYNC()s passed (low 16 bits) and cp.async groups committed (high 16 bits).
-RAW_DTYPE = np.dtype([("index", "<u4"), ("line", "<u2"), ("array", "u1"), ("op", "u1"), ("epoch", "<u4"),
-                      ("ordinal", "<u4")])
+# cuda/trace.cuh's 32-bit epoch counts SYNC()s in its low 16 bits and cp.async commits in its high
+# 16: read here as two 16-bit fields (both machines are little-endian).
+RAW_DTYPE = np.dtype([("index", "<u4"), ("line", "<u2"), ("array", "u1"), ("op", "u1"), ("epoch", "<u2"),
+                      ("group", "<u2"), ("ordinal", "<u4")])
 
 TRACE_DTYPE = np.dtype([
     ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("thread_x", "<u2"), ("thread_y", "<u2"),
@@ -194,16 +195,14 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
         cols[name] = np.repeat(values.astype(dt[name][0]), counts)
 
     n_arr = len(to_trace)
-    max_line = int(raw["line"].max())
-    lut = np.full((max_line + 1) * n_arr * 2, 255, dtype=np.uint8)
-    for (line, array, op), sid in site_ids.items():
-        if line <= max_line:
-            lut[(line * n_arr + array) * 2 + op] = sid
     line = np.ascontiguousarray(raw["line"])
     op = np.ascontiguousarray(raw["op"])
     kernel_array = np.ascontiguousarray(raw["array"])
-    if int(kernel_array.max()) >= n_arr:
-        raise ValueError(f"{info.file}: a record names array {int(kernel_array.max())}, which the kernel does not have")
+    max_line = int(line.max())
+    lut = np.full((max_line + 1) * n_arr * 2, 255, dtype=np.uint8)
+    for (site_line, site_array, site_op), sid in site_ids.items():
+        if site_line <= max_line:
+            lut[(site_line * n_arr + site_array) * 2 + site_op] = sid
     site = lut[(line.astype(np.int32) * n_arr + kernel_array) * 2 + op]
     if (site == 255).any():
         bad = line[site == 255][0]
@@ -212,13 +211,13 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
     same = np.array_equal(to_trace, np.arange(n_arr))
     array = kernel_array if same else to_trace.astype(np.uint8)[kernel_array]
     index = np.ascontiguousarray(raw["index"])
-    pitch = table.pitch[array]
-    row = index // pitch
-    cols.update(site=site, ordinal=np.ascontiguousarray(raw["ordinal"]),
-                epoch=(raw["epoch"] & 0xFFFF).astype(dt["epoch"][0]),
-                group=(raw["epoch"] >> 16).astype(dt["group"][0]), space=table.shared[array], op=op, array=array,
-                row=row.astype(dt["row"][0]), col=(index - row * pitch).astype(dt["col"][0]),
-                offset=index * table.element_bytes[array])
+    row, col = np.divmod(index, table.pitch[array])
+    element_bytes = table.element_bytes
+    # One element size for every array (all float): a scalar multiply, no gather.
+    size = element_bytes[0] if (element_bytes == element_bytes[0]).all() else element_bytes[array]
+    cols.update(site=site, ordinal=np.ascontiguousarray(raw["ordinal"]), epoch=raw["epoch"].astype(dt["epoch"][0]),
+                group=raw["group"].astype(dt["group"][0]), space=table.shared[array], op=op, array=array,
+                row=row.astype(dt["row"][0]), col=col.astype(dt["col"][0]), offset=index * size)
     return cols
 
 
