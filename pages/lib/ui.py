@@ -55,10 +55,6 @@ def presenter() -> bool:
     return st.session_state.get("presenter_mode", False)
 
 
-def font_size() -> int:
-    return 22 if presenter() else 13
-
-
 # Page scripts that may compute at once in this server. The server's event loop (every browser's
 # messages, health checks) needs Python's interpreter lock between its steps, and waits its turn
 # behind every thread that is computing: with a room of 30 sessions computing at once it got a turn
