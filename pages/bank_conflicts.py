@@ -7,7 +7,8 @@ import streamlit as st
 
 from engine.kernels import registry
 from engine.metrics import views
-from pages.lib import claims, figures, ui
+from engine.plots import traces
+from pages.lib import claims, ui
 
 ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes "
               "reading different words of one bank are served one after another: each extra word is one more "
@@ -46,7 +47,7 @@ if kinds == "loads":   # numbered among the loads, so the headline's count and t
     total, what = views.count_steps(trace, inst, 0, 0, warp, "shared", "load"), "shared load"
 if steps:
     label = f"{kernel}, TILE {tile}" + (f", PAD {pad}" if padded else "") + f", warp {warp}"
-    fig = ui.cached_figure(lambda: figures.bank_figure(
+    fig = ui.cached_figure(lambda: traces.bank_figure(
         steps, [views.bank_layers(s) for s in steps], ui.source_lines(trace.launches[-1].file), ui.presenter(),
         duration, label, total, what))
     st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
@@ -66,7 +67,7 @@ if per_site:
     others = inst["wavefronts"][np.isin(inst["site"], [s for s in loads["site"] if s not in per_site])]
     compiled = pd.Series(np.concatenate([merged, others])).value_counts().sort_index().to_dict()
 left, right = st.columns([1.3, 1])
-left.plotly_chart(figures.ways_histogram(source_ways.to_dict(), compiled, ui.presenter()), width="stretch")
+left.plotly_chart(traces.ways_histogram(source_ways.to_dict(), compiled, ui.presenter()), width="stretch")
 rows = []
 for (_, r), (_, h) in zip(summary.iterrows(), hw.iterrows()):
     if r["space"] != "shared":

@@ -4,7 +4,8 @@ import streamlit as st
 
 from engine.kernels import registry
 from engine.metrics import analysis, views
-from pages.lib import claims, figures, ui
+from engine.plots import traces
+from pages.lib import claims, ui
 
 ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "
               "instruction: the 32-byte sectors their addresses fall in decide how many memory transactions one "
@@ -65,7 +66,7 @@ for name in chosen:
                    "source": ui.source_lines(t.launches[-1].file)})
 
 if panels:
-    st.plotly_chart(ui.cached_figure(lambda: figures.coalescing_figure(panels, ui.presenter(), duration)), width="stretch",
+    st.plotly_chart(ui.cached_figure(lambda: traces.coalescing_figure(panels, ui.presenter(), duration)), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "

@@ -3,7 +3,8 @@ import streamlit as st
 
 from engine.kernels import registry
 from engine.metrics import views
-from pages.lib import claims, figures, ui
+from engine.plots import traces
+from pages.lib import claims, ui
 
 ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "
               "load one tile of A and one of B into shared memory, wait at a barrier, multiply them, wait again, "
@@ -37,7 +38,7 @@ src = trace.launches[-1].file
 sites = [s.site for s in trace.sites]
 load_line = next(s.line for s in sites if s.space == "shared" and s.op == "store")
 compute_line = next(s.line for s in sites if s.space == "shared" and s.op == "load")
-fig = ui.cached_figure(lambda: figures.tile_phase_figure(
+fig = ui.cached_figure(lambda: traces.tile_phase_figure(
     trace.shapes["A"], trace.shapes["B"], trace.shapes["C"], phases, partials, rows, cols, ui.source_lines(src),
     load_line, compute_line, ui.presenter(), duration))
 st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
@@ -54,7 +55,7 @@ reads_naive = ui.or_stop(f"Counting the naive kernel's global reads at {m}x{n}x{
 reads_tiled = ui.or_stop(f"Counting {kernel}'s global reads", ui.cached_global_reads, kernel, m, n, k, params,
                          spec.default_block)
 a, b = st.columns([1, 1.4])
-a.plotly_chart(figures.reads_bar({"naive (naive_x_cols)": reads_naive, f"{kernel}, TILE {tile}": reads_tiled},
+a.plotly_chart(traces.reads_bar({"naive (naive_x_cols)": reads_naive, f"{kernel}, TILE {tile}": reads_tiled},
                                  ui.presenter()), width="stretch")
 b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {m}x{n}x{k} product (2·M·N·K); the "
            f"tiled kernel **{reads_tiled:,}**: **{reads_naive / max(reads_tiled, 1):.1f}x fewer** "

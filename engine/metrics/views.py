@@ -1,5 +1,5 @@
 """Page-ready slices of a trace, as plain data: one warp's instructions lane by lane, one block's
-tile phases. The pages turn these into pictures (pages/figures.py); nothing here draws."""
+tile phases. The pages turn these into pictures (engine/plots/traces.py); nothing here draws."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,7 +1,7 @@
 """What every page shares: the mode banner, presenter (projector) mode, each page's own view state
 (seeded from the URL), the animation player script, cached engine calls.
 
-Pages stay thin: controls -> an engine call through here -> a figure from pages/lib/figures.py.
+Pages stay thin: controls -> an engine call through here -> a figure from engine/plots/traces.py.
 """
 from __future__ import annotations
 
