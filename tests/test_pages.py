@@ -102,6 +102,17 @@ def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
         assert len(hist["data"]) == 2                          # as compiled (LDS.128) too
 
 
+def test_bank_conflicts_histogram_counts_the_whole_kernel():
+    """The histogram sits under "The whole kernel" beside its table: it counts every block's shared
+    loads, as the table does, not only those of the block the animation shows (4 blocks here)."""
+    at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
+    hist, table = figures(at)[1], at.dataframe[0].value
+    loads = table[table["access"].str.startswith("load")]
+    assert sum(hist["data"][0]["y"]) == loads["requests"].sum() == 4 * 8 * 2 * 2 * 16   # blocks, warps, phases, arrays, p
+    if len(hist["data"]) == 2:
+        assert sum(hist["data"][1]["y"]) == loads["as compiled: instructions"].sum()
+
+
 def test_bank_conflicts_says_when_the_sass_listing_failed(failing_nvcc):
     """A failing nvcc is one line on the page (the counts as written still shown), never an error
     that stops the page, nor "SASS matches the source"."""

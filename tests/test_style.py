@@ -27,8 +27,7 @@ def _style_of(fig: dict) -> tuple[str, str]:
 def test_trace_figures_and_bench_exports_carry_the_one_style():
     t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, tile=32, pad=0), [(0, 0)], "cpu")
     inst = analysis.warp_instructions(t)
-    steps, _ = views.warp_steps(t, inst, 0, 0, 0, "shared")
-    drawn = [traces.bank_figure(steps, [views.bank_layers(s) for s in steps], ["__global__ void k() {}"]).to_dict(),
+    drawn = [traces.bank_figure(views.bank_steps(t, inst, 0, 0, 0, True), "label").to_dict(),
              traces.reads_bar({"a": 1, "b": 2}).to_dict()]
     doc = json.loads(RECORDED.read_text())
     exported = [f.to_dict() for f in export.figures(doc["results"], doc["provenance"]).values()]

@@ -21,11 +21,17 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from engine.metrics.views import Step
+from engine.kernels import sources
+from engine.metrics.views import BankSteps, SharedKernel, Step
 from engine.plots import style
 from engine.plots.style import HIGHLIGHT, LANE_SCALE, Sizes
 
 CONTROLS_PX = 86          # below the plot: the slider, then Play / Pause / Step buttons
+
+
+def source_lines(file: str) -> list[str]:
+    """A kernel's source, line by line (for the listing beside a figure)."""
+    return sources.load(file).text.splitlines()
 
 
 # --------------------------------------------------------------------------- shared parts
@@ -495,12 +501,11 @@ def _coalescing_note(panel: dict, step: Step) -> str:
 
 # --------------------------------------------------------------------------- bank conflicts
 
-def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: bool = False,
-                duration: int = 400, label: str = "", total: int | None = None, what: str = "shared instruction") -> AnimatedFigure:
+def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration: int = 400) -> AnimatedFigure:
     """Lanes (top row) wired to the banks holding their words; a bank's second, third ... word
-    stacks below it: each layer is one more wavefront. layers[i] is engine.metrics.views.bank_layers(steps[i])."""
+    stacks below it: each layer is one more wavefront. shown: engine.metrics.views.bank_steps (with steps)."""
     st = style.sizes(presenter)
-    total = total or len(steps)
+    steps, layers, total, what = shown.steps, shown.layers, shown.total, shown.what
     max_layer = max((int(max(l["layer"])) for l in layers), default=0)
     head_px = 48 if presenter else 44
     body_px = 400 if presenter else 420
@@ -528,7 +533,8 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
                              hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(xaxis=bx_, yaxis=by_, mode="markers", marker={"symbol": "square", "size": square},
                              hovertemplate="%{customdata}<extra></extra>", showlegend=False))
-    view, font = fit_code(source, {s.line for s in steps}, (x_code[1] - x_code[0]) * st.width, body_px, st)
+    view, font = fit_code(source_lines(shown.file), {s.line for s in steps}, (x_code[1] - x_code[0]) * st.width,
+                          body_px, st)
     cx, cy = _axis(fig, 3, x_code, body, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(_highlight_trace(view, steps[0].line, cx, cy))
     fig.add_trace(_code_trace(view, cx, cy, font))
@@ -567,13 +573,13 @@ def bank_note(label: str, step: Step, total: int, what: str = "shared instructio
             f"<b>{verdict}</b>")
 
 
-def ways_histogram(source_counts: dict[int, int], compiled_counts: dict[int, int] | None, presenter: bool = False):
-    """Shared-load instructions by wavefronts each: source-level view and, if nvcc merged loads, as compiled."""
+def ways_histogram(kernel: SharedKernel, presenter: bool = False) -> go.Figure:
+    """Shared-load instructions by wavefronts each: as written and, if nvcc merged loads, as compiled."""
     st = style.sizes(presenter)
     fig = go.Figure()
-    fig.add_bar(x=list(source_counts), y=list(source_counts.values()), name="as written (32-bit reads)")
-    if compiled_counts:
-        fig.add_bar(x=list(compiled_counts), y=list(compiled_counts.values()), name="as compiled (LDS.128)")
+    fig.add_bar(x=list(kernel.as_written), y=list(kernel.as_written.values()), name="as written (32-bit reads)")
+    if kernel.as_compiled:
+        fig.add_bar(x=list(kernel.as_compiled), y=list(kernel.as_compiled.values()), name="as compiled (LDS.128)")
     fig.update_xaxes(type="category")
     return style.apply(fig, st.base, barmode="group", height=320 * st.scale, margin={"t": 30},
                        xaxis_title="wavefronts per warp-level shared load (1 = no conflict)",

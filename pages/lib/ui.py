@@ -16,7 +16,7 @@ from engine.devices import gpu_client, memo
 from engine.errors import EngineError
 from engine.kernels import build, registry, sass, sources
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis
+from engine.metrics import analysis, views
 from engine.tracing import tracer
 
 PLAYER_JS = Path(__file__).with_name("player.js").read_text()
@@ -296,16 +296,16 @@ def cached_site_summary(kernel: str, m: int, n: int, k: int, params: dict[str, i
         return RESULTS.get(("site_summary", kernel, m, n, k, _params_key(params), tuple(block)), compute)
 
 
-def cached_summary(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
-    """The per-site metrics of a whole-kernel trace, and as compiled where nvcc merged shared loads:
-    computed once per trace, not again when only the warp, speed or view changes."""
+def cached_shared_kernel(kernel: str, m: int, n: int, k: int, params: dict[str, int],
+                         block: tuple[int, int]) -> views.SharedKernel:
+    """views.shared_kernel of the whole-kernel trace: computed once per trace, not again when only the
+    warp, speed or view changes."""
     def compute():
-        trace, _ = cached_trace(kernel, m, n, k, params, block, None, "auto")
+        trace, inst = cached_trace(kernel, m, n, k, params, block, None, "auto")
         summary = cached_site_summary(kernel, m, n, k, params, block)
-        sass_info = cached_sass(trace.launches[-1].file, trace.problem.params)
-        return summary, sass_info, analysis.as_compiled(trace, summary, sass_info)
+        return views.shared_kernel(trace, inst, summary, cached_sass(trace.launches[-1].file, trace.problem.params))
     with _whole_kernel_slot():
-        return RESULTS.get(("summary", kernel, m, n, k, _params_key(params), tuple(block)), compute)
+        return RESULTS.get(("shared_kernel", kernel, m, n, k, _params_key(params), tuple(block)), compute)
 
 
 def cached_global_reads(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> int:

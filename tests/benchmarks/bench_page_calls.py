@@ -5,7 +5,8 @@
 
 Each scenario replays, in order, exactly the engine calls a page script makes for one view
 (pages/coalescing.py, pages/tile_phases.py, pages/bank_conflicts.py, through pages/lib/ui.py's
-cached_trace = tracer.trace + analysis.warp_instructions, and cached_sass). Figures are not drawn.
+cached_trace = tracer.trace + analysis.warp_instructions, and cached_sass), then the engine/metrics/views.py
+call each figure is drawn from. Figures are not drawn.
   cold: a fresh, empty build cache, so every CPU library (g++) and SASS lookup (nvcc + nvdisasm)
         the view needs is compiled on the request, as on a server's first visit to a TILE/PAD variant;
   warm: the builds are there, the trace is not (a view nobody has asked this server for yet).
@@ -82,12 +83,11 @@ def bank_conflicts(tm, kernel, tile, pad, size, warp=0):
     spec = registry.get(kernel)
     trace, inst = cached_trace(tm, kernel, size, size, size, tile, pad, spec.default_block)
     tm("views.warps_of", views.warps_of, trace, 0, 0)
-    steps, _ = tm("views.warp_steps", views.warp_steps, trace, inst, 0, 0, warp, "shared", 0, 160)
-    tm("views.bank_layers x steps", lambda: [views.bank_layers(s) for s in steps if s.op == "load"])
+    tm("views.bank_steps", views.bank_steps, trace, inst, 0, 0, warp, True)
     summary = tm("analysis.site_summary", analysis.site_summary, trace, inst)
     sass_info = tm("sass.memory_instructions", sass.memory_instructions, trace.launches[-1].file,
                    trace.problem.params)
-    tm("analysis.as_compiled", analysis.as_compiled, trace, summary, sass_info)
+    tm("views.shared_kernel", views.shared_kernel, trace, inst, summary, sass_info)
 
 
 SCENARIOS = [
