@@ -90,6 +90,38 @@ def test_bank_steps_number_loads_among_themselves_and_fill_the_window():
     assert {s.op for s in every.steps} == {"load", "store"}
 
 
+def test_global_accesses_are_the_sectors_of_every_global_site():
+    summaries, expected = {}, {}
+    for kernel in ("naive_x_rows", "naive_x_cols"):
+        trace, inst = _trace(kernel, 32, 32, 16, block=(16, 16))
+        summaries[kernel] = analysis.site_summary(trace, inst)
+        r = _records(trace)
+        g = r[r["space"] == "global"]
+        sectors = g.groupby(INSTRUCTION + ["line", "op", "array"], observed=True)["offset"].apply(
+            lambda o: len(np.unique(o.to_numpy() // 32)))
+        for (line, op, array), s in sectors.groupby(["line", "op", "array"]):
+            expected[(kernel, line, f"{op} {array}")] = (len(s), int(s.sum()))
+    table = views.global_accesses(summaries)
+    got = {(x.kernel, x.line, x.access): (x.requests, x.sectors) for x in table.itertuples()}
+    assert got == expected
+    a = table[(table["kernel"] == "naive_x_rows") & (table["access"] == "load A")].iloc[0]
+    assert a["sectors per request"] == 16   # 16 lanes on 16 rows: a sector each
+    assert set(table["ncu metric"]) == {analysis.NCU_METRICS[("global", op, "sectors")] for op in ("load", "store")}
+
+
+def test_warp_panel_is_the_warps_global_accesses():
+    trace, inst = _trace("naive_x_cols", 40, 33, 20, blocks=[(1, 0)], block=(8, 32))
+    panel = views.warp_panel(trace, inst, 1, 0, 2, start=10, limit=5)
+    r = _records(trace)
+    mine = r[(r["block_x"] == 1) & (r["block_y"] == 0) & (r["warp"] == 2) & (r["space"] == "global")]
+    assert panel.total == len(mine.groupby(["site", "ordinal"]))
+    assert [s.index for s in panel.steps] == list(range(10, 15))
+    assert panel.arrays == {a: trace.shapes[a] for a in dict.fromkeys(s.array for s in panel.steps)}
+    assert set(panel.arrays) == {"A", "B"}
+    assert (panel.kernel, panel.block, panel.warp) == ("naive_x_cols", (8, 32), 2)
+    assert panel.file == trace.launches[-1].file
+
+
 def test_ncu_command_names_the_metrics_of_analysis():
     command = views.ncu_command("shared", "load", ("requests", "bank_conflicts"))
     assert command == ("ncu --metrics smsp__inst_executed_op_shared_ld.sum,"

@@ -172,6 +172,40 @@ def ncu_command(space: str, op: str, quantities: tuple[str, ...]) -> str:
     return "ncu --metrics " + ",".join(NCU_METRICS[(space, op, q)] for q in quantities)
 
 
+# --------------------------------------------------------------------------- coalescing
+
+@dataclass
+class WarpPanel:
+    """One kernel's side of the coalescing view: a window of one warp's global accesses."""
+    kernel: str
+    block: tuple[int, int]               # threads per block of the main launch
+    warp: int
+    arrays: dict[str, tuple[int, int]]   # the arrays the window touches (rows, cols), in order of first touch
+    steps: list[Step]                    # empty when the warp has no active lanes at this size
+    total: int                           # the warp's global accesses in all
+    file: str                            # the kernel's source
+
+
+def warp_panel(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, start: int,
+               limit: int) -> WarpPanel:
+    steps, total = warp_steps(trace, inst, block_x, block_y, warp, "global", start, limit)
+    arrays = {a: trace.shapes[a] for a in dict.fromkeys(s.array for s in steps)}
+    main = trace.launches[-1]
+    return WarpPanel(trace.kernel, tuple(main.block), warp, arrays, steps, total, main.file)
+
+
+def global_accesses(summaries: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Each kernel's global access sites as Nsight Compute counts them, with the metric that counts
+    their sectors; summaries: kernel name -> analysis.site_summary of its whole trace."""
+    rows = []
+    for kernel, summary in summaries.items():
+        for r in summary[summary["space"] == "global"].itertuples():
+            rows.append({"kernel": kernel, "line": r.line, "access": f"{r.op} {r.array}", "requests": r.requests,
+                         "sectors": r.sectors, "sectors per request": round(r.sectors_per_request, 2),
+                         "ncu metric": NCU_METRICS[("global", r.op, "sectors")]})
+    return pd.DataFrame(rows)
+
+
 # --------------------------------------------------------------------------- bank conflicts
 
 @dataclass

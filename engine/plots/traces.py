@@ -22,7 +22,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from engine.kernels import sources
-from engine.metrics.views import BankSteps, SharedKernel, Step
+from engine.metrics.views import BankSteps, SharedKernel, Step, WarpPanel
 from engine.plots import style
 from engine.plots.style import HIGHLIGHT, LANE_SCALE, Sizes
 
@@ -243,9 +243,8 @@ def _headed_figure(head_px: int, body_px: int, st: Sizes):
 
 # --------------------------------------------------------------------------- coalescing
 
-def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
-    """panels: [{label, block, warp, arrays: {name: (rows, cols)}, steps: [Step], total, source: [str]}],
-    one per kernel, animated in step.
+def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
+    """panels: one per kernel (each with steps; engine.metrics.views.warp_panel), animated in step.
 
     Per panel: a headline (which instruction, how many lanes, sectors and lines, the verdict); the
     matrices side by side with the active lanes' elements (coloured by lane) and the 32-byte sectors
@@ -277,11 +276,11 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
         y_dom = (1 - (body_top + body_px) / plot_px, 1 - (body_top + title_px) / plot_px)
         # matrices, side by side on one square-celled axis
         offsets, x, titles = {}, 0, []
-        for name, (rows, cols) in p["arrays"].items():
+        for name, (rows, cols) in p.arrays.items():
             offsets[name] = x
             titles.append((name, x, rows, cols))
             x += cols + max(2, cols // 8)
-        mrows = max(rows for rows, _ in p["arrays"].values())
+        mrows = max(rows for rows, _ in p.arrays.values())
         mx, my = _axis(fig, 2 + r, x_mat, y_dom, (-1, x - 1), (mrows - .5, -.5), anchor_square=True)
         cell = min((x_mat[1] - x_mat[0]) * st.width / max(x, 1), (body_px - title_px) / max(mrows, 1))
         for name, x0, rows, cols in titles:
@@ -290,7 +289,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
             fig.add_annotation(x=x0 + cols / 2 - .5, y=-.5, xref=mx, yref=my, text=f"{name} ({rows}x{cols})",
                                showarrow=False, yanchor="bottom", font={"size": st.base}, yshift=2)
         if cell >= 5:
-            fig.add_trace(_cell_grid([(offsets[nm], rows, cols) for nm, (rows, cols) in p["arrays"].items()], mx, my))
+            fig.add_trace(_cell_grid([(offsets[nm], rows, cols) for nm, (rows, cols) in p.arrays.items()], mx, my))
         size = max(cell * .82, 3)
         fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="markers", showlegend=False,
                                  marker={"symbol": "square", "size": size, "color": [], "colorscale": LANE_SCALE,
@@ -299,16 +298,16 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
                                                "[%{customdata[2]}], byte %{customdata[3]:,}<extra></extra>"))
         fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="lines", line={"color": style.RED, "width": 1.5},
                                  hoverinfo="skip", showlegend=False))
-        mats.append((len(fig.data) - 2, _lanes_on(offsets), len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
+        mats.append((len(fig.data) - 2, _lanes_on(offsets), len(fig.data) - 1, _sectors_on(offsets, p.arrays)))
         # strip: one row per touched 128-byte line, in the overlay's pixels
         fig.add_annotation(x=sum(x_strip) / 2, y=1 - body_top / plot_px, xref="paper", yref="paper", showarrow=False,
                            yanchor="top", text="128-B lines · 32-B sectors", font={"size": st.base})
-        most_lines = max(max(len(np.unique(s.offsets // 128)) for s in p["steps"]), 4)
+        most_lines = max(max(len(np.unique(s.offsets // 128)) for s in p.steps), 4)
         row_px = (body_px - title_px) / most_lines
         strips.append(_StripPlace(x_strip, body_top + title_px, row_px,
                                   min((x_strip[1] - x_strip[0]) * st.width / 37, row_px) * .8))
         # source
-        view, font = fit_code(p["source"], {s.line for s in p["steps"]}, (x_code[1] - x_code[0]) * st.width,
+        view, font = fit_code(source_lines(p.file), {s.line for s in p.steps}, (x_code[1] - x_code[0]) * st.width,
                               body_px, st)
         code_px = body_px / max(view.n_rows, body_px / (font * 1.45))
         place = lambda row, top=body_top, h=code_px: top + (row + .5) * h   # noqa: E731
@@ -332,10 +331,10 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
                                            "<br>line %{customdata[2]}, sector %{customdata[3]}<extra></extra>"))
     lanes_t = len(fig.data) - 1
 
-    n_frames = max(len(p["steps"]) for p in panels)
+    n_frames = max(len(p.steps) for p in panels)
     frames = []
     for i in range(n_frames):
-        now = [p["steps"][min(i, len(p["steps"]) - 1)] for p in panels]
+        now = [p.steps[min(i, len(p.steps) - 1)] for p in panels]
         data = [{"text": [_coalescing_note(p, s) for p, s in zip(panels, now)]}]
         idx = [headline]
         for (lt, lanes_fn, st_, sectors_fn), s in zip(mats, now):
@@ -353,7 +352,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     _layout(fig, st)
-    first = panels[0]["steps"][0].index
+    first = panels[0].steps[0].index
     return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
                                                duration, st, False, plot_px))
 
@@ -487,13 +486,13 @@ def coalescing_verdict(step: Step) -> str:
     return "coalesced" if step.sectors <= ideal else f"uncoalesced ({ideal} would do)"
 
 
-def _coalescing_note(panel: dict, step: Step) -> str:
-    bx, by = panel["block"]
-    total = panel["total"]
-    first, last = panel["steps"][0].index + 1, panel["steps"][-1].index + 1
+def _coalescing_note(panel: WarpPanel, step: Step) -> str:
+    bx, by = panel.block
+    total = panel.total
+    first, last = panel.steps[0].index + 1, panel.steps[-1].index + 1
     window = f" (animation: {first:,}–{last:,})" if last - first + 1 < total else ""
     plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"   # noqa: E731
-    return (f"<b>{panel['label']}</b> · block {bx}x{by}, warp {panel['warp']} · instruction {step.index + 1:,} of "
+    return (f"<b>{panel.kernel}</b> · block {bx}x{by}, warp {panel.warp} · instruction {step.index + 1:,} of "
             f"{total:,}{window} · line {step.line}<br>{step.op} {step.array}: {len(step.lanes)} lanes → "
             f"<b>{plural(step.sectors, 'sector')}</b> in {plural(step.lines, 'line')} of 128 B: "
             f"<b>{coalescing_verdict(step)}</b>")

@@ -54,15 +54,14 @@ def coalescing(tm, first, second, m, n, k, block, tile, bx=0, by=0, warp=None, s
     t0, inst0 = traced[first]
     warps = tm("views.warps_of", views.warps_of, t0, bx, by)
     warp = warps[0] if warp is None else warp
-    tm("views.warp_steps (count)", views.warp_steps, t0, inst0, bx, by, warp, "global", 0, 0)
+    tm("views.count_steps", views.count_steps, t0, inst0, bx, by, warp, "global")
     for name in chosen:
         t, inst = traced[name]
         g = t.launches[-1].grid
-        tm(f"views.warp_steps {name}", views.warp_steps, t, inst, min(bx, g[0] - 1), min(by, g[1] - 1), warp,
-           "global", start=start, limit=160)
-    for name in chosen:
-        t, inst = traced[name]
-        tm(f"analysis.site_summary {name}", analysis.site_summary, t, inst)
+        tm(f"views.warp_panel {name}", views.warp_panel, t, inst, min(bx, g[0] - 1), min(by, g[1] - 1), warp,
+           start, 160)
+    summaries = {name: tm(f"analysis.site_summary {name}", analysis.site_summary, *traced[name]) for name in chosen}
+    tm("views.global_accesses", views.global_accesses, summaries)
 
 
 def tile_phases(tm, kernel, m, n, k, tile, bx=None, by=None):
