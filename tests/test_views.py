@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.kernels import sass
-from engine.kernels.problem import make_problem
+from engine.kernels import sass, sources
+from engine.kernels.problem import make_inputs, make_problem
+from engine.kernels.reference import matmul
 from engine.metrics import analysis, views
 from engine.tracing import tracer
 
@@ -120,6 +121,33 @@ def test_warp_panel_is_the_warps_global_accesses():
     assert set(panel.arrays) == {"A", "B"}
     assert (panel.kernel, panel.block, panel.warp) == ("naive_x_cols", (8, 32), 2)
     assert panel.file == trace.launches[-1].file
+
+
+def test_tile_view_is_the_blocks_loads_and_partial_sums():
+    m = n = k = 40
+    trace, _ = _trace("tiled_guarded", m, n, k, blocks=[(2, 1)], tile=16)
+    view = views.tile_view(trace, 2, 1)
+    r = _records(trace)
+    mine = r[(r["block_x"] == 2) & (r["block_y"] == 1)]
+    c = mine[(mine["array"] == "C") & (mine["op"] == "store")]
+    assert view.rows[0] == c["row"].min() and min(view.rows[1], m) == c["row"].max() + 1
+    assert view.cols[0] == c["col"].min() and min(view.cols[1], n) == c["col"].max() + 1
+    assert len(view.phases) == 3
+    for p in view.phases:
+        epoch = mine[mine["epoch"] == 2 * p.phase]
+        reads = epoch[(epoch["space"] == "global") & (epoch["op"] == "load")]
+        assert p.a_loaded == (reads["array"] == "A").sum() and p.b_loaded == (reads["array"] == "B").sum()
+        stores = ((epoch["space"] == "shared") & (epoch["op"] == "store")).sum()
+        assert p.zero_filled == stores - len(reads)
+    assert view.zero_filled   # block (2, 1) reaches column 48 of 40
+    rows, cols = slice(view.rows[0], min(view.rows[1], m)), slice(view.cols[0], min(view.cols[1], n))
+    a, b = make_inputs(trace.problem)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.allclose(view.partials[-1], exact[rows, cols])
+    assert np.allclose(view.partials[0], matmul(a[rows, :16], b[:16, cols]))
+    lines = sources.load(view.file).text.splitlines()
+    assert "STS" in lines[view.load_line - 1] and "LDS" in lines[view.compute_line - 1]
+    assert view.shapes == {"A": (m, k), "B": (k, n), "C": (m, n)}
 
 
 def test_ncu_command_names_the_metrics_of_analysis():

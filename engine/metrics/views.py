@@ -206,6 +206,40 @@ def global_accesses(summaries: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# --------------------------------------------------------------------------- tile phases
+
+@dataclass
+class TileView:
+    """One block of a tiled kernel, phase by phase: the tiles it loads and its C tile's partial sums."""
+    shapes: dict[str, tuple[int, int]]   # A, B and C (rows, cols)
+    phases: list[Phase]
+    partials: list[np.ndarray]           # the block's C tile after each phase
+    rows: tuple[int, int]                # the block's tile of C (half-open; may pass the edge)
+    cols: tuple[int, int]
+    load_line: int                       # the source line that stores the tiles into shared memory
+    compute_line: int                    # the line that reads them back to multiply
+    file: str
+
+    @property
+    def zero_filled(self) -> bool:
+        """Whether the block's tiles pass the edge of the matrices (the guards fill that with zeros)."""
+        return any(p.zero_filled for p in self.phases)
+
+
+def tile_view(trace: Trace, block_x: int, block_y: int) -> TileView:
+    sites = [s.site for s in trace.sites]
+    load = next(s.line for s in sites if s.space == "shared" and s.op == "store")
+    compute = next(s.line for s in sites if s.space == "shared" and s.op == "load")
+    rows, cols = block_rows_cols(trace, block_x, block_y)
+    return TileView({a: trace.shapes[a] for a in ("A", "B", "C")}, tile_phases(trace, block_x, block_y),
+                    partial_sums(trace, block_x, block_y), rows, cols, load, compute, trace.launches[-1].file)
+
+
+# What a tiled kernel's global reads are compared with: the naive kernel whose lanes walk columns
+# (coalesced), at its own default block, so that the difference is tiling's alone.
+NAIVE_BASELINE = registry.get("naive_x_cols")
+
+
 # --------------------------------------------------------------------------- bank conflicts
 
 @dataclass

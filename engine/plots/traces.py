@@ -22,7 +22,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from engine.kernels import sources
-from engine.metrics.views import BankSteps, SharedKernel, Step, WarpPanel
+from engine.metrics.views import BankSteps, SharedKernel, Step, TileView, WarpPanel
 from engine.plots import style
 from engine.plots.style import HIGHLIGHT, LANE_SCALE, Sizes
 
@@ -587,12 +587,14 @@ def ways_histogram(kernel: SharedKernel, presenter: bool = False) -> go.Figure:
 
 # --------------------------------------------------------------------------- tile phases
 
-def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_cols, source: list[str],
-                      load_line: int, compute_line: int, presenter: bool = False, duration: int = 900) -> AnimatedFigure:
+def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 900) -> AnimatedFigure:
     """A, B and C with the block's tiles per phase: load (tiles outlined and filled, zero-filled
     overhang in red), barrier, compute (the block's C tile fills with its partial sums, one square
     per element coloured by value). All of it is scatter traces, so it plays without a redraw."""
     st = style.sizes(presenter)
+    shape_a, shape_b, shape_c = (tiles.shapes[a] for a in ("A", "B", "C"))
+    phases, partials, (c_rows, c_cols) = tiles.phases, tiles.partials, (tiles.rows, tiles.cols)
+    load_line, compute_line, source = tiles.load_line, tiles.compute_line, source_lines(tiles.file)
     (m, k), (_, n) = shape_a, shape_b
     tile = phases[0].a_cols[1] - phases[0].a_cols[0]
     span = lambda size: -(-size // tile) * tile  # noqa: E731 - the tiles reach this far, overhang included

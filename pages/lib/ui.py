@@ -1,7 +1,7 @@
 """What every page shares: the mode banner, presenter (projector) mode, each page's own view state
 (seeded from the URL), the animation player script, cached engine calls.
 
-Pages stay thin: controls -> an engine call through here -> a figure from engine/plots/traces.py.
+Pages stay thin: controls -> an engine call through here (its caches) -> a figure from engine/plots/.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import streamlit as st
 
 from engine.devices import gpu_client, memo
 from engine.errors import EngineError
-from engine.kernels import build, registry, sass, sources
+from engine.kernels import build, registry, sass
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis, views
 from engine.tracing import tracer
@@ -316,6 +316,17 @@ def cached_global_reads(kernel: str, m: int, n: int, k: int, params: dict[str, i
                                tracer.trace(kernel, make_problem(m, n, k, block=block, params=params))))
 
 
+def cached_reads_against_naive(kernel: str, m: int, n: int, k: int, params: dict[str, int]) -> dict[str, int]:
+    """Global loads of the whole kernel and of the naive baseline (views.NAIVE_BASELINE) at the same
+    sizes, by label, the baseline first; each kernel's count is kept on its own (one naive count
+    serves every tiled kernel and TILE)."""
+    naive = views.NAIVE_BASELINE
+    spec = registry.get(kernel)
+    tiled = ", ".join([kernel] + [f"{name} {value}" for name, value in params.items()])
+    return {f"naive ({naive.name})": cached_global_reads(naive.name, m, n, k, {}, naive.default_block),
+            tiled: cached_global_reads(kernel, m, n, k, params, spec.default_block)}
+
+
 def or_stop(what: str, fn, *args):
     """fn(*args), saying what is being computed while it runs (a new size or tile can take a second
     or more), or a one-line message in the page and nothing else drawn."""
@@ -351,7 +362,3 @@ def trace_or_stop(kernel: str, m: int, n: int, k: int, params: dict[str, int], b
 def kernel_label(name: str) -> str:
     spec = registry.get(name)
     return f"{spec.title} — from {spec.source_titles}"
-
-
-def source_lines(file: str) -> list[str]:
-    return sources.load(file).text.splitlines()

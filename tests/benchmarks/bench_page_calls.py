@@ -70,10 +70,8 @@ def tile_phases(tm, kernel, m, n, k, tile, bx=None, by=None):
     grid = trace.launches[-1].grid
     bx = grid[0] - 1 if bx is None else bx
     by = grid[1] - 1 if by is None else by
-    tm("views.tile_phases", views.tile_phases, trace, bx, by)
-    tm("views.partial_sums", views.partial_sums, trace, bx, by)
-    tm("views.block_rows_cols", views.block_rows_cols, trace, bx, by)
-    naive, _ = cached_trace(tm, "naive_x_cols", m, n, k, tile, 0, (16, 16))
+    tm("views.tile_view", views.tile_view, trace, bx, by)
+    naive, _ = cached_trace(tm, views.NAIVE_BASELINE.name, m, n, k, tile, 0, views.NAIVE_BASELINE.default_block)
     tm("analysis.global_reads naive", analysis.global_reads, naive)
     tm("analysis.global_reads tiled", analysis.global_reads, trace)
 
