@@ -8,7 +8,7 @@ import streamlit as st
 from engine.bench import benchmark, export, schema
 from engine.errors import EngineError
 from engine.kernels import registry
-from engine.plots import charts
+from engine.plots import charts, style
 from pages.lib import ui
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
@@ -21,7 +21,7 @@ SIZE_PRESETS = {
 }
 timeable = registry.showing("benchmarks")
 status = ui.device_status()
-font = ui.font_size() + 1
+font = style.sizes(ui.presenter()).chart
 
 
 NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "%.1f", "median (ms)": "%.4f",

@@ -1,10 +1,10 @@
 """Coalescing: step through one warp's global loads and stores, two kernels side by side."""
-import pandas as pd
 import streamlit as st
 
 from engine.kernels import registry
-from engine.metrics import analysis, views
-from pages.lib import claims, figures, ui
+from engine.metrics import views
+from engine.plots import traces
+from pages.lib import claims, ui
 
 ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "
               "instruction: the 32-byte sectors their addresses fall in decide how many memory transactions one "
@@ -15,10 +15,11 @@ kernels = registry.showing("coalescing")
 shapes = [f"{x}x{y}" for x, y in registry.NAIVE_BLOCKS]
 with ui.controls():
     c0, c1, c2, c3, c4, c5 = st.columns([2.2, 2.2, 1, 1, 1, 1])
-    first = c0.selectbox("Kernel", kernels, key=ui.state("kernel", "naive_x_rows", kernels),
+    # The catalog lists the lanes-on-rows mapping first and the coalesced one second: the lesson, side by side.
+    first = c0.selectbox("Kernel", kernels, key=ui.state("kernel", kernels[0], kernels),
                          format_func=ui.kernel_label)
     options = ["(none)"] + kernels
-    second = c1.selectbox("Side by side with", options, key=ui.state("compare", "naive_x_cols", options),
+    second = c1.selectbox("Side by side with", options, key=ui.state("compare", kernels[1], options),
                           format_func=lambda k: k if k == "(none)" else ui.kernel_label(k))
     # 32x32 by default: a warp is then one row of the block, so lanes-on-rows touches 32 rows of A
     # (32 sectors) while lanes-on-columns reads one 128-byte line of B (4 sectors).
@@ -44,7 +45,7 @@ with ui.controls():
     t0, inst0 = traced[first]
     warps = views.warps_of(t0, bx, by)
     warp = d3.selectbox("Warp", warps, key=ui.state("warp", warps[0], warps), help="warp of that block")
-    _, total0 = views.warp_steps(t0, inst0, bx, by, warp, "global", 0, 0)
+    total0 = views.count_steps(t0, inst0, bx, by, warp, "global")
     first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW,
                                  key=ui.state("from", 1, lo=1, hi=max(total0, 1)),
                                  help=f"the animation shows up to {WINDOW} instructions at a time") - 1
@@ -53,40 +54,28 @@ with ui.controls():
 
 panels = []
 for name in chosen:
-    t, inst = traced[name]
-    blk = t.launches[-1].block
     (sx, sy), = one[name]
-    steps, total = views.warp_steps(t, inst, sx, sy, warp, "global", start=first_step, limit=WINDOW)
-    if not steps:
+    panel = views.warp_panel(*traced[name], sx, sy, warp, first_step, WINDOW)
+    if panel.steps:
+        panels.append(panel)
+    else:
         st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
-        continue
-    arrays = {a: t.shapes[a] for a in dict.fromkeys(s.array for s in steps)}
-    panels.append({"label": name, "block": blk, "warp": warp, "arrays": arrays, "steps": steps, "total": total,
-                   "source": ui.source_lines(t.launches[-1].file)})
 
 if panels:
-    st.plotly_chart(ui.cached_figure(lambda: figures.coalescing_figure(panels, ui.presenter(), duration)), width="stretch",
+    st.plotly_chart(ui.cached_figure(lambda: traces.coalescing_figure(panels, ui.presenter(), duration)), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "
                "side by side (outlined red where touched), so the sectors and lines of the headline can be counted.")
 
 st.subheader("Whole kernel, as Nsight Compute counts it")
-rows = []
 whole = {name: ui.trace_or_stop(name, m, n, k, params[name], block) for name in chosen}
-for name in chosen:
-    summary = ui.cached_site_summary(name, m, n, k, params[name], block)
-    g = summary[summary["space"] == "global"]
-    for r in g.itertuples():
-        rows.append({"kernel": name, "line": r.line, "access": f"{r.op} {r.array}", "requests": r.requests,
-                     "sectors": r.sectors, "sectors per request": round(r.sectors_per_request, 2),
-                     "ncu metric": analysis.NCU_METRICS[("global", r.op, "sectors")]})
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+st.dataframe(views.global_accesses({name: ui.cached_site_summary(name, m, n, k, params[name], block)
+                                    for name in chosen}), hide_index=True, width="stretch")
 t0 = whole[first][0]
 st.caption(f"Traced {len(t0):,} accesses of {first} on {t0.device} ({t0.source.upper()} mode); "
            f"result checked against float64 numpy: relative error {t0.rel_error:.1e}. "
-           "Check with: ncu --metrics l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,"
-           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+           f"Check with: {views.ncu_command('global', 'load', ('sectors', 'requests'))}")
 
 st.subheader("What the source documents say, and what the trace shows")
 for claim, verdict in claims.CLAIMS["coalescing"]:

@@ -3,7 +3,8 @@ import streamlit as st
 
 from engine.kernels import registry
 from engine.metrics import views
-from pages.lib import claims, figures, ui
+from engine.plots import traces
+from pages.lib import claims, ui
 
 ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "
               "load one tile of A and one of B into shared memory, wait at a barrier, multiply them, wait again, "
@@ -12,7 +13,7 @@ ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block o
 tiled = registry.showing("tile_phases")
 with ui.controls():
     c0, c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1, 1])
-    kernel = c0.selectbox("Kernel", tiled, key=ui.state("kernel", "tiled_guarded", tiled),
+    kernel = c0.selectbox("Kernel", tiled, key=ui.state("kernel", tiled[0], tiled),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
     m = c1.number_input("M", 1, 128, key=ui.state("m", 40, lo=1, hi=128))
@@ -30,32 +31,22 @@ with ui.controls():
     ui.remember(bx=bx, by=by)
     trace, _ = ui.trace_or_stop(kernel, m, n, k, params, spec.default_block, ((bx, by),))   # the block shown
 
-phases = views.tile_phases(trace, bx, by)
-partials = views.partial_sums(trace, bx, by)
-rows, cols = views.block_rows_cols(trace, bx, by)
-src = trace.launches[-1].file
-sites = [s.site for s in trace.sites]
-load_line = next(s.line for s in sites if s.space == "shared" and s.op == "store")
-compute_line = next(s.line for s in sites if s.space == "shared" and s.op == "load")
-fig = ui.cached_figure(lambda: figures.tile_phase_figure(
-    trace.shapes["A"], trace.shapes["B"], trace.shapes["C"], phases, partials, rows, cols, ui.source_lines(src),
-    load_line, compute_line, ui.presenter(), duration))
+view = views.tile_view(trace, bx, by)
+fig = ui.cached_figure(lambda: traces.tile_phase_figure(view, ui.presenter(), duration))
 st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
-edge = any(p.zero_filled for p in phases)
-st.caption(f"Block ({bx}, {by}) owns rows {rows[0]}-{min(rows[1], m) - 1} and columns {cols[0]}-{min(cols[1], n) - 1} of C. "
+(r0, r1), (c0, c1) = view.rows, view.cols
+st.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}-{min(c1, n) - 1} of C. "
            "Blue: the tiles it loads in this phase. " +
            ("Red, dotted: the part of a tile past the edge of the matrix, which the guards fill with zeros "
-            "so the products there add nothing." if edge else
+            "so the products there add nothing." if view.zero_filled else
             "This block's tiles lie inside the matrices: pick the last block to see zero-filled edges."))
 
 st.subheader("Global reads: tiled against naive, counted in the traces")
-reads_naive = ui.or_stop(f"Counting the naive kernel's global reads at {m}x{n}x{k}", ui.cached_global_reads,
-                         "naive_x_cols", m, n, k, {}, (16, 16))
-reads_tiled = ui.or_stop(f"Counting {kernel}'s global reads", ui.cached_global_reads, kernel, m, n, k, params,
-                         spec.default_block)
+reads = ui.or_stop(f"Counting the global reads of {kernel} and of the naive kernel at {m}x{n}x{k}",
+                   ui.cached_reads_against_naive, kernel, m, n, k, params)
+reads_naive, reads_tiled = reads.values()
 a, b = st.columns([1, 1.4])
-a.plotly_chart(figures.reads_bar({"naive (naive_x_cols)": reads_naive, f"{kernel}, TILE {tile}": reads_tiled},
-                                 ui.presenter()), width="stretch")
+a.plotly_chart(traces.reads_bar(reads, ui.presenter()), width="stretch")
 b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {m}x{n}x{k} product (2·M·N·K); the "
            f"tiled kernel **{reads_tiled:,}**: **{reads_naive / max(reads_tiled, 1):.1f}x fewer** "
            f"(TILE = {tile}). Each element a block loads is used {tile} times from shared memory. "

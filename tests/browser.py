@@ -93,7 +93,7 @@ SHOWN_JS = """(i) => {
   const texts = Array.from(gd.querySelectorAll('.scatterlayer .textpoint text'));
   const heads = texts.map(t => t.textContent).filter(t => HEADLINE.test(t));
   const box = (el) => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
-  // The source highlight is the band filled yellow (pages/lib/figures.py HIGHLIGHT); other fills are tiles.
+  // The source highlight is the band filled yellow (engine/plots/style.py HIGHLIGHT); other fills are tiles.
   const bands = Array.from(gd.querySelectorAll('.scatterlayer path.js-fill'))
     .filter(p => /255,\\s*200,\\s*0/.test(p.style.fill || '')).map(box).filter(b => b.bottom - b.top > 2);
   const code = texts.filter(t => /^\\s*\\d+  /.test(t.textContent)).map(t => ({line: parseInt(t.textContent), ...box(t)}));

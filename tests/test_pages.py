@@ -29,7 +29,7 @@ def figures(at: AppTest) -> list[dict]:
 
 
 def notes(fig: dict, frame: int = 0) -> str:
-    """The headlines a frame shows: text traces the frame updates (pages/lib/figures.py)."""
+    """The headlines a frame shows: text traces the frame updates (engine/plots/traces.py)."""
     return " ".join(t for d in fig["frames"][frame]["data"] if d.get("text") for t in d["text"] if isinstance(t, str))
 
 
@@ -100,6 +100,17 @@ def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
     assert counts["8"] > 0 and counts["1"] > 0                # tile_A 8-way, tile_B broadcast
     if sass.nvdisasm():
         assert len(hist["data"]) == 2                          # as compiled (LDS.128) too
+
+
+def test_bank_conflicts_histogram_counts_the_whole_kernel():
+    """The histogram sits under "The whole kernel" beside its table: it counts every block's shared
+    loads, as the table does, not only those of the block the animation shows (4 blocks here)."""
+    at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
+    hist, table = figures(at)[1], at.dataframe[0].value
+    loads = table[table["access"].str.startswith("load")]
+    assert sum(hist["data"][0]["y"]) == loads["requests"].sum() == 4 * 8 * 2 * 2 * 16   # blocks, warps, phases, arrays, p
+    if len(hist["data"]) == 2:
+        assert sum(hist["data"][1]["y"]) == loads["as compiled: instructions"].sum()
 
 
 def test_bank_conflicts_says_when_the_sass_listing_failed(failing_nvcc):
@@ -200,7 +211,7 @@ def test_sector_strip_rows_are_128_byte_lines():
     import numpy as np
 
     from engine.metrics.views import Step
-    from pages.lib import figures as f
+    from engine.plots import traces as f
     offsets = np.array([0, 64, 4 * 128 + 96, 4 * 128 + 100])        # lines 0 and 4; sectors 0, 2, 19
     step = Step(0, 0, 14, "k", "A", "global", "load", 0, np.arange(4), np.zeros(4, int), np.arange(4), offsets,
                 3, 2, 0)

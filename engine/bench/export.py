@@ -13,7 +13,7 @@ import pandas as pd
 from engine.bench.benchmark import derive
 from engine.bench.schema import to_document
 from engine.errors import EngineError
-from engine.plots import charts
+from engine.plots import charts, style
 
 FORMATS = ("csv", "json", "html", "png", "svg")
 PROVENANCE_COLUMNS = ("gpu", "driver_cuda_version", "cuda", "date", "engine_commit")
@@ -98,7 +98,7 @@ def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.
         raise _image_error(exc) from None
 
 
-def figures(rows: list[dict], prov: dict, font: int = 13) -> dict:
+def figures(rows: list[dict], prov: dict, font: int = style.EXPORT_FONT) -> dict:
     """Every chart of one run, each carrying its provenance in the picture."""
     df = derive(pd.DataFrame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
     return charts.all_charts(df, prov["peaks"], font, note=charts.notes([prov])) if len(df) else {}

@@ -1,15 +1,19 @@
-"""Page-ready slices of a trace, as plain data: one warp's instructions lane by lane, one block's
-tile phases. The pages turn these into pictures (pages/figures.py); nothing here draws."""
+"""Page-ready slices of a trace, as plain data (numpy, pandas, dataclasses of them): one warp's
+instructions lane by lane, one block's tile phases, the whole-kernel tables under the figures. Each
+page asks one of these per figure (through pages/lib/ui.py's caches) and hands it to a figure of
+engine/plots/; nothing here draws, and no page computes on a trace itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from engine.kernels import registry
 from engine.kernels.problem import make_inputs
 from engine.kernels.reference import matmul
-from engine.metrics.analysis import BANKS, SECTOR_BYTES, WORD_BYTES
+from engine.metrics import analysis
+from engine.metrics.analysis import BANKS, NCU_METRICS, SECTOR_BYTES, WORD_BYTES
 from engine.tracing.records import Trace
 
 
@@ -41,16 +45,25 @@ def warps_of(trace: Trace, block_x: int, block_y: int, launch: int | None = None
     return np.unique(trace.columns["warp"][trace.block_records(block_x, block_y, launch)]).tolist()
 
 
-def warp_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, space: str | None,
-               start: int = 0, limit: int = 160, launch: int | None = None) -> tuple[list[Step], int]:
-    """The warp's instructions in program order (optionally one memory space), a window of them,
-    and how many there are in all."""
+def _warp_rows(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, space: str | None,
+               op: str | None, launch: int | None) -> np.ndarray:
+    """The warp's instructions (rows of inst) in program order: of one memory space and one of load or
+    store, where given."""
     launch = len(trace.launches) - 1 if launch is None else launch
     mine = inst[(inst["launch"] == launch) & (inst["block_x"] == block_x) & (inst["block_y"] == block_y)
                 & (inst["warp"] == warp)]
-    if space is not None:
-        site_space = np.array([ts.site.space == space for ts in trace.sites], dtype=bool)
-        mine = mine[site_space[mine["site"]]]
+    keep = np.array([(space is None or ts.site.space == space) and (op is None or ts.site.op == op)
+                     for ts in trace.sites], dtype=bool)
+    return mine[keep[mine["site"]]]
+
+
+def warp_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, space: str | None,
+               start: int = 0, limit: int = 160, launch: int | None = None,
+               op: str | None = None) -> tuple[list[Step], int]:
+    """The warp's instructions in program order (optionally one memory space, and only its loads or its
+    stores), a window of them, and how many there are in all. A step's index counts among those."""
+    launch = len(trace.launches) - 1 if launch is None else launch
+    mine = _warp_rows(trace, inst, block_x, block_y, warp, space, op, launch)
     total = len(mine)
     window = mine[start:start + limit]
     r = trace.columns
@@ -151,8 +164,138 @@ def partial_sums(trace: Trace, block_x: int, block_y: int) -> list[np.ndarray]:
 def count_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, space: str,
                 op: str | None = None, launch: int | None = None) -> int:
     """How many instructions of one warp touch `space` (and, if given, are loads or stores)."""
-    launch = len(trace.launches) - 1 if launch is None else launch
-    mine = inst[(inst["launch"] == launch) & (inst["block_x"] == block_x) & (inst["block_y"] == block_y)
-                & (inst["warp"] == warp)]
-    keep = [trace.sites[s].site.space == space and (op is None or trace.sites[s].site.op == op) for s in mine["site"]]
-    return int(sum(keep))
+    return len(_warp_rows(trace, inst, block_x, block_y, warp, space, op, launch))
+
+
+def ncu_command(space: str, op: str, quantities: tuple[str, ...]) -> str:
+    """The ncu command line that reads these quantities (of analysis.NCU_METRICS) off the GPU."""
+    return "ncu --metrics " + ",".join(NCU_METRICS[(space, op, q)] for q in quantities)
+
+
+# --------------------------------------------------------------------------- coalescing
+
+@dataclass
+class WarpPanel:
+    """One kernel's side of the coalescing view: a window of one warp's global accesses."""
+    kernel: str
+    block: tuple[int, int]               # threads per block of the main launch
+    warp: int
+    arrays: dict[str, tuple[int, int]]   # the arrays the window touches (rows, cols), in order of first touch
+    steps: list[Step]                    # empty when the warp has no active lanes at this size
+    total: int                           # the warp's global accesses in all
+    file: str                            # the kernel's source
+
+
+def warp_panel(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, start: int,
+               limit: int) -> WarpPanel:
+    steps, total = warp_steps(trace, inst, block_x, block_y, warp, "global", start, limit)
+    arrays = {a: trace.shapes[a] for a in dict.fromkeys(s.array for s in steps)}
+    main = trace.launches[-1]
+    return WarpPanel(trace.kernel, tuple(main.block), warp, arrays, steps, total, main.file)
+
+
+def global_accesses(summaries: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Each kernel's global access sites as Nsight Compute counts them, with the metric that counts
+    their sectors; summaries: kernel name -> analysis.site_summary of its whole trace."""
+    rows = []
+    for kernel, summary in summaries.items():
+        for r in summary[summary["space"] == "global"].itertuples():
+            rows.append({"kernel": kernel, "line": r.line, "access": f"{r.op} {r.array}", "requests": r.requests,
+                         "sectors": r.sectors, "sectors per request": round(r.sectors_per_request, 2),
+                         "ncu metric": NCU_METRICS[("global", r.op, "sectors")]})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- tile phases
+
+@dataclass
+class TileView:
+    """One block of a tiled kernel, phase by phase: the tiles it loads and its C tile's partial sums."""
+    shapes: dict[str, tuple[int, int]]   # A, B and C (rows, cols)
+    phases: list[Phase]
+    partials: list[np.ndarray]           # the block's C tile after each phase
+    rows: tuple[int, int]                # the block's tile of C (half-open; may pass the edge)
+    cols: tuple[int, int]
+    load_line: int                       # the source line that stores the tiles into shared memory
+    compute_line: int                    # the line that reads them back to multiply
+    file: str
+
+    @property
+    def zero_filled(self) -> bool:
+        """Whether the block's tiles pass the edge of the matrices (the guards fill that with zeros)."""
+        return any(p.zero_filled for p in self.phases)
+
+
+def tile_view(trace: Trace, block_x: int, block_y: int) -> TileView:
+    sites = [s.site for s in trace.sites]
+    load = next(s.line for s in sites if s.space == "shared" and s.op == "store")
+    compute = next(s.line for s in sites if s.space == "shared" and s.op == "load")
+    rows, cols = block_rows_cols(trace, block_x, block_y)
+    return TileView({a: trace.shapes[a] for a in ("A", "B", "C")}, tile_phases(trace, block_x, block_y),
+                    partial_sums(trace, block_x, block_y), rows, cols, load, compute, trace.launches[-1].file)
+
+
+# What a tiled kernel's global reads are compared with: the naive kernel whose lanes walk columns
+# (coalesced), at its own default block, so that the difference is tiling's alone.
+NAIVE_BASELINE = registry.get("naive_x_cols")
+
+
+# --------------------------------------------------------------------------- bank conflicts
+
+@dataclass
+class BankSteps:
+    """A window of one warp's shared-memory instructions, each with its words laid out by bank."""
+    steps: list[Step]
+    layers: list[dict[str, list]]   # bank_layers of each step
+    total: int                      # the warp's instructions of this kind in all
+    what: str                       # what a step is, in words: "shared load" or "shared instruction"
+    file: str
+
+
+def bank_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, loads_only: bool,
+               limit: int = 160) -> BankSteps:
+    """The warp's shared loads (or all its shared instructions), numbered among themselves, so that the
+    headline's count and the slider agree."""
+    op = "load" if loads_only else None
+    steps, total = warp_steps(trace, inst, block_x, block_y, warp, "shared", 0, limit, op=op)
+    return BankSteps(steps, [bank_layers(s) for s in steps], total,
+                     "shared load" if loads_only else "shared instruction", trace.launches[-1].file)
+
+
+@dataclass
+class SharedKernel:
+    """A whole kernel's shared memory, as written (one 32-bit access per source access) and as compiled
+    (where nvcc merged loads into LDS.128: what Nsight Compute counts)."""
+    table: pd.DataFrame              # per shared site: both views side by side
+    as_written: dict[int, int]       # wavefronts per shared load -> how many loads, as written
+    as_compiled: dict[int, int] | None   # the same for the hardware's loads; None if nvcc merged none
+    notes: list[str]                 # per merged site, what nvcc did
+    sass_note: str | None            # why there is no SASS listing to compare with, if there is none
+
+
+def shared_kernel(trace: Trace, inst: np.ndarray, summary: pd.DataFrame, sass_info: dict) -> SharedKernel:
+    """trace, inst: the whole kernel's; summary: analysis.site_summary of them; sass_info: its listing."""
+    hw, notes, per_site = analysis.as_compiled(trace, summary, sass_info)
+    loads = summary[(summary["space"] == "shared") & (summary["op"] == "load")]["site"].to_numpy()
+    written = inst["wavefronts"][np.isin(inst["site"], loads)]
+    compiled = None
+    if per_site:   # merged sites count their hardware loads; the others are loaded as written
+        kept = inst["wavefronts"][np.isin(inst["site"], [s for s in loads if s not in per_site])]
+        compiled = _histogram(np.concatenate([*per_site.values(), kept]))
+    shared = (summary["space"] == "shared").to_numpy()
+    s, h = summary[shared], hw[shared]
+    table = pd.DataFrame({"line": s["line"].to_numpy(), "access": (s["op"] + " " + s["array"]).to_numpy(),
+                          "requests": s["requests"].to_numpy(),
+                          "wavefronts": s["wavefronts"].astype(int).to_numpy(),
+                          "bank conflicts": s["bank_conflicts"].astype(int).to_numpy(),
+                          "as compiled: instructions": h["requests"].astype(int).to_numpy(),
+                          "as compiled: wavefronts": h["wavefronts"].astype(int).to_numpy(),
+                          "as compiled: bank conflicts": h["bank_conflicts"].astype(int).to_numpy()})
+    sass_note = sass_info.get("note") if sass_info.get("available") is False else None
+    return SharedKernel(table, _histogram(written), compiled, notes, sass_note)
+
+
+def _histogram(values: np.ndarray) -> dict[int, int]:
+    """value -> how often it occurs, in increasing value."""
+    uniq, counts = np.unique(values, return_counts=True)
+    return dict(zip(uniq.tolist(), counts.tolist()))

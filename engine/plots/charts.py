@@ -1,8 +1,10 @@
 """Benchmark charts (Plotly), shared by the Benchmarks page and `python -m engine bench`.
 
-A plotting module: it draws rows of engine/bench/benchmark.py and imports no Streamlit. One style for every
-chart: full-width, a fixed height, the legend below the plot, one colour per kernel label in every
-chart (and so in every export), and log axes ticked at readable round values only.
+A plotting module: it draws rows of engine/bench/benchmark.py and imports no Streamlit. Fonts, colours
+and the template are engine/plots/style.py's, as for every figure; what is the charts' own: full-width,
+a fixed height, the legend below the plot, one colour per kernel label in every chart (and so in every
+export), and log axes ticked at readable round values only. `font` is style.sizes(presenter).chart on
+a page, style.EXPORT_FONT in an exported picture.
 """
 from __future__ import annotations
 
@@ -14,10 +16,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.kernels import registry
+from engine.plots import style
+from engine.plots.style import EXPORT_FONT, PALETTE
 
-# No grey: the roofline's roofs are black and grey.
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b", "#bcbd22",
-           "#393b79"]
 HEIGHT = 520
 # Above this the % of cuBLAS axis stops: beyond it are only the tiny sizes where cuBLAS is latency bound.
 PCT_CAP = 110.0
@@ -155,16 +156,15 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
     from); legend in rows below the plot, where it takes width, not the plot's height."""
     if note:
         fig.add_annotation(text=note, xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
-                           yshift=6, showarrow=False, align="left", font={"size": font - 2, "color": "#444"})
-    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"}, font={"size": font},
-                      template="plotly_white", height=HEIGHT + 14 * (font - 13),
-                      legend={"font": {"size": font - 1}, "orientation": "h", "x": 0, "xanchor": "left",
-                              "y": -0.22, "yanchor": "top"},
-                      margin={"t": 64 + 16 * note.count("<br>") if note else 50, "l": 70, "r": 30})
-    return fig
+                           yshift=6, showarrow=False, align="left", font={"size": font - 2, "color": style.NOTE_INK})
+    return style.apply(fig, font, title={"text": title, "x": 0.01, "xanchor": "left"},
+                       height=HEIGHT + 14 * (font - EXPORT_FONT),
+                       legend={"font": {"size": font - 1}, "orientation": "h", "x": 0, "xanchor": "left",
+                               "y": -0.22, "yanchor": "top"},
+                       margin={"t": 64 + 16 * note.count("<br>") if note else 50, "l": 70, "r": 30})
 
 
-def gflops_vs_size(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
+def gflops_vs_size(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.Figure:
     ok = _series(df)
     fig = go.Figure()
     _curves(fig, ok, "gflops", "%{y:,.0f} GFLOP/s")
@@ -173,7 +173,7 @@ def gflops_vs_size(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figur
     return _layout(fig, "Throughput against size", font, note)
 
 
-def pct_of_cublas(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
+def pct_of_cublas(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.Figure:
     """% of cuBLAS, the axis stopped at PCT_CAP: points above it (tiny sizes, where cuBLAS is launch
     bound) sit at the top as ▲ with their value, so they neither vanish nor squash the rest."""
     ok = _series(df)
@@ -183,28 +183,28 @@ def pct_of_cublas(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure
     # drawn at most at the cap; the hover says the real value
     _curves(fig, ok.assign(pct_shown=ok["pct_cublas"].clip(upper=PCT_CAP)), "pct_shown",
             "%{customdata:.0f}% of cuBLAS", custom="pct_cublas")
-    fig.add_hline(y=100, line={"color": "black", "dash": "dot", "width": 1})
+    fig.add_hline(y=100, line={"color": style.ROOF, "dash": "dot", "width": 1})
     if len(high):
         fig.add_scatter(x=high["size"], y=[PCT_CAP] * len(high), mode="markers", showlegend=False,
                         marker={"symbol": "triangle-up", "size": 13, "color": high["color"].tolist(),
-                                "line": {"color": "black", "width": 1}}, hoverinfo="skip", cliponaxis=False)
+                                "line": {"color": style.ROOF, "width": 1}}, hoverinfo="skip", cliponaxis=False)
         # the real values, stacked beside their ▲, in their colours: the smallest sizes' first, as many
         # as can be read (each point's hover has its value too)
         written = high.sort_values(["size", "pct_cublas"], ascending=[True, False]).head(MAX_VALUE_NOTES)
         for _, at_size in written.groupby("size"):
             for i, (_, r) in enumerate(at_size.iterrows()):
                 fig.add_annotation(x=math.log10(r["size"]), y=PCT_CAP, text=f"{r['pct_cublas']:.0f}%", showarrow=False,
-                                   xanchor="left", xshift=10, yshift=-16 * i, bgcolor="rgba(255,255,255,0.8)",
+                                   xanchor="left", xshift=10, yshift=-16 * i, bgcolor=style.NOTE_BACKGROUND,
                                    font={"size": font - 1, "color": r["color"]})
         fig.add_annotation(text=TINY_NOTE.format(cap=PCT_CAP), xref="paper", yref="paper", x=1, y=0.98,
                            xanchor="right", yanchor="top", showarrow=False, align="right",
-                           font={"size": font - 2}, bgcolor="rgba(255,255,255,0.85)")
+                           font={"size": font - 2}, bgcolor=style.NOTE_BACKGROUND)
     fig.update_xaxes(title="size (M·N·K)^(1/3)", **_log_axis(ok["size"], "pow2"))
     fig.update_yaxes(title="% of cuBLAS at the same precision", range=[0, PCT_CAP + 6], ticksuffix="%")
     return _layout(fig, "Share of cuBLAS (dotted: as fast as cuBLAS)", font, note)
 
 
-def roofline(df: pd.DataFrame, peaks: dict, font: int = 13, note: str = "") -> go.Figure:
+def roofline(df: pd.DataFrame, peaks: dict, font: int = EXPORT_FONT, note: str = "") -> go.Figure:
     """GFLOP/s against arithmetic intensity (FLOP per byte of minimal traffic) under the device's roofs.
     The roofs are named on the lines, not in the legend, which is for kernels."""
     ok = _series(df)
@@ -218,7 +218,7 @@ def roofline(df: pd.DataFrame, peaks: dict, font: int = 13, note: str = "") -> g
                       f"TF32 tensor roof {peaks['tf32_gflops_datasheet'] / 1e3:.0f} TFLOP/s (datasheet)", "dash"))
     for peak, name, dash in roofs:
         fig.add_scatter(x=ai, y=np.minimum(ai * bw, peak), mode="lines", name=name, showlegend=False,
-                        line={"color": "black" if dash == "solid" else "gray", "dash": dash}, hoverinfo="name")
+                        line={"color": style.ROOF if dash == "solid" else style.SECOND_ROOF, "dash": dash}, hoverinfo="name")
         fig.add_annotation(x=4, y=math.log10(peak), text=name, showarrow=False, xanchor="right", yanchor="bottom",
                            font={"size": font - 2})   # log axes: annotation positions are log10 values
     for name, part in ok.groupby("label", sort=False):
@@ -232,7 +232,7 @@ def roofline(df: pd.DataFrame, peaks: dict, font: int = 13, note: str = "") -> g
     return _layout(fig, "Roofline", font, note)
 
 
-def telemetry(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
+def telemetry(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.Figure:
     """Clock, power and temperature after each point, in measurement order: throttling shows here."""
     fig = go.Figure()
     have = [c for c in ("sm_clock_mhz", "power_w", "temperature_c") if c in df]
@@ -248,7 +248,7 @@ def telemetry(df: pd.DataFrame, font: int = 13, note: str = "") -> go.Figure:
     return _layout(fig, "GPU telemetry during the sweep", font, note)
 
 
-def all_charts(df: pd.DataFrame, peaks: dict, font: int = 13, note: str = "") -> dict[str, go.Figure]:
+def all_charts(df: pd.DataFrame, peaks: dict, font: int = EXPORT_FONT, note: str = "") -> dict[str, go.Figure]:
     charts = {"gflops_vs_size": gflops_vs_size(df, font, note), "percent_of_cublas": pct_of_cublas(df, font, note),
               "roofline": roofline(df, peaks, font, note)}
     if "sm_clock_mhz" in df:

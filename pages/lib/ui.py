@@ -1,7 +1,7 @@
 """What every page shares: the mode banner, presenter (projector) mode, each page's own view state
 (seeded from the URL), the animation player script, cached engine calls.
 
-Pages stay thin: controls -> an engine call through here -> a figure from pages/lib/figures.py.
+Pages stay thin: controls -> an engine call through here (its caches) -> a figure from engine/plots/.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import streamlit as st
 
 from engine.devices import gpu_client, memo
 from engine.errors import EngineError
-from engine.kernels import build, registry, sass, sources
+from engine.kernels import build, registry, sass
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis
+from engine.metrics import analysis, views
 from engine.tracing import tracer
 
 PLAYER_JS = Path(__file__).with_name("player.js").read_text()
@@ -53,10 +53,6 @@ def prebuild():
 
 def presenter() -> bool:
     return st.session_state.get("presenter_mode", False)
-
-
-def font_size() -> int:
-    return 22 if presenter() else 13
 
 
 # Page scripts that may compute at once in this server. The server's event loop (every browser's
@@ -300,16 +296,16 @@ def cached_site_summary(kernel: str, m: int, n: int, k: int, params: dict[str, i
         return RESULTS.get(("site_summary", kernel, m, n, k, _params_key(params), tuple(block)), compute)
 
 
-def cached_summary(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
-    """The per-site metrics of a whole-kernel trace, and as compiled where nvcc merged shared loads:
-    computed once per trace, not again when only the warp, speed or view changes."""
+def cached_shared_kernel(kernel: str, m: int, n: int, k: int, params: dict[str, int],
+                         block: tuple[int, int]) -> views.SharedKernel:
+    """views.shared_kernel of the whole-kernel trace: computed once per trace, not again when only the
+    warp, speed or view changes."""
     def compute():
-        trace, _ = cached_trace(kernel, m, n, k, params, block, None, "auto")
+        trace, inst = cached_trace(kernel, m, n, k, params, block, None, "auto")
         summary = cached_site_summary(kernel, m, n, k, params, block)
-        sass_info = cached_sass(trace.launches[-1].file, trace.problem.params)
-        return summary, sass_info, analysis.as_compiled(trace, summary, sass_info)
+        return views.shared_kernel(trace, inst, summary, cached_sass(trace.launches[-1].file, trace.problem.params))
     with _whole_kernel_slot():
-        return RESULTS.get(("summary", kernel, m, n, k, _params_key(params), tuple(block)), compute)
+        return RESULTS.get(("shared_kernel", kernel, m, n, k, _params_key(params), tuple(block)), compute)
 
 
 def cached_global_reads(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> int:
@@ -318,6 +314,17 @@ def cached_global_reads(kernel: str, m: int, n: int, k: int, params: dict[str, i
         return RESULTS.get(("global_reads", kernel, m, n, k, _params_key(params), tuple(block)),
                            lambda: analysis.global_reads(
                                tracer.trace(kernel, make_problem(m, n, k, block=block, params=params))))
+
+
+def cached_reads_against_naive(kernel: str, m: int, n: int, k: int, params: dict[str, int]) -> dict[str, int]:
+    """Global loads of the whole kernel and of the naive baseline (views.NAIVE_BASELINE) at the same
+    sizes, by label, the baseline first; each kernel's count is kept on its own (one naive count
+    serves every tiled kernel and TILE)."""
+    naive = views.NAIVE_BASELINE
+    spec = registry.get(kernel)
+    tiled = ", ".join([kernel] + [f"{name} {value}" for name, value in params.items()])
+    return {f"naive ({naive.name})": cached_global_reads(naive.name, m, n, k, {}, naive.default_block),
+            tiled: cached_global_reads(kernel, m, n, k, params, spec.default_block)}
 
 
 def or_stop(what: str, fn, *args):
@@ -355,7 +362,3 @@ def trace_or_stop(kernel: str, m: int, n: int, k: int, params: dict[str, int], b
 def kernel_label(name: str) -> str:
     spec = registry.get(name)
     return f"{spec.title} — from {spec.source_titles}"
-
-
-def source_lines(file: str) -> list[str]:
-    return sources.load(file).text.splitlines()

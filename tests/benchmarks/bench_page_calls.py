@@ -5,7 +5,8 @@
 
 Each scenario replays, in order, exactly the engine calls a page script makes for one view
 (pages/coalescing.py, pages/tile_phases.py, pages/bank_conflicts.py, through pages/lib/ui.py's
-cached_trace = tracer.trace + analysis.warp_instructions, and cached_sass). Figures are not drawn.
+cached_trace = tracer.trace + analysis.warp_instructions, and cached_sass), then the engine/metrics/views.py
+call each figure is drawn from. Figures are not drawn.
   cold: a fresh, empty build cache, so every CPU library (g++) and SASS lookup (nvcc + nvdisasm)
         the view needs is compiled on the request, as on a server's first visit to a TILE/PAD variant;
   warm: the builds are there, the trace is not (a view nobody has asked this server for yet).
@@ -53,15 +54,14 @@ def coalescing(tm, first, second, m, n, k, block, tile, bx=0, by=0, warp=None, s
     t0, inst0 = traced[first]
     warps = tm("views.warps_of", views.warps_of, t0, bx, by)
     warp = warps[0] if warp is None else warp
-    tm("views.warp_steps (count)", views.warp_steps, t0, inst0, bx, by, warp, "global", 0, 0)
+    tm("views.count_steps", views.count_steps, t0, inst0, bx, by, warp, "global")
     for name in chosen:
         t, inst = traced[name]
         g = t.launches[-1].grid
-        tm(f"views.warp_steps {name}", views.warp_steps, t, inst, min(bx, g[0] - 1), min(by, g[1] - 1), warp,
-           "global", start=start, limit=160)
-    for name in chosen:
-        t, inst = traced[name]
-        tm(f"analysis.site_summary {name}", analysis.site_summary, t, inst)
+        tm(f"views.warp_panel {name}", views.warp_panel, t, inst, min(bx, g[0] - 1), min(by, g[1] - 1), warp,
+           start, 160)
+    summaries = {name: tm(f"analysis.site_summary {name}", analysis.site_summary, *traced[name]) for name in chosen}
+    tm("views.global_accesses", views.global_accesses, summaries)
 
 
 def tile_phases(tm, kernel, m, n, k, tile, bx=None, by=None):
@@ -70,10 +70,8 @@ def tile_phases(tm, kernel, m, n, k, tile, bx=None, by=None):
     grid = trace.launches[-1].grid
     bx = grid[0] - 1 if bx is None else bx
     by = grid[1] - 1 if by is None else by
-    tm("views.tile_phases", views.tile_phases, trace, bx, by)
-    tm("views.partial_sums", views.partial_sums, trace, bx, by)
-    tm("views.block_rows_cols", views.block_rows_cols, trace, bx, by)
-    naive, _ = cached_trace(tm, "naive_x_cols", m, n, k, tile, 0, (16, 16))
+    tm("views.tile_view", views.tile_view, trace, bx, by)
+    naive, _ = cached_trace(tm, views.NAIVE_BASELINE.name, m, n, k, tile, 0, views.NAIVE_BASELINE.default_block)
     tm("analysis.global_reads naive", analysis.global_reads, naive)
     tm("analysis.global_reads tiled", analysis.global_reads, trace)
 
@@ -82,12 +80,11 @@ def bank_conflicts(tm, kernel, tile, pad, size, warp=0):
     spec = registry.get(kernel)
     trace, inst = cached_trace(tm, kernel, size, size, size, tile, pad, spec.default_block)
     tm("views.warps_of", views.warps_of, trace, 0, 0)
-    steps, _ = tm("views.warp_steps", views.warp_steps, trace, inst, 0, 0, warp, "shared", 0, 160)
-    tm("views.bank_layers x steps", lambda: [views.bank_layers(s) for s in steps if s.op == "load"])
+    tm("views.bank_steps", views.bank_steps, trace, inst, 0, 0, warp, True)
     summary = tm("analysis.site_summary", analysis.site_summary, trace, inst)
     sass_info = tm("sass.memory_instructions", sass.memory_instructions, trace.launches[-1].file,
                    trace.problem.params)
-    tm("analysis.as_compiled", analysis.as_compiled, trace, summary, sass_info)
+    tm("views.shared_kernel", views.shared_kernel, trace, inst, summary, sass_info)
 
 
 SCENARIOS = [

@@ -1,4 +1,6 @@
-"""Plotly figures for the pages, from the engine's plain data (engine/metrics/views.py). Nothing here runs a kernel.
+"""The trace figures (Plotly) of the Coalescing, Tile phases and Bank conflicts pages, from the engine's
+plain data (engine/metrics/views.py). Nothing here runs a kernel or imports Streamlit; fonts, colours and
+sizes are engine/plots/style.py's, as for every figure.
 
 Animations are Plotly frames: they play, pause, step and scrub in the browser with no round trip
 to the server. Two rules keep every visible element in step with the frame:
@@ -19,28 +21,17 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from engine.metrics.views import Step
+from engine.kernels import sources
+from engine.metrics.views import BankSteps, SharedKernel, Step, TileView, WarpPanel
+from engine.plots import style
+from engine.plots.style import HIGHLIGHT, LANE_SCALE, Sizes
 
-LANE_SCALE = "Turbo"
-HIGHLIGHT = "rgba(255, 200, 0, 0.45)"
-SECTOR_RED = "#d62728"
 CONTROLS_PX = 86          # below the plot: the slider, then Play / Pause / Step buttons
 
 
-@dataclass(frozen=True)
-class Style:
-    """Sizes for the normal page or for a projector. `width` is the figure width the layout is
-    planned for (the page's content width at 1280 px: with the sidebar, or without it in
-    presenter mode); marker sizes are in pixels, so they are worked out from it."""
-    presenter: bool
-    width: int
-    base: int
-    headline: int
-    code: int
-
-
-def style(presenter: bool) -> Style:
-    return Style(True, 1100, 16, 17, 13) if presenter else Style(False, 820, 12, 14, 11)
+def source_lines(file: str) -> list[str]:
+    """A kernel's source, line by line (for the listing beside a figure)."""
+    return sources.load(file).text.splitlines()
 
 
 # --------------------------------------------------------------------------- shared parts
@@ -71,7 +62,7 @@ def _axis(fig: go.Figure, n: int, x_domain, y_domain, x_range, y_range, anchor_s
 def _headline_trace(text: str, xref: str, yref: str, size: int) -> go.Scatter:
     """The frame's headline, as a text trace so it moves with the frames (see the module note)."""
     return go.Scatter(x=[0], y=[0.5], xaxis=xref, yaxis=yref, mode="text", text=[text],
-                      textposition="middle right", textfont={"size": size, "color": "#1a1a1a"}, hoverinfo="skip",
+                      textposition="middle right", textfont={"size": size, "color": style.INK}, hoverinfo="skip",
                       showlegend=False, cliponaxis=False)
 
 
@@ -134,7 +125,7 @@ def code_window(lines: list[str], wanted: set[int], max_rows: int, chars: int, s
     return best
 
 
-def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: float, st: Style) -> tuple[CodeView, int]:
+def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: float, st: Sizes) -> tuple[CodeView, int]:
     """The largest code font (down to 3 points below the page's) at which the whole kernel fits the
     column; below that, the page's smallest font and a window around the highlighted lines."""
     for font in range(st.code, st.code - 4, -1):
@@ -149,7 +140,7 @@ def _code_trace(view: CodeView, xref: str, yref: str, font: int) -> go.Scatter:
     """The listing, one display row per unit of the y axis (row 0 on top)."""
     return go.Scatter(x=[0] * view.n_rows, y=list(range(view.n_rows)), xaxis=xref, yaxis=yref, mode="text",
                       text=view.texts, textposition="middle right", hoverinfo="skip", showlegend=False,
-                      textfont={"family": "monospace", "size": font}, cliponaxis=False)
+                      textfont={"family": style.CODE_FAMILY, "size": font}, cliponaxis=False)
 
 
 def _highlight(view: CodeView, line: int) -> dict:
@@ -169,7 +160,7 @@ def _chars_fitting(px: float, font: int) -> int:
     return int(px / (0.62 * font)) - 1   # monospace glyphs are about 0.6 em wide
 
 
-def _controls(names: list[str], labels: list[str], duration: int, st: Style, redraw: bool,
+def _controls(names: list[str], labels: list[str], duration: int, st: Sizes, redraw: bool,
               plot_px: float) -> dict:
     """Play / Pause / one step back / one step on (pages/lib/player.js does the steps), and a slider
     whose steps are the frames themselves, so it follows the animation and scrubs it."""
@@ -234,13 +225,11 @@ def _with_frames(fig: AnimatedFigure, frames: list[dict], controls: dict) -> Ani
     return fig
 
 
-def _layout(fig: go.Figure, st: Style) -> None:
-    fig.update_layout(margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8},
-                      font={"size": st.base}, plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
-                      hoverlabel={"font": {"size": st.base}}, dragmode=False)
+def _layout(fig: go.Figure, st: Sizes) -> None:
+    style.apply(fig, st.base, margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8}, showlegend=False, dragmode=False)
 
 
-def _headed_figure(head_px: int, body_px: int, st: Style):
+def _headed_figure(head_px: int, body_px: int, st: Sizes):
     """A figure of a headline band over a body band, in pixels: (figure, plot height in px, a function
     from px to paper fractions)."""
     plot_px = head_px + body_px
@@ -254,9 +243,8 @@ def _headed_figure(head_px: int, body_px: int, st: Style):
 
 # --------------------------------------------------------------------------- coalescing
 
-def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
-    """panels: [{label, block, warp, arrays: {name: (rows, cols)}, steps: [Step], total, source: [str]}],
-    one per kernel, animated in step.
+def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
+    """panels: one per kernel (each with steps; engine.metrics.views.warp_panel), animated in step.
 
     Per panel: a headline (which instruction, how many lanes, sectors and lines, the verdict); the
     matrices side by side with the active lanes' elements (coloured by lane) and the 32-byte sectors
@@ -267,7 +255,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
     panels share one overlay axis measured in pixels from the top, so a frame updates few traces on
     few axes: Plotly's per-frame work grows with both, and two panels must still play smoothly.
     """
-    st = style(presenter)
+    st = style.sizes(presenter)
     n = len(panels)
     body_px = (180 if presenter else 250) if n == 2 else 330
     head_px, gap_px = (44, 10) if presenter else (42, 18)
@@ -279,7 +267,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
     ox, oy = _axis(fig, 1, (0, 1), (0, 1), (0, 1), (plot_px, 0))      # the overlay: x paper, y px from the top
     fig.add_trace(go.Scatter(x=[0] * n, y=[r * (head_px + body_px + gap_px) + head_px / 2 for r in range(n)],
                              xaxis=ox, yaxis=oy, mode="text", text=[""] * n, textposition="middle right",
-                             textfont={"size": st.headline, "color": "#1a1a1a"}, hoverinfo="skip", showlegend=False,
+                             textfont={"size": st.headline, "color": style.INK}, hoverinfo="skip", showlegend=False,
                              cliponaxis=False))
     headline = len(fig.data) - 1
     strips, codes, lights, mats = [], [], [], []
@@ -288,53 +276,53 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
         y_dom = (1 - (body_top + body_px) / plot_px, 1 - (body_top + title_px) / plot_px)
         # matrices, side by side on one square-celled axis
         offsets, x, titles = {}, 0, []
-        for name, (rows, cols) in p["arrays"].items():
+        for name, (rows, cols) in p.arrays.items():
             offsets[name] = x
             titles.append((name, x, rows, cols))
             x += cols + max(2, cols // 8)
-        mrows = max(rows for rows, _ in p["arrays"].values())
+        mrows = max(rows for rows, _ in p.arrays.values())
         mx, my = _axis(fig, 2 + r, x_mat, y_dom, (-1, x - 1), (mrows - .5, -.5), anchor_square=True)
         cell = min((x_mat[1] - x_mat[0]) * st.width / max(x, 1), (body_px - title_px) / max(mrows, 1))
         for name, x0, rows, cols in titles:
             fig.add_shape(type="rect", xref=mx, yref=my, x0=x0 - .5, x1=x0 + cols - .5, y0=-.5, y1=rows - .5,
-                          fillcolor="#efefef", line={"color": "#bbbbbb", "width": 1}, layer="below")
+                          fillcolor=style.MATRIX_FILL, line={"color": style.MATRIX_EDGE, "width": 1}, layer="below")
             fig.add_annotation(x=x0 + cols / 2 - .5, y=-.5, xref=mx, yref=my, text=f"{name} ({rows}x{cols})",
                                showarrow=False, yanchor="bottom", font={"size": st.base}, yshift=2)
         if cell >= 5:
-            fig.add_trace(_cell_grid([(offsets[nm], rows, cols) for nm, (rows, cols) in p["arrays"].items()], mx, my))
+            fig.add_trace(_cell_grid([(offsets[nm], rows, cols) for nm, (rows, cols) in p.arrays.items()], mx, my))
         size = max(cell * .82, 3)
         fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="markers", showlegend=False,
                                  marker={"symbol": "square", "size": size, "color": [], "colorscale": LANE_SCALE,
                                          "cmin": 0, "cmax": 31},
                                  hovertemplate="lane %{marker.color}<br>%{customdata[0]}[%{customdata[1]}]"
                                                "[%{customdata[2]}], byte %{customdata[3]:,}<extra></extra>"))
-        fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
+        fig.add_trace(go.Scatter(xaxis=mx, yaxis=my, mode="lines", line={"color": style.RED, "width": 1.5},
                                  hoverinfo="skip", showlegend=False))
-        mats.append((len(fig.data) - 2, _lanes_on(offsets), len(fig.data) - 1, _sectors_on(offsets, p["arrays"])))
+        mats.append((len(fig.data) - 2, _lanes_on(offsets), len(fig.data) - 1, _sectors_on(offsets, p.arrays)))
         # strip: one row per touched 128-byte line, in the overlay's pixels
         fig.add_annotation(x=sum(x_strip) / 2, y=1 - body_top / plot_px, xref="paper", yref="paper", showarrow=False,
                            yanchor="top", text="128-B lines · 32-B sectors", font={"size": st.base})
-        most_lines = max(max(len(np.unique(s.offsets // 128)) for s in p["steps"]), 4)
+        most_lines = max(max(len(np.unique(s.offsets // 128)) for s in p.steps), 4)
         row_px = (body_px - title_px) / most_lines
         strips.append(_StripPlace(x_strip, body_top + title_px, row_px,
                                   min((x_strip[1] - x_strip[0]) * st.width / 37, row_px) * .8))
         # source
-        view, font = fit_code(p["source"], {s.line for s in p["steps"]}, (x_code[1] - x_code[0]) * st.width,
+        view, font = fit_code(source_lines(p.file), {s.line for s in p.steps}, (x_code[1] - x_code[0]) * st.width,
                               body_px, st)
         code_px = body_px / max(view.n_rows, body_px / (font * 1.45))
         place = lambda row, top=body_top, h=code_px: top + (row + .5) * h   # noqa: E731
         fig.add_trace(go.Scatter(x=[x_code[0]] * view.n_rows, y=[place(i) for i in range(view.n_rows)], xaxis=ox,
                                  yaxis=oy, mode="text", text=view.texts, textposition="middle right",
                                  hoverinfo="skip", showlegend=False, cliponaxis=False,
-                                 textfont={"family": "monospace", "size": font}))
+                                 textfont={"family": style.CODE_FAMILY, "size": font}))
         fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, fill="toself", fillcolor=HIGHLIGHT, line={"width": 0},
                                  mode="lines", hoverinfo="skip", showlegend=False))
         lights.append((len(fig.data) - 1, view, place, code_px))
         codes.append(view)
     slot_t, sector_t = len(fig.data), len(fig.data) + 1
-    fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="lines", line={"color": "#cccccc", "width": 1, "dash": "dot"},
+    fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="lines", line={"color": style.SLOT_LINE, "width": 1, "dash": "dot"},
                              hoverinfo="skip", showlegend=False))
-    fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="lines", line={"color": SECTOR_RED, "width": 1.5},
+    fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="lines", line={"color": style.RED, "width": 1.5},
                              hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="markers", showlegend=False,
                              marker={"symbol": "square", "size": min(pl.marker for pl in strips), "color": [],
@@ -343,10 +331,10 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
                                            "<br>line %{customdata[2]}, sector %{customdata[3]}<extra></extra>"))
     lanes_t = len(fig.data) - 1
 
-    n_frames = max(len(p["steps"]) for p in panels)
+    n_frames = max(len(p.steps) for p in panels)
     frames = []
     for i in range(n_frames):
-        now = [p["steps"][min(i, len(p["steps"]) - 1)] for p in panels]
+        now = [p.steps[min(i, len(p.steps) - 1)] for p in panels]
         data = [{"text": [_coalescing_note(p, s) for p, s in zip(panels, now)]}]
         idx = [headline]
         for (lt, lanes_fn, st_, sectors_fn), s in zip(mats, now):
@@ -364,7 +352,7 @@ def coalescing_figure(panels: list[dict], presenter: bool = False, duration: int
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     _layout(fig, st)
-    first = panels[0]["steps"][0].index
+    first = panels[0].steps[0].index
     return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
                                                duration, st, False, plot_px))
 
@@ -414,7 +402,7 @@ def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:
         for r in range(1, rows):
             xs += [x0 - .5, x0 + cols - .5, None]
             ys += [r - .5, r - .5, None]
-    return go.Scatter(x=xs, y=ys, xaxis=xref, yaxis=yref, mode="lines", line={"color": "white", "width": 1},
+    return go.Scatter(x=xs, y=ys, xaxis=xref, yaxis=yref, mode="lines", line={"color": style.CELL_LINE, "width": 1},
                       hoverinfo="skip", showlegend=False)
 
 
@@ -498,13 +486,13 @@ def coalescing_verdict(step: Step) -> str:
     return "coalesced" if step.sectors <= ideal else f"uncoalesced ({ideal} would do)"
 
 
-def _coalescing_note(panel: dict, step: Step) -> str:
-    bx, by = panel["block"]
-    total = panel["total"]
-    first, last = panel["steps"][0].index + 1, panel["steps"][-1].index + 1
+def _coalescing_note(panel: WarpPanel, step: Step) -> str:
+    bx, by = panel.block
+    total = panel.total
+    first, last = panel.steps[0].index + 1, panel.steps[-1].index + 1
     window = f" (animation: {first:,}–{last:,})" if last - first + 1 < total else ""
     plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"   # noqa: E731
-    return (f"<b>{panel['label']}</b> · block {bx}x{by}, warp {panel['warp']} · instruction {step.index + 1:,} of "
+    return (f"<b>{panel.kernel}</b> · block {bx}x{by}, warp {panel.warp} · instruction {step.index + 1:,} of "
             f"{total:,}{window} · line {step.line}<br>{step.op} {step.array}: {len(step.lanes)} lanes → "
             f"<b>{plural(step.sectors, 'sector')}</b> in {plural(step.lines, 'line')} of 128 B: "
             f"<b>{coalescing_verdict(step)}</b>")
@@ -512,12 +500,11 @@ def _coalescing_note(panel: dict, step: Step) -> str:
 
 # --------------------------------------------------------------------------- bank conflicts
 
-def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: bool = False,
-                duration: int = 400, label: str = "", total: int | None = None, what: str = "shared instruction") -> AnimatedFigure:
+def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration: int = 400) -> AnimatedFigure:
     """Lanes (top row) wired to the banks holding their words; a bank's second, third ... word
-    stacks below it: each layer is one more wavefront. layers[i] is engine.metrics.views.bank_layers(steps[i])."""
-    st = style(presenter)
-    total = total or len(steps)
+    stacks below it: each layer is one more wavefront. shown: engine.metrics.views.bank_steps (with steps)."""
+    st = style.sizes(presenter)
+    steps, layers, total, what = shown.steps, shown.layers, shown.total, shown.what
     max_layer = max((int(max(l["layer"])) for l in layers), default=0)
     head_px = 48 if presenter else 44
     body_px = 400 if presenter else 420
@@ -541,11 +528,12 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
                              text=lane_labels, textposition="top center", textfont={"size": st.base - 1},
                              marker={"size": min(bank_w * .7, 14), "color": list(range(32)), "colorscale": LANE_SCALE},
                              hovertemplate="lane %{x}<extra></extra>", showlegend=False, cliponaxis=False))
-    fig.add_trace(go.Scatter(xaxis=bx_, yaxis=by_, mode="lines", line={"width": 1, "color": "rgba(80,80,80,0.5)"},
+    fig.add_trace(go.Scatter(xaxis=bx_, yaxis=by_, mode="lines", line={"width": 1, "color": style.WIRE},
                              hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(xaxis=bx_, yaxis=by_, mode="markers", marker={"symbol": "square", "size": square},
                              hovertemplate="%{customdata}<extra></extra>", showlegend=False))
-    view, font = fit_code(source, {s.line for s in steps}, (x_code[1] - x_code[0]) * st.width, body_px, st)
+    view, font = fit_code(source_lines(shown.file), {s.line for s in steps}, (x_code[1] - x_code[0]) * st.width,
+                          body_px, st)
     cx, cy = _axis(fig, 3, x_code, body, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(_highlight_trace(view, steps[0].line, cx, cy))
     fig.add_trace(_code_trace(view, cx, cy, font))
@@ -560,7 +548,7 @@ def bank_figure(steps: list[Step], layers: list, source: list[str], presenter: b
             b, y = pos[lane]
             wx += [lane, b, None]
             wy += [-2.25, y, None]
-        colors = ["#2ca02c" if l == 0 else SECTOR_RED for l in lay["layer"]]
+        colors = [style.GREEN if l == 0 else style.RED for l in lay["layer"]]
         info = [f"bank {b}, word {w}<br>lanes {', '.join(map(str, lanes))}" + (" (broadcast)" if len(lanes) > 1 else "")
                 for b, w, lanes in zip(lay["bank"], lay["word"], lay["lane"])]
         frames.append({"name": str(i), "traces": [0, 2, 3, 4], "data": [
@@ -584,28 +572,29 @@ def bank_note(label: str, step: Step, total: int, what: str = "shared instructio
             f"<b>{verdict}</b>")
 
 
-def ways_histogram(source_counts: dict[int, int], compiled_counts: dict[int, int] | None, presenter: bool = False):
-    """Shared-load instructions by wavefronts each: source-level view and, if nvcc merged loads, as compiled."""
-    st = style(presenter)
+def ways_histogram(kernel: SharedKernel, presenter: bool = False) -> go.Figure:
+    """Shared-load instructions by wavefronts each: as written and, if nvcc merged loads, as compiled."""
+    st = style.sizes(presenter)
     fig = go.Figure()
-    fig.add_bar(x=list(source_counts), y=list(source_counts.values()), name="as written (32-bit reads)")
-    if compiled_counts:
-        fig.add_bar(x=list(compiled_counts), y=list(compiled_counts.values()), name="as compiled (LDS.128)")
-    fig.update_layout(barmode="group", xaxis_title="wavefronts per warp-level shared load (1 = no conflict)",
-                      yaxis_title="instructions", height=320 * (1.3 if presenter else 1), font={"size": st.base},
-                      margin={"t": 30}, legend={"orientation": "h", "y": 1.12})
+    fig.add_bar(x=list(kernel.as_written), y=list(kernel.as_written.values()), name="as written (32-bit reads)")
+    if kernel.as_compiled:
+        fig.add_bar(x=list(kernel.as_compiled), y=list(kernel.as_compiled.values()), name="as compiled (LDS.128)")
     fig.update_xaxes(type="category")
-    return fig
+    return style.apply(fig, st.base, barmode="group", height=320 * st.scale, margin={"t": 30},
+                       xaxis_title="wavefronts per warp-level shared load (1 = no conflict)",
+                       yaxis_title="instructions", legend={"orientation": "h", "y": 1.12})
 
 
 # --------------------------------------------------------------------------- tile phases
 
-def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_cols, source: list[str],
-                      load_line: int, compute_line: int, presenter: bool = False, duration: int = 900) -> AnimatedFigure:
+def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 900) -> AnimatedFigure:
     """A, B and C with the block's tiles per phase: load (tiles outlined and filled, zero-filled
     overhang in red), barrier, compute (the block's C tile fills with its partial sums, one square
     per element coloured by value). All of it is scatter traces, so it plays without a redraw."""
-    st = style(presenter)
+    st = style.sizes(presenter)
+    shape_a, shape_b, shape_c = (tiles.shapes[a] for a in ("A", "B", "C"))
+    phases, partials, (c_rows, c_cols) = tiles.phases, tiles.partials, (tiles.rows, tiles.cols)
+    load_line, compute_line, source = tiles.load_line, tiles.compute_line, source_lines(tiles.file)
     (m, k), (_, n) = shape_a, shape_b
     tile = phases[0].a_cols[1] - phases[0].a_cols[0]
     span = lambda size: -(-size // tile) * tile  # noqa: E731 - the tiles reach this far, overhang included
@@ -622,7 +611,7 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
         xr, yr = _axis(fig, 2 + i, dom, body, (-.5, span(cols) - .5), (span(rows) - .5, -.5), anchor_square=True)
         refs.append((xr, yr))
         fig.add_shape(type="rect", xref=xr, yref=yr, x0=-.5, x1=cols - .5, y0=-.5, y1=rows - .5,
-                      fillcolor="#eeeeee", line={"color": "#bbbbbb", "width": 1}, layer="below")
+                      fillcolor=style.MATRIX_FILL, line={"color": style.MATRIX_EDGE, "width": 1}, layer="below")
         fig.add_annotation(x=sum(dom) / 2, y=body[1], xref="paper", yref="paper", yanchor="bottom", showarrow=False,
                            text=title, font={"size": st.base})
         x0 = dom[1] + gaps
@@ -630,15 +619,15 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
     # Per picture: the tile (blue), its zero-filled overhang (red); on C, the block's tile outline.
     dynamic = []
     for xr, yr in ((ax, ay), (bx, by)):
-        for color, fill in (("#1f77b4", "rgba(31,119,180,0.25)"), (SECTOR_RED, "rgba(214,39,40,0.25)")):
+        for color, fill in ((style.BLUE, style.BLUE_FILL), (style.RED, style.RED_FILL)):
             fig.add_trace(go.Scatter(xaxis=xr, yaxis=yr, mode="lines", fill="toself", fillcolor=fill, hoverinfo="skip",
-                                     line={"color": color, "width": 3 if color != SECTOR_RED else 1.5,
-                                           "dash": "solid" if color != SECTOR_RED else "dot"}, showlegend=False))
+                                     line={"color": color, "width": 3 if color != style.RED else 1.5,
+                                           "dash": "solid" if color != style.RED else "dot"}, showlegend=False))
             dynamic.append(len(fig.data) - 1)
     r0, r1 = c_rows
     c0, c1 = c_cols
     xs, ys = _rects([(c0 - .5, min(c1, n) - .5, r0 - .5, min(r1, m) - .5)])
-    fig.add_trace(go.Scatter(x=xs, y=ys, xaxis=cx, yaxis=cy, mode="lines", line={"color": "#1f77b4", "width": 3},
+    fig.add_trace(go.Scatter(x=xs, y=ys, xaxis=cx, yaxis=cy, mode="lines", line={"color": style.BLUE, "width": 3},
                              hoverinfo="skip", showlegend=False))
     final = partials[-1]
     vmax = float(final.max()) if final.size else 1.0
@@ -664,8 +653,7 @@ def tile_phase_figure(shape_a, shape_b, shape_c, phases, partials, c_rows, c_col
             data = [{"text": [tile_note(ph, stage, len(phases), load_line if stage == "load" else compute_line)]}]
             for (rr, cc), (rows, cols) in (((ph.a_rows, ph.a_cols), shape_a), ((ph.b_rows, ph.b_cols), shape_b)):
                 xs, ys = _rects([(cc[0] - .5, cc[1] - .5, rr[0] - .5, rr[1] - .5)])
-                data.append({"x": xs, "y": ys, "fillcolor": "rgba(31,119,180,0.25)" if stage == "load"
-                             else "rgba(0,0,0,0)"})
+                data.append({"x": xs, "y": ys, "fillcolor": style.BLUE_FILL if stage == "load" else style.NO_FILL})
                 over = [(max(cc[0], cols), cc[1], rr[0], rr[1]), (cc[0], cc[1], max(rr[0], rows), rr[1])]
                 xs, ys = _rects([(x_0 - .5, x_1 - .5, y_0 - .5, y_1 - .5) for x_0, x_1, y_0, y_1 in over
                                  if x_1 > x_0 and y_1 > y_0])   # the overhang: zero-filled
@@ -697,9 +685,9 @@ def tile_note(ph, stage: str, n_phases: int, line: int) -> str:
 
 
 def reads_bar(counts: dict[str, int], presenter: bool = False) -> go.Figure:
-    st = style(presenter)
+    """Global loads by kernel (label -> count), each bar with its count written above it."""
+    st = style.sizes(presenter)
     fig = go.Figure(go.Bar(x=list(counts), y=list(counts.values()), text=[f"{v:,}" for v in counts.values()],
                            textposition="outside", cliponaxis=False))
-    fig.update_layout(yaxis_title="global loads (element reads)", height=300 * (1.3 if presenter else 1),
-                      font={"size": st.base}, margin={"t": 30})
-    return fig
+    return style.apply(fig, st.base, yaxis_title="global loads (element reads)", height=300 * st.scale,
+                       margin={"t": 30})

@@ -1,0 +1,74 @@
+"""The one style of every figure: the benchmark charts (engine/plots/charts.py, on the Benchmarks page and
+in `python -m engine bench` exports) and the trace figures (engine/plots/traces.py, on the other pages).
+
+Everything two figures could disagree on lives here: the font, the template, the palette and the named
+colours, and the sizes for a laptop screen or for a projector (presenter mode: sizes()). A figure module names a
+colour by its role (style.BLUE, style.MATRIX_FILL), never by its value, and lays itself out through
+apply(), so a change here changes every figure at once. Imports no Streamlit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+# Plotly's own default, named: so a figure carries it whatever template a viewer's plotly defaults to.
+FONT_FAMILY = '"Open Sans", verdana, arial, sans-serif'
+CODE_FAMILY = "monospace"   # kernel source listings
+
+# Tableau's ten, without grey: the roofline's roofs are black and grey. A benchmark chart gives each
+# kernel one of these (charts.colors); every other figure takes them in order (the template's colorway).
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b", "#bcbd22",
+           "#393b79"]
+BLUE, RED, GREEN = PALETTE[0], PALETTE[1], PALETTE[2]
+BLUE_FILL = "rgba(31,119,180,0.25)"        # BLUE, see-through: a tile being loaded
+RED_FILL = "rgba(214,39,40,0.25)"          # RED, see-through: a tile's zero-filled overhang
+NO_FILL = "rgba(0,0,0,0)"
+INK = "#1a1a1a"                            # headlines
+NOTE_INK = "#444"                          # provenance notes above a chart
+ROOF, SECOND_ROOF = "black", "gray"        # the roofline's roofs
+MATRIX_FILL, MATRIX_EDGE = "#eeeeee", "#bbbbbb"   # a matrix's background and outline
+CELL_LINE = "white"                        # lines between a matrix's cells
+SLOT_LINE = "#cccccc"                      # a sector slot nothing touches
+WIRE = "rgba(80,80,80,0.5)"                # lane-to-bank wires
+HIGHLIGHT = "rgba(255, 200, 0, 0.45)"      # the source line a frame is at (the browser tests look for it)
+NOTE_BACKGROUND = "rgba(255,255,255,0.85)"
+LANE_SCALE = "Turbo"                       # lane 0..31 as a colour
+
+# Plotly's white template with the font and palette above: every figure's layout starts from it.
+TEMPLATE = go.layout.Template(pio.templates["plotly_white"])
+TEMPLATE.layout.font.family = FONT_FAMILY
+TEMPLATE.layout.colorway = PALETTE
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Sizes for the normal page or for a projector. `width` is the figure width a trace figure's layout
+    is planned for (the page's content width at 1280 px: with the sidebar, or without it in presenter
+    mode); marker sizes are in pixels, so they are worked out from it. `base`, `headline` and `code`
+    are the trace figures' text sizes; `chart` the benchmark charts' (full-width, so larger); small
+    figures grow by `scale`."""
+    presenter: bool
+    width: int
+    base: int
+    headline: int
+    code: int
+    chart: int
+    scale: float
+
+
+SCREEN = Sizes(False, 820, 12, 14, 11, 14, 1.0)
+PRESENTER = Sizes(True, 1100, 16, 17, 13, 23, 1.3)
+EXPORT_FONT = 13   # a benchmark chart saved as a 1200x700 picture
+
+
+def sizes(presenter: bool) -> Sizes:
+    return PRESENTER if presenter else SCREEN
+
+
+def apply(fig: go.Figure, font: int, **layout) -> go.Figure:
+    """The template, text of `font` points (hover labels too), and the figure's own layout on top."""
+    fig.update_layout(template=TEMPLATE, font={"family": FONT_FAMILY, "size": font},
+                      hoverlabel={"font": {"size": font}}, **layout)
+    return fig

@@ -1,0 +1,64 @@
+"""One style for every figure: the trace figures of the pages and the benchmark charts (on the page and
+in `python -m engine bench` exports) take their font, template, colours and presenter sizes from
+engine/plots/style.py, and no figure module names its own."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from engine.bench import benchmark, export
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis, views
+from engine.plots import style, traces
+from engine.tracing import tracer
+from tests.test_pages import figures, open_page
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDED = benchmark.RECORDED / "h200-2026-11-21.json"
+
+
+def _style_of(fig: dict) -> tuple[str, str]:
+    """What a drawn figure's text and background come from: its font family and its template."""
+    layout = fig["layout"]
+    return layout["font"]["family"], json.dumps(layout["template"], sort_keys=True)
+
+
+def test_trace_figures_and_bench_exports_carry_the_one_style():
+    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, tile=32, pad=0), [(0, 0)], "cpu")
+    inst = analysis.warp_instructions(t)
+    drawn = [traces.bank_figure(views.bank_steps(t, inst, 0, 0, 0, True), "label").to_dict(),
+             traces.reads_bar({"a": 1, "b": 2}).to_dict()]
+    doc = json.loads(RECORDED.read_text())
+    exported = [f.to_dict() for f in export.figures(doc["results"], doc["provenance"]).values()]
+    one = _style_of(exported[0])
+    assert one[0] == style.FONT_FAMILY
+    assert json.loads(one[1])["layout"]["colorway"] == style.PALETTE
+    assert {_style_of(f) for f in drawn + exported} == {one}
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["screen", "presenter"])
+def test_pages_draw_in_the_one_style_at_its_sizes(presenter):
+    """Both kinds of figure on the pages, at the text sizes style.py gives the screen or a projector."""
+    flag = {"presenter": "1"} if presenter else {}
+    sizes = style.sizes(presenter)
+    bank = figures(open_page("pages/bank_conflicts.py", {"size": "32", **flag}))
+    bench = figures(open_page("pages/benchmarks.py", flag))
+    assert len(bank) == 2 and len(bench) == 4
+    assert len({_style_of(f) for f in bank + bench}) == 1 and _style_of(bank[0])[0] == style.FONT_FAMILY
+    assert {f["layout"]["font"]["size"] for f in bank} == {sizes.base}
+    assert {f["layout"]["font"]["size"] for f in bench} == {sizes.chart}
+
+
+# A colour written as a value (#rrggbb, rgb(...), a named one) or a font family or template named anywhere
+# but style.py: the one style would then have a second home.
+OWN_STYLE = re.compile(r"""#[0-9a-fA-F]{3,8}\b|rgba?\(|["'](black|white|gray|grey)["']|["']family["']\s*:\s*["']"""
+                       r"""|\btemplate\s*=|\bplotly_white\b""")
+
+
+def test_no_figure_module_names_a_style_of_its_own():
+    modules = [p for p in (ROOT / "engine" / "plots").glob("*.py") if p.name != "style.py"]
+    modules += list((ROOT / "pages").rglob("*.py")) + [ROOT / "app.py"]
+    found = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in modules
+             for i, line in enumerate(p.read_text().splitlines(), 1) if OWN_STYLE.search(line)]
+    assert not found, found
