@@ -108,9 +108,8 @@ template <int N, typename T> TRACE_FN const typename TraceVec<T, N>::type &trace
 // 16 bytes per record; engine/tracing/records.py mirrors this layout (RAW_DTYPE).
 struct TraceRecord {
     unsigned int index;    // element index from the start of the array's allocation
-    unsigned short line;   // source line of the access macro
-    unsigned char array;   // the array's TRACE_ID_<name> (the build numbers the kernel's arrays)
-    unsigned char op;      // 0 load, 1 store
+    unsigned short site;   // the access site's number (its array and load/store follow from it)
+    unsigned short line;   // its source line: to name a site the engine did not find
     unsigned int epoch;    // barriers this thread had passed (low 16 bits) and cp.async groups it had
                            // committed (high 16 bits): a copy's group is the commits before it
     unsigned int ordinal;  // times this thread had executed this access site before
@@ -118,7 +117,9 @@ struct TraceRecord {
 
 // Each access site's number, 0 .. TRACE_SITE_COUNT - 1: the build defines TRACE_SITE_OF(line, array,
 // op) from the sites engine/kernels/sources.py found, and every macro's arguments are constants, so
-// it folds to a constant. It picks the thread's counter of that site's executions (the ordinal).
+// it folds to a constant. It goes in the record and picks the thread's counter of that site's
+// executions (the ordinal). A site the engine did not find is number TRACE_SITE_COUNT (a counter
+// of its own too), which the assembly refuses by its line.
 
 // Per traced thread ("slot" = launched block * threads per block + thread): a record counter and an
 // epoch counter. The count pass runs with trace_records == 0 and only counts; the engine turns the
@@ -128,7 +129,7 @@ TRACE_GLOBAL unsigned int *trace_counts;
 TRACE_GLOBAL unsigned int *trace_epochs;     // per slot: SYNC()s passed + 65536 x CP_ASYNC_COMMIT()s made
 TRACE_GLOBAL const unsigned long long *trace_offsets;
 TRACE_GLOBAL TraceRecord *trace_records;
-TRACE_GLOBAL unsigned int *trace_ordinals;   // write pass: TRACE_SITE_COUNT counters per slot
+TRACE_GLOBAL unsigned int *trace_ordinals;   // write pass: TRACE_SITE_COUNT + 1 counters per slot
 // Traced blocks: launched block j runs as block (trace_block_map[2j], trace_block_map[2j+1]) of a
 // grid of trace_grid_x by trace_grid_y, so one block of a 4096^2 product costs one block's work.
 TRACE_GLOBAL const unsigned int *trace_block_map;
@@ -160,11 +161,10 @@ TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned
     if (trace_records) {
         TraceRecord r;
         r.index = (unsigned int)index;
+        r.site = (unsigned short)site;
         r.line = (unsigned short)line;
-        r.array = (unsigned char)array;
-        r.op = (unsigned char)op;
         r.epoch = trace_epochs[s];
-        r.ordinal = trace_ordinals[(unsigned long long)s * TRACE_SITE_COUNT + site]++;
+        r.ordinal = trace_ordinals[(unsigned long long)s * (TRACE_SITE_COUNT + 1) + site]++;
         trace_records[trace_offsets[s] + n] = r;
     }
 }

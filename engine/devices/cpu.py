@@ -138,7 +138,7 @@ class CpuDevice:
         counts = np.zeros(slots, dtype=np.uint32)
         epochs = np.zeros(slots, dtype=np.uint32)
         records = self._records(total) if offsets is not None else None
-        ordinals = np.zeros(slots * src.site_count, dtype=np.uint32) if offsets is not None else None
+        ordinals = np.zeros(slots * src.counters, dtype=np.uint32) if offsets is not None else None
         blocks = np.ascontiguousarray(lp.blocks, dtype=np.uint32)
         tpb = lp.block[0] * lp.block[1]
 
@@ -151,7 +151,7 @@ class CpuDevice:
                       counts[s0:s1], epochs[s0:s1],
                       offsets[s0:].ctypes.data if offsets is not None else None,
                       records.ctypes.data if records is not None else None,
-                      ordinals[s0 * src.site_count:].ctypes.data if ordinals is not None else None,
+                      ordinals[s0 * src.counters:].ctypes.data if ordinals is not None else None,
                       ptr_arr, int_arr, bounds.ctypes.data, bases.ctypes.data)
 
         start = time.perf_counter()

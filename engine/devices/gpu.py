@@ -68,7 +68,7 @@ class GpuDevice:
         records = cuda.mem_alloc(max(total, 1) * RAW_DTYPE.itemsize) if offsets is not None else None
         ordinals = None
         if offsets is not None:
-            sites = sources.load(lp.file).site_count
+            sites = sources.load(lp.file).counters
             ordinals = cuda.mem_alloc(4 * slots * sites)
             cuda.memset_d32(ordinals, 0, slots * sites)
         self._set(mod, "trace_counts", int(counts))

@@ -76,9 +76,10 @@ class KernelSource:
         return any(re.search(rf"\b{name}\b", line) for line in _code_lines(self.text))
 
     @property
-    def site_count(self) -> int:
-        """Per-thread execution counters a traced run needs (cuda/trace.cuh TRACE_SITE_COUNT)."""
-        return max(len(self.sites), 1)
+    def counters(self) -> int:
+        """Per-thread execution counters a traced run needs: one a site, and one for a site the
+        engine did not find (cuda/trace.cuh TRACE_SITE_COUNT + 1)."""
+        return len(self.sites) + 1
 
     def array(self, name: str) -> Array:
         return next(a for a in self.arrays if a.name == name)
@@ -104,7 +105,7 @@ class KernelSource:
         site_of = "".join(f"(l)=={s.line}&&(a)=={ids[s.array]}&&(o)=={int(s.op == 'store')}?{i}:"
                           for i, s in enumerate(self.sites))
         return {**{f"TRACE_ID_{name}": i for name, i in ids.items()}, "TRACE_ARRAY_COUNT": len(ids),
-                "TRACE_SITE_COUNT": self.site_count, "TRACE_SITE_OF(l,a,o)": f"({site_of}0)"}
+                "TRACE_SITE_COUNT": len(self.sites), "TRACE_SITE_OF(l,a,o)": f"({site_of}{len(self.sites)})"}
 
 
 def _eval_int(expr: str, env: Mapping[str, int]) -> int:

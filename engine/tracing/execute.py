@@ -34,16 +34,12 @@ class RawRun:
 def _stored_elements(file: str, records: np.ndarray, name: str) -> np.ndarray:
     """Element indices of array `name` the records say were stored: a vector store (STG4) is one
     record for several consecutive elements, all of which are checked."""
-    src = sources.load(file)
-    mine = records[(records["array"] == src.array_id(name)) & (records["op"] == 1)]
-    wide = {s.line: s.width for s in src.sites if s.width > 1 and s.op == "store" and s.array == name}
-    if not wide:
-        return mine["index"]
-    parts = [mine["index"][~np.isin(mine["line"], list(wide))].astype(np.int64)]
-    for line, width in wide.items():
-        first = mine["index"][mine["line"] == line].astype(np.int64)
-        parts.append((first[:, None] + np.arange(width)).ravel())
-    return np.concatenate(parts)
+    stores = [(k, s.width) for k, s in enumerate(sources.load(file).sites) if s.array == name and s.op == "store"]
+    parts = []
+    for width in sorted({w for _, w in stores}):
+        first = records["index"][np.isin(records["site"], [k for k, w in stores if w == width])].astype(np.int64)
+        parts.append(first if width == 1 else (first[:, None] + np.arange(width)).ravel())
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def execute(plan: TracePlan, device) -> RawRun:

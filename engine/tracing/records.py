@@ -24,9 +24,10 @@ structured array on demand, for export and tests):
 
 Order: by launch, then traced block (in request order), then thread (x fastest), then program
 order within the thread, the same on GPU and CPU. Records come from the kernels as 16-byte
-RAW_DTYPE rows (cuda/trace.cuh's TraceRecord: element index, line, array, op, epoch, ordinal) and
-are assembled here, for both sources alike. A raw record's array is the kernel's own number for it
-(engine/kernels/sources.py KernelSource.arrays); the trace renumbers them into Trace.arrays.
+RAW_DTYPE rows (cuda/trace.cuh's TraceRecord: element index, the kernel's site number, line, epoch,
+group, ordinal) and are assembled here, for both sources alike: a site number gives the site's array
+and load/store (engine/kernels/sources.py KernelSource.sites); the trace renumbers sites and arrays
+into Trace.sites and Trace.arrays.
 """
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ import pandas as pd
 
 from engine.kernels.sources import Array, Site
 
-# cuda/trace.cuh's 32-bit epoch counts SYNC()s in its low 16 bits and cp.async commits in its high
-# 16: read here as two 16-bit fields (both machines are little-endian).
-RAW_DTYPE = np.dtype([("index", "<u4"), ("line", "<u2"), ("array", "u1"), ("op", "u1"), ("epoch", "<u2"),
-                      ("group", "<u2"), ("ordinal", "<u4")])
+# cuda/trace.cuh's TraceRecord. Its 32-bit epoch counts SYNC()s in the low 16 bits and cp.async
+# commits in the high 16: read here as two 16-bit fields (both machines are little-endian).
+RAW_DTYPE = np.dtype([("index", "<u4"), ("site", "<u2"), ("line", "<u2"), ("epoch", "<u2"), ("group", "<u2"),
+                      ("ordinal", "<u4")])
 
 TRACE_DTYPE = np.dtype([
     ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("thread_x", "<u2"), ("thread_y", "<u2"),
@@ -177,10 +178,9 @@ class ArrayTable:
 
 
 def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: LaunchInfo,
-                    site_ids: dict[tuple[int, int, int], int], table: ArrayTable,
-                    to_trace: np.ndarray) -> dict[str, np.ndarray]:
-    """Raw records of one launch -> TRACE_DTYPE columns. site_ids maps (line, the kernel's array id,
-    op) to a site id; to_trace maps the kernel's array ids to the trace's."""
+                    sites: np.ndarray, table: ArrayTable) -> dict[str, np.ndarray]:
+    """Raw records of one launch -> TRACE_DTYPE columns. sites: per site number of the kernel, its
+    (trace site id, trace array id, op) as a (n, 3) array."""
     n = len(raw)
     if n == 0:
         return empty_columns()
@@ -194,29 +194,21 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
     for name, values in per_thread.items():
         cols[name] = np.repeat(values.astype(dt[name][0]), counts)
 
-    n_arr = len(to_trace)
-    line = np.ascontiguousarray(raw["line"])
-    op = np.ascontiguousarray(raw["op"])
-    kernel_array = np.ascontiguousarray(raw["array"])
-    max_line = int(line.max())
-    lut = np.full((max_line + 1) * n_arr * 2, 255, dtype=np.uint8)
-    for (site_line, site_array, site_op), sid in site_ids.items():
-        if site_line <= max_line:
-            lut[(site_line * n_arr + site_array) * 2 + site_op] = sid
-    site = lut[(line.astype(np.int32) * n_arr + kernel_array) * 2 + op]
-    if (site == 255).any():
-        bad = line[site == 255][0]
+    kernel_site = np.ascontiguousarray(raw["site"])
+    if int(kernel_site.max()) >= len(sites):      # cuda/trace.cuh: a site the source reading missed
+        bad = raw["line"][np.flatnonzero(kernel_site >= len(sites))[0]]
         raise ValueError(f"{info.file}: a record from line {bad} matches no access site")
-    # Most traces have one kernel, numbered as the trace is: no gather then.
-    same = np.array_equal(to_trace, np.arange(n_arr))
-    array = kernel_array if same else to_trace.astype(np.uint8)[kernel_array]
+    # Everything of a site, by the site: tiny tables, one gather each.
+    site = sites[:, 0].astype(np.uint8)[kernel_site]
+    array = sites[:, 1].astype(np.uint8)[kernel_site]
     index = np.ascontiguousarray(raw["index"])
     row, col = np.divmod(index, table.pitch[array])
     element_bytes = table.element_bytes
     # One element size for every array (all float): a scalar multiply, no gather.
     size = element_bytes[0] if (element_bytes == element_bytes[0]).all() else element_bytes[array]
     cols.update(site=site, ordinal=np.ascontiguousarray(raw["ordinal"]), epoch=raw["epoch"].astype(dt["epoch"][0]),
-                group=raw["group"].astype(dt["group"][0]), space=table.shared[array], op=op, array=array,
+                group=raw["group"].astype(dt["group"][0]), space=table.shared[array],
+                op=sites[:, 2].astype(np.uint8)[kernel_site], array=array,
                 row=row.astype(dt["row"][0]), col=col.astype(dt["col"][0]), offset=index * size)
     return cols
 

@@ -100,12 +100,11 @@ def assemble(plan: TracePlan, raw, source: str) -> Trace:
         if rl is None:
             continue
         src = sources.load(lp.file)
-        ids = {}
-        for s in src.sites:
-            ids[(s.line, src.array_id(s.array), 0 if s.op == "load" else 1)] = len(sites)
-            sites.append(TraceSite(i, lp.kernel, s))
-        to_trace = np.array([names.index(a.name) for a in src.arrays], dtype=np.int64)
-        parts.append(assemble_launch(i, rl.records, rl.counts, info, ids, table, to_trace))
+        # The kernel's site numbers (cuda/trace.cuh TRACE_SITE_OF) as the trace's sites and arrays.
+        kernel_sites = np.array([(len(sites) + k, names.index(s.array), s.op == "store")
+                                 for k, s in enumerate(src.sites)], dtype=np.int64).reshape(-1, 3)
+        sites += [TraceSite(i, lp.kernel, s) for s in src.sites]
+        parts.append(assemble_launch(i, rl.records, rl.counts, info, kernel_sites, table))
         first_warp = int(warps[-1][-1]) + 1 if warps and len(warps[-1]) else 0
         counts.append(rl.counts)
         warps.append(thread_warps(rl.counts, lp.block, first_warp))
