@@ -80,9 +80,10 @@ PROVENANCE = {"gpu": Field("name"), "compute_capability": Field("name"), "sm_cou
               "engine_commit": Field("name")}
 ROW = {"kernel": Field("text", True, "a kernel name"), "title": Field("text"), "precision": Field("text", True),
        "m": Field("size", True), "n": Field("size", True), "k": Field("size", True), "params": Field("params"),
-       "tile": Field("count"), "pad": Field("count"), "block": Field("text", expected='a block shape like "16x16"'), "block_x": Field("size"),
-       "block_y": Field("size"), "status": Field("text", True, " or ".join(f'"{s}"' for s in STATUSES)),
-       "error": Field("text"), "rel_error": Field("number"), "reps": Field("count"),
+       "tile": Field("count"), "pad": Field("count"), "block": Field("text", expected='a block shape like "16x16"'),
+       "block_x": Field("size"), "block_y": Field("size"),
+       "status": Field("text", True, " or ".join(f'"{s}"' for s in STATUSES)), "error": Field("text"),
+       "rel_error": Field("number"), "reps": Field("count"),
        "launches_per_sample": Field("count"), "flush_l2": Field("flag"), "sm_clock_mhz": Field("number"),
        "power_w": Field("number"), "temperature_c": Field("number"), "median_ms": Field("number"),
        "min_ms": Field("number"), "max_ms": Field("number"), "spread": Field("number"), "gflops": Field("number"),
@@ -318,14 +319,15 @@ def _params(frame: pd.DataFrame, problems: _Problems) -> tuple[list[dict | None]
     does not allow, or a tile or pad that their params contradict: marked to be left out, each with
     its problem. (Of a kernel this explorer does not know, None: that row is left out already.)"""
     specs = _timed()
-    older = {name: frame[field].to_numpy() for name, field in PARAM_FIELDS.items()}
+    older = {name: (frame[field].to_numpy(), frame[field].notna().to_numpy()) for name, field in PARAM_FIELDS.items()
+             if frame[field].notna().any()}   # (none in a file of today's format)
     out, bad = [], []
     for i, (kernel, given) in enumerate(zip(frame["kernel"].to_numpy(), frame["params"].to_numpy())):
         spec = specs.get(kernel)
         if spec is None:
             out.append(None)
             continue
-        params = {name: int(v[i]) for name, v in older.items() if name in spec.params and pd.notna(v[i])}
+        params = {name: int(values[i]) for name, (values, has) in older.items() if has[i] and name in spec.params}
         for name, value in (given if isinstance(given, dict) else {}).items():
             if name not in spec.params:
                 why = f"params: {kernel} has no parameter {name} (it takes {', '.join(spec.params) or 'none'})"
@@ -347,7 +349,7 @@ def _params(frame: pd.DataFrame, problems: _Problems) -> tuple[list[dict | None]
     return out, wrong
 
 
-def label_columns(df: pd.DataFrame) -> pd.DataFrame:
+def _label_columns(df: pd.DataFrame) -> pd.DataFrame:
     """The table with each parameter the charts name a row by (TILE, PAD) also in a column of its own,
     the field format 1 had for it (engine/plots/charts.py LABEL_FIELDS); a row without params (one of
     format 1, not read through `read`) keeps what that field says."""
@@ -362,7 +364,7 @@ def label_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 def as_frame(rows: list[dict]) -> pd.DataFrame:
     """Rows as measured (engine/bench/benchmark.py measure) as the table the charts draw."""
-    return label_columns(pd.DataFrame(rows))
+    return _label_columns(pd.DataFrame(rows))
 
 
 def read(data: bytes | str) -> Document:
@@ -398,7 +400,7 @@ def read(data: bytes | str) -> Document:
     present = set().union(*raw) - {"params", *PARAM_FIELDS.values()}
     table = frame.loc[~left_out, [c for c in ROW if c in present]].reset_index(drop=True).infer_objects()
     table["params"] = [p for p, out in zip(params, left_out) if not out]
-    return Document(label_columns(table), prov, unknown.lines(), int(left_out.sum()), raw, ~left_out)
+    return Document(_label_columns(table), prov, unknown.lines(), int(left_out.sum()), raw, ~left_out)
 
 
 # Every ASCII punctuation character: a backslash before any of them makes Markdown show it as itself.

@@ -190,7 +190,7 @@ class GpuDevice:
 
     @staticmethod
     def _set_globals(module, values: dict) -> None:
-        """Each value (a numpy scalar, of the global's type) into the module's global of that name."""
+        """Each value (a numpy scalar or array, of the global's type) into the module's global of that name."""
         for name, value in values.items():
             ptr, _ = module.get_global(name)
             cuda.memcpy_htod(ptr, np.array([value]))
