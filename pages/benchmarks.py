@@ -111,7 +111,7 @@ if status.available:
             progress.progress((i + 1) / total, f"{i + 1} of {total}: {row['kernel']} {row['m']}x{row['n']}x{row['k']}"
                                                f" {row['status']}")
             with live.container():
-                df = benchmark.derive(pd.DataFrame(rows).assign(gpu=status.name), peaks)
+                df = benchmark.derive(schema.as_frame(rows).assign(gpu=status.name), peaks)
                 a, b = st.columns(2)
                 a.plotly_chart(charts.gflops_vs_size(df, font), width="stretch", key=f"live-g-{i}")
                 if "sm_clock_mhz" in df:
@@ -120,7 +120,7 @@ if status.available:
         progress.empty()
     if st.session_state.get("bench_rows"):
         rows, prov = st.session_state["bench_rows"], st.session_state["bench_prov"]
-        show(pd.DataFrame(rows).assign(gpu=prov["gpu"]), prov["peaks"], "live",
+        show(schema.as_frame(rows).assign(gpu=prov["gpu"]), prov["peaks"], "live",
              f"Measured live on {prov['gpu']} on {prov['date']}; settings {prov['settings']}.", [prov])
         exports(rows, prov, "live")
 else:
@@ -159,8 +159,8 @@ if frames:
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",
          "Recorded results, not measured now. Roofs are those of the first GPU listed.", provs)
     if len(choices) == 1 and not uploads:
-        doc = json.loads((benchmark.RECORDED / choices[0]).read_text())
-        exports(doc["results"], doc["provenance"], "recorded")
+        doc = schema.read((benchmark.RECORDED / choices[0]).read_bytes())
+        exports(doc.rows, doc.prov, "recorded")
 else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "
             "to see its charts and table.", icon=":material/arrow_upward:")

@@ -162,5 +162,7 @@ def test_live_sweep_streams_results_with_cublas_alongside():
     rows = at.session_state["bench_rows"]
     assert len(rows) == 2 * 5 and all(r["status"] == "ok" for r in rows)
     assert any(r["kernel"] == "cublas_sgemm" for r in rows)
+    assert next(r for r in rows if r["kernel"] == "tiled_guarded")["params"] == {"TILE": 16}
     table = at.dataframe[0].value
     assert table["% of cuBLAS"].notna().sum() >= 4 and (table["GFLOP/s"] > 0).all()
+    assert "tiled_guarded T16" in set(table["kernel"])   # labelled by the TILE its params name

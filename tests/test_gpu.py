@@ -51,6 +51,24 @@ def test_correctness_gate_reports_a_wrong_kernel_as_wrong_not_fast():
     assert not out["correct"] and out["times_ms"] == [] and out["rel_error"] > 1e-3
 
 
+def test_a_benchmark_row_times_the_build_its_params_name():
+    from engine.bench import benchmark
+    settings = benchmark.Settings(warmup=1, reps=3)
+    rows = [benchmark.measure("shared_bank_conflicts", 256, 256, 256, settings, {"TILE": 32, "PAD": pad})
+            for pad in (0, 1)]
+    assert [r["status"] for r in rows] == ["ok", "ok"], rows
+    assert [r["params"] for r in rows] == [{"TILE": 32, "PAD": 0}, {"TILE": 32, "PAD": 1}]
+    assert all(r["rel_error"] < 1e-5 and r["reps"] == 3 for r in rows)
+
+
+def test_a_timing_between_two_traces_in_one_worker_changes_neither():
+    p = make_problem(64, 64, 64, tile=16)
+    t = tracer.trace("tiled_guarded", p, source="gpu")   # the instrumented build
+    out = _bench("tiled_guarded", p)                     # the plain build, through the same launcher
+    again = tracer.trace("tiled_guarded", p, source="gpu")
+    assert out["correct"] and t.rel_error < 1e-5 and np.array_equal(t.records, again.records)
+
+
 def test_a_faulting_kernel_replaces_the_worker_and_the_next_request_works():
     before = gpu_client.restarts
     plan = single_launch_plan(str(TEST_CUDA / "fault_out_of_bounds.cu"), make_problem(8, 8, 8), (1, 1), (32, 1))

@@ -1,9 +1,16 @@
 """The GPU worker's own code, without a GPU: its process runs against a stand-in for PyCUDA's driver
-module, so its request table, its no-GPU answers and its exit after a fault that poisons a CUDA
-context are tested on every machine (the device runs the real thing: tests/test_gpu.py)."""
+module, so its request table, its no-GPU answers, its exit after a fault that poisons a CUDA
+context, and the one launcher that its traces and its timings share are tested on every machine
+(the device runs the real thing: tests/test_gpu.py)."""
+import hashlib
+import itertools
+import json
+import os
 import sys
 import types
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.devices import workers
@@ -12,8 +19,14 @@ from engine.kernels.problem import make_problem
 from engine.tracing.plan import make_plan
 
 
-def _fake_driver(works: bool) -> types.ModuleType:
+def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
+    """PyCUDA's driver module as the worker uses it. memory_works: device memory is host memory and
+    a launch of naive_x_cols (either build) or tests/cuda/wrong_result.cu computes what that kernel
+    computes (other kernels write nothing), each launch logged to $STAND_IN_GPU_LOG with what its
+    arguments held; otherwise the first allocation fails as after an illegal address."""
     cuda = types.ModuleType("pycuda.driver")
+    memory: dict[int, np.ndarray] = {}   # address -> the allocation's bytes
+    addresses = itertools.count(1 << 20, 1 << 20)
 
     class Error(Exception):
         pass
@@ -41,11 +54,93 @@ def _fake_driver(works: bool) -> types.ModuleType:
         if not works:
             raise RuntimeError("cuInit failed: no CUDA-capable device is detected")
 
-    def to_device(array):
-        # What an illegal address earlier in the context looks like to the next call.
-        raise Error("cuMemAlloc failed: an illegal memory access was encountered")
+    class DeviceAllocation:
+        def __init__(self, nbytes):
+            self.address = next(addresses)
+            memory[self.address] = np.zeros(nbytes, dtype=np.uint8)
 
-    cuda.Error, cuda.MemoryError, cuda.Device, cuda.init, cuda.to_device = Error, MemoryError_, Device, init, to_device
+        def __int__(self):
+            return self.address
+
+        def free(self):
+            del memory[self.address]   # a second free is a KeyError: the launcher frees once
+
+    def mem_alloc(nbytes):
+        if not memory_works:
+            # What an illegal address earlier in the context looks like to the next call.
+            raise Error("cuMemAlloc failed: an illegal memory access was encountered")
+        return DeviceAllocation(nbytes)
+
+    def memcpy_htod(dst, src):
+        data = np.ascontiguousarray(src).view(np.uint8).ravel()
+        memory[int(dst)][:len(data)] = data
+
+    def memcpy_dtoh(dst, src):
+        dst.reshape(-1).view(np.uint8)[:] = memory[int(src)][:dst.nbytes]
+
+    def to_device(array):
+        buf = mem_alloc(array.nbytes)
+        memcpy_htod(buf, array)
+        return buf
+
+    def memset_d32(dst, value, count):
+        memory[int(dst)][:4 * count].view(np.uint32)[:] = value
+
+    def floats(buf, count):
+        return memory[int(buf)][:4 * count].view(np.float32)
+
+    def matmul(a, b, c, m, n, k, first=0):
+        c[:] = (floats(a, m * k).reshape(m, k)[:, first:] @ floats(b, k * n).reshape(k, n)[first:]).ravel()
+
+    computes = {"naive_x_cols": matmul, "wrong_result": lambda *args: matmul(*args, first=1)}  # skips k = 0
+
+    def held(arg):
+        if isinstance(arg, DeviceAllocation):
+            data = memory[arg.address]
+            return {"bytes": len(data), "sha": hashlib.sha256(data).hexdigest()[:16],
+                    "all_nan": bool(np.isnan(data[:len(data) // 4 * 4].view(np.float32)).all())}
+        return int(arg)
+
+    class Function:
+        def __init__(self, name, traced):
+            self.name, self.traced = name, traced
+
+        def __call__(self, *args, block, grid):
+            with open(os.environ["STAND_IN_GPU_LOG"], "a") as log:
+                log.write(json.dumps({"kernel": self.name, "traced": self.traced, "block": block, "grid": grid,
+                                      "args": [held(a) for a in args]}) + "\n")
+            if self.name in computes:
+                a, b, c, m, n, k = args
+                computes[self.name](a, b, floats(c, int(m) * int(n)), int(m), int(n), int(k))
+
+    class Module:
+        def __init__(self, traced):
+            self.traced, self.globals = traced, {}
+
+        def get_function(self, name):
+            return Function(name, self.traced)
+
+        def get_global(self, name):
+            if name not in self.globals:
+                self.globals[name] = DeviceAllocation(8)
+            return self.globals[name], 8
+
+    class Event:
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+        def time_till(self, other):
+            return 0.5   # milliseconds
+
+    cuda.Error, cuda.MemoryError, cuda.Device, cuda.init = Error, MemoryError_, Device, init
+    cuda.mem_alloc, cuda.to_device, cuda.memcpy_htod, cuda.memcpy_dtoh = mem_alloc, to_device, memcpy_htod, memcpy_dtoh
+    cuda.memset_d32, cuda.Event, cuda.DeviceAllocation = memset_d32, Event, DeviceAllocation
+    # The instrumented build's cubin holds the trace's globals by name.
+    cuda.module_from_buffer = lambda data: Module(traced=b"trace_counts" in data)
+    cuda.Context = types.SimpleNamespace(synchronize=lambda: None)
     cuda.device_attribute = types.SimpleNamespace(
         MULTIPROCESSOR_COUNT=0, CLOCK_RATE=0, MEMORY_CLOCK_RATE=0, GLOBAL_MEMORY_BUS_WIDTH=0, L2_CACHE_SIZE=0,
         MAX_SHARED_MEMORY_PER_BLOCK_OPTIN=0)
@@ -55,9 +150,9 @@ def _fake_driver(works: bool) -> types.ModuleType:
     return cuda
 
 
-def _serve(conn, works: bool) -> None:
+def _serve(conn, works: bool, memory_works: bool = False) -> None:
     package = types.ModuleType("pycuda")
-    package.driver = _fake_driver(works)
+    package.driver = _fake_driver(works, memory_works)
     sys.modules["pycuda"], sys.modules["pycuda.driver"] = package, package.driver
     from engine.devices import gpu_worker
     gpu_worker.serve(conn)
@@ -65,6 +160,10 @@ def _serve(conn, works: bool) -> None:
 
 def serve_with_a_gpu(conn) -> None:       # worker targets: module-level, so a spawned process finds them
     _serve(conn, True)
+
+
+def serve_with_a_working_gpu(conn) -> None:
+    _serve(conn, True, memory_works=True)
 
 
 def serve_without_a_gpu(conn) -> None:
@@ -106,3 +205,59 @@ def test_without_a_gpu_it_says_why_and_keeps_serving(worker):
             worker.call("execute", make_plan("naive_x_cols", make_problem(8, 8, 8)), 10)
         assert not isinstance(caught.value, WorkerCrashed)
     assert worker.alive()
+
+
+def _launches(log: Path) -> list[dict]:
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return [json.loads(line) for line in lines]
+
+
+@pytest.fixture
+def launch_log(tmp_path, monkeypatch):
+    log = tmp_path / "launches.jsonl"
+    monkeypatch.setenv("STAND_IN_GPU_LOG", str(log))   # before the worker is spawned: it inherits it
+    return log
+
+
+def _trace(worker, plan):
+    run = worker.call("execute", plan, 120)
+    for rl in run.launches:
+        if rl is not None:
+            rl.records.take()   # frees the shared-memory block the worker handed over
+    return run
+
+
+@pytest.mark.parametrize("worker", [serve_with_a_working_gpu], indirect=True)
+def test_trace_and_timing_launch_the_same_arguments_on_the_same_nan_filled_outputs(launch_log, worker):
+    p = make_problem(40, 24, 8)
+    run = _trace(worker, make_plan("naive_x_cols", p))
+    traced = _launches(launch_log)
+    out = worker.call("bench", {"kernel": "naive_x_cols", "problem": p, "warmup": 2, "reps": 3}, 120)
+    timed = _launches(launch_log)
+    assert run.device == "Stand-in GPU" and len(run.launches) == 1
+    assert [t["traced"] for t in traced] == [True, True]        # the count pass and the write pass
+    assert {t["traced"] for t in timed} == {False} and len(timed) > 2 + 3
+    first_trace, first_timing = traced[0], timed[0]
+    # One argument list from the kernel's signature: A and B as uploaded, C all NaN, then M, N, K.
+    assert first_trace["args"] == first_timing["args"]
+    a, b, c, *ints = first_timing["args"]
+    assert ints == [40, 24, 8] and c["all_nan"] and c["bytes"] == 4 * 40 * 24
+    assert not a["all_nan"] and a["bytes"] == 4 * 40 * 8 and b["bytes"] == 4 * 8 * 24
+    assert first_trace["block"] == first_timing["block"] == [16, 16, 1]
+    # The registry's grid for timing; the trace runs the chosen blocks in a row (its block map).
+    assert first_timing["grid"] == [2, 3] and first_trace["grid"] == [6, 1]
+    assert out["correct"] and out["rel_error"] < 1e-6 and len(out["times_ms"]) == 3
+
+
+@pytest.mark.parametrize("worker", [serve_with_a_working_gpu], indirect=True)
+def test_timing_reports_a_wrong_kernel_as_wrong_and_never_a_time(launch_log, worker):
+    p = make_problem(40, 24, 8)
+    wrong = str(Path(__file__).parent / "cuda" / "wrong_result.cu")
+    out = worker.call("bench", {"kernel": "naive_x_cols", "problem": p, "warmup": 2, "reps": 5,
+                                "source_override": wrong}, 120)
+    assert not out["correct"] and out["times_ms"] == [] and out["rel_error"] > 1e-2
+    assert [t["kernel"] for t in _launches(launch_log)] == ["wrong_result"] * 2   # the warm-up, nothing timed
+    # A kernel that writes nothing leaves C as NaN: wrong, never fast.
+    out = worker.call("bench", {"kernel": "tiled_guarded", "problem": p, "warmup": 1, "reps": 5}, 120)
+    assert not out["correct"] and out["times_ms"] == [] and np.isnan(out["rel_error"])

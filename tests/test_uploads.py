@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.bench import benchmark, schema
+from engine.kernels import registry
 from engine.plots import charts
 from tests.test_pages import APP, TIMEOUT
 
@@ -58,6 +59,10 @@ HOSTILE = {
     "deep-nesting": (b'{"format": "cuda-matmul-explorer benchmark 1", "provenance": ' + b"[" * 100_000
                      + b"]" * 100_000 + b', "results": []}', "nested", False),
     "oversize": (_bytes(_doc()) + b" " * (schema.MAX_BYTES + 1), "16 MB", False),
+    "params-unknown": (_with(_set_row(3, "params", {"BS": 128})), "results[3].params: tiled_guarded has no "
+                       "parameter BS (it takes TILE)", True),
+    "params-lower-case": (_with(_set_row(3, "params", {"tile": 16})), "results[3].params: expected an object of "
+                          "compile-time parameters", False),
 }
 
 
@@ -140,7 +145,66 @@ def test_any_value_in_any_field_gives_messages_never_an_exception():
 def test_the_recorded_run_and_an_export_pass_unchanged(tmp_path):
     doc = _doc()
     document = schema.read(RECORDED.read_bytes())
-    assert document.skipped == [] and document.rows == doc["results"] and document.prov == doc["provenance"]
+    assert doc["format"] == "cuda-matmul-explorer benchmark 1" and document.skipped == []
+    assert document.prov == doc["provenance"]
+    # Format 1's tile and pad come back as params: those of the parameters each row's kernel declares.
+    older = {"TILE": "tile", "PAD": "pad"}
+    assert [{k: v for k, v in r.items() if k != "params"} for r in document.rows] == \
+        [{k: v for k, v in r.items() if k not in older.values()} for r in doc["results"]]
+    assert [r["params"] for r in document.rows] == [
+        {name: r[field] for name, field in older.items() if name in registry.get(r["kernel"]).params}
+        for r in doc["results"]]
+    assert {"TILE": 16, "PAD": 0} in [r["params"] for r in document.rows]
+    again = schema.read(json.dumps(schema.to_document(document.rows, document.prov)))
+    assert again.rows == document.rows and again.prov == document.prov
+    pd.testing.assert_frame_equal(again.frame, document.frame)
+
+
+def _format_2(change=lambda rows: None) -> bytes:
+    """The recorded run as an export of today's format: each row's parameters in params."""
+    doc = schema.read(RECORDED.read_bytes())
+    rows = doc.rows
+    change(rows)
+    return json.dumps(schema.to_document(rows, doc.prov)).encode()
+
+
+def test_rows_carry_their_parameters_by_name_and_are_labelled_by_them():
+    def tile_32_pad_1(rows):
+        rows[5]["params"] = {"TILE": 32, "PAD": 1}   # shared_bank_conflicts
+        rows[3]["params"] = {"TILE": 8}              # tiled_guarded
+    run, messages = benchmark.load_upload("x.json", _format_2(tile_32_pad_1))
+    assert run is not None and messages == [], messages
+    df, _ = run
+    assert df["params"].iloc[5] == {"TILE": 32, "PAD": 1} and df["params"].iloc[0] == {}
+    names = set(charts.labels(df))
+    assert {"shared_bank_conflicts T32 pad1", "tiled_guarded T8", "tiled_guarded T16", "naive_x_rows 16x16"} <= names
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"TILE": 12}, "results[3].params.TILE: expected 8, 16 or 32 for tiled_guarded, got 12"),
+    ({"TILE": 16, "PAD": 1}, "results[3].params: tiled_guarded has no parameter PAD (it takes TILE)"),
+])
+def test_a_parameter_its_kernel_does_not_take_leaves_the_row_out(params, message):
+    run, messages = benchmark.load_upload("x.json", _format_2(lambda rows: rows[3].__setitem__("params", params)))
+    assert run is not None and message in " ".join(messages), messages
+    df, _ = run
+    assert len(df) == len(_doc()["results"]) - 1
+
+
+def test_params_and_an_older_field_that_disagree_leave_the_row_out():
+    run, messages = benchmark.load_upload("x.json", _with(_set_row(3, "params", {"TILE": 32})))   # tile is 16
+    assert run is not None and "results[3].params.TILE: 32, but its tile field says 16" in " ".join(messages)
+    run, messages = benchmark.load_upload("x.json", _with(_set_row(3, "params", {"TILE": 16})))   # agrees
+    assert run is not None and messages == []
+
+
+@pytest.mark.parametrize("params", [{"TILE": True}, {"TILE": 2**31}, {"TILE": -1}, {"TILE": 16.0}, {"TILE": [16]},
+                                    {f"P{i}": 1 for i in range(schema.MAX_PARAMS + 1)}, {"T" * 41: 1}, {"": 1},
+                                    {"TILE\n": 1}, []])
+def test_params_that_are_not_names_to_whole_numbers_are_refused(params):
+    run, messages = benchmark.load_upload("x.json", _format_2(lambda rows: rows[3].__setitem__("params", params)))
+    assert run is None and any("results[3].params: expected an object of compile-time parameters" in m
+                               for m in messages), messages
 
 
 def test_markdown_in_upload_text_is_escaped():
@@ -272,7 +336,7 @@ def test_server_settings_suit_a_shared_machine():
 
 
 def test_a_20000_row_export_fits_under_the_upload_limit():
-    rows = (_doc()["results"] * 300)[:20_000]
+    rows = (schema.read(RECORDED.read_bytes()).rows * 300)[:20_000]   # as exported today: with params
     assert len(json.dumps(schema.to_document(rows, _doc()["provenance"]), indent=1)) < schema.MAX_BYTES
 
 

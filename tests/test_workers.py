@@ -89,6 +89,10 @@ def test_warming_starts_every_worker_and_they_serve():
         raw = pool.call("execute", plan, 60)
         records = raw.launches[-1].records.take()    # out of shared memory, which it frees
         assert raw.checked_outputs == 256 and len(records) and len(pool.pids()) == 2
+        # Its request table, read where every worker's is (workers.serve), names what it lacks.
+        with pytest.raises(EngineError, match="the CPU trace worker has no request 'bench'"):
+            pool.call("bench", None, 60)
+        assert len(pool.pids()) == 2
     finally:
         pool.shutdown()
 
@@ -119,6 +123,6 @@ def test_records_too_big_for_shared_memory_come_through_the_pipe(monkeypatch):
     from engine.devices import shm
     monkeypatch.setattr(shm, "fits", lambda nbytes: False)   # a container's 64 MB /dev/shm, full
     got = []
-    cpu._handle("execute", make_plan("naive_x_cols", make_problem(16, 16, 8)), got.append)
+    cpu._execute(make_plan("naive_x_cols", make_problem(16, 16, 8)), got.append)
     assert got[0].checked_outputs == 256
     assert all(isinstance(rl.records, np.ndarray) for rl in got[0].launches if rl is not None)

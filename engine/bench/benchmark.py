@@ -24,7 +24,7 @@ from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
 from engine.plots.charts import labels
-from engine.tracing.plan import check_fits_gpu
+from engine.tracing.plan import array_bytes, check_fits_gpu, global_shapes
 
 FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128, "10.0": 128,
                      "12.0": 128}
@@ -94,14 +94,14 @@ def _spread(times: list[float]) -> float:
 
 def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Mapping[str, int] | None = None,
             block: tuple[int, int] | None = None) -> dict:
-    """One timed point as a result row (errors become rows too: a sweep never stops on one). params:
-    settings for many kernels, of which this one takes those it declares."""
+    """One timed point as a result row (errors become rows too: a sweep never stops on one), with every
+    compile-time parameter of the kernel by name. params: settings for many kernels, of which this one
+    takes those it declares (the rest of its parameters: its defaults)."""
     spec = registry.get(kernel)
     block = block or spec.default_block
     taken = spec.takes(params or {})
-    chosen = {**spec.default_params(), **taken}
     row = {"kernel": kernel, "title": spec.title, "precision": str(spec.precision), "m": m, "n": n, "k": k,
-           "tile": chosen.get("TILE"), "pad": chosen.get("PAD"),
+           "params": {**spec.default_params(), **taken},
            "block": "x".join(map(str, block)) if spec.block_shapes else None}
     try:
         p = registry.bind(spec, make_problem(m, n, k, block=block, params=taken))
@@ -120,11 +120,29 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
         return row
     median = statistics.median(times)
     flops = 2.0 * m * n * k
-    min_bytes = 4.0 * (m * k + k * n + m * n)
+    shapes = global_shapes(p)
+    min_bytes = float(sum(array_bytes(name, shapes[name]) for name in ("A", "B", "C")))
     row.update({"median_ms": median, "min_ms": min(times), "max_ms": max(times), "spread": _spread(times),
                 "gflops": flops / median / 1e6, "bandwidth_gbs": min_bytes / median / 1e6,
                 "intensity": flops / min_bytes})
     return row
+
+
+def check_params(kernels: list[str], params: Mapping[str, int]) -> None:
+    """Settings for a sweep of several kernels, refused with one line where none of them could take
+    one: a parameter that no kernel of the sweep declares, or a value that none of those allows (each
+    kernel takes only what it declares, so either would change nothing, silently)."""
+    specs = [registry.get(k) for k in kernels]
+    for name, value in params.items():
+        takers = [s for s in specs if name in s.params]
+        if not takers:
+            declared = sorted({n for s in specs for n in s.params})
+            raise EngineError(f"no kernel of this sweep has a parameter {name} (they take "
+                              f"{', '.join(declared) or 'no compile-time parameters'})")
+        if not any(value in s.params[name] for s in takers):
+            allowed = sorted({v for s in takers for v in s.params[name]})
+            raise EngineError(f"{', '.join(s.name for s in takers)} take{'s' if len(takers) == 1 else ''} {name} "
+                              f"{', '.join(map(str, allowed))}, not {value}")
 
 
 def sweep(kernels: list[str], sizes: list[tuple[int, int, int]], settings: Settings,

@@ -16,10 +16,11 @@ def register(sub) -> None:
     b.add_argument("--kernels", default="naive_x_rows,naive_x_cols,tiled_guarded,cublas_sgemm,cublas_sgemm_tf32",
                    help="comma-separated catalog names (python -m engine kernels)")
     b.add_argument("--sizes", default="256,512,1024,2048,4096", help="N or MxNxK, comma-separated")
-    b.add_argument("--tile", type=int, default=16, help="TILE of the kernels that take it")
-    b.add_argument("--pad", type=int, default=0, help="PAD of the kernels that take it")
+    b.add_argument("--tile", type=int, help="short for --param TILE=...")
+    b.add_argument("--pad", type=int, help="short for --param PAD=...")
     b.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a compile-time parameter of the kernels that take it (repeatable)")
+                   help="a compile-time parameter, for the kernels that declare it (repeatable; "
+                        "default: each kernel's own)")
     b.add_argument("--block", help="launch block of the naive kernels, e.g. 32x32 (default: each kernel's own)")
     b.add_argument("--reps", type=int, default=20)
     b.add_argument("--warmup", type=int, default=2)
@@ -59,6 +60,9 @@ def cmd_bench(args) -> int:
         for k in kernels:
             if not registry.get(k).timed:
                 raise EngineError(f"{k} cannot be timed on the GPU")
+        params = dict(map(parse_param, args.param))
+        params.update({name: v for name, v in (("TILE", args.tile), ("PAD", args.pad)) if v is not None})
+        benchmark.check_params(kernels, params)
         status = gpu_client.status()
         if not status.available:
             raise EngineError(f"no GPU to time on ({status.reason}); use --from a recorded results.json")
@@ -66,7 +70,6 @@ def cmd_bench(args) -> int:
         prov = benchmark.provenance(status.info, settings)
         rows = []
         sizes = benchmark.parse_sizes(args.sizes)
-        params = {"TILE": args.tile, "PAD": args.pad, **dict(map(parse_param, args.param))}
         blocks = {k: parse_block(args.block) for k in kernels} if args.block else None
         for row in benchmark.sweep(kernels, sizes, settings, params, blocks):
             rows.append(row)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from engine.bench.benchmark import derive
-from engine.bench.schema import to_document
+from engine.bench.schema import as_frame, to_document
 from engine.errors import EngineError
 from engine.plots import charts, style
 
@@ -25,8 +25,11 @@ _IMAGES = threading.Lock()
 
 
 def results_csv(rows: list[dict], prov: dict) -> str:
-    """One row per point, each carrying the provenance, so a CSV alone still says where it came from."""
+    """One row per point, each carrying the provenance, so a CSV alone still says where it came from;
+    a row's compile-time parameters as JSON, like the settings."""
     df = pd.DataFrame(rows)
+    if "params" in df:
+        df["params"] = df["params"].map(lambda p: json.dumps(p) if isinstance(p, dict) else p)
     for key in PROVENANCE_COLUMNS:
         df[key] = prov.get(key)
     settings = prov.get("settings", {})
@@ -100,7 +103,7 @@ def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.
 
 def figures(rows: list[dict], prov: dict, font: int = style.EXPORT_FONT) -> dict:
     """Every chart of one run, each carrying its provenance in the picture."""
-    df = derive(pd.DataFrame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
+    df = derive(as_frame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
     return charts.all_charts(df, prov["peaks"], font, note=charts.notes([prov])) if len(df) else {}
 
 

@@ -21,7 +21,11 @@ import pandas as pd
 from engine.errors import EngineError
 from engine.kernels import registry
 
-FORMAT = "cuda-matmul-explorer benchmark 1"
+FORMAT = "cuda-matmul-explorer benchmark 2"
+# Format 1 named TILE and PAD in the fields tile and pad, where format 2 has params (a mapping of every
+# compile-time parameter): its files (the recorded runs among them) are read as they always were.
+FORMATS = (FORMAT, "cuda-matmul-explorer benchmark 1")
+PARAM_FIELDS = {"TILE": "tile", "PAD": "pad"}   # format 1's fields; still what the charts label rows by
 # The largest file read. .streamlit/config.toml's server.maxUploadSize is the same number (the
 # browser refuses a bigger upload before sending it); a 20,000-row export is about 13 MB.
 MAX_MB = 16
@@ -30,6 +34,8 @@ MAX_ROWS = 50_000
 MAX_MESSAGES = 5          # problems listed per file; the rest are counted
 MAX_NAME = 120            # characters of a GPU name and the like: it is in every legend entry
 MAX_TEXT = 2_000          # characters of a row's title or error
+MAX_PARAMS = 16           # compile-time parameters of one row
+_PARAM_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,39}")   # a macro name, as the registry's are
 STATUSES = ("ok", "wrong result", "error")
 
 # What a field may hold: the Python types json.loads gives for it, and what a message says was expected.
@@ -44,6 +50,7 @@ KINDS = {
     "flag": ((bool,), "true or false"),
     "version": ((int, str), "a number or a string"),
     "object": ((dict,), "an object"),
+    "params": ((dict,), 'an object of compile-time parameters, upper-case names to whole numbers, like {"TILE": 16}'),
 }
 INT_MAX = 2**31 - 1
 
@@ -63,7 +70,8 @@ PEAKS = {"fp32_gflops": Field("positive", True), "bandwidth_gbs": Field("positiv
          "tf32_gflops_datasheet": Field("positive")}
 SETTINGS = {"warmup": Field("count"), "reps": Field("count"), "flush_l2": Field("flag"),
             "seconds_per_point": Field("number")}
-# Nested objects, by name; each of their fields is a scalar, so a valid document nests three deep.
+# Nested objects, by name; each of their fields is a scalar, so a valid document nests three deep (a
+# row's params, four).
 OBJECTS = {"peaks": PEAKS, "settings": SETTINGS}
 PROVENANCE = {"gpu": Field("name"), "compute_capability": Field("name"), "sm_count": Field("count"),
               "max_sm_clock_mhz": Field("number"), "driver_cuda_version": Field("version"), "cuda": Field("name"),
@@ -71,10 +79,11 @@ PROVENANCE = {"gpu": Field("name"), "compute_capability": Field("name"), "sm_cou
               "peaks": Field("object", True, "an object with fp32_gflops and bandwidth_gbs"),
               "engine_commit": Field("name")}
 ROW = {"kernel": Field("text", True, "a kernel name"), "title": Field("text"), "precision": Field("text", True),
-       "m": Field("size", True), "n": Field("size", True), "k": Field("size", True), "tile": Field("count"),
-       "pad": Field("count"), "block": Field("text", expected='a block shape like "16x16"'), "block_x": Field("size"),
-       "block_y": Field("size"), "status": Field("text", True, " or ".join(f'"{s}"' for s in STATUSES)),
-       "error": Field("text"), "rel_error": Field("number"), "reps": Field("count"),
+       "m": Field("size", True), "n": Field("size", True), "k": Field("size", True), "params": Field("params"),
+       "tile": Field("count"), "pad": Field("count"), "block": Field("text", expected='a block shape like "16x16"'),
+       "block_x": Field("size"), "block_y": Field("size"),
+       "status": Field("text", True, " or ".join(f'"{s}"' for s in STATUSES)), "error": Field("text"),
+       "rel_error": Field("number"), "reps": Field("count"),
        "launches_per_sample": Field("count"), "flush_l2": Field("flag"), "sm_clock_mhz": Field("number"),
        "power_w": Field("number"), "temperature_c": Field("number"), "median_ms": Field("number"),
        "min_ms": Field("number"), "max_ms": Field("number"), "spread": Field("number"), "gflops": Field("number"),
@@ -107,8 +116,11 @@ class Document:
 
     @property
     def rows(self) -> list[dict]:
-        """The rows kept, as the file has them, with the fields the format names (to write out again)."""
-        return [{k: v for k, v in self.raw[i].items() if k in ROW} for i in np.flatnonzero(self.kept)]
+        """The rows kept, with the fields the format names (to write out again): as the file has them,
+        an older file's tile and pad given as params."""
+        older = set(PARAM_FIELDS.values())
+        return [{**{k: v for k, v in self.raw[i].items() if k in ROW and k not in older}, "params": params}
+                for i, params in zip(np.flatnonzero(self.kept), self.frame["params"])]
 
 
 class _Problems:
@@ -160,6 +172,8 @@ def _fits(values: pd.Series, kind: str) -> np.ndarray:
         ok = ok & (values.where(ok, "").map(len).to_numpy() <= LENGTHS[kind])
     if kind == "date":
         ok = ok & values.where(ok, "").map(_is_date).to_numpy().astype(bool)
+    if kind == "params":
+        ok = ok & values.where(ok, None).map(_is_params).to_numpy().astype(bool)
     return ok
 
 
@@ -169,6 +183,12 @@ def _is_date(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _is_params(value) -> bool:
+    return isinstance(value, dict) and len(value) <= MAX_PARAMS and all(
+        isinstance(name, str) and _PARAM_NAME.fullmatch(name) and type(v) is int and 0 <= v <= INT_MAX
+        for name, v in value.items())
 
 
 def _valid(value, kind: str) -> bool:
@@ -208,7 +228,7 @@ def _parse(data: bytes | str):
         return json.loads(data)
     except RecursionError:   # json's own depth limit (the interpreter's recursion limit), raised cleanly
         raise BadDocument(["nested too deeply to read (arrays or objects within each other about 1,000 "
-                           "levels deep); an export nests three levels"]) from None
+                           "levels deep); an export nests four levels"]) from None
     except UnicodeDecodeError:
         raise BadDocument(["not JSON: the file is not UTF-8 text"]) from None
     except json.JSONDecodeError as exc:
@@ -246,7 +266,7 @@ def _row_types(raw: list, problems: _Problems) -> pd.DataFrame:
 def _unknown(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
     """Rows whose kernel, precision, launch shape or status this explorer does not know (an export of
     a newer version, or a hand-edited one): marked to be left out, each with its problem."""
-    specs = {k.name: k for k in registry.CATALOG if k.timed}
+    specs = _timed()
     precisions = sorted({k.precision for k in specs.values()})
     kernel = frame["kernel"]
     given = frame["block"].notna()
@@ -271,9 +291,7 @@ def _unknown(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
             return ROW["status"].wanted
         if name == "precision" and values[name].iloc[i] not in precisions:
             return " or ".join(precisions)
-        choices = [str(v) for v in takes[name](specs[kernel.iloc[i]])] or ["none"]
-        either = choices[0] if len(choices) == 1 else ", ".join(choices[:-1]) + " or " + choices[-1]
-        return f"{either} for {kernel.iloc[i]}"
+        return f"{_either(takes[name](specs[kernel.iloc[i]]))} for {kernel.iloc[i]}"
 
     left_out = np.zeros(len(frame), dtype=bool)
     for order, name in enumerate(("kernel", "precision", "tile", "pad", "block", "status")):
@@ -286,14 +304,77 @@ def _unknown(frame: pd.DataFrame, problems: _Problems) -> np.ndarray:
     return left_out
 
 
+def _timed() -> dict[str, registry.KernelSpec]:
+    return {k.name: k for k in registry.CATALOG if k.timed}
+
+
+def _either(values) -> str:
+    choices = [str(v) for v in values] or ["none"]
+    return choices[0] if len(choices) == 1 else ", ".join(choices[:-1]) + " or " + choices[-1]
+
+
+def _params(frame: pd.DataFrame, problems: _Problems) -> tuple[list[dict | None], np.ndarray]:
+    """Each row's compile-time parameters by name: its params, and an older file's tile and pad (those
+    its kernel declares). Also which rows name a parameter their kernel does not declare, a value it
+    does not allow, or a tile or pad that their params contradict: marked to be left out, each with
+    its problem. (Of a kernel this explorer does not know, None: that row is left out already.)"""
+    specs = _timed()
+    older = {name: (frame[field].to_numpy(), frame[field].notna().to_numpy()) for name, field in PARAM_FIELDS.items()
+             if frame[field].notna().any()}   # (none in a file of today's format)
+    out, bad = [], []
+    for i, (kernel, given) in enumerate(zip(frame["kernel"].to_numpy(), frame["params"].to_numpy())):
+        spec = specs.get(kernel)
+        if spec is None:
+            out.append(None)
+            continue
+        params = {name: int(values[i]) for name, (values, has) in older.items() if has[i] and name in spec.params}
+        for name, value in (given if isinstance(given, dict) else {}).items():
+            if name not in spec.params:
+                why = f"params: {kernel} has no parameter {name} (it takes {', '.join(spec.params) or 'none'})"
+            elif value not in spec.params[name]:
+                why = f"params.{name}: expected {_either(spec.params[name])} for {kernel}, got {value}"
+            elif params.get(name, value) != value:
+                why = f"params.{name}: {value}, but its {PARAM_FIELDS[name]} field says {params[name]}"
+            else:
+                params[name] = value
+                continue
+            bad.append((i, why))
+            break
+        out.append(params)
+    for i, why in bad[:MAX_MESSAGES]:
+        problems.add(f"results[{i}].{why}", row=i, order=len(ROW))
+    problems.count += max(0, len(bad) - MAX_MESSAGES)
+    wrong = np.zeros(len(frame), dtype=bool)
+    wrong[[i for i, _ in bad]] = True
+    return out, wrong
+
+
+def _label_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with each parameter the charts name a row by (TILE, PAD) also in a column of its own,
+    the field format 1 had for it (engine/plots/charts.py LABEL_FIELDS); a row without params (one of
+    format 1, not read through `read`) keeps what that field says."""
+    params = df["params"].to_numpy() if "params" in df else [None] * len(df)
+    columns = {}
+    for name, field in PARAM_FIELDS.items():
+        older = df[field].to_numpy() if field in df else [None] * len(df)
+        columns[field] = pd.Series([p.get(name) if isinstance(p, dict) else v for p, v in zip(params, older)],
+                                   index=df.index, dtype=float)
+    return df.assign(**columns)
+
+
+def as_frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows as measured (engine/bench/benchmark.py measure) as the table the charts draw."""
+    return _label_columns(pd.DataFrame(rows))
+
+
 def read(data: bytes | str) -> Document:
     """A benchmark export, checked: the rows and provenance a chart can trust, or BadDocument."""
     doc = _parse(data)
     problems = _Problems()
     if not isinstance(doc, dict):
         raise BadDocument([f"expected an object with format, provenance and results, got {_show(doc)}"])
-    if doc.get("format") != FORMAT:
-        problems.add(f"format: expected {json.dumps(FORMAT)}, got {_show(doc.get('format'))}")
+    if doc.get("format") not in FORMATS:
+        problems.add(f"format: expected {' or '.join(map(json.dumps, FORMATS))}, got {_show(doc.get('format'))}")
     prov = doc.get("provenance")
     if not isinstance(prov, dict):
         problems.add(f"provenance: expected an object, got {_show(prov)}", order=1)
@@ -310,12 +391,16 @@ def read(data: bytes | str) -> Document:
         raise BadDocument(problems.lines())
     unknown = _Problems()
     left_out = _unknown(frame, unknown)
+    params, wrong = _params(frame, unknown)
+    left_out |= wrong
     if left_out.all():
         raise BadDocument(unknown.lines())
-    # The table as pandas makes it from the rows themselves: a column for each field some row has.
-    present = set().union(*raw)
+    # The table as pandas makes it from the rows themselves: a column for each field some row has;
+    # then each row's parameters, whichever format gave them, and the charts' columns made from them.
+    present = set().union(*raw) - {"params", *PARAM_FIELDS.values()}
     table = frame.loc[~left_out, [c for c in ROW if c in present]].reset_index(drop=True).infer_objects()
-    return Document(table, prov, unknown.lines(), int(left_out.sum()), raw, ~left_out)
+    table["params"] = [p for p, out in zip(params, left_out) if not out]
+    return Document(_label_columns(table), prov, unknown.lines(), int(left_out.sum()), raw, ~left_out)
 
 
 # Every ASCII punctuation character: a backslash before any of them makes Markdown show it as itself.

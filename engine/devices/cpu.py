@@ -20,7 +20,7 @@ from engine.devices.shm import SharedArray
 from engine.errors import EngineError
 from engine.kernels import build, sources
 from engine.tracing.execute import execute
-from engine.tracing.plan import LaunchPlan
+from engine.tracing.plan import LaunchPlan, array_dtype
 from engine.tracing.records import RAW_DTYPE
 
 _LIBS: dict[Path, ctypes.CDLL] = {}
@@ -106,7 +106,7 @@ class CpuDevice:
 
     def upload(self, inputs, shapes, ints):
         self.shapes, self.ints = shapes, ints
-        self.buffers = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in inputs.items()}
+        self.buffers = {k: np.ascontiguousarray(v, dtype=array_dtype(k)) for k, v in inputs.items()}
 
     def _buffer(self, name: str) -> np.ndarray:
         if name not in self.buffers:
@@ -114,7 +114,7 @@ class CpuDevice:
             # trace of a big product touches one block's share of C. The check reads back only the
             # elements the trace recorded as stored, and the inputs are never 0, so an output the
             # kernel got wrong still shows.
-            self.buffers[name] = np.zeros(self.shapes[name], dtype=np.float32)
+            self.buffers[name] = np.zeros(self.shapes[name], dtype=array_dtype(name))
         return self.buffers[name]
 
     def run(self, lp: LaunchPlan, offsets, total):
@@ -183,12 +183,10 @@ class CpuDevice:
 def serve(conn) -> None:
     """A CPU trace worker's main: runs TracePlans (op "execute") one at a time."""
     memo.keep_large_blocks_separate()
-    workers.serve(conn, _handle)
+    workers.serve(conn, "CPU trace worker", {"execute": _execute})
 
 
-def _handle(op: str, plan, reply):
-    if op != "execute":
-        raise ValueError(f"the CPU trace worker has no request {op!r}")
+def _execute(plan, reply):
     device = CpuDevice(shared_records=True)
     try:
         run = execute(plan, device)

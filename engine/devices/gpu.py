@@ -1,18 +1,25 @@
-"""The GPU side of engine.tracing.execute: PyCUDA launches of the instrumented cubins.
+"""PyCUDA launches of the kernels' cubins: the one launcher that tracing and timing share.
 
 Imported only inside the GPU worker process (engine/devices/gpu_worker.py), never by the app.
+
+A Launcher holds one problem's arrays on the GPU: the inputs uploaded, each output allocated when a
+launch first names it and filled with NaN (an element nothing wrote cannot pass a check). It builds
+each launch from the kernel's own parameter list (its source's signature) with the registry's
+geometry, and runs launches under observers. Tracing (GpuDevice, below) sets the trace's globals on
+the instrumented build's module before each launch; timing (engine/bench/timing.py) runs the plain
+build under an EventTimer, an observer that records CUDA events around what it launches.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pycuda.driver as cuda
 
 from engine.devices.shm import SharedArray
 from engine.kernels import build, sources
-from engine.tracing.plan import LaunchPlan
+from engine.tracing.plan import LaunchPlan, array_dtype
 from engine.tracing.records import RAW_DTYPE
-
-NAN_BITS = 0x7FC00000  # outputs start as NaN, so an element nothing wrote cannot pass the check
 
 
 def load_module(modules: dict, path) -> "cuda.Module":
@@ -24,94 +31,176 @@ def load_module(modules: dict, path) -> "cuda.Module":
     return modules[key]
 
 
+def fill_nan(buf, dtype: np.dtype, count: int) -> None:
+    """Fills count elements of dtype with NaN (float32: 0x7FC00000)."""
+    bits = int(np.array(np.nan, dtype=dtype).view(f"u{dtype.itemsize}"))
+    memset = getattr(cuda, f"memset_d{8 * dtype.itemsize}")   # memset_d32 for float32
+    memset(buf, bits, count)
+
+
+@dataclass
+class Kernel:
+    """One launch, ready: a compiled function, its arguments and its geometry."""
+
+    module: "cuda.Module"
+    function: "cuda.Function"
+    args: list
+    grid: tuple[int, int]
+    block: tuple[int, int]
+
+    def __call__(self) -> None:
+        self.function(*self.args, block=(*self.block, 1), grid=self.grid)
+
+
+class EventTimer:
+    """An observer of launches (as Kernel Tuner's benchmark observers are): a CUDA event before and
+    one after, so what it measures is the GPU's time from the first launch to the end of the last,
+    not the host's. `ms`: one time per observed run, in milliseconds."""
+
+    def __init__(self):
+        self.start, self.end = cuda.Event(), cuda.Event()
+        self.ms: list[float] = []
+
+    def before(self) -> None:
+        self.start.record()
+
+    def after(self) -> None:
+        self.end.record()
+        self.end.synchronize()
+        self.ms.append(self.start.time_till(self.end))
+
+
+class Launcher:
+    """One problem's arrays on the GPU, and launches of kernels on them.
+
+    modules: the worker's cache of loaded cubins; shapes: (rows, cols) of each array by name; ints:
+    the values of the kernels' int parameters (M, N, K) by name."""
+
+    def __init__(self, modules: dict, shapes: dict[str, tuple[int, int]], ints: dict[str, int]):
+        self.modules, self.shapes, self.ints = modules, shapes, ints
+        self.buffers: dict[str, cuda.DeviceAllocation] = {}
+
+    def upload(self, inputs: dict[str, np.ndarray]) -> None:
+        for name, host in inputs.items():
+            self.buffers[name] = cuda.to_device(np.ascontiguousarray(host, dtype=array_dtype(name)))
+
+    def buffer(self, name: str) -> "cuda.DeviceAllocation":
+        """An array's buffer; one not uploaded (an output) is made when first asked for, all NaN."""
+        if name not in self.buffers:
+            rows, cols = self.shapes[name]
+            dtype = array_dtype(name)
+            self.buffers[name] = cuda.mem_alloc(max(rows * cols, 1) * dtype.itemsize)
+            fill_nan(self.buffers[name], dtype, rows * cols)
+        return self.buffers[name]
+
+    def args(self, params: tuple[tuple[str, str], ...]) -> list:
+        """A kernel's arguments, from its signature's (C type, name) list: each pointer is that array's
+        buffer, each int that size."""
+        return [self.buffer(name) if "*" in ctype else np.int32(self.ints[name]) for ctype, name in params]
+
+    def kernel(self, file: str, defines, grid: tuple[int, int], block: tuple[int, int], traced: bool) -> Kernel:
+        """The launch of a cuda/ source (or a path): its plain build, or the instrumented one (traced)."""
+        src = sources.load(file)
+        module = load_module(self.modules, build.build_cubin(file, defines, traced))
+        return Kernel(module, module.get_function(src.name), self.args(src.params), grid, block)
+
+    @staticmethod
+    def run(calls, repeat: int = 1, observers=()) -> None:
+        """The calls (Kernels, or a library call on the same buffers) in order, `repeat` times over,
+        between the observers' before() and after()."""
+        for observer in observers:
+            observer.before()
+        for _ in range(repeat):
+            for call in calls:
+                call()
+        for observer in reversed(observers):
+            observer.after()
+
+    def download(self, name: str) -> np.ndarray:
+        host = np.empty(self.shapes[name], dtype=array_dtype(name))
+        cuda.memcpy_dtoh(host, self.buffers[name])
+        return host
+
+    def free(self) -> None:
+        for buf in self.buffers.values():
+            buf.free()
+        self.buffers.clear()
+
+
+def _pointer(buf) -> np.uint64:
+    return np.uint64(int(buf) if buf is not None else 0)
+
+
 class GpuDevice:
+    """The device interface of engine.tracing.execute, on the GPU: a Launcher's arrays and launches
+    of the instrumented build, with the trace's globals set on each launch."""
+
     def __init__(self, name: str, modules: dict):
         self.name = name
         self.modules = modules      # shared cache of loaded cubins, owned by the worker
         self.seconds = {"kernel": 0.0, "copy": 0.0}
-        self.buffers: dict[str, cuda.DeviceAllocation] = {}
+        self.launcher: Launcher | None = None
+        self.timer = EventTimer()
         self.shared: dict[int, SharedArray] = {}   # record arrays handed to the app in shared memory
 
-    def module(self, file: str, params, traced: bool):
-        return load_module(self.modules, build.build_cubin(file, params, traced))
-
     def upload(self, inputs, shapes, ints):
-        self.shapes, self.ints = shapes, ints
-        for name, host in inputs.items():
-            self.buffers[name] = cuda.to_device(np.ascontiguousarray(host, dtype=np.float32))
-
-    def buffer(self, name: str):
-        if name not in self.buffers:
-            rows, cols = self.shapes[name]
-            self.buffers[name] = cuda.mem_alloc(max(4 * rows * cols, 4))
-            cuda.memset_d32(self.buffers[name], NAN_BITS, rows * cols)
-        return self.buffers[name]
-
-    def args(self, lp: LaunchPlan) -> list:
-        return [self.buffer(n) if "*" in t else np.int32(self.ints[n]) for t, n in lp.params]
-
-    @staticmethod
-    def _set(mod, name: str, value, dtype=np.uint64):
-        ptr, _ = mod.get_global(name)
-        cuda.memcpy_htod(ptr, np.array([value], dtype=dtype))
+        self.launcher = Launcher(self.modules, shapes, ints)
+        self.launcher.upload(inputs)
 
     def run(self, lp: LaunchPlan, offsets, total):
-        mod = self.module(lp.file, lp.defines, traced=True)
-        func = mod.get_function(lp.kernel)
-        slots = len(lp.blocks) * lp.block[0] * lp.block[1]
-        counts = cuda.mem_alloc(4 * slots)
-        epochs = cuda.mem_alloc(4 * slots)
+        """The count pass (offsets None: each traced thread's record count) or the write pass (the
+        records, at the offsets the counts gave). The grid launched is the chosen blocks in a row;
+        trace_block_map says which block of the kernel's grid each one is."""
+        kernel = self.launcher.kernel(lp.file, lp.defines, (len(lp.blocks), 1), lp.block, traced=True)
+        slots, writing = lp.threads, offsets is not None
+        counts, epochs = cuda.mem_alloc(4 * slots), cuda.mem_alloc(4 * slots)
+        block_map = cuda.to_device(np.ascontiguousarray(lp.blocks, dtype=np.uint32))
         cuda.memset_d32(counts, 0, slots)
         cuda.memset_d32(epochs, 0, slots)
-        block_map = cuda.to_device(np.ascontiguousarray(lp.blocks, dtype=np.uint32))
-        offs = cuda.to_device(offsets) if offsets is not None else None
-        records = cuda.mem_alloc(max(total, 1) * RAW_DTYPE.itemsize) if offsets is not None else None
-        ordinals = None
-        if offsets is not None:
-            sites = sources.load(lp.file).counters
-            ordinals = cuda.mem_alloc(4 * slots * sites)
-            cuda.memset_d32(ordinals, 0, slots * sites)
-        self._set(mod, "trace_counts", int(counts))
-        self._set(mod, "trace_epochs", int(epochs))
-        self._set(mod, "trace_offsets", int(offs) if offs is not None else 0)
-        self._set(mod, "trace_records", int(records) if records is not None else 0)
-        self._set(mod, "trace_ordinals", int(ordinals) if ordinals is not None else 0)
-        self._set(mod, "trace_block_map", int(block_map))
-        self._set(mod, "trace_grid_x", lp.grid[0], np.uint32)
-        self._set(mod, "trace_grid_y", lp.grid[1], np.uint32)
-        # Where each global array's allocation starts (cuda/trace.cuh trace_bases): records count
-        # from there, however the kernel moves its pointers.
-        bases = np.array([int(self.buffer(a.name)) if a.space == "global" else 0
-                          for a in sources.load(lp.file).arrays], dtype=np.uint64)
-        cuda.memcpy_htod(mod.get_global("trace_bases")[0], bases)
-        start, end = cuda.Event(), cuda.Event()
-        start.record()
-        func(*self.args(lp), block=(lp.block[0], lp.block[1], 1), grid=(len(lp.blocks), 1))
-        end.record()
-        end.synchronize()
-        self.seconds["kernel"] += start.time_till(end) / 1e3
-        if offsets is None:
-            out = np.empty(slots, dtype=np.uint32)
-            cuda.memcpy_dtoh(out, counts)
-        else:
+        offs = records = ordinals = None
+        if writing:
+            offs = cuda.to_device(offsets)
+            records = cuda.mem_alloc(max(total, 1) * RAW_DTYPE.itemsize)
+            counters = sources.load(lp.file).counters
+            ordinals = cuda.mem_alloc(4 * slots * counters)
+            cuda.memset_d32(ordinals, 0, slots * counters)
+        # The trace's device globals (cuda/trace.cuh), every one of them set here, before the launch.
+        self._set_globals(kernel.module, {
+            "trace_counts": _pointer(counts), "trace_epochs": _pointer(epochs), "trace_offsets": _pointer(offs),
+            "trace_records": _pointer(records), "trace_ordinals": _pointer(ordinals),
+            "trace_block_map": _pointer(block_map),
+            "trace_grid_x": np.uint32(lp.grid[0]), "trace_grid_y": np.uint32(lp.grid[1]),
+            # Where each global array's allocation starts: records count from there, however the
+            # kernel moves its pointers.
+            "trace_bases": np.array([int(self.launcher.buffer(a.name)) if a.space == "global" else 0
+                                     for a in sources.load(lp.file).arrays], dtype=np.uint64),
+        })
+        self.launcher.run([kernel], observers=[self.timer])
+        self.seconds["kernel"] += self.timer.ms[-1] / 1e3
+        if writing:
             handle = SharedArray((total,), RAW_DTYPE)
+            self.shared[id(handle.array)] = handle
             out = handle.array
-            self.shared[id(out)] = handle
             if total:
                 cuda.memcpy_dtoh(out, records)
-            records.free()
-            offs.free()
-            ordinals.free()
-        counts.free()
-        epochs.free()
-        block_map.free()
+        else:
+            out = np.empty(slots, dtype=np.uint32)
+            cuda.memcpy_dtoh(out, counts)
+        # Freed only after a clean run: after a fault the context is dead and the worker exits.
+        for buf in (counts, epochs, block_map, offs, records, ordinals):
+            if buf is not None:
+                buf.free()
         return out
 
+    @staticmethod
+    def _set_globals(module, values: dict) -> None:
+        """Each value (a numpy scalar or array, of the global's type) into the module's global of that name."""
+        for name, value in values.items():
+            ptr, _ = module.get_global(name)
+            cuda.memcpy_htod(ptr, np.array([value]))
+
     def read(self, name: str, index: np.ndarray) -> np.ndarray:
-        rows, cols = self.shapes[name]
-        host = np.empty(rows * cols, dtype=np.float32)
-        cuda.memcpy_dtoh(host, self.buffers[name])
-        return host[index]
+        return self.launcher.download(name).ravel()[index]
 
     def hand_over(self, run) -> None:
         """Swap each record array of an execute() result for its shared-memory handle."""
@@ -120,9 +209,8 @@ class GpuDevice:
                 rl.records = self.shared.pop(id(rl.records))
 
     def free(self):
-        for buf in self.buffers.values():
-            buf.free()
-        self.buffers.clear()
+        if self.launcher is not None:
+            self.launcher.free()
         for handle in self.shared.values():   # not handed over (an error came first)
             handle.release()
             handle.shm.unlink()

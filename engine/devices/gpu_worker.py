@@ -47,7 +47,6 @@ def serve(conn) -> None:
     from engine.devices import gpu  # noqa: PLC0415 - they import PyCUDA
     from engine.tracing import execute
     modules: dict = {}                  # loaded cubins, kept for the worker's life
-    state = {"info": info, "modules": modules}
 
     def info_now(payload, reply):
         if info["available"]:
@@ -66,23 +65,20 @@ def serve(conn) -> None:
         finally:
             device.free()
 
-    # Every request the worker answers, in one table.
-    requests = {
-        "info": info_now,
-        "ping": lambda payload, reply: "pong",
-        "execute": trace,
-        "bench": lambda payload, reply: timing.run_bench(cuda, state, **payload),
-    }
+    def bench(payload, reply):
+        return timing.run_bench(modules, info, **payload)
 
-    def handle(op, payload, reply):
-        if op not in requests:
-            raise ValueError(f"the GPU worker has no request {op!r}")
-        if op != "info" and not info["available"]:
-            raise RuntimeError(f"no GPU: {info['reason']}")
-        return requests[op](payload, reply)
+    def no_gpu(payload, reply):
+        raise RuntimeError(f"no GPU: {info['reason']}")
+
+    # Every request the worker answers, in one table (workers.serve dispatches); without a GPU,
+    # every one but info says why.
+    requests = {"info": info_now, "ping": lambda payload, reply: "pong", "execute": trace, "bench": bench}
+    if not info["available"]:
+        requests = {op: info_now if op == "info" else no_gpu for op in requests}
 
     # A fatal error leaves at once, without clean-up calls into a dead context.
-    workers.serve(conn, handle, lambda exc: _fatal(exc, cuda))
+    workers.serve(conn, "GPU worker", requests, lambda exc: _fatal(exc, cuda))
     if ctx is not None:
         try:
             ctx.pop()

@@ -17,6 +17,7 @@ import queue
 import signal
 import threading
 import traceback
+from collections.abc import Mapping
 from multiprocessing.reduction import ForkingPickler
 from typing import Callable
 
@@ -29,12 +30,14 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def serve(conn, handle: Callable, is_fatal: Callable[[BaseException], bool] = lambda exc: False) -> None:
-    """A worker's loop: handle(op, payload, reply) answers each request, by returning a value or by
-    calling reply(value) itself (to release what it handed over once it is sent). An EngineError is
-    the user's one-line message; any other exception is a defect, so its type is named and its
-    traceback goes to the worker's stderr (the server log), never to the user. After a fatal error
-    the worker exits at once and the app starts a fresh one."""
+def serve(conn, what: str, requests: Mapping[str, Callable],
+          is_fatal: Callable[[BaseException], bool] = lambda exc: False) -> None:
+    """A worker's loop, and the one place its requests are dispatched: requests[op](payload, reply)
+    answers each, by returning a value or by calling reply(value) itself (to release what it handed
+    over once it is sent). `what` names the worker in messages. An EngineError is the user's one-line
+    message; any other exception is a defect, so its type is named and its traceback goes to the
+    worker's stderr (the server log), never to the user. After a fatal error the worker exits at
+    once and the app starts a fresh one."""
     while True:
         try:
             op, payload = conn.recv()
@@ -44,10 +47,12 @@ def serve(conn, handle: Callable, is_fatal: Callable[[BaseException], bool] = la
 
         def reply(value):
             conn.send(("ok", value))
-            sent.append(True)  # noqa: B023 - called within this iteration only (by handle or below)
+            sent.append(True)  # noqa: B023 - called within this iteration only (by the request or below)
 
         try:
-            value = handle(op, payload, reply)
+            if op not in requests:
+                raise ValueError(f"the {what} has no request {op!r}")
+            value = requests[op](payload, reply)
             if not sent:
                 reply(value)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reply, the loop goes on

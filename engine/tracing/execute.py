@@ -13,7 +13,7 @@ import numpy as np
 from engine.errors import EngineError
 from engine.kernels import reference, sources
 from engine.kernels.problem import make_inputs
-from engine.tracing.plan import TracePlan, check_fits_host, global_shapes
+from engine.tracing.plan import TracePlan, check_fits_host, global_shapes, size_arguments
 
 
 @dataclass
@@ -47,7 +47,7 @@ def execute(plan: TracePlan, device) -> RawRun:
     check_fits_host(plan)
     a, b = make_inputs(plan.problem)
     shapes = global_shapes(plan.problem)
-    device.upload({"A": a, "B": b}, shapes, {"M": plan.problem.m, "N": plan.problem.n, "K": plan.problem.k})
+    device.upload({"A": a, "B": b}, shapes, size_arguments(plan.problem))
     raws: list[RawLaunch | None] = []
     for lp in plan.launches:
         counts = device.run(lp, None, 0)

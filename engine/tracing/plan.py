@@ -64,6 +64,23 @@ def global_shapes(p: Problem) -> dict[str, tuple[int, int]]:
     return {"A": (p.m, p.k), "B": (p.k, p.n), "C": (p.m, p.n), "BT": (p.n, p.k)}
 
 
+def array_dtype(name: str) -> np.dtype:
+    """The element type of a global array (A, B, C, BT) in its buffers, on the host and on the GPU.
+    float32 for every array today; it is said here and nowhere else, so that giving an array another
+    type is a change of this function, not a search for every 4."""
+    return np.dtype(np.float32)
+
+
+def array_bytes(name: str, shape: tuple[int, int]) -> int:
+    rows, cols = shape
+    return array_dtype(name).itemsize * rows * cols
+
+
+def size_arguments(p: Problem) -> dict[str, int]:
+    """The int parameters of a kernel's signature, by name."""
+    return {"M": p.m, "N": p.n, "K": p.k}
+
+
 def all_blocks(grid: tuple[int, int]) -> np.ndarray:
     gx, gy = grid
     ys, xs = np.divmod(np.arange(gx * gy, dtype=np.uint32), gx)
@@ -132,7 +149,7 @@ def buffer_bytes(problem: Problem, kernel: str) -> int:
     names = {name for launch in spec.launches for _, name in sources.load(launch.file).params
              if name in ("A", "B", "C", "BT")} or {"A", "B", "C"}   # library kernels: A, B and C
     shapes = global_shapes(problem)
-    return sum(4 * shapes[n][0] * shapes[n][1] for n in names)
+    return sum(array_bytes(n, shapes[n]) for n in names)
 
 
 def array_shapes(launches: list[LaunchPlan], problem: Problem) -> dict[str, tuple[int, int]]:
@@ -189,13 +206,13 @@ def host_bytes(plan: TracePlan) -> dict[str, int]:
     so there it is an upper bound."""
     p = plan.problem
     shapes = global_shapes(p)
-    parts = {"A": 4 * p.m * p.k, "B": 4 * p.k * p.n}
+    parts = {name: array_bytes(name, shapes[name]) for name in ("A", "B")}
     for lp in plan.launches:
         share = len(lp.blocks) / (lp.grid[0] * lp.grid[1])
         for site in sources.load(lp.file).sites:
             if site.space == "global" and site.op == "store":
-                rows, cols = shapes[site.array]
-                parts[site.array] = max(parts.get(site.array, 0), int(4 * rows * cols * share))
+                whole = array_bytes(site.array, shapes[site.array])
+                parts[site.array] = max(parts.get(site.array, 0), int(whole * share))
     parts["records"] = plan.estimate * RECORD_HOST_BYTES
     return parts
 
