@@ -188,3 +188,52 @@ def test_a_shared_array_goes_to_a_helper_by_reference_under_its_name(tmp_path, h
                    "  STG(C, threadIdx.x, f(As));\n}\n")
     with pytest.raises(ValueError, match=why):
         sources.load(str(src))
+
+
+HALF_CU = str(Path(__file__).parent / "cuda" / "contract" / "half_inputs.cu")
+BF16_CU = str(Path(__file__).parent / "cuda" / "contract" / "bf16_inputs.cu")
+
+
+def _low_precision(name: str, file: str, inputs: registry.Precision) -> registry.KernelSpec:
+    """A naive kernel whose A and B are stored in 16 bits: the entry says so (inputs)."""
+    return registry.KernelSpec(
+        name=name, title=f"Naive, {inputs} inputs", seeds=("002",), lesson=f"A and B stored as {inputs}.",
+        launches=(registry.Launch(file, grid=lambda p: (-(-p.n // 16), -(-p.m // 16)), block=lambda p: (16, 16),
+                                  records_per_thread=lambda p: 2 * p.k + 1),),
+        inputs=inputs, shows=frozenset({"coalescing", "benchmarks"}))
+
+
+def _rounded_error(p, inputs: registry.Precision) -> float:
+    """The error a product of inputs rounded to that precision has against float64 of the inputs."""
+    from engine.kernels.problem import make_inputs
+    from engine.kernels.reference import relative_error
+    from engine.tracing.plan import array_dtype, to_storage
+    a, b = make_inputs(p)
+    if inputs == registry.Precision.FP16:
+        ra, rb = a.astype(np.float16), b.astype(np.float16)
+    else:   # bfloat16 bits back to float32
+        ra, rb = ((to_storage(x, array_dtype("A", inputs)).astype(np.uint32) << 16).view(np.float32) for x in (a, b))
+    return relative_error(ra.astype(np.float64) @ rb.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64))
+
+
+@pytest.mark.parametrize("name, file, inputs", [("half_inputs", HALF_CU, registry.Precision.FP16),
+                                                ("bf16_inputs", BF16_CU, registry.Precision.BF16)])
+def test_inputs_are_stored_in_the_precision_the_entry_declares(name, file, inputs):
+    with registry.registered(_low_precision(name, file, inputs)) as spec:
+        p = make_problem(37, 45, 29)
+        t = tracer.trace(name, p, source="cpu")
+    assert t.checked_outputs == 37 * 45 and t.rel_error <= spec.tolerance
+    # The error is that of the rounded inputs (rounded to nearest even, as the GPU rounds), not
+    # float32's, nor another rounding's.
+    want = _rounded_error(p, inputs)
+    assert want > 1e-5 and abs(t.rel_error - want) < 0.01 * want   # float32 alone: about 1e-7
+    # Records count 2-byte elements of A: offsets are twice the index.
+    r = t.records
+    a = r[r["array"] == t.arrays.index("A")]
+    assert np.array_equal(a["offset"], (a["row"].astype(np.uint32) * 29 + a["col"]) * 2)
+
+
+def test_an_entry_whose_source_stores_other_inputs_is_refused():
+    spec = _low_precision("half_inputs", HALF_CU, registry.Precision.FP32)
+    with pytest.raises(ValueError, match="declares A as __half, and its inputs are fp32"), registry.registered(spec):
+        pass

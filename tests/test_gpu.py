@@ -145,3 +145,15 @@ def test_a_half_precision_shared_array_traces_the_same_on_gpu_and_cpu():
     # float32 sums differ in their last bits only (the GPU fuses multiply and add).
     assert graw.checked_outputs == 5 * 200 and abs(graw.rel_error - craw.rel_error) < 0.01 * craw.rel_error
     assert gpu.records.tobytes() == cpu.records.tobytes()
+
+
+@pytest.mark.parametrize("inputs", ["fp16", "bf16"])
+def test_half_and_bfloat16_inputs_trace_the_same_on_gpu_and_cpu(inputs):
+    from tests.test_contract import BF16_CU, HALF_CU, _low_precision
+    name, file = ("half_inputs", HALF_CU) if inputs == "fp16" else ("bf16_inputs", BF16_CU)
+    with registry.registered(_low_precision(name, file, registry.Precision(inputs))) as spec:
+        p = make_problem(37, 45, 29)
+        gpu, cpu = tracer.trace(name, p, source="gpu"), tracer.trace(name, p, source="cpu")
+    # The same rounding of the inputs on both (sums differ in their last bits: fused multiply-add).
+    assert gpu.rel_error <= spec.tolerance and abs(gpu.rel_error - cpu.rel_error) < 0.01 * cpu.rel_error
+    assert gpu.records.tobytes() == cpu.records.tobytes()

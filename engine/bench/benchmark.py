@@ -121,7 +121,7 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
     median = statistics.median(times)
     flops = 2.0 * m * n * k
     shapes = global_shapes(p)
-    min_bytes = float(sum(array_bytes(name, shapes[name]) for name in ("A", "B", "C")))
+    min_bytes = float(sum(array_bytes(name, shapes[name], spec.inputs) for name in ("A", "B", "C")))
     row.update({"median_ms": median, "min_ms": min(times), "max_ms": max(times), "spread": _spread(times),
                 "gflops": flops / median / 1e6, "bandwidth_gbs": min_bytes / median / 1e6,
                 "intensity": flops / min_bytes})

@@ -114,7 +114,7 @@ def run_bench(modules: dict, info: dict, kernel: str, problem: Problem, warmup: 
     spec = registry.get(kernel)
     problem = registry.bind(spec, problem)
     a, b = make_inputs(problem)
-    launcher = gpu.Launcher(modules, global_shapes(problem), size_arguments(problem))
+    launcher = gpu.Launcher(modules, global_shapes(problem), size_arguments(problem), spec.inputs)
     flush = None
     try:
         launcher.upload({"A": a, "B": b})

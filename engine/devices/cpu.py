@@ -19,8 +19,9 @@ from engine.devices import memo, shm, workers
 from engine.devices.shm import SharedArray
 from engine.errors import EngineError
 from engine.kernels import build, sources
+from engine.kernels.registry import Precision
 from engine.tracing.execute import execute
-from engine.tracing.plan import LaunchPlan, array_dtype
+from engine.tracing.plan import LaunchPlan, array_dtype, to_storage
 from engine.tracing.records import RAW_DTYPE
 
 _LIBS: dict[Path, ctypes.CDLL] = {}
@@ -104,9 +105,9 @@ class CpuDevice:
             handle.discard()
         self.handles.clear()
 
-    def upload(self, inputs, shapes, ints):
-        self.shapes, self.ints = shapes, ints
-        self.buffers = {k: np.ascontiguousarray(v, dtype=array_dtype(k)) for k, v in inputs.items()}
+    def upload(self, inputs, shapes, ints, precision=Precision.FP32):
+        self.shapes, self.ints, self.precision = shapes, ints, precision
+        self.buffers = {k: to_storage(v, array_dtype(k, precision)) for k, v in inputs.items()}
 
     def _buffer(self, name: str) -> np.ndarray:
         if name not in self.buffers:
@@ -114,7 +115,7 @@ class CpuDevice:
             # trace of a big product touches one block's share of C. The check reads back only the
             # elements the trace recorded as stored, and the inputs are never 0, so an output the
             # kernel got wrong still shows.
-            self.buffers[name] = np.zeros(self.shapes[name], dtype=array_dtype(name))
+            self.buffers[name] = np.zeros(self.shapes[name], dtype=array_dtype(name, self.precision))
         return self.buffers[name]
 
     def run(self, lp: LaunchPlan, offsets, total):

@@ -18,7 +18,8 @@ import pycuda.driver as cuda
 
 from engine.devices.shm import SharedArray
 from engine.kernels import build, sources
-from engine.tracing.plan import LaunchPlan, array_dtype
+from engine.kernels.registry import Precision
+from engine.tracing.plan import NAN_BITS, LaunchPlan, array_dtype, to_storage
 from engine.tracing.records import RAW_DTYPE
 
 
@@ -33,9 +34,8 @@ def load_module(modules: dict, path) -> "cuda.Module":
 
 def fill_nan(buf, dtype: np.dtype, count: int) -> None:
     """Fills count elements of dtype with NaN (float32: 0x7FC00000)."""
-    bits = int(np.array(np.nan, dtype=dtype).view(f"u{dtype.itemsize}"))
     memset = getattr(cuda, f"memset_d{8 * dtype.itemsize}")   # memset_d32 for float32
-    memset(buf, bits, count)
+    memset(buf, NAN_BITS[dtype], count)
 
 
 @dataclass
@@ -76,19 +76,20 @@ class Launcher:
     modules: the worker's cache of loaded cubins; shapes: (rows, cols) of each array by name; ints:
     the values of the kernels' int parameters (M, N, K) by name."""
 
-    def __init__(self, modules: dict, shapes: dict[str, tuple[int, int]], ints: dict[str, int]):
-        self.modules, self.shapes, self.ints = modules, shapes, ints
+    def __init__(self, modules: dict, shapes: dict[str, tuple[int, int]], ints: dict[str, int],
+                 inputs: Precision = Precision.FP32):
+        self.modules, self.shapes, self.ints, self.inputs = modules, shapes, ints, inputs
         self.buffers: dict[str, cuda.DeviceAllocation] = {}
 
     def upload(self, inputs: dict[str, np.ndarray]) -> None:
         for name, host in inputs.items():
-            self.buffers[name] = cuda.to_device(np.ascontiguousarray(host, dtype=array_dtype(name)))
+            self.buffers[name] = cuda.to_device(to_storage(host, array_dtype(name, self.inputs)))
 
     def buffer(self, name: str) -> "cuda.DeviceAllocation":
         """An array's buffer; one not uploaded (an output) is made when first asked for, all NaN."""
         if name not in self.buffers:
             rows, cols = self.shapes[name]
-            dtype = array_dtype(name)
+            dtype = array_dtype(name, self.inputs)
             self.buffers[name] = cuda.mem_alloc(max(rows * cols, 1) * dtype.itemsize)
             fill_nan(self.buffers[name], dtype, rows * cols)
         return self.buffers[name]
@@ -117,7 +118,7 @@ class Launcher:
             observer.after()
 
     def download(self, name: str) -> np.ndarray:
-        host = np.empty(self.shapes[name], dtype=array_dtype(name))
+        host = np.empty(self.shapes[name], dtype=array_dtype(name, self.inputs))
         cuda.memcpy_dtoh(host, self.buffers[name])
         return host
 
@@ -143,8 +144,8 @@ class GpuDevice:
         self.timer = EventTimer()
         self.shared: dict[int, SharedArray] = {}   # record arrays handed to the app in shared memory
 
-    def upload(self, inputs, shapes, ints):
-        self.launcher = Launcher(self.modules, shapes, ints)
+    def upload(self, inputs, shapes, ints, precision=Precision.FP32):
+        self.launcher = Launcher(self.modules, shapes, ints, precision)
         self.launcher.upload(inputs)
 
     def run(self, lp: LaunchPlan, offsets, total):

@@ -47,6 +47,10 @@ class Precision(enum.StrEnum):
     BF16 = "bf16"
 
 
+# The C element type of a kernel's A and B (and BT) for each input precision; C is float.
+INPUT_TYPES = {Precision.FP32: ("float",), Precision.TF32: ("float",), Precision.FP16: ("__half", "half"),
+               Precision.BF16: ("__nv_bfloat16", "nv_bfloat16")}
+
 # Largest relative error against float64 that passes, by the precision of the multiply: FP32
 # accumulation; TF32 and FP16 round the inputs to 10 mantissa bits, BF16 to 7.
 TOLERANCE = {Precision.FP32: 1e-4, Precision.TF32: 5e-3, Precision.FP16: 5e-3, Precision.BF16: 4e-2}
@@ -131,7 +135,9 @@ class KernelSpec:
 
     @property
     def tolerance(self) -> float:
-        return TOLERANCE[self.compute]
+        """The loosest of what its inputs' storage and its multiply allow (bf16 inputs with an FP32
+        multiply are still bf16's error)."""
+        return max(TOLERANCE[self.inputs], TOLERANCE[self.compute])
 
     def default_params(self) -> dict[str, int]:
         return {name: self.defaults.get(name, allowed[0]) for name, allowed in self.params.items()}
@@ -335,6 +341,12 @@ def _check(spec: KernelSpec) -> None:
     for name, value in spec.defaults.items():
         if value not in spec.params.get(name, ()):
             bad(f"the default {name}={value} is not one of its allowed values")
+    for launch in spec.launches:   # the sources store what the entry says they take
+        for a in sources.load(launch.file).arrays:
+            want = ("float",) if a.name == "C" else INPUT_TYPES[spec.inputs] if a.name in ("A", "B", "BT") else None
+            if a.space == "global" and want and a.element not in want:
+                bad(f"{launch.file} declares {a.name} as {a.element}, and its inputs are {spec.inputs} "
+                    f"({' or '.join(want)})")
     unknown = set(spec.shows) - set(VIEWS)
     if unknown:
         bad(f"shows {', '.join(sorted(unknown))}, which are not views ({', '.join(VIEWS)})")

@@ -47,7 +47,7 @@ def execute(plan: TracePlan, device) -> RawRun:
     check_fits_host(plan)
     a, b = make_inputs(plan.problem)
     shapes = global_shapes(plan.problem)
-    device.upload({"A": a, "B": b}, shapes, size_arguments(plan.problem))
+    device.upload({"A": a, "B": b}, shapes, size_arguments(plan.problem), plan.inputs)
     raws: list[RawLaunch | None] = []
     for lp in plan.launches:
         counts = device.run(lp, None, 0)

@@ -58,22 +58,48 @@ class TracePlan:
     shapes: dict[str, tuple[int, int]]
     cap: int
     estimate: int           # upper bound of the records, from the registry's per-thread bounds
+    inputs: registry.Precision = registry.Precision.FP32   # how A and B are stored (array_dtype)
 
 
 def global_shapes(p: Problem) -> dict[str, tuple[int, int]]:
     return {"A": (p.m, p.k), "B": (p.k, p.n), "C": (p.m, p.n), "BT": (p.n, p.k)}
 
 
-def array_dtype(name: str) -> np.dtype:
-    """The element type of a global array (A, B, C, BT) in its buffers, on the host and on the GPU.
-    float32 for every array today; it is said here and nowhere else, so that giving an array another
-    type is a change of this function, not a search for every 4."""
-    return np.dtype(np.float32)
+# bfloat16 has no numpy type: its arrays are kept as their 16 bits, as cuda_bf16.h stores them.
+BF16_BITS = np.dtype("<u2")
+_STORAGE = {registry.Precision.FP32: np.dtype(np.float32), registry.Precision.TF32: np.dtype(np.float32),
+            registry.Precision.FP16: np.dtype(np.float16), registry.Precision.BF16: BF16_BITS}
+# The bits of a quiet NaN in each storage type: outputs start as NaN, so an element nothing wrote
+# cannot pass the check.
+NAN_BITS = {np.dtype(np.float32): 0x7FC00000, np.dtype(np.float16): 0x7E00, BF16_BITS: 0x7FC0}
 
 
-def array_bytes(name: str, shape: tuple[int, int]) -> int:
+def array_dtype(name: str, inputs: registry.Precision = registry.Precision.FP32) -> np.dtype:
+    """The element type of a global array (A, B, C, BT) in its buffers, on the host and on the GPU,
+    for a kernel whose inputs are `inputs` (its registry entry's, checked against its source): A and
+    B (and BT, B transposed) in that precision, C in float32 (every kernel here accumulates and
+    stores FP32). Said here and nowhere else."""
+    return np.dtype(np.float32) if name == "C" else _STORAGE[registry.Precision(inputs)]
+
+
+def to_storage(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Values (float32) as an array of that storage type, rounded to nearest even as the GPU's
+    __float2half and __float2bfloat16 round."""
+    if dtype != BF16_BITS:
+        return np.ascontiguousarray(values, dtype=dtype)
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(BF16_BITS)
+
+
+def array_bytes(name: str, shape: tuple[int, int], inputs: registry.Precision = registry.Precision.FP32) -> int:
     rows, cols = shape
-    return array_dtype(name).itemsize * rows * cols
+    return array_dtype(name, inputs).itemsize * rows * cols
+
+
+def source_inputs(src: sources.KernelSource) -> registry.Precision:
+    """The input precision a source's A declares (float: FP32)."""
+    element = next((a.element for a in src.arrays if a.name == "A"), "float")
+    return next((p for p, types in registry.INPUT_TYPES.items() if element in types), registry.Precision.FP32)
 
 
 def size_arguments(p: Problem) -> dict[str, int]:
@@ -131,7 +157,7 @@ def make_plan(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | Non
         raise EngineError(
             f"this trace would hold up to {estimate:,} records, over the cap of {cap:,}: "
             "trace fewer blocks or a smaller size")
-    return TracePlan(kernel, problem, launches, shapes, cap, estimate)
+    return TracePlan(kernel, problem, launches, shapes, cap, estimate, spec.inputs)
 
 
 def _chosen_blocks(blocks: list[tuple[int, int]], grid: tuple[int, int], problem: Problem) -> np.ndarray:
@@ -149,7 +175,7 @@ def buffer_bytes(problem: Problem, kernel: str) -> int:
     names = {name for launch in spec.launches for _, name in sources.load(launch.file).params
              if name in ("A", "B", "C", "BT")} or {"A", "B", "C"}   # library kernels: A, B and C
     shapes = global_shapes(problem)
-    return sum(array_bytes(n, shapes[n]) for n in names)
+    return sum(array_bytes(n, shapes[n], spec.inputs) for n in names)
 
 
 def array_shapes(launches: list[LaunchPlan], problem: Problem) -> dict[str, tuple[int, int]]:
@@ -168,7 +194,8 @@ def single_launch_plan(file: str, problem: Problem, grid: tuple[int, int], block
     """A plan for one source outside the catalog (the tests' own kernels)."""
     src = sources.load(file)
     lp = LaunchPlan(file, src.name, src.params, grid, block, all_blocks(grid), True, problem.params)
-    return TracePlan(src.name, problem, [lp], array_shapes([lp], problem), record_cap() if cap is None else cap, 0)
+    return TracePlan(src.name, problem, [lp], array_shapes([lp], problem), record_cap() if cap is None else cap, 0,
+                     source_inputs(src))
 
 
 def format_bytes(n: int) -> str:
@@ -206,12 +233,12 @@ def host_bytes(plan: TracePlan) -> dict[str, int]:
     so there it is an upper bound."""
     p = plan.problem
     shapes = global_shapes(p)
-    parts = {name: array_bytes(name, shapes[name]) for name in ("A", "B")}
+    parts = {name: array_bytes(name, shapes[name], plan.inputs) for name in ("A", "B")}
     for lp in plan.launches:
         share = len(lp.blocks) / (lp.grid[0] * lp.grid[1])
         for site in sources.load(lp.file).sites:
             if site.space == "global" and site.op == "store":
-                whole = array_bytes(site.array, shapes[site.array])
+                whole = array_bytes(site.array, shapes[site.array], plan.inputs)
                 parts[site.array] = max(parts.get(site.array, 0), int(whole * share))
     parts["records"] = plan.estimate * RECORD_HOST_BYTES
     return parts
