@@ -121,9 +121,11 @@ def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
             return Function(name, self.traced)
 
         def get_global(self, name):
+            # cuda/trace.cuh's globals are pointers and ints, but for trace_bases: a pointer per array.
+            size = 8 * 16 if name == "trace_bases" else 8
             if name not in self.globals:
-                self.globals[name] = DeviceAllocation(8)
-            return self.globals[name], 8
+                self.globals[name] = DeviceAllocation(size)
+            return self.globals[name], size
 
     class Event:
         def record(self):
