@@ -127,3 +127,24 @@ def test_a_half_precision_shared_array_traces_the_same_on_gpu_and_cpu():
     # float32 sums differ in their last bits only (the GPU fuses multiply and add).
     assert graw.checked_outputs == 5 * 200 and abs(graw.rel_error - craw.rel_error) < 0.01 * craw.rel_error
     assert gpu.records.tobytes() == cpu.records.tobytes()
+
+
+def test_ldmatrix_traces_the_same_on_gpu_and_cpu():
+    from tests.test_ldmatrix import rows_trace
+    gpu, graw = rows_trace(5, 100, 37, "gpu")
+    cpu, craw = rows_trace(5, 100, 37, "cpu")
+    # ldmatrix_rows.cu's product is right only if every lane received what the PTX ISA's table
+    # says (the CPU hands it out by that table); the error is B's rounding to half, as on the CPU
+    # but for the GPU's fused multiply-adds.
+    assert graw.checked_outputs == 5 * 100 and abs(graw.rel_error - craw.rel_error) < 0.01 * craw.rel_error
+    assert gpu.records.tobytes() == cpu.records.tobytes()
+    # The plain build (the bare instruction) computes the same.
+    out = _bench("naive_x_cols", make_problem(5, 100, 37, block=(32, 1)),
+                 source_override=str(TEST_CUDA / "ldmatrix_rows.cu"))
+    assert out["rel_error"] < 2e-3
+
+
+def test_warp_collective_loads_among_barriers_trace_the_same_on_gpu_and_cpu():
+    plan = single_launch_plan(str(TEST_CUDA / "ldmatrix_warps.cu"), make_problem(96, 14, 4), (1, 1), (96, 1))
+    gpu, cpu = (tracer.assemble(plan, tracer.run_plan(plan, source), source) for source in ("gpu", "cpu"))
+    assert gpu.records.tobytes() == cpu.records.tobytes()

@@ -70,27 +70,35 @@ def _compact(keys: np.ndarray) -> tuple[int, np.ndarray]:
     return int(present.sum()), ids[keys - lo]
 
 
-def _wide_wavefronts(words: np.ndarray, width: int) -> np.ndarray:
+def _lane_words(words: np.ndarray, width: int) -> np.ndarray:
+    """(rows, 32, width): the `width` consecutive words each lane reads from its first (words, -1
+    for an inactive lane)."""
+    return np.where(words[:, :, None] >= 0, words[:, :, None] + np.arange(width), -1)
+
+
+def _wide_wavefronts(words: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts of shared accesses `width` words wide per lane (words: each lane's first word, -1
-    inactive). As Nsight Compute counts them on sm_90 (the model _merged_site_totals checks against
-    it): each half-warp is served on its own, each the most distinct words any one bank serves; so
-    a conflict-free 128-bit access by a full warp is 4 wavefronts (512 bytes at 128 per wavefront)."""
-    lanes = np.where(words[:, :, None] >= 0, words[:, :, None] + np.arange(width), -1)
-    flat = lanes.reshape(len(words), WARP * width)
+    inactive), and the conflict-free count. As Nsight Compute counts them on sm_90 (the model
+    _merged_site_totals checks against it): each half-warp is served on its own, each the most
+    distinct words any one bank serves; so a conflict-free 128-bit access by a full warp is 4
+    wavefronts (512 bytes at 128 per wavefront). Conflict-free: what each half-warp's active lanes'
+    words need at 32 banks a wavefront (whichever lanes are active: a guard can leave any)."""
+    flat = _lane_words(words, width).reshape(len(words), WARP * width)
     half = HALF_WARP * width
-    return _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:])
+    halves = (words[:, :HALF_WARP] >= 0).sum(axis=1), (words[:, HALF_WARP:] >= 0).sum(axis=1)
+    return _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:]), sum(-(-h * width // BANKS) for h in halves)
 
 
 def _matrix_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts of ldmatrix instructions (words: each lane's first word of the 16-byte row it
     names, -1 for a lane that names none), and the conflict-free count.
 
-    The model (Nsight Compute on sm_90; tests/benchmarks/ncu_vector.py measures it): each 8x8
-    matrix, the 8 rows lanes 8m .. 8m + 7 name, is served on its own, as the most distinct words any
-    one bank must serve for those 128 bytes; the instruction's wavefronts are its matrices' sum,
-    and the ideal is one per matrix. (Unlike LDS.128, whose half-warps are served as a whole: there
-    two 8-lane groups that each hit half the banks twice share 2 wavefronts, here they need 4.)"""
-    lanes = np.where(words[:, :, None] >= 0, words[:, :, None] + np.arange(MATRIX_ROW_WORDS), -1)
+    The model (the likeliest for sm_90: README, Metrics; tests/benchmarks/ncu_vector.py measures
+    it): each 8x8 matrix, the 8 rows lanes 8m .. 8m + 7 name, is served on its own, as the most
+    distinct words any one bank must serve for those 128 bytes; the instruction's wavefronts are its
+    matrices' sum, the ideal one per matrix. Served by half-warps, as LDS.128 is, two matrices whose
+    rows each fill half the banks twice would share 2 wavefronts; here they need 4."""
+    lanes = _lane_words(words, MATRIX_ROW_WORDS)
     per_matrix = _wavefronts(lanes.reshape(len(words) * WARP // MATRIX_ROWS, MATRIX_ROWS * MATRIX_ROW_WORDS))
     per_matrix = per_matrix.reshape(len(words), WARP // MATRIX_ROWS)
     return per_matrix.sum(axis=1), (per_matrix > 0).sum(axis=1)
@@ -115,11 +123,9 @@ def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, wid
     for w in np.unique(width[~is_global & ~matrix]).tolist():
         rows = ~is_global & ~matrix & (width == w)
         words = np.where(addr[rows] >= 0, addr[rows] // WORD_BYTES, -1)
-        inst["wavefronts"][rows] = _wavefronts(words) if w == 1 else _wide_wavefronts(words, w)
-        # Conflict-free: 1 wavefront for 4 bytes a lane; wider, what each half-warp's active lanes'
-        # words need at 32 banks a wavefront (whichever lanes are active: a guard can leave any).
-        halves = (words[:, :HALF_WARP] >= 0).sum(axis=1), (words[:, HALF_WARP:] >= 0).sum(axis=1)
-        inst["ideal"][rows] = 1 if w == 1 else sum(-(-h * w // BANKS) for h in halves)
+        # Conflict-free: 1 wavefront for 4 bytes a lane.
+        inst["wavefronts"][rows], inst["ideal"][rows] = (_wavefronts(words), 1) if w == 1 else \
+            _wide_wavefronts(words, w)
 
 
 def _uniform_rows(trace: Trace, warps: np.ndarray, c: int, addr_dtype) -> tuple:
@@ -331,7 +337,7 @@ def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
     aligned = (lanes[active, 0] % width == 0) & (lanes[active] == lanes[active, :1] + np.arange(width)).all(axis=1)
     if not aligned.all():
         return None
-    wavefronts = _wide_wavefronts(table[:, :, 0], width)   # consecutive words: as if written wide
+    wavefronts, _ = _wide_wavefronts(table[:, :, 0], width)   # consecutive words: as if written wide
     ideal = 4
     return {"requests": n_rows, "wavefronts": int(wavefronts.sum()),
             "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum()), "per_instruction": wavefronts}
