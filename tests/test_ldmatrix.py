@@ -63,7 +63,7 @@ def test_ldmatrix_is_refused_where_its_records_would_be_wrong(tmp_path, body, li
         sources.load(file)
 
 
-def test_an_array_named_only_in_ldmatrix_is_used_through_the_macros(tmp_path):
+def test_a_bfloat16_shared_array_may_be_read_through_ldmatrix(tmp_path):
     file = _kernel(tmp_path, "  __shared__ __align__(16) __nv_bfloat16 Hs[8][8];\n  unsigned r[1];\n"
                              "  LDMATRIX_X1(r, Hs, threadIdx.x % 8, 0);\n  STG(C, threadIdx.x, (float)r[0]);")
     assert [(s.array, s.matrices) for s in sources.load(file).sites] == [("Hs", 1), ("C", 0)]
@@ -132,6 +132,8 @@ def test_lanes_receive_what_the_ptx_table_says_across_barriers_and_collectives()
 
 
 def test_lanes_that_return_do_not_hold_up_their_warp(tmp_path):
+    """The PTX ISA leaves ldmatrix undefined once a thread of the warp has exited; the CPU completes
+    it with the lanes left (here lanes 0-15 of an x2, all it reads), so a trace still comes out."""
     file = _kernel(tmp_path, "  __shared__ __align__(16) __half Hs[16][8];\n"
                              "  for (int i = 0; i < 8; i++) STS(Hs, threadIdx.x % 16, i, __float2half((float)(8 * (threadIdx.x % 16) + i)));\n"
                              "  SYNC();\n  if (threadIdx.x >= 16) return;\n  unsigned r[2];\n"
