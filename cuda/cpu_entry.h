@@ -10,8 +10,9 @@ static thread_local CpuArgs cpu_args;
 
 static void cpu_body(void) { CPU_KERNEL_CALL; }
 
-// Runs the traced blocks. Returns 0, or 1 + the id of the array an access fell outside of,
-// or -1 when memory for the fibers could not be had.
+// Runs the traced blocks. Returns 0, or 1 + the id of the array an access fell outside of
+// (1 + TRACE_ARRAY_COUNT + id: a misaligned vector access), -1 when memory for the fibers could not
+// be had, or -2 when a block's threads waited for each other forever (cpu_shim.h cpu.stuck).
 extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigned int grid_x,
                              unsigned int grid_y, const unsigned int *block_map, unsigned int blocks,
                              unsigned int *counts, unsigned int *epochs,
@@ -36,20 +37,25 @@ extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigne
     unsigned int n = block_x * block_y;
     char *stacks = (char *)malloc((size_t)n * CPU_FIBER_STACK);
     cpu.fibers = (CpuFiber *)malloc(n * sizeof(CpuFiber));
-    if (!stacks || !cpu.fibers) {
+    cpu.warps = (CpuWarp *)malloc((n + CPU_WARP - 1) / CPU_WARP * sizeof(CpuWarp));
+    if (!stacks || !cpu.fibers || !cpu.warps) {
         free(stacks);
         free(cpu.fibers);
+        free(cpu.warps);
         return -1;
     }
     cpu.block_dim = dim3(block_x, block_y, 1);
     cpu.grid_dim = dim3(grid_x, grid_y, 1);
     cpu.body = cpu_body;
-    for (unsigned int j = 0; j < blocks && !trace_fault; ++j) {
+    int stuck = 0;
+    for (unsigned int j = 0; j < blocks && !trace_fault && !stuck; ++j) {
         cpu.launched_block = j;
         cpu.block = dim3(block_map[2 * j], block_map[2 * j + 1], 0);
         cpu_run_block(stacks);
+        stuck = cpu.stuck;
     }
     free(stacks);
     free(cpu.fibers);
-    return trace_fault;
+    free(cpu.warps);
+    return trace_fault ? trace_fault : stuck ? -2 : 0;
 }

@@ -1,11 +1,18 @@
 // cpu_shim.h: lets a kernel from cuda/ compile as host C++ and run on the CPU, for traces on
 // machines without an NVIDIA GPU. Included before the kernel, with MATMUL_CPU and MATMUL_TRACE set.
 //
-// Each CUDA thread of a block runs as a fiber (its own stack, switched by cpu_switch or ucontext). __syncthreads() switches back to the
-// scheduler; once every live thread of the block has reached the barrier (or returned), the next
-// round resumes them all, which is the barrier's meaning on the GPU. Blocks run one after another:
-// they never talk to each other in these kernels. State is thread_local, so several host threads
-// (several app sessions) can trace at the same time.
+// Each CUDA thread of a block runs as a fiber (its own stack, switched by cpu_switch or ucontext),
+// and gives the host thread back only where it must wait for others, saying why:
+//   __syncthreads()        at the block's barrier: it waits until every live thread of the block
+//                          has reached a barrier (or returned), as on the GPU;
+//   a warp-collective op   (ldmatrix, __syncwarp): it waits until every live thread of its warp has
+//                          arrived at the same one; the last to arrive computes every lane's result
+//                          into that lane's own slot, so lanes that then run on ahead cannot change
+//                          what another lane reads.
+// cpu_run_block resumes the threads that are ready, round after round, and releases the barrier
+// when all the block's live threads wait there. Blocks run one after another: they never talk to
+// each other in these kernels. State is thread_local, so several host threads (several app
+// sessions) can trace at the same time.
 #pragma once
 #include <stdlib.h>
 #include <stdint.h>
@@ -28,6 +35,9 @@ struct alignas(16) uint4 { unsigned int x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
 static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+static inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) {
+    return uint4{x, y, z, w};
+}
 
 // Half and bfloat16 numbers as the GPU stores them (16 bits), converted with round-to-nearest-even
 // as __float2half and __float2bfloat16 do, so the CPU trace computes what the GPU computes.
@@ -86,6 +96,9 @@ static inline __nv_bfloat16 __float2bfloat16(float f) {
     }
     return b;
 }
+// The 16 bits of a half or a bfloat16 as one (ldmatrix hands out two of them in each 32-bit register).
+static inline __half __ushort_as_half(unsigned short u) { __half h; h.x = u; return h; }
+static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat16 b; b.x = u; return b; }
 #define __align__(n) __attribute__((aligned(n)))   // alignas cannot follow `static thread_local`
 
 #define __global__
@@ -116,6 +129,14 @@ __asm__(
     ".size cpu_switch, .-cpu_switch\n");
 #endif
 
+// Why a fiber is not running: the scheduler resumes only READY ones.
+enum CpuFiberState { CPU_READY, CPU_AT_BARRIER, CPU_AT_COLLECTIVE, CPU_DONE };
+
+struct CpuFiber;
+// A warp-collective operation's meaning: computes every lane's result from every lane's input.
+// `lanes` are the warp's `count` threads; a lane that never arrived (it returned) has input 0.
+typedef void (*CpuCollective)(CpuFiber *lanes, unsigned int count);
+
 struct CpuFiber {
 #ifdef CPU_FAST_SWITCH
     void *sp;
@@ -123,7 +144,18 @@ struct CpuFiber {
     ucontext_t context;
 #endif
     uint3 thread;
-    int done;
+    int state;                  // CpuFiberState
+    // At a warp-collective operation: which one (all lanes must be at the same one), this lane's
+    // input, and its result, which the last lane to arrive writes.
+    CpuCollective collective;
+    int tag;
+    const void *input;
+    unsigned int result[4];
+};
+
+// Per warp: threads that have not returned, and how many of them wait at a collective.
+struct CpuWarp {
+    unsigned int live, arrived;
 };
 
 struct CpuBlockRunner {
@@ -133,7 +165,10 @@ struct CpuBlockRunner {
     ucontext_t scheduler;
 #endif
     CpuFiber *fibers;
+    CpuWarp *warps;
     CpuFiber *current;
+    unsigned int at_barrier;    // threads waiting at __syncthreads()
+    int stuck;                  // the block's threads wait for each other forever (the GPU would hang)
     dim3 block, block_dim, grid_dim;
     unsigned int launched_block;
     void (*body)(void);
@@ -146,15 +181,16 @@ static thread_local CpuBlockRunner cpu;
 #define gridDim (cpu.grid_dim)
 
 static inline unsigned int trace_launched_block() { return cpu.launched_block; }
-enum { CPU_FIBER_STACK = 64 * 1024 };
+enum { CPU_FIBER_STACK = 64 * 1024, CPU_WARP = 32 };
 
 #ifdef CPU_FAST_SWITCH
-static inline void __syncthreads() { cpu_switch(&cpu.current->sp, cpu.scheduler); }
+// Back to the scheduler; returns when the scheduler resumes this fiber.
+static inline void cpu_yield() { cpu_switch(&cpu.current->sp, cpu.scheduler); }
 
 static void cpu_fiber_entry() {
     cpu.body();
-    cpu.current->done = 1;
-    cpu_switch(&cpu.current->sp, cpu.scheduler);  // never resumed
+    cpu.current->state = CPU_DONE;
+    cpu_yield();  // never resumed
     __builtin_trap();
 }
 
@@ -178,11 +214,11 @@ static void cpu_fiber_init(CpuFiber *f, char *stack) {
 
 static inline void cpu_resume(CpuFiber *f) { cpu_switch(&cpu.scheduler, f->sp); }
 #else
-static inline void __syncthreads() { swapcontext(&cpu.current->context, &cpu.scheduler); }
+static inline void cpu_yield() { swapcontext(&cpu.current->context, &cpu.scheduler); }
 
 static void cpu_fiber_entry() {
     cpu.body();
-    cpu.current->done = 1;  // uc_link then returns control to the scheduler
+    cpu.current->state = CPU_DONE;  // uc_link then returns control to the scheduler
 }
 
 static void cpu_fiber_init(CpuFiber *f, char *stack) {
@@ -196,24 +232,97 @@ static void cpu_fiber_init(CpuFiber *f, char *stack) {
 static inline void cpu_resume(CpuFiber *f) { swapcontext(&cpu.scheduler, &f->context); }
 #endif
 
-// Runs every thread of the current block to completion, barrier round by barrier round.
+static inline void __syncthreads() {
+    cpu.current->state = CPU_AT_BARRIER;
+    ++cpu.at_barrier;
+    cpu_yield();
+}
+
+// Every lane of warp w that waits at a collective has arrived: the operation happens now, all at
+// once, and they are ready again. False (and the block stuck) if they wait at different ones.
+static bool cpu_complete_collective(unsigned int w) {
+    unsigned int n = cpu.block_dim.x * cpu.block_dim.y * cpu.block_dim.z;
+    CpuFiber *lanes = cpu.fibers + w * CPU_WARP;
+    unsigned int count = n - w * CPU_WARP < CPU_WARP ? n - w * CPU_WARP : CPU_WARP;
+    CpuFiber *first = 0;
+    for (unsigned int t = 0; t < count; ++t) {
+        if (lanes[t].state != CPU_AT_COLLECTIVE) {
+            lanes[t].input = 0;      // returned: it names nothing
+            continue;
+        }
+        if (!first) first = &lanes[t];
+        if (lanes[t].collective != first->collective || lanes[t].tag != first->tag) {
+            cpu.stuck = 1;           // .aligned: every lane must be at the same instruction
+            return false;
+        }
+    }
+    first->collective(lanes, count);
+    cpu.warps[w].arrived = 0;
+    for (unsigned int t = 0; t < count; ++t)
+        if (lanes[t].state == CPU_AT_COLLECTIVE) lanes[t].state = CPU_READY;
+    return true;
+}
+
+// The calling thread arrives at a warp-collective operation (tag: which one, e.g. its source
+// line) with its input; returns once the warp's operation is done, its result in
+// cpu.current->result.
+static void cpu_warp_collective(CpuCollective collective, int tag, const void *input) {
+    CpuFiber *me = cpu.current;
+    unsigned int w = (unsigned int)(me - cpu.fibers) / CPU_WARP;
+    me->collective = collective;
+    me->tag = tag;
+    me->input = input;
+    me->state = CPU_AT_COLLECTIVE;
+    // The last to arrive completes it and runs on; the others wait to be made ready.
+    if (++cpu.warps[w].arrived < cpu.warps[w].live || !cpu_complete_collective(w)) cpu_yield();
+}
+
+static void cpu_no_result(CpuFiber *, unsigned int) {}
+// __syncwarp(): the warp's lanes wait for each other (the mask is taken to be the whole warp).
+static inline void __syncwarp(unsigned int = 0xffffffffu) { cpu_warp_collective(cpu_no_result, -1, 0); }
+
+// Runs every thread of the current block to completion: round after round it resumes the threads
+// that are ready; when none is, either every live thread waits at the barrier (it opens) or the
+// block is stuck (cpu.stuck: threads wait at collectives their warp never completes).
 static void cpu_run_block(char *stacks) {
     unsigned int n = cpu.block_dim.x * cpu.block_dim.y * cpu.block_dim.z;
     for (unsigned int t = 0; t < n; ++t) {
         CpuFiber *f = &cpu.fibers[t];
         f->thread = uint3(t % cpu.block_dim.x, (t / cpu.block_dim.x) % cpu.block_dim.y,
                           t / (cpu.block_dim.x * cpu.block_dim.y));
-        f->done = 0;
+        f->state = CPU_READY;
         cpu_fiber_init(f, stacks + (size_t)t * CPU_FIBER_STACK);
     }
+    for (unsigned int w = 0; w * CPU_WARP < n; ++w) {
+        cpu.warps[w].live = n - w * CPU_WARP < CPU_WARP ? n - w * CPU_WARP : CPU_WARP;
+        cpu.warps[w].arrived = 0;
+    }
+    cpu.at_barrier = 0;
+    cpu.stuck = 0;
     unsigned int alive = n;
     while (alive) {
-        for (unsigned int t = 0; t < n; ++t) {
+        bool ran = false;
+        for (unsigned int t = 0; t < n && !cpu.stuck; ++t) {
             CpuFiber *f = &cpu.fibers[t];
-            if (f->done) continue;
+            if (f->state != CPU_READY) continue;
             cpu.current = f;
             cpu_resume(f);
-            if (f->done) --alive;
+            ran = true;
+            if (f->state != CPU_DONE) continue;
+            --alive;
+            // A lane that returns no longer holds up its warp's collective.
+            CpuWarp *warp = &cpu.warps[t / CPU_WARP];
+            --warp->live;
+            if (warp->arrived && warp->arrived == warp->live) cpu_complete_collective(t / CPU_WARP);
+        }
+        if (cpu.stuck) return;
+        if (alive && cpu.at_barrier == alive) {        // everyone left is at the barrier: it opens
+            for (unsigned int t = 0; t < n; ++t)
+                if (cpu.fibers[t].state == CPU_AT_BARRIER) cpu.fibers[t].state = CPU_READY;
+            cpu.at_barrier = 0;
+        } else if (alive && !ran) {
+            cpu.stuck = 1;
+            return;
         }
     }
 }

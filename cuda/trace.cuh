@@ -16,6 +16,13 @@
 //   CP_ASYNC4(As, r, c, A, i)  CP_ASYNC4(As, i, A, j)
 //                                           cp.async: 16 bytes global -> shared, in flight until waited for
 //   CP_ASYNC_COMMIT()  CP_ASYNC_WAIT(n)  SYNC()
+//   LDMATRIX_X4(regs, As, r, c)  LDMATRIX_X4(regs, As, i)   (and X1, X2; regs: unsigned regs[4], [1], [2])
+//                                           ldmatrix: the warp loads 4 (1, 2) 8x8 matrices of 16-bit
+//                                           elements from shared memory together. Lane 8m + j names
+//                                           row j of matrix m: the 8 elements (16 bytes) from the one
+//                                           given; lane t receives in regs[m] elements 2 (t % 4) and
+//                                           2 (t % 4) + 1 of row t / 4 of matrix m (the first in the
+//                                           low 16 bits: __ushort_as_half(regs[m] & 0xffff)).
 // A traced array is a pointer parameter of the kernel (global) or a __shared__ array, of float,
 // __half, __nv_bfloat16, int or double; engine/kernels/sources.py checks these rules when it loads a
 // kernel and names the file and line of any break.
@@ -84,6 +91,28 @@ template <int N, typename T> TRACE_FN const typename TraceVec<T, N>::type &trace
 #define TRACE_CP_A4(dst, i, src, j) src
 #define TRACE_CP_A5(dst, r, c, src, j) src
 
+#ifndef MATMUL_CPU
+// ldmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16 (sm_75 and later): `row` is this lane's row, in
+// shared memory (its 32-bit shared-window address is what the instruction takes). On sm_80 and
+// later only lanes 0 .. 8N - 1 name rows; the others' addresses are not read. "memory": the
+// compiler must not move shared stores across it.
+template <int N, typename T> TRACE_FN void trace_ldmatrix(unsigned int (&regs)[N], const T *row) {
+    static_assert(sizeof(T) == 2, "ldmatrix loads 16-bit elements (__half, __nv_bfloat16)");
+    unsigned int address = (unsigned int)__cvta_generic_to_shared(row);
+    if constexpr (N == 1) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];"
+                     : "=r"(regs[0]) : "r"(address) : "memory");
+    } else if constexpr (N == 2) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                     : "=r"(regs[0]), "=r"(regs[1]) : "r"(address) : "memory");
+    } else {
+        static_assert(N == 4, "ldmatrix loads 1, 2 or 4 matrices");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(regs[0]), "=r"(regs[1]), "=r"(regs[2]), "=r"(regs[3]) : "r"(address) : "memory");
+    }
+}
+#endif
+
 #ifndef MATMUL_TRACE
 
 #define LDG(arr, i) ((arr)[i])
@@ -102,6 +131,7 @@ template <int N, typename T> TRACE_FN const typename TraceVec<T, N>::type &trace
 #define CP_ASYNC4(...) __pipeline_memcpy_async(&TRACE_CP_DST(__VA_ARGS__), &TRACE_CP_SRC(__VA_ARGS__), 16)
 #define CP_ASYNC_COMMIT() __pipeline_commit()
 #define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
+#define TRACE_LDMATRIX(N, regs, ...) trace_ldmatrix<N>(regs, &TRACE_LDS_ELEM(__VA_ARGS__))
 
 #else
 
@@ -148,10 +178,13 @@ TRACE_GLOBAL int trace_fault;
 TRACE_FN unsigned int trace_launched_block() { return blockIdx.x; }
 #endif
 
+// The thread's number in its block: x fastest, as the hardware splits a block into warps of 32.
+TRACE_FN unsigned int trace_thread() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
 TRACE_FN unsigned int trace_slot() {
-    unsigned int threads = blockDim.x * blockDim.y * blockDim.z;
-    unsigned int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    return trace_launched_block() * threads + t;
+    return trace_launched_block() * (blockDim.x * blockDim.y * blockDim.z) + trace_thread();
 }
 
 TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned int array,
@@ -256,6 +289,44 @@ TRACE_FN void trace_copy_async(T *dst, const char *dst_origin, const S *src, con
 #endif
 }
 
+#ifdef MATMUL_CPU
+// What ldmatrix hands each lane, computed by the last lane of the warp to arrive (cpu_shim.h
+// cpu_warp_collective) from the rows all lanes named: lane t receives in regs[m] the 32-bit word
+// t % 4 of the row lane 8m + t / 4 named (its elements 2 (t % 4) and 2 (t % 4) + 1, the first in the
+// low 16 bits, as memory holds them). A row nobody valid named reads as zeros.
+template <int N> static void cpu_ldmatrix(CpuFiber *lanes, unsigned int count) {
+    for (unsigned int t = 0; t < count; ++t) {
+        for (int m = 0; m < N; ++m) {
+            unsigned int namer = 8 * m + t / 4;
+            const char *row = namer < count ? (const char *)lanes[namer].input : 0;
+            unsigned int word = 0;
+            if (row) memcpy(&word, row + 4 * (t % 4), 4);
+            lanes[t].result[m] = word;
+        }
+    }
+}
+#endif
+
+// ldmatrix, recorded: each lane that names a row (lanes 0 .. 8N - 1) records one 16-byte shared
+// load at its row (the site says 16 bytes and ldmatrix); the other lanes record nothing. On the
+// GPU it is the instruction itself; on the CPU the warp meets in cpu_warp_collective, where the
+// last lane to arrive hands every lane its share.
+template <int N, typename T>
+TRACE_FN void trace_load_matrix(unsigned int (&regs)[N], const T *row, const char *origin, unsigned int line,
+                                unsigned int array, unsigned int site) {
+    static_assert(sizeof(T) == 2, "ldmatrix loads 16-bit elements (__half, __nv_bfloat16)");
+    bool names_a_row = trace_thread() % 32 < 8 * N;
+    long long index = trace_index(row, origin);
+    if (names_a_row) trace_record(index, line, array, 0, site);
+#ifdef MATMUL_CPU
+    bool usable = names_a_row && !TRACE_OUT_OF_BOUNDS(array, index, 8) && !TRACE_MISALIGNED(array, row, 16);
+    cpu_warp_collective(cpu_ldmatrix<N>, (int)line, usable ? row : 0);
+    for (int m = 0; m < N; ++m) regs[m] = cpu.current->result[m];
+#else
+    trace_ldmatrix<N>(regs, row);
+#endif
+}
+
 TRACE_FN void trace_sync() {
     __syncthreads();
     trace_epochs[trace_slot()]++;
@@ -303,6 +374,8 @@ TRACE_FN void trace_commit() {
 #define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
 #endif
 #define SYNC() trace_sync()
+#define TRACE_LDMATRIX(N, regs, ...) trace_load_matrix<N>(regs, &TRACE_LDS_ELEM(__VA_ARGS__), \
+                                                          TRACE_SHARED_AT(0, __VA_ARGS__))
 
 #ifndef MATMUL_CPU
 // The launched grid is 1-D over the traced blocks; kernels see the block they stand for.
@@ -329,3 +402,8 @@ __device__ __forceinline__ dim3 trace_grid_dim() { return dim3(trace_grid_x, tra
 #define STS2(...) TRACE_STSN(2, __VA_ARGS__)
 #define STS4(...) TRACE_STSN(4, __VA_ARGS__)
 #define STS8(...) TRACE_STSN(8, __VA_ARGS__)
+
+// ldmatrix: 1, 2 or 4 8x8 matrices of 16-bit elements, one row named by each of lanes 0 .. 8N - 1.
+#define LDMATRIX_X1(regs, ...) TRACE_LDMATRIX(1, regs, __VA_ARGS__)
+#define LDMATRIX_X2(regs, ...) TRACE_LDMATRIX(2, regs, __VA_ARGS__)
+#define LDMATRIX_X4(regs, ...) TRACE_LDMATRIX(4, regs, __VA_ARGS__)

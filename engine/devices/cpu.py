@@ -167,6 +167,10 @@ class CpuDevice:
         else:
             rc = run_blocks(0, len(blocks))
         self.seconds["kernel"] += time.perf_counter() - start
+        if rc == -2:   # cuda/cpu_shim.h: no thread could go on, short of a barrier all had reached
+            raise EngineError(f"{lp.kernel}: threads of a block waited for each other forever (a warp-collective "
+                              "operation such as ldmatrix that not every thread of the warp reached, or reached "
+                              "at different places): the GPU would hang or do anything; the kernel is wrong")
         if rc < 0:
             raise EngineError(f"{lp.kernel}: not enough host memory for {lp.block[0] * lp.block[1]} CPU threads")
         if rc > len(names):   # cuda/trace.cuh TRACE_MISALIGNED

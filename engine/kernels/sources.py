@@ -1,8 +1,8 @@
 """Reads the kernel sources in cuda/: signature, traced arrays, access sites, and the rules a source
 must follow for its trace to be the truth (checked here, when a kernel is loaded).
 
-An access site is one use of an access macro (LDG, STG, LDS, STS and their vector forms, CP_ASYNC4
-from cuda/trace.cuh) in the source. A trace record names its site by (source line, array,
+An access site is one use of an access macro (LDG, STG, LDS, STS and their vector forms, CP_ASYNC4,
+LDMATRIX_X1/X2/X4 from cuda/trace.cuh) in the source. A trace record names its site by (source line, array,
 load/store), which the macro records; this module gives every site an id and the text of its line,
 for the pages to show.
 
@@ -27,6 +27,8 @@ _SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)([248]?)\(\s*(\w+)")
 # cp.async: CP_ASYNC4(dst, r, c, src, i) or CP_ASYNC4(dst, i, src, j) reads src (global) and writes
 # dst (shared), 16 bytes each.
 _COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
+# ldmatrix: LDMATRIX_X4(regs, As, r, c) or LDMATRIX_X4(regs, As, i) reads 16-bit rows of a shared array.
+_MATRIX_RE = re.compile(r"\bLDMATRIX_X([124])\(\s*[^,()]+,\s*(\w+)")
 _SIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
 _ALIGN = r"(?:__align__\(\s*\d+\s*\)\s+)?"
 _SHARED_RE = re.compile(rf"__shared__\s+{_ALIGN}(\w+)\s+{_ALIGN}(\w+)\s*((?:\[[^\]]+\]\s*)+)")
@@ -35,6 +37,7 @@ _SHARED_RE = re.compile(rf"__shared__\s+{_ALIGN}(\w+)\s+{_ALIGN}(\w+)\s*((?:\[[^
 ELEMENT_TYPES = {"float": 4, "int": 4, "unsigned": 4, "double": 8, "__half": 2, "half": 2,
                  "__nv_bfloat16": 2, "nv_bfloat16": 2}
 COPY_BYTES = 16   # what one cp.async moves here (CP_ASYNC4)
+MATRIX_ROW_BYTES = 16   # what one lane's row of an ldmatrix holds: 8 elements of 16 bits
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class Site:
     width: int = 1  # elements per access: 2, 4 or 8 for the vector macros (LDG4, STS4, ...)
     copy: bool = False   # one side of an asynchronous global -> shared copy (CP_ASYNC4: cp.async)
     bytes: int = 4  # bytes per lane of one access: width times the element's size
+    matrices: int = 0    # ldmatrix (LDMATRIX_X1/X2/X4): the 8x8 matrices one warp instruction loads;
+                         # each of lanes 0 .. 8 * matrices - 1 names one 16-byte row
 
 @dataclass(frozen=True)
 class KernelSource:
@@ -161,7 +166,7 @@ def load(file: str) -> KernelSource:
     sites = []
     for number, line in enumerate(_code_lines(text), start=1):
         shown = text.splitlines()[number - 1].strip()
-        for m in re.finditer(r"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4\(", line):
+        for m in re.finditer(r"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4\(|\bLDMATRIX_X[124]\(", line):
             rest = line[m.end():]
             if rest.count(")") - rest.count("(") < 1:   # records carry __LINE__: it must be this one
                 raise ValueError(f"{file}:{number}: write each access macro on one line, so its records' "
@@ -179,6 +184,17 @@ def load(file: str) -> KernelSource:
             s, d = traced(number, src, "global"), traced(number, dst, "shared")
             sites.append(Site(number, src, "global", "load", shown, COPY_BYTES // s.element_bytes, True, COPY_BYTES))
             sites.append(Site(number, dst, "shared", "store", shown, COPY_BYTES // d.element_bytes, True, COPY_BYTES))
+        for matrices, name in _MATRIX_RE.findall(line):
+            a = spaces.get(name)
+            if a is not None and a.space == "global":
+                raise ValueError(f"{file}:{number}: ldmatrix reads shared memory only; {name} is in global memory: "
+                                 f"{shown}")
+            a = traced(number, name, "shared")
+            if a.element_bytes != 2:
+                raise ValueError(f"{file}:{number}: ldmatrix loads 16-bit elements (__half, __nv_bfloat16); "
+                                 f"{name} holds {a.element}: {shown}")
+            sites.append(Site(number, name, "shared", "load", shown, MATRIX_ROW_BYTES // a.element_bytes,
+                              bytes=MATRIX_ROW_BYTES, matrices=int(matrices)))
     keys = [(s.line, s.array, s.op) for s in sites]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{file}: two accesses of one array on one line cannot be told apart in a trace")
@@ -190,7 +206,8 @@ def load(file: str) -> KernelSource:
 _FUNCTION_RE = re.compile(r"(?:__global__|__device__)[^;{}()]*\(((?:[^()]|\([^()]*\))*)\)\s*\{", re.S)
 # An access macro's array argument(s): what is left of a traced array's name once these are blanked
 # is a use the trace does not see.
-_MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)")
+_MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)"
+                             r"|\bLDMATRIX_X[124]\(\s*[^,()]+,\s*(\w+)")
 
 
 @lru_cache(maxsize=64)   # build.used_defines asks of a source on every build lookup
@@ -326,5 +343,5 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
         m = anywhere.search(rest)
         if m:
             raise ValueError(f"{file}:{number}: {m.group(1)} is used outside the access macros (LDG/STG, "
-                             f"LDS/STS, their vector forms, CP_ASYNC4), where the trace cannot see it: "
+                             f"LDS/STS, their vector forms, CP_ASYNC4, LDMATRIX), where the trace cannot see it: "
                              f"{line.strip()}")

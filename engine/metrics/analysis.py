@@ -14,6 +14,8 @@ l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum and
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum, and the instruction count
 smsp__inst_executed_op_shared_{ld,st}.sum, for the source-level accesses (see engine/kernels/sass.py for
 where nvcc merges them into wider instructions; as_compiled() then gives the hardware counts).
+ldmatrix (LDSM) is a shared load whose 8x8 matrices are served one by one: see _matrix_wavefronts
+and NCU_LDSM_METRICS.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ LINE_BYTES = 128
 BANKS = 32
 WARP = 32
 HALF_WARP = 16
+MATRIX_ROWS = 8         # ldmatrix: an 8x8 matrix of 16-bit elements, one 16-byte row (4 words) per
+MATRIX_ROW_WORDS = 4    # lane that names it
 
 INSTANCE_DTYPE = np.dtype([
     ("site", "u1"), ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("warp", "u1"),
@@ -66,36 +70,62 @@ def _compact(keys: np.ndarray) -> tuple[int, np.ndarray]:
     return int(present.sum()), ids[keys - lo]
 
 
-def _wide_wavefronts(words: np.ndarray, width: int) -> np.ndarray:
+def _lane_words(words: np.ndarray, width: int) -> np.ndarray:
+    """(rows, 32, width): the `width` consecutive words each lane reads from its first (words, -1
+    for an inactive lane)."""
+    return np.where(words[:, :, None] >= 0, words[:, :, None] + np.arange(width), -1)
+
+
+def _wide_wavefronts(words: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts of shared accesses `width` words wide per lane (words: each lane's first word, -1
-    inactive). As Nsight Compute counts them on sm_90 (the model _merged_site_totals checks against
-    it): each half-warp is served on its own, each the most distinct words any one bank serves; so
-    a conflict-free 128-bit access by a full warp is 4 wavefronts (512 bytes at 128 per wavefront)."""
-    lanes = np.where(words[:, :, None] >= 0, words[:, :, None] + np.arange(width), -1)
-    flat = lanes.reshape(len(words), WARP * width)
+    inactive), and the conflict-free count. As Nsight Compute counts them on sm_90 (the model
+    _merged_site_totals checks against it): each half-warp is served on its own, each the most
+    distinct words any one bank serves; so a conflict-free 128-bit access by a full warp is 4
+    wavefronts (512 bytes at 128 per wavefront). Conflict-free: what each half-warp's active lanes'
+    words need at 32 banks a wavefront (whichever lanes are active: a guard can leave any)."""
+    flat = _lane_words(words, width).reshape(len(words), WARP * width)
     half = HALF_WARP * width
-    return _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:])
+    halves = (words[:, :HALF_WARP] >= 0).sum(axis=1), (words[:, HALF_WARP:] >= 0).sum(axis=1)
+    return _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:]), sum(-(-h * width // BANKS) for h in halves)
 
 
-def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, width: np.ndarray) -> None:
+def _matrix_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Wavefronts of ldmatrix instructions (words: each lane's first word of the 16-byte row it
+    names, -1 for a lane that names none), and the conflict-free count.
+
+    The model (the likeliest for sm_90: README, Metrics; tests/benchmarks/ncu_vector.py measures
+    it): each 8x8 matrix, the 8 rows lanes 8m .. 8m + 7 name, is served on its own, as the most
+    distinct words any one bank must serve for those 128 bytes; the instruction's wavefronts are its
+    matrices' sum, the ideal one per matrix. Served by half-warps, as LDS.128 is, two matrices whose
+    rows each fill half the banks twice would share 2 wavefronts; here they need 4."""
+    lanes = _lane_words(words, MATRIX_ROW_WORDS)
+    per_matrix = _wavefronts(lanes.reshape(len(words) * WARP // MATRIX_ROWS, MATRIX_ROWS * MATRIX_ROW_WORDS))
+    per_matrix = per_matrix.reshape(len(words), WARP // MATRIX_ROWS)
+    return per_matrix.sum(axis=1), (per_matrix > 0).sum(axis=1)
+
+
+def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, width: np.ndarray,
+                  matrix: np.ndarray) -> None:
     """addr: (rows, 32) byte offsets of each row's lanes (their first byte), -1 for an inactive lane;
     width: 4-byte words per lane of each row's access (1 for 4 bytes or less, 2 for 64-bit, 4 for
-    128-bit). A lane's aligned access of up to 16 bytes lies in one 32-byte sector and one 128-byte
-    line, so a global access's sectors and lines are those of its first bytes whatever its width."""
+    128-bit); matrix: the rows that are ldmatrix instructions. A lane's aligned access of up to 16
+    bytes lies in one 32-byte sector and one 128-byte line, so a global access's sectors and lines
+    are those of its first bytes whatever its width."""
     inst["active"] = (addr >= 0).sum(axis=1)
     inst["sectors"] = inst["lines"] = inst["wavefronts"] = inst["ideal"] = 0
     g = addr[is_global]
     if len(g):
         inst["sectors"][is_global] = _distinct_per_row(np.where(g >= 0, g // SECTOR_BYTES, -1))
         inst["lines"][is_global] = _distinct_per_row(np.where(g >= 0, g // LINE_BYTES, -1))
-    for w in np.unique(width[~is_global]).tolist():
-        rows = ~is_global & (width == w)
+    if matrix.any():
+        inst["wavefronts"][matrix], inst["ideal"][matrix] = _matrix_wavefronts(
+            np.where(addr[matrix] >= 0, addr[matrix] // WORD_BYTES, -1))
+    for w in np.unique(width[~is_global & ~matrix]).tolist():
+        rows = ~is_global & ~matrix & (width == w)
         words = np.where(addr[rows] >= 0, addr[rows] // WORD_BYTES, -1)
-        inst["wavefronts"][rows] = _wavefronts(words) if w == 1 else _wide_wavefronts(words, w)
-        # Conflict-free: 1 wavefront for 4 bytes a lane; wider, what each half-warp's active lanes'
-        # words need at 32 banks a wavefront (whichever lanes are active: a guard can leave any).
-        halves = (words[:, :HALF_WARP] >= 0).sum(axis=1), (words[:, HALF_WARP:] >= 0).sum(axis=1)
-        inst["ideal"][rows] = 1 if w == 1 else sum(-(-h * w // BANKS) for h in halves)
+        # Conflict-free: 1 wavefront for 4 bytes a lane.
+        inst["wavefronts"][rows], inst["ideal"][rows] = (_wavefronts(words), 1) if w == 1 else \
+            _wide_wavefronts(words, w)
 
 
 def _uniform_rows(trace: Trace, warps: np.ndarray, c: int, addr_dtype) -> tuple:
@@ -190,7 +220,9 @@ def warp_instructions(trace: Trace) -> np.ndarray:
     inst["seq"] = np.concatenate([p[1] for p in parts])
     space = np.array([ts.site.space == "global" for ts in trace.sites], dtype=bool)
     width = np.array([max(1, ts.site.bytes // WORD_BYTES) for ts in trace.sites], dtype=np.int64)
-    _fill_metrics(inst, np.concatenate([p[2] for p in parts]), space[inst["site"]], width[inst["site"]])
+    matrix = np.array([ts.site.matrices > 0 for ts in trace.sites], dtype=bool)
+    _fill_metrics(inst, np.concatenate([p[2] for p in parts]), space[inst["site"]], width[inst["site"]],
+                  matrix[inst["site"]])
     # Program order per warp: by the warp's first record, then its position in its thread's stream.
     # Only rows of one divergent warp can tie; they keep the grouped order (site, then ordinal).
     order = np.lexsort((inst["seq"], np.concatenate([p[3] for p in parts])))
@@ -205,7 +237,8 @@ def site_summary(trace: Trace, inst: np.ndarray | None = None) -> pd.DataFrame:
         mine = inst[inst["site"] == s]
         n = len(mine)
         row = {"site": s, "kernel": ts.kernel, "line": ts.site.line, "array": ts.site.array,
-               "space": ts.site.space, "op": ts.site.op, "copy": ts.site.copy, "source": ts.site.text,
+               "space": ts.site.space, "op": ts.site.op, "copy": ts.site.copy, "matrices": ts.site.matrices,
+               "source": ts.site.text,
                "requests": n, "accesses": int(mine["active"].sum())}
         if ts.site.space == "global":
             sectors = int(mine["sectors"].sum())
@@ -243,19 +276,35 @@ NCU_COPY_METRICS = {
 }
 
 
+# ldmatrix (LDSM): Nsight Compute's own rule for shared-memory bank conflicts (its
+# sections/SharedMemoryConflicts.py) takes, on sm_75 and later, the shared loads' requests as
+# smsp__sass_inst_executed_op_shared_ld + smsp__inst_executed_op_ldsm and their wavefronts and bank
+# conflicts from l1tex__..._mem_shared_op_ld: an LDSM's wavefronts and conflicts are in the op_ld
+# totals, its instructions are counted apart. These count LDSM alone.
+NCU_LDSM_METRICS = {
+    ("shared", "load", "requests"): "smsp__inst_executed_op_ldsm.sum",
+    ("shared", "load", "wavefronts"): "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
+    ("shared", "load", "bank_conflicts"): "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum",
+}
+
+
 def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[str, int]:
     """Whole-trace totals under Nsight Compute's metric names (optionally for one kernel of a pipeline)."""
     if launch_kernel is not None:
         summary = summary[summary["kernel"] == launch_kernel]
-    copy = summary["copy"] if "copy" in summary else pd.Series(False, index=summary.index)
+    kinds = summary.reindex(columns=["copy", "matrices"], fill_value=0)
+    copy, ldsm = kinds["copy"].astype(bool), kinds["matrices"] > 0
     out = {}
-    # A copy's shared write is no STS; its global read is a load as ncu counts them.
+    # A copy's shared write is no STS; its global read is a load as ncu counts them. An ldmatrix is
+    # a shared load to the l1tex counters, but no shared-load instruction.
     for metrics, rows in ((NCU_METRICS, summary[~(copy & (summary["space"] == "shared"))]),
-                          (NCU_COPY_METRICS, summary[copy])):
+                          (NCU_COPY_METRICS, summary[copy]), (NCU_LDSM_METRICS, summary[ldsm])):
         for (space, op, col), metric in metrics.items():
             part = rows[(rows["space"] == space) & (rows["op"] == op)]
-            if metrics is NCU_COPY_METRICS and not len(part):
-                continue   # no copies: nothing to say (and nothing ncu_compare.py asks for)
+            if metric == NCU_METRICS["shared", "load", "requests"]:
+                part = part[~ldsm[part.index]]
+            if metrics is not NCU_METRICS and not len(part):
+                continue   # no copies (ldmatrix): nothing to say (and nothing ncu_compare.py asks for)
             out[metric] = int(part[col].sum()) if col in part and len(part) else 0
     return out
 
@@ -288,7 +337,7 @@ def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
     aligned = (lanes[active, 0] % width == 0) & (lanes[active] == lanes[active, :1] + np.arange(width)).all(axis=1)
     if not aligned.all():
         return None
-    wavefronts = _wide_wavefronts(table[:, :, 0], width)   # consecutive words: as if written wide
+    wavefronts, _ = _wide_wavefronts(table[:, :, 0], width)   # consecutive words: as if written wide
     ideal = 4
     return {"requests": n_rows, "wavefronts": int(wavefronts.sum()),
             "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum()), "per_instruction": wavefronts}

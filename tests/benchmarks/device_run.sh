@@ -15,7 +15,7 @@ for step in $steps; do
     golden) python3 tests/golden/record_golden.py "$OUT/golden_traces.npz" 2>&1 | tee "$OUT/golden.log" ;;
     bench) python3 tests/benchmarks/bench_engine.py 2>&1 | tee "$OUT/bench-engine.log" ;;
     ncu) timeout 420 python3 tests/benchmarks/ncu_compare.py "$OUT/ncu-compare.md" 2>&1 | tail -60 ;;
-    ncuvec) timeout 300 python3 tests/benchmarks/ncu_vector.py 2>&1 | tee "$OUT/ncu-vector.md" | tail -30 ;;
+    ncuvec) timeout 480 python3 tests/benchmarks/ncu_vector.py 2>&1 | tee "$OUT/ncu-vector.md" | tail -30 ;;
     benchgpu) python3 tests/benchmarks/bench_gpu.py 2>&1 | tee "$OUT/bench-gpu.log" ;;
     record) python3 -m engine bench --kernels naive_x_rows,naive_x_cols,naive_transposed_b,tiled_guarded,tiled_unguarded,shared_bank_conflicts,cublas_sgemm,cublas_sgemm_tf32 \
               --sizes 256,512,1024,2048,4096,1000,3000,4096x1024x2048,2000x3000x700 --formats csv,json,html --out "$OUT/recorded" 2>&1 | tee "$OUT/record.log" | tail -12 ;;
