@@ -79,9 +79,7 @@ def exports(rows: list[dict], prov: dict, key: str) -> None:
 # ------------------------------------------------------------------ live, on this machine's GPU
 if status.available:
     st.subheader(f"Live on this {status.name}")
-    kernels = st.multiselect("Kernels", timeable, default=["naive_x_rows", "naive_x_cols", "tiled_guarded",
-                                                          "cublas_sgemm", "cublas_sgemm_tf32"],
-                             format_func=ui.kernel_label)
+    kernels = st.multiselect("Kernels", timeable, default=list(registry.SWEEP_DEFAULT), format_func=ui.kernel_label)
     c1, c2, c3, c4, c5, c6 = st.columns([1.3, 2, 0.7, 0.7, 0.7, 0.9])
     preset = c1.selectbox("Sizes", list(SIZE_PRESETS) + ["custom"])
     sizes_text = c2.text_input("N or MxNxK, comma-separated", SIZE_PRESETS.get(preset, "1024,1000x2000x512"),

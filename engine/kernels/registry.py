@@ -367,6 +367,12 @@ for _spec in CATALOG:
 
 _BY_NAME = {k.name: k for k in CATALOG}
 
+# What a live sweep on the Benchmarks page starts with: the story in five timings (uncoalesced,
+# coalesced, tiled, and cuBLAS without and with tensor cores).
+SWEEP_DEFAULT = ("naive_x_rows", "naive_x_cols", "tiled_guarded", "cublas_sgemm", "cublas_sgemm_tf32")
+if not all("benchmarks" in _BY_NAME[k].shows for k in SWEEP_DEFAULT):
+    raise ValueError("SWEEP_DEFAULT names a kernel the benchmarks view does not show")
+
 
 def get(name: str) -> KernelSpec:
     return lookup(_BY_NAME, name, "kernel")
