@@ -43,13 +43,19 @@ static inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, u
 // as __float2half and __float2bfloat16 do, so the CPU trace computes what the GPU computes.
 static inline unsigned int cpu_float_bits(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
 static inline float cpu_bits_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
+// Converting to and from float implicitly, as cuda_fp16.h and cuda_bf16.h allow (float v = A[i];
+// __half h = 2.0f;), so a kernel that compiles with nvcc compiles here.
 struct __half {
     unsigned short x;
     __half() = default;
+    inline __half(float f);
+    inline operator float() const;
 };
 struct __nv_bfloat16 {
     unsigned short x;
     __nv_bfloat16() = default;
+    inline __nv_bfloat16(float f);
+    inline operator float() const;
 };
 struct alignas(4) __half2 { __half x, y; };
 struct alignas(4) __nv_bfloat162 { __nv_bfloat16 x, y; };
@@ -85,6 +91,9 @@ static inline __half __float2half(float f) {
     }
     return h;
 }
+static inline __half __float2half_rn(float f) { return __float2half(f); }
+inline __half::__half(float f) { x = __float2half(f).x; }
+inline __half::operator float() const { return __half2float(*this); }
 static inline float __bfloat162float(__nv_bfloat16 b) { return cpu_bits_float((unsigned int)b.x << 16); }
 static inline __nv_bfloat16 __float2bfloat16(float f) {
     unsigned int u = cpu_float_bits(f);
@@ -96,6 +105,9 @@ static inline __nv_bfloat16 __float2bfloat16(float f) {
     }
     return b;
 }
+static inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
+inline __nv_bfloat16::__nv_bfloat16(float f) { x = __float2bfloat16(f).x; }
+inline __nv_bfloat16::operator float() const { return __bfloat162float(*this); }
 // The 16 bits of a half or a bfloat16 as one (ldmatrix hands out two of them in each 32-bit register).
 static inline __half __ushort_as_half(unsigned short u) { __half h; h.x = u; return h; }
 static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat16 b; b.x = u; return b; }

@@ -83,6 +83,56 @@ def test_an_access_the_trace_would_get_wrong_is_refused_with_its_line(tmp_path, 
         sources.load(_kernel(tmp_path, body))
 
 
+@pytest.mark.parametrize("body, says", [
+    # A move whose value is used is an access (or a copy) the trace would not see.
+    ("  float v = A++[threadIdx.x];\n  STG(C, 0, v);", "A is used outside"),
+    ("  float v = (A += 0)[threadIdx.x];\n  STG(C, 0, v);", "A is used outside"),
+    ("  float v = __ldg(A++);\n  STG(C, 0, v);", "A is used outside"),
+    ("  const float *p = (A -= 0);\n  STG(C, 0, p[0]);", "A is used outside"),
+    ("  A++[threadIdx.x] = 1.0f;", "A is used outside"),
+    # A line that declares a shared array is checked like any other.
+    ("  __shared__ float As[32]; float v = *(A + threadIdx.x);\n  STS(As, 0, v);", "A is"),
+    # Shared arrays of every spelling are traced arrays, or refused.
+    ("  __shared__ volatile float red[32];\n  red[threadIdx.x] = 1.0f;", "red is indexed directly"),
+    ("  __shared__ unsigned int hist[32];\n  hist[threadIdx.x] = 1;", "hist is indexed directly"),
+    ("  extern __shared__ float smem[];\n  STS(smem, threadIdx.x, 1.0f);", "smem has no size"),
+    # A // in a string is the string's.
+    ('  printf("//"); float v = A[threadIdx.x];\n  STG(C, 0, v);', "k.cu:3: A is"),
+], ids=["post-increment-index", "move-as-value", "move-as-argument", "move-copied", "post-increment-store",
+        "declaration-line", "volatile", "unsigned-int", "extern", "string-comment"])
+def test_what_the_first_rules_let_through_is_refused(tmp_path, body, says):
+    with pytest.raises(ValueError, match=says):
+        sources.load(_kernel(tmp_path, body))
+
+
+def test_launch_bounds_and_helpers_without_parameters_load(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('#include "trace.cuh"\n__device__ float zero() { return 0.0f; }\n'
+                   'extern "C" __global__ void __launch_bounds__(256) k(const float *A, float *C) {\n'
+                   "  STG(C, threadIdx.x, LDG(A, threadIdx.x) + zero());\n}\n")
+    assert sources.load(str(src)).name == "k"
+
+
+def test_two_arrays_of_one_name_and_too_many_sites_are_refused(tmp_path):
+    src = tmp_path / "twice.cu"
+    src.write_text('#include "trace.cuh"\n__device__ void h() { __shared__ float C[4]; }\n'
+                   'extern "C" __global__ void k(const float *A, float *C) {\n  STG(C, 0, LDG(A, 0));\n}\n')
+    with pytest.raises(ValueError, match="two traced arrays are named C"):
+        sources.load(str(src))
+    body = "\n".join(f"  STG(C, {i}, 1.0f);" for i in range(300))
+    with pytest.raises(ValueError, match="300 access sites; a traced kernel has at most 255"):
+        sources.load(_kernel(tmp_path, body))
+
+
+def test_a_helper_that_records_as_a_must_be_given_a(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('#include "trace.cuh"\n__device__ float first(const float *A) { return LDG(A, 0); }\n'
+                   'extern "C" __global__ void k(const float *A, float *C) {\n  float regs[4] = {0, 0, 0, 0};\n'
+                   "  STG(C, 0, first(regs));\n}\n")
+    with pytest.raises(ValueError, match="k.cu:5: first records its accesses as A's, so it must be passed A itself"):
+        sources.load(str(src))
+
+
 def test_a_pointer_moved_along_its_allocation_is_recorded_from_the_allocation(tmp_path):
     # Production style: before, every record of A said row 0 here; now each says its row.
     body = "  A += blockIdx.y * K;\n  for (int k = 0; k < K; k++, B += N) STG(C, blockIdx.y * K + k, LDG(A, k) + 0.0f * LDG(B, 0));"
@@ -103,7 +153,7 @@ def test_what_looks_like_an_access_but_is_not_passes(tmp_path):
     ("  const float *a = A;\n  STG(C, 0, 1.0f);", 3, "A is used outside"),
     ("  const float *a;\n  a = (A) + 4;\n  STG(C, 0, 1.0f);", 4, "A is used outside"),
     ("  __shared__ float As[4][4];\n  float (*p)[4] = As;\n  STG(C, 0, LDS(As, 0, 0));", 4, "As is used outside"),
-    ("  __shared__ float As[4][4], Bs[4][4];\n  STG(C, 0, LDS(As, 0, 0));", 3, "declare one __shared__ array"),
+    ("  __shared__ float As[4][4], Bs[4][4];\n  STG(C, 0, LDS(As, 0, 0));", 3, "declare each shared array as __shared__ TYPE name"),
 ], ids=["cast", "plain-copy", "copy-in-parens", "shared-pointer", "two-shared-in-one"])
 def test_any_other_use_of_a_traced_array_is_refused(tmp_path, body, line, says):
     with pytest.raises(ValueError, match=rf"k.cu:{line}: {says}"):
@@ -124,7 +174,7 @@ def test_helpers_and_strings_that_name_an_array_are_not_accesses(tmp_path):
     # ... but not handing B to it: its records would say A.
     src = tmp_path / "k2.cu"
     src.write_text(kernel.replace("ARG", "B"))
-    with pytest.raises(ValueError, match="k2.cu:5: B is passed to first, which must take it as a parameter named B"):
+    with pytest.raises(ValueError, match="k2.cu:5: first records its accesses as A.s, so it must be passed A itself"):
         sources.load(str(src))
 
 

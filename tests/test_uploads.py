@@ -368,3 +368,16 @@ def test_bench_from_an_export_with_unknown_rows_writes_the_rest_and_says_so(tmp_
     assert err.startswith(f"warning: {source}: 1 of {total} rows left out: results[3].precision") and err.count("\n") == 1
     written = json.loads((tmp_path / "out" / "results.json").read_text())
     assert len(written["results"]) == total - 1 and written["provenance"] == _doc()["provenance"]
+
+
+def test_an_upload_with_nothing_timed_charts_without_an_error():
+    """Only failed rows (here one point a kernel refused): empty charts, not a KeyError."""
+    doc = _doc()
+    keep = ("kernel", "title", "precision", "m", "n", "k", "block")
+    doc["results"] = [{k: doc["results"][0][k] for k in keep if k in doc["results"][0]}
+                      | {"status": "error", "error": "refused"}]
+    run, problems = benchmark.load_upload("failed.json", json.dumps(doc).encode())
+    assert run is not None, problems
+    df, prov = run
+    figs = charts.all_charts(benchmark.derive(df, prov["peaks"]), prov["peaks"])
+    assert set(figs) >= {"gflops_vs_size", "percent_of_cublas", "roofline"}

@@ -61,7 +61,11 @@ def cmd_bench(args) -> int:
             if not registry.get(k).timed:
                 raise EngineError(f"{k} cannot be timed on the GPU")
         params = dict(map(parse_param, args.param))
-        params.update({name: v for name, v in (("TILE", args.tile), ("PAD", args.pad)) if v is not None})
+        for name, v in (("TILE", args.tile), ("PAD", args.pad)):
+            if v is not None and params.get(name, v) != v:
+                raise EngineError(f"{name} is given twice, as {params[name]} and as {v}")
+            if v is not None:
+                params[name] = v
         benchmark.check_params(kernels, params)
         status = gpu_client.status()
         if not status.available:

@@ -75,6 +75,8 @@ def make_problem(m, n, k, tile=None, pad=None, block=(16, 16), seed=0, params=No
     given = dict(params or {})
     for name, value in (("TILE", tile), ("PAD", pad)):
         if value is not None:
+            if name in given and given[name] != value:   # --tile 32 --param TILE=16: which one?
+                raise EngineError(f"{name} is given twice, as {given[name]} and as {value}")
             given[name] = value
     return Problem(m, n, k, (bx, by), int(seed), {name: _whole(name, v) for name, v in given.items()})
 

@@ -29,12 +29,18 @@ _SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)([248]?)\(\s*(\w+)")
 _COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
 # ldmatrix: LDMATRIX_X4(regs, As, r, c) or LDMATRIX_X4(regs, As, i) reads 16-bit rows of a shared array.
 _MATRIX_RE = re.compile(r"\bLDMATRIX_X([124])\(\s*[^,()]+,\s*(\w+)")
-_SIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
+_BOUNDS = r"(?:__launch_bounds__\s*\([^()]*\)\s*)?"
+_SIG_RE = re.compile(rf'extern\s+"C"\s+__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)\s*\(([^)]*)\)', re.S)
 _ALIGN = r"(?:__align__\(\s*\d+\s*\)\s+)?"
-_SHARED_RE = re.compile(rf"__shared__\s+{_ALIGN}(\w+)\s+{_ALIGN}(\w+)\s*((?:\[[^\]]+\]\s*)+)")
+# __shared__ [__align__(n)] [volatile] TYPE [__align__(n)] name[d1][d2]; extern ones (no size) too,
+# to be refused by name.
+_SHARED_RE = re.compile(rf"(extern\s+)?__shared__\s+{_ALIGN}(?:volatile\s+)?((?:unsigned\s+)?\w+)\s+{_ALIGN}(\w+)\s*"
+                        r"((?:\[[^\]]*\]\s*)+)")
+# A kernel has at most this many access sites: a record's site is one byte (TRACE_DTYPE).
+MAX_SITES = 255
 
 # The element types a traced array may have, with their size in bytes.
-ELEMENT_TYPES = {"float": 4, "int": 4, "unsigned": 4, "double": 8, "__half": 2, "half": 2,
+ELEMENT_TYPES = {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8, "__half": 2, "half": 2,
                  "__nv_bfloat16": 2, "nv_bfloat16": 2}
 COPY_BYTES = 16   # what one cp.async moves here (CP_ASYNC4)
 MATRIX_ROW_BYTES = 16   # what one lane's row of an ldmatrix holds: 8 elements of 16 bits
@@ -121,10 +127,6 @@ def _eval_int(expr: str, env: Mapping[str, int]) -> int:
     return int(eval(expr, {"__builtins__": {}}, dict(env)))  # noqa: S307 - checked above
 
 
-def _strip_comment(line: str) -> str:
-    return line.split("//", 1)[0]
-
-
 def _element(ctype: str) -> str | None:
     return next((w for w in ctype.replace("*", " ").split() if w in ELEMENT_TYPES), None)
 
@@ -142,10 +144,19 @@ def load(file: str) -> KernelSource:
         params.append((" ".join(words[:-1]), words[-1]))
     arrays = [Array(name, "global", _element(ctype) or "") for ctype, name in params if "*" in ctype]
     for m in _SHARED_RE.finditer("\n".join(_code_lines(text))):
-        dims = tuple(d.strip() for d in re.findall(r"\[([^\]]+)\]", m.group(3)))
+        extern, element, name = m.group(1), " ".join(m.group(2).split()), m.group(3)
+        dims = tuple(d.strip() for d in re.findall(r"\[([^\]]*)\]", m.group(4)))
+        if extern or not all(dims):
+            raise ValueError(f"{file}: shared array {name} has no size (extern __shared__, dynamic shared memory): "
+                             "the trace needs its shape; declare it with one")
         if len(dims) > 2:
-            raise ValueError(f"{file}: shared array {m.group(2)} has {len(dims)} dimensions; traced arrays have 1 or 2")
-        arrays.append(Array(m.group(2), "shared", m.group(1) if m.group(1) in ELEMENT_TYPES else "", dims))
+            raise ValueError(f"{file}: shared array {name} has {len(dims)} dimensions; traced arrays have 1 or 2")
+        arrays.append(Array(name, "shared", element if element in ELEMENT_TYPES else "", dims))
+    names = [a.name for a in arrays]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"{file}: two traced arrays are named {twice[0]}; records name arrays by name, so give "
+                         "each its own")
     for a in arrays:
         if not a.element:
             raise ValueError(f"{file}: {a.name} has an element type the trace cannot size; traced arrays hold "
@@ -195,6 +206,8 @@ def load(file: str) -> KernelSource:
                                  f"{name} holds {a.element}: {shown}")
             sites.append(Site(number, name, "shared", "load", shown, MATRIX_ROW_BYTES // a.element_bytes,
                               bytes=MATRIX_ROW_BYTES, matrices=int(matrices)))
+    if len(sites) > MAX_SITES:
+        raise ValueError(f"{file}: {len(sites)} access sites; a traced kernel has at most {MAX_SITES}")
     keys = [(s.line, s.array, s.op) for s in sites]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{file}: two accesses of one array on one line cannot be told apart in a trace")
@@ -203,7 +216,11 @@ def load(file: str) -> KernelSource:
 
 # Any function's parameter list (a kernel's, a __device__ helper's), however many lines it spans.
 # One level of parentheses inside, for array references: float (&As)[BM * BK].
-_FUNCTION_RE = re.compile(r"(?:__global__|__device__)[^;{}()]*\(((?:[^()]|\([^()]*\))*)\)\s*\{", re.S)
+_FUNCTION_RE = re.compile(r"(?:__global__|__device__)(?:[^;{}()]|__launch_bounds__\s*\([^()]*\))*?"
+                          r"\(((?:[^()]|\([^()]*\))*)\)\s*\{", re.S)
+# What is not code: string and character literals, block and line comments (in one pass, so a //
+# inside a string is a string's and a quote inside a comment is a comment's).
+_NOT_CODE_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/|//[^\n]*', re.S)
 # An access macro's array argument(s): what is left of a traced array's name once these are blanked
 # is a use the trace does not see.
 _MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)"
@@ -215,11 +232,12 @@ def _code_lines(text: str) -> tuple[str, ...]:
     """The kernel's statements, line by line: comments, string literals and function parameter lists
     (however many lines they span) blanked out, line numbers kept."""
     blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))   # noqa: E731
-    text = "\n".join(_strip_comment(line) for line in re.sub(r"/\*.*?\*/", blank, text, flags=re.S).splitlines())
-    text = re.sub(r'"(?:[^"\\\n]|\\.)*"', blank, text)
+    text = _NOT_CODE_RE.sub(blank, text)
 
     def params_blanked(m):
-        head, params, tail = m.group(0).partition(m.group(1))
+        if not m.group(1).strip():
+            return m.group(0)
+        head, params, tail = m.group(0).rpartition(m.group(1))
         return head + re.sub(r"[^\n]", " ", params) + tail
     return tuple(_FUNCTION_RE.sub(params_blanked, text).splitlines())
 
@@ -256,7 +274,7 @@ def _helpers(text: str) -> dict[str, list[tuple[str, bool]]]:
     return found
 
 
-def _passed_to_helpers(file: str, number: int, line: str, helpers: dict, names: dict[str, str]) -> str:
+def _passed_to_helpers(file: str, number: int, line: str, helpers: dict, names: dict[str, str], shown: str) -> str:
     """The line with every traced array passed whole to a helper blanked out, after checking the
     helper receives it under the same name (its access macros record by name) and, for a shared
     array, by reference to the array (so it still counts from the array's start)."""
@@ -265,7 +283,14 @@ def _passed_to_helpers(file: str, number: int, line: str, helpers: dict, names: 
         while end < len(line) and depth:
             depth += {"(": 1, ")": -1}.get(line[end], 0)
             end += 1
+        if re.match(r"\s*\{", line[end:]) or "__device__" in line[:m.start()]:
+            continue   # the helper's own definition, not a call
         params, start = helpers[m.group(1)], m.end()
+        args = [a.strip() for a in _split_arguments(line[start:end - 1])]
+        for i, (param, _) in enumerate(params):   # a helper whose macros record as A must be given A
+            if param in names and (i >= len(args) or args[i] != param):
+                raise ValueError(f"{file}:{number}: {m.group(1)} records its accesses as {param}'s, so it must be "
+                                 f"passed {param} itself: {shown.strip()}")
         for i, arg in enumerate(_split_arguments(line[start:end - 1])):
             name = arg.strip()
             if name in names:
@@ -274,9 +299,37 @@ def _passed_to_helpers(file: str, number: int, line: str, helpers: dict, names: 
                     want = f"a reference to the array named {name} (&{name})" if names[name] == "shared" \
                         else f"a parameter named {name}"
                     raise ValueError(f"{file}:{number}: {name} is passed to {m.group(1)}, which must take it as "
-                                     f"{want}, so its accesses are recorded as {name}'s: {line.strip()}")
+                                     f"{want}, so its accesses are recorded as {name}'s: {shown.strip()}")
                 line = line[:start] + re.sub(rf"\b{name}\b", " " * len(name), line[start:end], count=1) + line[end:]
             start += len(arg) + 1
+    return line
+
+
+def _moves_blanked(line: str, ptr: str) -> str:
+    """The line with each move of a pointer parameter along its allocation blanked (its name and
+    operator): A += s; A -= s; A++; ++A; as statements of their own or in a for loop's increment.
+    A move whose value is used ((A += 1)[t], f(A++)) is left, so the check refuses it."""
+    step = rf"(?:\+\+|--)\s*\b(?:{ptr})\b|\b(?:{ptr})\s*(?:\+\+|--)"   # all there is to it
+    by = rf"\b(?:{ptr})\s*(?:\+=|-=)"                                     # then an amount
+    rhs = r"(?:[^;{}()]|\([^()]*\))*"
+    spans = [m.span(1) if m.group(1) else m.span(2)
+             for m in re.finditer(rf"(?:^|[;{{}}])\s*({step})(?=\s*;)|(?:^|[;{{}}])\s*({by})(?={rhs};)", line)]
+    for m in re.finditer(r"\bfor\s*\(", line):
+        depth, end = 1, m.end()
+        while end < len(line) and depth:
+            depth += {"(": 1, ")": -1}.get(line[end], 0)
+            end += 1
+        header = line[m.end():end - 1]
+        parts = header.split(";")
+        if len(parts) == 3:
+            start = m.end() + len(parts[0]) + len(parts[1]) + 2
+            for item in _split_arguments(parts[2]):
+                hit = re.match(rf"\s*({step})\s*$", item) or re.match(rf"\s*({by})(?:[^,()]|\([^()]*\))*$", item)
+                if hit:
+                    spans.append((start + hit.start(1), start + hit.end(1)))
+                start += len(item) + 1
+    for lo, hi in spans:
+        line = line[:lo] + " " * (hi - lo) + line[hi:]
     return line
 
 
@@ -317,19 +370,17 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
         (re.compile(rf"\*\s*\(?\s*({alt})\b"), "is dereferenced directly; use the access macros so the access "
                                                "is recorded"),
     ]
-    # A move of a pointer parameter along its allocation (A += s, A -= s, ++A, A++): blanked, and
-    # what is left of the line is checked like any other.
     ptr = "|".join(map(re.escape, pointers)) or "(?!)"
-    moves = re.compile(rf"\b(?:{ptr})\s*(?:\+=|-=|\+\+|--)|(?:\+\+|--)\s*(?:{ptr})\b")
     anywhere = re.compile(rf"\b({alt})\b")
     helpers = _helpers(text)
     spaces = {**{n: "global" for n in pointers}, **{n: "shared" for n in shared}}
     for number, line in enumerate(_code_lines(text), start=1):
-        if _SHARED_RE.search(line):
-            if line.count("[") > sum(m[2].count("[") for m in _SHARED_RE.findall(line)):
-                raise ValueError(f"{file}:{number}: declare one __shared__ array per statement, so each "
-                                 f"gets its own size: {line.strip()}")
-            continue   # a declaration, not an access
+        declared = _SHARED_RE.findall(line)
+        if len(re.findall(r"\b__shared__\b", line)) != len(declared) or \
+                (declared and line.count("[") > sum(m[3].count("[") for m in declared)):
+            raise ValueError(f"{file}:{number}: declare each shared array as __shared__ TYPE name[size] (or "
+                             f"[rows][cols]), one per statement, so the trace knows its shape: {line.strip()}")
+        line = _SHARED_RE.sub(lambda m: " " * len(m.group(0)), line)   # a declaration, not an access
         for rule, why in rules:
             m = rule.search(line)
             if m:
@@ -338,8 +389,8 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
         # Whatever else names a traced array outside an access macro (a cast, a plain copy, a
         # pointer to a shared array) is a use the trace would not see.
         rest = _MACRO_ARRAY_RE.sub(lambda m: re.sub(r"\w", " ", m.group(0)), line)
-        rest = moves.sub(lambda m: " " * len(m.group(0)), rest)
-        rest = _passed_to_helpers(file, number, rest, helpers, spaces)
+        rest = _moves_blanked(rest, ptr)
+        rest = _passed_to_helpers(file, number, rest, helpers, spaces, line)
         m = anywhere.search(rest)
         if m:
             raise ValueError(f"{file}:{number}: {m.group(1)} is used outside the access macros (LDG/STG, "

@@ -90,9 +90,10 @@ def _series(df: pd.DataFrame):
     (catalog order, then GPU) and, within a label, by size."""
     every = _labels_of(df)
     palette = colors(df, every)
-    ok = df[df["status"] == "ok"].copy()
-    if ok.empty:
-        return ok.assign(size=[], label=[], color=[], gpu_i=[])
+    ok = df[df["status"] == "ok"].copy() if "status" in df else df.iloc[:0].copy()
+    if ok.empty or "gflops" not in ok:   # nothing timed (an upload of errors and wrong results only)
+        return ok.iloc[:0].assign(size=[], label=[], color=[], gpu_i=[], gflops=[], intensity=[], pct_cublas=[],
+                                  median_ms=[], spread=[])
     ok["size"] = np.cbrt(ok["m"].astype(float) * ok["n"] * ok["k"])
     base = every.loc[ok.index]
     # Plotly reads some HTML in names (<b>, <a href>); a GPU's name comes from a file: shown as text.

@@ -104,6 +104,9 @@ def assemble(plan: TracePlan, raw, source: str) -> Trace:
         kernel_sites = np.array([(len(sites) + k, names.index(s.array), s.op == "store")
                                  for k, s in enumerate(src.sites)], dtype=np.int64).reshape(-1, 3)
         sites += [TraceSite(i, lp.kernel, s) for s in src.sites]
+        if len(sites) > sources.MAX_SITES:   # a record's site is one byte
+            raise EngineError(f"{plan.kernel}: its launches have {len(sites)} access sites; a trace holds at most "
+                              f"{sources.MAX_SITES}")
         parts.append(assemble_launch(i, rl.records, rl.counts, info, kernel_sites, table))
         first_warp = int(warps[-1][-1]) + 1 if warps and len(warps[-1]) else 0
         counts.append(rl.counts)

@@ -6,7 +6,7 @@
 
 The export is a valid one, made like the recorded run (engine/bench/recorded/): every kernel of it at many
 sizes, each size with its cuBLAS rows, so that every row's % of cuBLAS is computed. Measured:
-  read:    engine/schema.read, the schema check (JSON parse included);
+  read:    engine/bench/schema.read, the schema check (JSON parse included);
   upload:  benchmark.load_upload, what the page calls per file (read + derived figures);
   derive:  benchmark.derive on the rows shown (the page derives them again, with the first GPU's peaks);
   charts:  charts.all_charts, headline and table, the engine calls of the page's `show`;

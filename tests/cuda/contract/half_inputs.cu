@@ -10,7 +10,7 @@ extern "C" __global__ void half_inputs(const __half *A, const __half *B, float *
         float sum = 0.0f;
         for (int k = 0; k < K; k++) {
             float a = __half2float(LDG(A, row * K + k));
-            float b = __half2float(LDG(B, k * N + col));
+            float b = LDG(B, k * N + col);   // converts implicitly, as cuda_fp16.h allows
             sum += a * b;
         }
         STG(C, row * N + col, sum);
