@@ -1,6 +1,6 @@
 // naive_transposed_b.cu: C = A * B computed as row-by-row dot products on a pre-transposed B,
-// C[i][j] = sum_p A[i][p] * BT[j][p] (seed 001's method; transpose_b.cu makes BT).
-// Seed 001 claims the transpose makes a warp's reads contiguous. Each THREAD now walks a row, but
+// C[i][j] = sum_p A[i][p] * BT[j][p], the non-square document's method (transpose_b.cu makes BT).
+// That document claims the transpose makes a warp's reads contiguous. Each THREAD now walks a row, but
 // coalescing is about the 32 lanes of one load: with threadIdx.x walking columns, lane j reads
 // BT[j][p], K floats from its neighbour, one sector per lane. As slow as rung 1, 12x slower than rung 2.
 #include "trace.cuh"

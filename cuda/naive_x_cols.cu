@@ -2,7 +2,7 @@
 // Rung 2, as seeds 002, 003 and 004 write it. Fixes rung 1's mapping: the lanes of a warp now
 // hold consecutive columns, so their B reads (and C writes) are consecutive floats, 4 sectors per
 // request, and their A reads are one broadcast address. Still reads every element of A and B
-// from global memory once per output that uses it (seed 004's "2 N^3 reads").
+// from global memory once per output that uses it ("2 N^3 reads" in "Matrix Multiplication using Shared Memory Tiling").
 #include "trace.cuh"
 
 extern "C" __global__ void naive_x_cols(const float *A, const float *B, float *C, int M, int N, int K) {

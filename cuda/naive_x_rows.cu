@@ -1,6 +1,6 @@
 // naive_x_rows.cu: one thread per element of C, with threadIdx.x walking the ROWS of C.
-// Rung 1, as seed 000 writes it (i = blockIdx.x * blockDim.x + threadIdx.x is the row).
-// Lesson: seed 000 says A is read coalesced and B strided. With this mapping it is the other way
+// Rung 1, as "Matrix Multiplication" writes it (i = blockIdx.x * blockDim.x + threadIdx.x is the row).
+// Lesson: "Matrix Multiplication" says A is read coalesced and B strided. With this mapping it is the other way
 // round: the lanes of a warp hold consecutive rows, so their A reads land K floats apart (one
 // 32-byte sector per lane) while their B reads share a sector. Measured: ~12x slower than rung 2.
 #include "trace.cuh"

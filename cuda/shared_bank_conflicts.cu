@@ -1,6 +1,6 @@
-// shared_bank_conflicts.cu: seed 001's shared-memory kernel, whose inner line is
+// shared_bank_conflicts.cu: "CUDA Kernel for Non-Square Matrix Multiplication"'s kernel; its inner line is
 // `sum += tile_A[threadIdx.x][p] * tile_B[p][threadIdx.y]` under `#pragma unroll`.
-// Seed 001 shows only that line; the rest follows its thread mapping (threadIdx.x walks rows of C).
+// The document shows only that line; the rest follows its thread mapping (threadIdx.x walks rows of C).
 // Lesson: shared memory has 32 banks of 4-byte words. Lane x reads tile_A[x][p], one row of
 // TILE + PAD words further on per lane: with PAD 0 and TILE 32 all 32 lanes hit one bank (32-way
 // conflict, 32 wavefronts); padding each row by one word (PAD 1) spreads them over all 32 banks.
@@ -11,7 +11,7 @@
 extern "C" __global__ void shared_bank_conflicts(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ float tile_A[TILE][TILE + PAD];
     __shared__ float tile_B[TILE][TILE + PAD];
-    int row = blockIdx.x * TILE + threadIdx.x;  // seed 001's mapping: lane -> row of C
+    int row = blockIdx.x * TILE + threadIdx.x;  // that document's mapping: lane -> row of C
     int col = blockIdx.y * TILE + threadIdx.y;
     float sum = 0.0f;
     for (int t = 0; t < (K + TILE - 1) / TILE; t++) {

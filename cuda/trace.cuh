@@ -242,7 +242,7 @@ TRACE_FN T trace_load(const T *p, const char *origin, unsigned int line, unsigne
 }
 
 template <typename T, typename V>
-TRACE_FN void trace_store(T *p, const char *origin, V value, unsigned int line, unsigned int array,
+TRACE_FN void trace_store(T *p, V value, const char *origin, unsigned int line, unsigned int array,
                           unsigned int site) {
     long long index = trace_index(p, origin);
     trace_record(index, line, array, 1, site);
@@ -263,7 +263,7 @@ TRACE_FN typename TraceVec<T, N>::type trace_load_vec(const T *p, const char *or
 }
 
 template <int N, typename T>
-TRACE_FN void trace_store_vec(T *p, const char *origin, typename TraceVec<T, N>::type value, unsigned int line,
+TRACE_FN void trace_store_vec(T *p, typename TraceVec<T, N>::type value, const char *origin, unsigned int line,
                               unsigned int array, unsigned int site) {
     long long index = trace_index(p, origin);
     trace_record(index, line, array, 1, site);
@@ -341,25 +341,21 @@ TRACE_FN void trace_commit() {
     trace_epochs[trace_slot()] += 1u << 16;
 }
 
-// What every recording macro passes after the element: where its array counts from, the line,
-// the array's number and the site's.
+// What every recording macro passes last (after the element, and a store's value): where its array
+// counts from, the line, the array's number and the site's.
 #define TRACE_AT(arr, op) trace_origin(arr, TRACE_ID_##arr), __LINE__, TRACE_ID_##arr, \
                           TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, op)
 #define TRACE_SHARED_AT(op, arr, ...) TRACE_AT(arr, op)
 #define LDG(arr, i) trace_load(&(arr)[i], TRACE_AT(arr, 0))
-#define STG(arr, i, v) trace_store(&(arr)[i], trace_origin(arr, TRACE_ID_##arr), (v), __LINE__, TRACE_ID_##arr, \
-                                   TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 1))
+#define STG(arr, i, v) trace_store(&(arr)[i], (v), TRACE_AT(arr, 1))
 #define LDS(...) trace_load(&TRACE_LDS_ELEM(__VA_ARGS__), TRACE_SHARED_AT(0, __VA_ARGS__))
-#define STS(...) trace_store(&TRACE_STS_ELEM(__VA_ARGS__), TRACE_SHARED_ORIGIN(__VA_ARGS__), (TRACE_STS_VALUE(__VA_ARGS__)), \
-                             __LINE__, TRACE_ID_OF(__VA_ARGS__), TRACE_SITE_OF(__LINE__, TRACE_ID_OF(__VA_ARGS__), 1))
+#define STS(...) trace_store(&TRACE_STS_ELEM(__VA_ARGS__), (TRACE_STS_VALUE(__VA_ARGS__)), TRACE_SHARED_AT(1, __VA_ARGS__))
 #define TRACE_SHARED_ORIGIN(arr, ...) trace_origin(arr, TRACE_ID_##arr)
 #define TRACE_LDGN(N, arr, i) trace_load_vec<N>(&(arr)[i], TRACE_AT(arr, 0))
-#define TRACE_STGN(N, arr, i, v) trace_store_vec<N>(&(arr)[i], trace_origin(arr, TRACE_ID_##arr), (v), __LINE__, \
-                                                    TRACE_ID_##arr, TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 1))
+#define TRACE_STGN(N, arr, i, v) trace_store_vec<N>(&(arr)[i], (v), TRACE_AT(arr, 1))
 #define TRACE_LDSN(N, ...) trace_load_vec<N>(&TRACE_LDS_ELEM(__VA_ARGS__), TRACE_SHARED_AT(0, __VA_ARGS__))
-#define TRACE_STSN(N, ...) trace_store_vec<N>(&TRACE_STS_ELEM(__VA_ARGS__), TRACE_SHARED_ORIGIN(__VA_ARGS__), \
-                                              (TRACE_STS_VALUE(__VA_ARGS__)), __LINE__, TRACE_ID_OF(__VA_ARGS__), \
-                                              TRACE_SITE_OF(__LINE__, TRACE_ID_OF(__VA_ARGS__), 1))
+#define TRACE_STSN(N, ...) trace_store_vec<N>(&TRACE_STS_ELEM(__VA_ARGS__), (TRACE_STS_VALUE(__VA_ARGS__)), \
+                                              TRACE_SHARED_AT(1, __VA_ARGS__))
 #define CP_ASYNC4(...) trace_copy_async(&TRACE_CP_DST(__VA_ARGS__), TRACE_SHARED_ORIGIN(__VA_ARGS__), \
                                         &TRACE_CP_SRC(__VA_ARGS__), \
                                         trace_origin(TRACE_CP_SRC_ARRAY(__VA_ARGS__), TRACE_CP_SRC_ID(__VA_ARGS__)), \

@@ -1,6 +1,6 @@
-// transpose_b.cu: BT = B^T, the preparation step of seed 001's method (B is K x N, BT is N x K).
+// transpose_b.cu: BT = B^T (B is K x N, BT is N x K), step one of the non-square document's method.
 // A plain one-element-per-thread transpose: lanes walk the columns of B, so the reads of B are
-// coalesced and the writes of BT are K floats apart. Seed 001 counts its cost as n*k*T_transpose.
+// coalesced and the writes of BT are K floats apart. That document counts its cost as n*k*T_transpose.
 #include "trace.cuh"
 
 extern "C" __global__ void transpose_b(const float *B, float *BT, int K, int N) {

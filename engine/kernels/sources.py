@@ -264,7 +264,7 @@ def _helpers(text: str) -> dict[str, list[tuple[str, bool]]]:
     """The source's __device__ helpers: name -> each parameter's name, and whether it is a reference
     to an array (const float (&As)[BM * BK])."""
     found = {}
-    for m in _HELPER_RE.finditer(re.sub(r"//[^\n]*", "", text)):
+    for m in _HELPER_RE.finditer(_NOT_CODE_RE.sub(" ", text)):
         params = []
         for p in _split_arguments(m.group(2)):
             ref = re.search(r"\(\s*&\s*(\w+)\s*\)", p)
@@ -286,12 +286,12 @@ def _passed_to_helpers(file: str, number: int, line: str, helpers: dict, names: 
         if re.match(r"\s*\{", line[end:]) or "__device__" in line[:m.start()]:
             continue   # the helper's own definition, not a call
         params, start = helpers[m.group(1)], m.end()
-        args = [a.strip() for a in _split_arguments(line[start:end - 1])]
+        args = _split_arguments(line[start:end - 1])
         for i, (param, _) in enumerate(params):   # a helper whose macros record as A must be given A
-            if param in names and (i >= len(args) or args[i] != param):
+            if param in names and (i >= len(args) or args[i].strip() != param):
                 raise ValueError(f"{file}:{number}: {m.group(1)} records its accesses as {param}'s, so it must be "
                                  f"passed {param} itself: {shown.strip()}")
-        for i, arg in enumerate(_split_arguments(line[start:end - 1])):
+        for i, arg in enumerate(args):
             name = arg.strip()
             if name in names:
                 got = params[i] if i < len(params) else ("", False)

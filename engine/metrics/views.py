@@ -142,7 +142,7 @@ def tile_phases(trace: Trace, block_x: int, block_y: int) -> list[Phase]:
 def block_rows_cols(trace: Trace, block_x: int, block_y: int) -> tuple[tuple[int, int], tuple[int, int]]:
     """The tile of C a block owns, from the kernel's launch geometry (rows, cols; half-open)."""
     tile = trace.problem.params["TILE"]
-    if registry.get(trace.kernel).rows_from_block_x:   # seed 000/001's mapping
+    if registry.get(trace.kernel).rows_from_block_x:   # threadIdx.x walks rows of C
         return (block_x * tile, (block_x + 1) * tile), (block_y * tile, (block_y + 1) * tile)
     return (block_y * tile, (block_y + 1) * tile), (block_x * tile, (block_x + 1) * tile)
 
