@@ -56,8 +56,8 @@ INPUT_TYPES = {Precision.FP32: ("float",), Precision.TF32: ("float",), Precision
 TOLERANCE = {Precision.FP32: 1e-4, Precision.TF32: 5e-3, Precision.FP16: 5e-3, Precision.BF16: 4e-2}
 
 # The app's views. Those that draw a trace need a traceable kernel; a view may also need parameters.
-VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "benchmarks")
-TRACED_VIEWS = ("coalescing", "tile_phases", "bank_conflicts")
+VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "ladder", "benchmarks")
+TRACED_VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "ladder")
 # The phase picture steps through K by TILE; the bank page lets you choose TILE (its conflicts
 # come from the tile's row pitch).
 VIEW_NEEDS = {"tile_phases": ("TILE",), "bank_conflicts": ("TILE",)}
@@ -201,6 +201,142 @@ def _multiples_of_tile(p: Problem) -> str | None:
             "K / TILE phase loop would drop the last partial tile. Use tiled_guarded for these sizes.")
 
 
+# The FP32 ladder after tiling (cuda/blocktile_1d.cu ... double_buffered.cu): a block of THREADS
+# threads (1-D) owns a BM x BN tile of C and walks K in steps of BK; each thread owns TM (x TN)
+# outputs; the warp-tiled rungs split the block's tile into WM x WN warp tiles of WNITER sub-tiles
+# across. The parameters' allowed values are what the autotuning sweep (tests/benchmarks/tune_ladder.py)
+# tries; the defaults are its winners at 4096 on the H200.
+LADDER_VIEWS = frozenset({"ladder", "coalescing", "benchmarks"})
+SHARED_LIMIT = 48 * 1024   # static shared memory per block
+
+
+def _ladder_threads(p: Problem) -> int:
+    q = p.params
+    if "WM" in q:
+        return (q["BM"] // q["WM"]) * (q["BN"] // q["WN"]) * 32
+    return q["BM"] * q["BN"] // (q["TM"] * q.get("TN", 1))
+
+
+def _ladder_grid(p: Problem) -> tuple[int, int]:
+    return (_cdiv(p.n, p.params["BN"]), _cdiv(p.m, p.params["BM"]))
+
+
+def _ladder_block(p: Problem) -> tuple[int, int]:
+    return (_ladder_threads(p), 1)
+
+
+def _per_thread(p: Problem, elements: int) -> int:
+    return _cdiv(elements, _ladder_threads(p))
+
+
+def _thread_outputs(p: Problem) -> tuple[int, int]:
+    """A thread's outputs down (rows of C) and across (columns of C)."""
+    q = p.params
+    if "WM" in q:
+        return (q["WM"] * q["WN"] // (32 * q["TN"] * q["WNITER"]), q["WNITER"] * q["TN"])
+    return (q["TM"], q.get("TN", 1))
+
+
+def _ladder_records(vec: int, buffers: int) -> Callable[[Problem], int]:
+    """Per thread at most: per K tile, the tile loads (at an edge a float4 is four scalar loads, each
+    stored), the shared loads of the multiply (vec elements each), then its outputs; a
+    double-buffered rung loads one tile more."""
+    def records(p: Problem) -> int:
+        q = p.params
+        down, across = _thread_outputs(p)
+        tiles = _cdiv(p.k, q["BK"]) + buffers - 1
+        loads = 8 * (_per_thread(p, q["BM"] * q["BK"]) + _per_thread(p, q["BK"] * q["BN"]))
+        return tiles * (loads + q["BK"] * (down + across) // vec) + down * across
+    return records
+
+
+def _ladder_shapes(p: Problem) -> str | None:
+    """The shapes a rung's thread and warp arithmetic needs (integer divisions that must be exact)."""
+    q = p.params
+    threads = _ladder_threads(p)
+    if "WM" not in q and threads * q["TM"] * q.get("TN", 1) != q["BM"] * q["BN"]:
+        return f"needs TM{' x TN' if 'TN' in q else ''} to divide BM x BN"
+    if not 32 <= threads <= 1024 or threads % 32:
+        return f"would run {threads} threads per block (it needs a multiple of 32, up to 1024)"
+    if "WM" in q:
+        if q["BM"] % q["WM"] or q["BN"] % q["WN"]:
+            return "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)"
+        per_warp = 32 * q["TM"] * q["TN"] * q["WNITER"]
+        if (q["WM"] * q["WN"]) % per_warp or q["WN"] % q["WNITER"]:
+            return "needs a warp tile that its 32 lanes' TM x TN pieces and WNITER sub-tiles divide exactly"
+        wm_iter = q["WM"] * q["WN"] // per_warp
+        sub_m, sub_n = q["WM"] // wm_iter, q["WN"] // q["WNITER"]
+        lanes_across = sub_n // q["TN"]
+        if q["WM"] % wm_iter or sub_n % q["TN"] or not lanes_across or 32 % lanes_across or \
+                32 // lanes_across * q["TM"] != sub_m:
+            return "needs each warp sub-tile to be exactly its 32 lanes' TM x TN pieces"
+    return None
+
+
+def _float4_shapes(p: Problem) -> str | None:
+    q = p.params
+    if q["BK"] % 4 or q["TM"] % 4 or q["TN"] % 4:
+        return "needs BK, TM and TN multiples of 4 (it moves float4s)"
+    return None
+
+
+def _fits_shared(buffers: int) -> Rule:
+    def check(p: Problem) -> str | None:
+        q = p.params
+        need = 4 * buffers * q["BK"] * (q["BM"] + q["BN"])
+        return f"needs {need // 1024} KB of shared memory (48 KB is the static limit)" if need > SHARED_LIMIT else None
+    return Rule("fits 48 KB of static shared memory", check)
+
+
+def _even_loads(p: Problem) -> str | None:
+    q = p.params
+    threads = _ladder_threads(p)
+    if (q["BM"] * q["BK"] // 4) % threads or (q["BK"] * q["BN"] // 4) % threads:
+        return f"needs A's and B's tiles to be whole float4s for each of its {threads} threads (fixed register arrays)"
+    return None
+
+
+def _ladder_rung(name: str, title: str, lesson: str, params: dict, defaults: dict, vec: int = 1,
+                 buffers: int = 1) -> KernelSpec:
+    rules = [Rule("thread and warp shapes", _ladder_shapes), _fits_shared(buffers)]
+    if vec == 4:
+        rules.append(Rule("float4 shapes", _float4_shapes))
+    if buffers == 2:
+        rules.append(Rule("whole float4s per thread", _even_loads))
+    return KernelSpec(
+        name=name, title=title, seeds=("002",), lesson=lesson,
+        launches=(Launch(f"{name}.cu", grid=_ladder_grid, block=_ladder_block,
+                         records_per_thread=_ladder_records(vec, buffers)),),
+        params=params, defaults=defaults, rules=tuple(rules), shows=LADDER_VIEWS)
+
+
+_BLOCK_SIDES = (32, 64, 128, 256)
+_WARP_PARAMS = {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "WM": (32, 64, 128),
+                "WN": (32, 64, 128), "WNITER": (1, 2, 4), "TM": (4, 8), "TN": (4, 8)}
+LADDER = (
+    _ladder_rung("blocktile_1d", "1-D register tiling (TM outputs per thread)",
+                 "Each thread computes TM outputs of one column: one b from shared memory serves TM FMAs.",
+                 {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (4, 8, 16, 32), "TM": (4, 8, 16, 32)},
+                 {"BM": 64, "BN": 64, "BK": 8, "TM": 8}),
+    _ladder_rung("blocktile_2d", "2-D register tiling (TM x TN outputs per thread)",
+                 "Each thread computes a TM x TN tile as outer products of registers: TM + TN loads per TM x TN FMAs.",
+                 {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
+                 {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}),
+    _ladder_rung("vectorized", "float4 loads, A transposed in shared memory",
+                 "128-bit global and shared loads: a quarter of the load instructions, A's column as consecutive words.",
+                 {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
+                 {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}, vec=4),
+    _ladder_rung("warptile", "Warp tiling",
+                 "Each warp owns a sub-tile: its lanes read consecutive 16-byte pieces of shared memory, conflict-free.",
+                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4},
+                 vec=4),
+    _ladder_rung("double_buffered", "Double-buffered, cp.async",
+                 "Two shared buffers: tile t + 1 is copied (cp.async) while tile t is multiplied; one barrier per tile.",
+                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4},
+                 vec=4, buffers=2),
+)
+
+
 NAIVE_VIEWS = frozenset({"coalescing", "benchmarks"})
 TILED_VIEWS = frozenset({"coalescing", "tile_phases", "bank_conflicts", "benchmarks"})
 
@@ -288,6 +424,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         shows=TILED_VIEWS,
         rows_from_block_x=True,
     ),
+    *LADDER,
     KernelSpec(
         name="cublas_sgemm",
         title="cuBLAS SGEMM (FP32)",

@@ -1,0 +1,55 @@
+// blocktile_2d.cu: 2-D register tiling: each thread owns a TM x TN tile of C.
+// Fixes: 1-D register tiling reuses b across TM outputs but still loads one a per FMA. Here, per k,
+// a thread loads TM values of A's column and TN of B's row into registers and does all TM * TN
+// products between them (an outer product), so shared loads per FMA fall to (TM + TN) / (TM * TN):
+// 1/4 with 8 x 8. A block owns a BM x BN tile of C with BM * BN / (TM * TN) threads. The loads from
+// Bs are TN words apart across a warp's lanes, so they conflict in shared memory's banks; the next
+// rung fixes that. Out-of-range elements are stored as zeros, so any M, N, K work.
+#include "trace.cuh"
+
+extern "C" __global__ void blocktile_2d(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float As[BM][BK];
+    __shared__ float Bs[BK][BN];
+    const int threads = BM * BN / (TM * TN);
+    int tid = threadIdx.x;
+    int row = (tid / (BN / TN)) * TM;   // this thread's TM x TN tile, within the block's tile
+    int col = (tid % (BN / TN)) * TN;
+    int row0 = blockIdx.y * BM;
+    int col0 = blockIdx.x * BN;
+    float acc[TM][TN] = {{0.0f}};
+    float a[TM];
+    float b[TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int i = tid; i < BM * BK; i += threads) {
+            int r = i / BK, c = i % BK;
+            STS(As, r, c, (row0 + r < M && k0 + c < K) ? LDG(A, (row0 + r) * K + k0 + c) : 0.0f);
+        }
+        for (int i = tid; i < BK * BN; i += threads) {
+            int r = i / BN, c = i % BN;
+            STS(Bs, r, c, (k0 + r < K && col0 + c < N) ? LDG(B, (k0 + r) * N + col0 + c) : 0.0f);
+        }
+        SYNC();
+        for (int k = 0; k < BK; k++) {
+            for (int m = 0; m < TM; m++) {
+                a[m] = LDS(As, row + m, k);
+            }
+            for (int n = 0; n < TN; n++) {
+                b[n] = LDS(Bs, k, col + n);
+            }
+            // TM + TN loads, TM * TN FMAs, all from registers.
+            for (int m = 0; m < TM; m++) {
+                for (int n = 0; n < TN; n++) {
+                    acc[m][n] += a[m] * b[n];
+                }
+            }
+        }
+        SYNC();
+    }
+    for (int m = 0; m < TM; m++) {
+        for (int n = 0; n < TN; n++) {
+            if (row0 + row + m < M && col0 + col + n < N) {
+                STG(C, (row0 + row + m) * N + col0 + col + n, acc[m][n]);
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+// vectorized.cu: 128-bit accesses: float4 global loads, and A's tile stored transposed.
+// Fixes: 2-D register tiling issues TM + TN scalar shared loads per k, and Bs's loads conflict in
+// the banks (lanes TN words apart). Here A and B are read from global memory four floats at a time
+// (LDG.128: a quarter of the load instructions), and A's tile is stored transposed (As[k][m]), so a
+// thread's TM values of A's column are consecutive words, like its TN values of B's row: both come
+// from shared memory as float4 (LDS.128), TM / 4 + TN / 4 loads per k. A 128-bit load serves at
+// most 8 lanes per wavefront, so a warp needs at least 4; lanes TN words apart still share banks.
+// Fallback: a float4 load needs 4 elements inside the matrix at a 16-byte-aligned address, so rows
+// whose length (K for A, N for B) is not a multiple of 4, and the last partial tiles, are loaded one
+// float at a time with guards; any M, N, K work.
+#include "trace.cuh"
+
+extern "C" __global__ void vectorized(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) float As[BK][BM];   // transposed: As[k][m] = A[row0 + m][k0 + k]
+    __shared__ __align__(16) float Bs[BK][BN];
+    const int threads = BM * BN / (TM * TN);
+    int tid = threadIdx.x;
+    int row = (tid / (BN / TN)) * TM;
+    int col = (tid % (BN / TN)) * TN;
+    int row0 = blockIdx.y * BM;
+    int col0 = blockIdx.x * BN;
+    float acc[TM][TN] = {{0.0f}};
+    float a[TM];
+    float b[TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int i = tid; i < BM * BK / 4; i += threads) {
+            int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+            int gr = row0 + r, gc = k0 + c;
+            float4 v;
+            if (K % 4 == 0 && gr < M && gc + 3 < K) {
+                v = LDG4(A, gr * K + gc);
+            } else {
+                v.x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : 0.0f;
+                v.y = (gr < M && gc + 1 < K) ? LDG(A, gr * K + gc + 1) : 0.0f;
+                v.z = (gr < M && gc + 2 < K) ? LDG(A, gr * K + gc + 2) : 0.0f;
+                v.w = (gr < M && gc + 3 < K) ? LDG(A, gr * K + gc + 3) : 0.0f;
+            }
+            // The transpose happens here, on the way into shared memory.
+            STS(As, c, r, v.x);
+            STS(As, c + 1, r, v.y);
+            STS(As, c + 2, r, v.z);
+            STS(As, c + 3, r, v.w);
+        }
+        for (int i = tid; i < BK * BN / 4; i += threads) {
+            int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+            int gr = k0 + r, gc = col0 + c;
+            float4 v;
+            if (N % 4 == 0 && gr < K && gc + 3 < N) {
+                v = LDG4(B, gr * N + gc);
+            } else {
+                v.x = (gr < K && gc < N) ? LDG(B, gr * N + gc) : 0.0f;
+                v.y = (gr < K && gc + 1 < N) ? LDG(B, gr * N + gc + 1) : 0.0f;
+                v.z = (gr < K && gc + 2 < N) ? LDG(B, gr * N + gc + 2) : 0.0f;
+                v.w = (gr < K && gc + 3 < N) ? LDG(B, gr * N + gc + 3) : 0.0f;
+            }
+            STS4(Bs, r, c, v);
+        }
+        SYNC();
+        for (int k = 0; k < BK; k++) {
+            for (int m = 0; m < TM; m += 4) {
+                float4 v = LDS4(As, k, row + m);
+                a[m] = v.x;
+                a[m + 1] = v.y;
+                a[m + 2] = v.z;
+                a[m + 3] = v.w;
+            }
+            for (int n = 0; n < TN; n += 4) {
+                float4 v = LDS4(Bs, k, col + n);
+                b[n] = v.x;
+                b[n + 1] = v.y;
+                b[n + 2] = v.z;
+                b[n + 3] = v.w;
+            }
+            for (int m = 0; m < TM; m++) {
+                for (int n = 0; n < TN; n++) {
+                    acc[m][n] += a[m] * b[n];
+                }
+            }
+        }
+        SYNC();
+    }
+    for (int m = 0; m < TM; m++) {
+        int gr = row0 + row + m;
+        for (int n = 0; n < TN; n += 4) {
+            int gc = col0 + col + n;
+            if (N % 4 == 0 && gr < M && gc + 3 < N) {
+                STG4(C, gr * N + gc, make_float4(acc[m][n], acc[m][n + 1], acc[m][n + 2], acc[m][n + 3]));
+            } else {
+                for (int j = 0; j < 4; j++) {
+                    if (gr < M && gc + j < N) {
+                        STG(C, gr * N + gc + j, acc[m][n + j]);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+// warptile.cu: warp tiling: each warp owns a WM x WN sub-tile of the block's tile.
+// Fixes: in the vectorized kernel a warp's lanes spread over the whole block tile, TN words apart
+// in Bs, so its 128-bit shared loads share banks. Here the block's tile is split among warps, each
+// warp's tile into WMITER x WNITER sub-tiles of WSUBM x WSUBN, and a lane owns a TM x TN piece of
+// every sub-tile. A warp's lanes then read consecutive 16-byte pieces of one row of Bs (and a few
+// rows' worth of As): conflict-free 128-bit loads, and the tile a warp reads from shared memory is
+// the one it computes, which keeps its data in fewer registers and its loads in fewer wavefronts.
+// Loads and the fallback for sizes that are not multiples of 4 or of the tile are the vectorized
+// kernel's.
+#include "trace.cuh"
+
+constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
+constexpr int kWMIter = (WM * WN) / (32 * TM * TN * WNITER);   // sub-tiles down a warp's tile
+constexpr int kSubM = WM / kWMIter;
+constexpr int kSubN = WN / WNITER;
+
+extern "C" __global__ void warptile(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) float As[BK][BM];   // transposed: As[k][m] = A[row0 + m][k0 + k]
+    __shared__ __align__(16) float Bs[BK][BN];
+    int tid = threadIdx.x;
+    int warp = tid / 32, lane = tid % 32;
+    int warp_row = (warp / (BN / WN)) * WM;   // this warp's tile, within the block's
+    int warp_col = (warp % (BN / WN)) * WN;
+    int lane_row = (lane / (kSubN / TN)) * TM;   // this lane's piece, within each sub-tile
+    int lane_col = (lane % (kSubN / TN)) * TN;
+    int row0 = blockIdx.y * BM;
+    int col0 = blockIdx.x * BN;
+    float acc[kWMIter * TM][WNITER * TN] = {{0.0f}};
+    float a[kWMIter * TM];
+    float b[WNITER * TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int i = tid; i < BM * BK / 4; i += kThreads) {
+            int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+            int gr = row0 + r, gc = k0 + c;
+            float4 v;
+            if (K % 4 == 0 && gr < M && gc + 3 < K) {
+                v = LDG4(A, gr * K + gc);
+            } else {
+                v.x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : 0.0f;
+                v.y = (gr < M && gc + 1 < K) ? LDG(A, gr * K + gc + 1) : 0.0f;
+                v.z = (gr < M && gc + 2 < K) ? LDG(A, gr * K + gc + 2) : 0.0f;
+                v.w = (gr < M && gc + 3 < K) ? LDG(A, gr * K + gc + 3) : 0.0f;
+            }
+            STS(As, c, r, v.x);
+            STS(As, c + 1, r, v.y);
+            STS(As, c + 2, r, v.z);
+            STS(As, c + 3, r, v.w);
+        }
+        for (int i = tid; i < BK * BN / 4; i += kThreads) {
+            int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+            int gr = k0 + r, gc = col0 + c;
+            float4 v;
+            if (N % 4 == 0 && gr < K && gc + 3 < N) {
+                v = LDG4(B, gr * N + gc);
+            } else {
+                v.x = (gr < K && gc < N) ? LDG(B, gr * N + gc) : 0.0f;
+                v.y = (gr < K && gc + 1 < N) ? LDG(B, gr * N + gc + 1) : 0.0f;
+                v.z = (gr < K && gc + 2 < N) ? LDG(B, gr * N + gc + 2) : 0.0f;
+                v.w = (gr < K && gc + 3 < N) ? LDG(B, gr * N + gc + 3) : 0.0f;
+            }
+            STS4(Bs, r, c, v);
+        }
+        SYNC();
+        for (int k = 0; k < BK; k++) {
+            // This lane's column of A and row of B in every sub-tile of its warp, into registers.
+            for (int wm = 0; wm < kWMIter; wm++) {
+                for (int m = 0; m < TM; m += 4) {
+                    float4 v = LDS4(As, k, warp_row + wm * kSubM + lane_row + m);
+                    a[wm * TM + m] = v.x;
+                    a[wm * TM + m + 1] = v.y;
+                    a[wm * TM + m + 2] = v.z;
+                    a[wm * TM + m + 3] = v.w;
+                }
+            }
+            for (int wn = 0; wn < WNITER; wn++) {
+                for (int n = 0; n < TN; n += 4) {
+                    float4 v = LDS4(Bs, k, warp_col + wn * kSubN + lane_col + n);
+                    b[wn * TN + n] = v.x;
+                    b[wn * TN + n + 1] = v.y;
+                    b[wn * TN + n + 2] = v.z;
+                    b[wn * TN + n + 3] = v.w;
+                }
+            }
+            for (int m = 0; m < kWMIter * TM; m++) {
+                for (int n = 0; n < WNITER * TN; n++) {
+                    acc[m][n] += a[m] * b[n];
+                }
+            }
+        }
+        SYNC();
+    }
+    for (int wm = 0; wm < kWMIter; wm++) {
+        for (int m = 0; m < TM; m++) {
+            int gr = row0 + warp_row + wm * kSubM + lane_row + m;
+            for (int wn = 0; wn < WNITER; wn++) {
+                for (int n = 0; n < TN; n += 4) {
+                    int gc = col0 + warp_col + wn * kSubN + lane_col + n;
+                    float *out = &acc[wm * TM + m][wn * TN + n];
+                    if (N % 4 == 0 && gr < M && gc + 3 < N) {
+                        STG4(C, gr * N + gc, make_float4(out[0], out[1], out[2], out[3]));
+                    } else {
+                        for (int j = 0; j < 4; j++) {
+                            if (gr < M && gc + j < N) {
+                                STG(C, gr * N + gc + j, out[j]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
