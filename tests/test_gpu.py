@@ -30,10 +30,21 @@ def test_worker_reports_the_device():
 @pytest.mark.parametrize("size", [(37, 45, 29), (512, 384, 256)], ids=["odd", "mid"])
 def test_every_kernel_result_matches_float64_numpy(spec, size):
     m, n, k = (64, 96, 32) if spec.rules and size[0] == 37 else size   # tiled_unguarded: multiples of TILE
-    p = make_problem(m, n, k, block=spec.default_block, params={name: v[-1] for name, v in spec.params.items()})
+    # Not the defaults: the last allowed choice of its parameters (the largest TILE, PAD 1, ...).
+    p = make_problem(m, n, k, block=spec.default_block, params=spec.combinations()[-1] if spec.params else {})
     out = _bench(spec.name, p)
     assert out["correct"], out
     assert out["rel_error"] < (5e-3 if spec.precision == "tf32" else 1e-5)
+
+
+@pytest.mark.parametrize("spec", registry.LADDER, ids=lambda s: s.name)
+@pytest.mark.parametrize("size", [(1024, 1024, 1024), (1000, 1000, 1000), (129, 517, 1031), (4096, 1024, 260),
+                                  (3, 5, 7), (1, 4096, 64)], ids=["square", "odd", "odd-nonsquare", "nonsquare",
+                                                                   "tiny", "one-row"])
+def test_every_ladder_rung_with_its_tuned_parameters_matches_float64_numpy(spec, size):
+    out = _bench(spec.name, make_problem(*size))
+    assert out["correct"], out
+    assert out["rel_error"] < 1e-5
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

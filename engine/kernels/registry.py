@@ -258,6 +258,10 @@ def _ladder_shapes(p: Problem) -> str | None:
         return f"needs TM{' x TN' if 'TN' in q else ''} to divide BM x BN"
     if not 32 <= threads <= 1024 or threads % 32:
         return f"would run {threads} threads per block (it needs a multiple of 32, up to 1024)"
+    down, across = _thread_outputs(p)
+    if down * across > 128:
+        return (f"would keep {down * across} outputs per thread in registers (a thread has at most 255; over 128 "
+                "they spill to local memory)")
     if "WM" in q:
         if q["BM"] % q["WM"] or q["BN"] % q["WN"]:
             return "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)"

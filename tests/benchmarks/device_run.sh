@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: GPU tests, golden traces, engine benchmarks, ncu comparison. Logs go to $OUT.
-#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tests golden bench ncu ncuvec benchgpu record pages cli all-tests
+#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tests ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
 set -uo pipefail
 source .gpu/activate.sh || exit 1
 export PYTHONUNBUFFERED=1 MATMUL_EXPLORER_CACHE=/tmp/mmx-cache
@@ -12,6 +12,9 @@ for step in $steps; do
     info) nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
           python3 -m engine info ;;
     tests) python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -25 ;;
+    ladder) python3 -m pytest -q -m gpu tests/test_gpu.py -k "ladder or every_kernel" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-ladder.log" | tail -15 ;;
+    tune) python3 tests/benchmarks/tune_ladder.py "$OUT/tuning.json" ${TUNE_ARGS:-} 2>&1 | tee "$OUT/tune.log" ;;
+    cublas) python3 tests/benchmarks/cublas_repro.py 2>&1 | tee "$OUT/cublas-repro.log" ;;
     golden) python3 tests/golden/record_golden.py "$OUT/golden_traces.npz" 2>&1 | tee "$OUT/golden.log" ;;
     bench) python3 tests/benchmarks/bench_engine.py 2>&1 | tee "$OUT/bench-engine.log" ;;
     ncu) timeout 420 python3 tests/benchmarks/ncu_compare.py "$OUT/ncu-compare.md" 2>&1 | tail -60 ;;

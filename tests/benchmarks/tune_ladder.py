@@ -1,0 +1,98 @@
+"""Autotuning sweep of the FP32 ladder on the GPU: every rung's parameter combinations worth timing,
+at one size, each checked against float64 before it is timed; prints the five best per rung and
+writes the whole sweep (with cuBLAS at the same size) as a benchmark export, which the Benchmarks
+page shows. The registry's defaults (engine/kernels/registry.py LADDER) are the winners it prints.
+
+    python3 tests/benchmarks/tune_ladder.py OUT.json [--size 4096] [--kernels a,b] [--top N]
+
+"Worth timing": 128 to 512 threads per block; for the warp-tiled rungs 128 or 256 threads, block
+tiles of at least 128 x 128, at least 64 outputs per thread, TM 8 and BK 8 or 16 (smaller tiles
+and fewer outputs leave the FMA units waiting on memory; the rest would take the sweep past the
+ten minutes one device call may run). Every combination the registry's rules pass is still a
+legal choice to run by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from engine.bench import benchmark, export  # noqa: E402
+from engine.devices import gpu_client  # noqa: E402
+from engine.kernels import build, registry  # noqa: E402
+from engine.kernels.problem import Problem  # noqa: E402
+
+
+def candidates(spec: registry.KernelSpec) -> list[dict[str, int]]:
+    out = []
+    for params in spec.combinations():
+        probe = Problem(1, 1, 1, params=params)
+        threads = registry._ladder_threads(probe)
+        down, across = registry._thread_outputs(probe)
+        if not 128 <= threads <= 512:
+            continue
+        if "WM" in params and (threads > 256 or params["BM"] * params["BN"] < 128 * 128 or down * across < 64
+                               or params["TM"] != 8 or params["BK"] > 16):
+            continue
+        out.append(params)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--size", default="4096")
+    ap.add_argument("--kernels", default=",".join(k.name for k in registry.LADDER))
+    ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    (m, n, k), = benchmark.parse_sizes(args.size)
+    specs = [registry.get(name) for name in args.kernels.split(",") if name]
+    work = [(spec, params) for spec in specs for params in candidates(spec)]
+    print(f"{len(work)} configurations at {m}x{n}x{k}: " +
+          ", ".join(f"{s.name} {sum(1 for w in work if w[0] is s)}" for s in specs), flush=True)
+    start = time.perf_counter()
+    # Compile every configuration first, in parallel (nvcc is a process of its own): the timing
+    # loop then only loads cubins.
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda w: build.build_cubin(w[0].launches[-1].file, w[1], traced=False), work))
+    print(f"compiled in {time.perf_counter() - start:.0f} s", flush=True)
+    status = gpu_client.status()
+    if not status.available:
+        print(f"no GPU: {status.reason}")
+        return 1
+    settings = benchmark.Settings(warmup=1, reps=args.reps, seconds_per_point=1.0)
+    rows = [benchmark.measure(name, m, n, k, settings) for name in ("cublas_sgemm",)]
+    for spec, params in work:
+        rows.append(benchmark.measure(spec.name, m, n, k, settings, params))
+    rows += [benchmark.measure("cublas_sgemm", m, n, k, settings)]   # clocks drift: cuBLAS before and after
+    print(f"timed in {time.perf_counter() - start:.0f} s", flush=True)
+    cublas = [r["gflops"] for r in rows if r["kernel"] == "cublas_sgemm" and r["status"] == "ok"]
+    print("cuBLAS SGEMM: " + ", ".join(f"{g:,.0f}" for g in cublas) + " GFLOP/s")
+    for spec in specs:
+        ok = sorted((r for r in rows if r["kernel"] == spec.name and r["status"] == "ok"), key=lambda r: -r["gflops"])
+        bad = [r for r in rows if r["kernel"] == spec.name and r["status"] != "ok"]
+        print(f"== {spec.name}: {len(ok)} timed, {len(bad)} failed" +
+              (f" (first: {bad[0]['status']}: {bad[0].get('error', '')})" if bad else ""))
+        for r in ok[:args.top]:
+            mark = " (default)" if r["params"] == spec.default_params() else ""
+            print(f"   {r['gflops']:>9,.0f} GFLOP/s {100 * r['gflops'] / max(cublas):5.1f}%  {r['params']}{mark}")
+        default = [r for r in ok if r["params"] == spec.default_params()]
+        if default and default[0] is not ok[0]:
+            print(f"   default: {default[0]['gflops']:,.0f} GFLOP/s {spec.default_params()}")
+    prov = benchmark.provenance(status.info, settings)
+    prov["sweep"] = f"autotuning of the FP32 ladder at {m}x{n}x{k}"
+    out = Path(args.out)
+    written, _ = export.write_all(rows, prov, out.parent, ["json"])
+    for path in written:
+        path.rename(out)
+        print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
