@@ -7,7 +7,7 @@
 // along rows). Out-of-range elements are stored as zeros, so any M, N, K work.
 #include "trace.cuh"
 
-extern "C" __global__ void blocktile_1d(const float *A, const float *B, float *C, int M, int N, int K) {
+extern "C" __global__ void __launch_bounds__(BM * BN / TM) blocktile_1d(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ float As[BM][BK];
     __shared__ float Bs[BK][BN];
     const int threads = BM * BN / TM;

@@ -115,6 +115,7 @@ static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat
 
 #define __global__
 #define __device__
+#define __launch_bounds__(...)   // a register-allocation hint for nvcc; nothing on the CPU
 #define __host__
 #define __forceinline__ inline
 #define __restrict__ __restrict

@@ -64,7 +64,7 @@ __device__ void copy_b(float (&Bs)[2][BK * BN], const float *B, int N, int K, in
     CP_ASYNC_COMMIT();
 }
 
-extern "C" __global__ void double_buffered(const float *A, const float *B, float *C, int M, int N, int K) {
+extern "C" __global__ void __launch_bounds__(kThreads) double_buffered(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[2][BK * BM];
     __shared__ __align__(16) float Bs[2][BK * BN];
     int tid = threadIdx.x;

@@ -10,7 +10,7 @@
 // float at a time with guards; any M, N, K work.
 #include "trace.cuh"
 
-extern "C" __global__ void vectorized(const float *A, const float *B, float *C, int M, int N, int K) {
+extern "C" __global__ void __launch_bounds__(BM * BN / (TM * TN)) vectorized(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[BK][BM];   // transposed: As[k][m] = A[row0 + m][k0 + k]
     __shared__ __align__(16) float Bs[BK][BN];
     const int threads = BM * BN / (TM * TN);

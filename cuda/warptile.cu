@@ -14,7 +14,7 @@ constexpr int kWMIter = (WM * WN) / (32 * TM * TN * WNITER);   // sub-tiles down
 constexpr int kSubM = WM / kWMIter;
 constexpr int kSubN = WN / WNITER;
 
-extern "C" __global__ void warptile(const float *A, const float *B, float *C, int M, int N, int K) {
+extern "C" __global__ void __launch_bounds__(kThreads) warptile(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[BK][BM];   // transposed: As[k][m] = A[row0 + m][k0 + k]
     __shared__ __align__(16) float Bs[BK][BN];
     int tid = threadIdx.x;

@@ -105,12 +105,14 @@ def test_what_the_first_rules_let_through_is_refused(tmp_path, body, says):
         sources.load(_kernel(tmp_path, body))
 
 
-def test_launch_bounds_and_helpers_without_parameters_load(tmp_path):
+@pytest.mark.parametrize("bounds", ["256", "BM * BN / (TM * TN)"])
+def test_launch_bounds_and_helpers_without_parameters_load(tmp_path, bounds):
     src = tmp_path / "k.cu"
     src.write_text('#include "trace.cuh"\n__device__ float zero() { return 0.0f; }\n'
-                   'extern "C" __global__ void __launch_bounds__(256) k(const float *A, float *C) {\n'
+                   f'extern "C" __global__ void __launch_bounds__({bounds}) k(const float *A, float *C) {{\n'
                    "  STG(C, threadIdx.x, LDG(A, threadIdx.x) + zero());\n}\n")
-    assert sources.load(str(src)).name == "k"
+    loaded = sources.load(str(src))
+    assert loaded.name == "k" and [a.name for a in loaded.arrays] == ["A", "C"]
 
 
 def test_two_arrays_of_one_name_and_too_many_sites_are_refused(tmp_path):

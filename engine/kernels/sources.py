@@ -29,7 +29,9 @@ _SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)([248]?)\(\s*(\w+)")
 _COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
 # ldmatrix: LDMATRIX_X4(regs, As, r, c) or LDMATRIX_X4(regs, As, i) reads 16-bit rows of a shared array.
 _MATRIX_RE = re.compile(r"\bLDMATRIX_X([124])\(\s*[^,()]+,\s*(\w+)")
-_BOUNDS = r"(?:__launch_bounds__\s*\([^()]*\)\s*)?"
+# __launch_bounds__(expression), with one level of parentheses inside: (BM * BN / (TM * TN)).
+_BOUNDS_CALL = r"__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)"
+_BOUNDS = rf"(?:{_BOUNDS_CALL}\s*)?"
 _SIG_RE = re.compile(rf'extern\s+"C"\s+__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)\s*\(([^)]*)\)', re.S)
 _ALIGN = r"(?:__align__\(\s*\d+\s*\)\s+)?"
 # __shared__ [__align__(n)] [volatile] TYPE [__align__(n)] name[d1][d2]; extern ones (no size) too,
@@ -216,7 +218,7 @@ def load(file: str) -> KernelSource:
 
 # Any function's parameter list (a kernel's, a __device__ helper's), however many lines it spans.
 # One level of parentheses inside, for array references: float (&As)[BM * BK].
-_FUNCTION_RE = re.compile(r"(?:__global__|__device__)(?:[^;{}()]|__launch_bounds__\s*\([^()]*\))*?"
+_FUNCTION_RE = re.compile(rf"(?:__global__|__device__)(?:[^;{{}}()]|{_BOUNDS_CALL})*?"
                           r"\(((?:[^()]|\([^()]*\))*)\)\s*\{", re.S)
 # What is not code: string and character literals, block and line comments (in one pass, so a //
 # inside a string is a string's and a quote inside a comment is a comment's).
