@@ -263,3 +263,22 @@ def test_timing_reports_a_wrong_kernel_as_wrong_and_never_a_time(launch_log, wor
     # A kernel that writes nothing leaves C as NaN: wrong, never fast.
     out = worker.call("bench", {"kernel": "tiled_guarded", "problem": p, "warmup": 1, "reps": 5}, 120)
     assert not out["correct"] and out["times_ms"] == [] and np.isnan(out["rel_error"])
+
+
+@pytest.mark.parametrize("worker", [serve_with_a_working_gpu], indirect=True)
+def test_every_timed_sample_is_queued_behind_a_hold_kernel(launch_log, worker):
+    """The GPU spins in `hold` while the host queues a sample's launches, so short launches run back to
+    back (a batch of cuBLAS calls measured 95-136 TFLOP/s without it, 141 with)."""
+    p = make_problem(40, 24, 8)
+    out = worker.call("bench", {"kernel": "naive_x_cols", "problem": p, "warmup": 2, "reps": 3}, 120)
+    launches = _launches(launch_log)
+    names = [t["kernel"] for t in launches]
+    # Warm-up; calibration (1 launch, then 10: the stand-in's events say 0.5 ms); 3 samples of 20.
+    inner = out["launches_per_sample"]
+    assert inner == 20
+    assert names == ["naive_x_cols"] * 2 + ["hold"] + ["naive_x_cols"] + ["hold"] + ["naive_x_cols"] * 10 + \
+        (["hold"] + ["naive_x_cols"] * inner) * 3
+    holds = [t["args"][0] for t in launches if t["kernel"] == "hold"]
+    assert holds[:2] == [2_000_000] * 2                       # calibration: 2 ms, in nanoseconds
+    assert all(h == int(out["hold_ms"] * 1e6) for h in holds[2:]) and out["hold_ms"] >= 1.0
+    assert out["retaken_samples"] == 0

@@ -114,6 +114,7 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
     times = out["times_ms"]
     row.update({"status": "ok" if out["correct"] else "wrong result", "rel_error": out["rel_error"],
                 "reps": len(times), "launches_per_sample": out.get("launches_per_sample", 1),
+                "hold_ms": out.get("hold_ms"), "retaken_samples": out.get("retaken_samples", 0),
                 "flush_l2": settings.flush_l2, **out.get("telemetry", {})})
     if not out["correct"]:
         row["error"] = f"relative error {out['rel_error']:.2e} over the tolerance {out['tolerance']:.0e}: not timed"

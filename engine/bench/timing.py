@@ -1,8 +1,9 @@
 """The benchmark harness, run inside the GPU worker (it imports PyCUDA).
 
 Launches go through the launcher tracing uses (engine/devices/gpu.py: the same buffers, NaN-filled
-outputs, arguments and geometry), of the plain build. Timing: an EventTimer observes each
-repetition (a batch of back-to-back launches for short kernels), after warm-up launches; optionally
+outputs, arguments and geometry), of the plain build. Timing: a HeldEventTimer observes each
+repetition (a batch of back-to-back launches for short kernels, queued while the GPU spins in a
+hold kernel, so the host's submission time is never timed), after warm-up launches; optionally
 an L2 flush (a memset over twice the L2) before each repetition, outside the timed region.
 Correctness gate: the result is checked against float64 numpy (NaN-aware: outputs start as NaN)
 before any time is reported; a wrong kernel comes back as wrong, never as fast.
@@ -25,6 +26,8 @@ from engine.tracing.plan import global_shapes, size_arguments
 
 CHECK_ROWS = 256   # rows of C checked against float64 when C is large (all of C is checked for NaN)
 BATCH_S = 1e-3     # least GPU time per timed sample
+CALIBRATION_HOLD_MS = 2.0   # the GPU's hold before calibration runs (gpu.HeldEventTimer)
+MAX_HOLD_MS = 200.0
 
 
 class Cublas:
@@ -133,30 +136,39 @@ def run_bench(modules: dict, info: dict, kernel: str, problem: Problem, warmup: 
         if not np.isfinite(c).all():
             err = float("nan")
         ok = bool(np.isfinite(err) and err <= spec.tolerance)
-        times, inner = [], 1
+        times, inner, hold_ms, starved = [], 1, CALIBRATION_HOLD_MS, 0
         if ok:
-            timer = gpu.EventTimer()
+            timer = gpu.HeldEventTimer(modules, hold_ms)
             # Calibrate after warm-up (the first calls may load modules lazily): one launch, and ten
             # more when one is short, so the estimate is not the host's launch latency.
-            per_launch = 0.0
+            per_launch = host_per_launch = 0.0
             if warmup:
                 for count in (1, 10):
                     launcher.run(calls, count, [timer])
                     per_launch = timer.ms[-1] / 1e3 / count
+                    host_per_launch = timer.host_ms[-1] / count
                     if per_launch > BATCH_S:
                         break
             if per_launch and seconds_per_point:   # slow points: fewer repetitions, never under 5
                 reps = max(min(reps, 5), min(reps, int(seconds_per_point / max(per_launch, 1e-9))))
             # Short kernels: time a batch of back-to-back launches per sample (at least BATCH_S of GPU
-            # work), so the host's launch latency is not timed while the GPU waits. With an L2 flush,
-            # each sample is one launch queued behind its flush, which keeps the GPU busy instead.
+            # work). The GPU holds (HeldEventTimer) for twice as long as the host took to queue that
+            # many calls, so it never waits for the host between them. With an L2 flush, each
+            # sample is one launch queued behind its flush.
             inner = 1 if flush_l2 or not per_launch else max(1, min(1000, int(BATCH_S / per_launch)))
+            timer.hold_ms = hold_ms = min(MAX_HOLD_MS, max(CALIBRATION_HOLD_MS / 2, 2 * inner * host_per_launch))
             for r in range(reps):
-                if flush is not None:
-                    cuda.memset_d32(flush, r, flush_words)
-                launcher.run(calls, inner, [timer])
+                for _ in range(3):   # a sample the host was slower to queue than the hold is taken again
+                    if flush is not None:
+                        cuda.memset_d32(flush, r, flush_words)
+                    launcher.run(calls, inner, [timer])
+                    if not timer.starved:
+                        break
+                    starved += 1
+                    timer.hold_ms = hold_ms = min(MAX_HOLD_MS, 2 * hold_ms)
                 times.append(timer.ms[-1] / inner)
-        return {"kernel": kernel, "times_ms": times, "launches_per_sample": inner, "rel_error": err, "correct": ok,
+        return {"kernel": kernel, "times_ms": times, "launches_per_sample": inner, "hold_ms": hold_ms,
+                "retaken_samples": starved, "rel_error": err, "correct": ok,
                 "tolerance": spec.tolerance, "checked_rows": int(len(rows)), "telemetry": telemetry()}
     finally:
         launcher.free()
