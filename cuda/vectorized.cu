@@ -4,7 +4,7 @@
 // (LDG.128: a quarter of the load instructions), and A's tile is stored transposed (As[k][m]), so a
 // thread's TM values of A's column are consecutive words, like its TN values of B's row: both come
 // from shared memory as float4 (LDS.128), TM / 4 + TN / 4 loads per k. A 128-bit load serves at
-// most 8 lanes per wavefront, so a warp needs at least 4; lanes TN words apart still share banks.
+// most 8 lanes per wavefront, so a warp needs at least 4; with TN 8, lanes 8 words apart share banks.
 // Fallback: a float4 load needs 4 elements inside the matrix at a 16-byte-aligned address, so rows
 // whose length (K for A, N for B) is not a multiple of 4, and the last partial tiles, are loaded one
 // float at a time with guards; any M, N, K work.

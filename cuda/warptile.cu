@@ -1,10 +1,11 @@
 // warptile.cu: warp tiling: each warp owns a WM x WN sub-tile of the block's tile.
-// Fixes: in the vectorized kernel a warp's lanes spread over the whole block tile, TN words apart
-// in Bs, so its 128-bit shared loads share banks. Here the block's tile is split among warps, each
-// warp's tile into WMITER x WNITER sub-tiles of WSUBM x WSUBN, and a lane owns a TM x TN piece of
-// every sub-tile. A warp's lanes then read consecutive 16-byte pieces of one row of Bs (and a few
-// rows' worth of As): conflict-free 128-bit loads, and the tile a warp reads from shared memory is
-// the one it computes, which keeps its data in fewer registers and its loads in fewer wavefronts.
+// Fixes: in the vectorized kernel a warp's 32 lanes lie along one row of the block's tile: each
+// warp reads the whole width of Bs, and with TN 8 its 128-bit loads share banks. Here the block's
+// tile is split among warps, each warp's tile into WMITER x WNITER sub-tiles of WSUBM x WSUBN, and
+// a lane owns a TM x TN piece of every sub-tile. A warp's lanes read consecutive 16-byte pieces of
+// a few rows of As and Bs (conflict-free 128-bit loads), and the tile a warp reads from shared
+// memory is the one it computes. On its own it need not be faster than a well-tuned vectorized
+// kernel (the Ladder page shows both); the double-buffered rung builds on its layout.
 // Loads and the fallback for sizes that are not multiples of 4 or of the tile are the vectorized
 // kernel's.
 #include "trace.cuh"

@@ -204,8 +204,8 @@ def _multiples_of_tile(p: Problem) -> str | None:
 # The FP32 ladder after tiling (cuda/blocktile_1d.cu ... double_buffered.cu): a block of THREADS
 # threads (1-D) owns a BM x BN tile of C and walks K in steps of BK; each thread owns TM (x TN)
 # outputs; the warp-tiled rungs split the block's tile into WM x WN warp tiles of WNITER sub-tiles
-# across. The parameters' allowed values are what the autotuning sweep (tests/benchmarks/tune_ladder.py)
-# tries; the defaults are its winners at 4096 on the H200.
+# across. The defaults are the winners of the autotuning sweep (tests/benchmarks/tune_ladder.py) at
+# 4096^3 on the H200, recorded in engine/bench/recorded/tuning/ (the Benchmarks page shows it).
 LADDER_VIEWS = frozenset({"ladder", "coalescing", "benchmarks"})
 SHARED_LIMIT = 48 * 1024   # static shared memory per block
 
@@ -321,22 +321,22 @@ LADDER = (
     _ladder_rung("blocktile_1d", "1-D register tiling (TM outputs per thread)",
                  "Each thread computes TM outputs of one column: one b from shared memory serves TM FMAs.",
                  {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (4, 8, 16, 32), "TM": (4, 8, 16, 32)},
-                 {"BM": 64, "BN": 64, "BK": 8, "TM": 8}),
+                 {"BM": 64, "BN": 64, "BK": 32, "TM": 16}),
     _ladder_rung("blocktile_2d", "2-D register tiling (TM x TN outputs per thread)",
                  "Each thread computes a TM x TN tile as outer products of registers: TM + TN loads per TM x TN FMAs.",
                  {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
-                 {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}),
+                 {"BM": 64, "BN": 64, "BK": 32, "TM": 8, "TN": 4}),
     _ladder_rung("vectorized", "float4 loads, A transposed in shared memory",
                  "128-bit global and shared loads: a quarter of the load instructions, A's column as consecutive words.",
                  {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
-                 {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}, vec=4),
+                 {"BM": 64, "BN": 256, "BK": 32, "TM": 8, "TN": 4}, vec=4),
     _ladder_rung("warptile", "Warp tiling",
                  "Each warp owns a sub-tile: its lanes read consecutive 16-byte pieces of shared memory, conflict-free.",
-                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4},
+                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 32, "WM": 32, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4},
                  vec=4),
     _ladder_rung("double_buffered", "Double-buffered, cp.async",
                  "Two shared buffers: tile t + 1 is copied (cp.async) while tile t is multiplied; one barrier per tile.",
-                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4},
+                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 128, "WN": 32, "WNITER": 4, "TM": 4, "TN": 4},
                  vec=4, buffers=2),
 )
 
