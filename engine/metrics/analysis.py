@@ -81,12 +81,13 @@ def _wide_wavefronts(words: np.ndarray, width: int) -> tuple[np.ndarray, np.ndar
     inactive), and the conflict-free count. As Nsight Compute counts them on sm_90 (the model
     _merged_site_totals checks against it): each half-warp is served on its own, each the most
     distinct words any one bank serves; so a conflict-free 128-bit access by a full warp is 4
-    wavefronts (512 bytes at 128 per wavefront). Conflict-free: what each half-warp's active lanes'
-    words need at 32 banks a wavefront (whichever lanes are active: a guard can leave any)."""
+    wavefronts (512 bytes at 128 per wavefront). Conflict-free: what each half-warp's distinct
+    words need at 32 banks a wavefront (lanes reading the same words share them, as when a whole
+    warp reads one float4: 2 wavefronts, and Nsight Compute counts no conflict)."""
     flat = _lane_words(words, width).reshape(len(words), WARP * width)
     half = HALF_WARP * width
-    halves = (words[:, :HALF_WARP] >= 0).sum(axis=1), (words[:, HALF_WARP:] >= 0).sum(axis=1)
-    return _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:]), sum(-(-h * width // BANKS) for h in halves)
+    ideal = sum(-(-_distinct_per_row(part) // BANKS) for part in (flat[:, :half], flat[:, half:]))
+    return _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:]), ideal
 
 
 def _matrix_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
