@@ -338,6 +338,10 @@ LADDER = (
                  "Two shared buffers: tile t + 1 is copied (cp.async) while tile t is multiplied; one barrier per tile.",
                  _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 128, "WN": 32, "WNITER": 4, "TM": 4, "TN": 4},
                  vec=4, buffers=2),
+    _ladder_rung("prefetched", "Prefetched fragments (register double buffering)",
+                 "Step k + 1's shared loads are issued before step k's FMAs: the multiply no longer waits on shared memory.",
+                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 128, "WN": 32, "WNITER": 4, "TM": 4, "TN": 4},
+                 vec=4, buffers=2),
 )
 
 

@@ -39,7 +39,7 @@ CASES = [
     # The FP32 ladder with its registry defaults (TILE, PAD and block do not apply to it): 128-bit
     # global and shared loads, cp.async, transposed stores.
     *[(rung, 128, 128, 128, 16, 0, (16, 16)) for rung in ("blocktile_1d", "blocktile_2d", "vectorized", "warptile",
-                                                          "double_buffered")],
+                                                          "double_buffered", "prefetched")],
 ]
 METRICS = sorted(set(NCU_METRICS.values()))
 SHORT = {m: m.replace("l1tex__", "").replace("_pipe_lsu_mem", "").replace(".sum", "") for m in METRICS}

@@ -25,7 +25,7 @@ CASES = [
     ("tiled_guarded_big_one_block", "tiled_guarded", 2000, 3000, 300, 16, 0, (16, 16), [(187, 124)]),
     # The FP32 ladder, with its default (tuned) parameters: sizes not multiples of 4 (the scalar
     # fallbacks) and multiples of 4 with partial tiles (the float4 and cp.async paths and their edges).
-    *[case for rung in ("blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_buffered")
+    *[case for rung in ("blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_buffered", "prefetched")
       for case in ((f"{rung}_odd", rung, 150, 135, 37, 16, 0, (16, 16), None),
                    (f"{rung}_float4", rung, 136, 260, 72, 16, 0, (16, 16), None))],
 ]

@@ -1,0 +1,157 @@
+// prefetched.cu: the shared loads of step k + 1 are issued before the FMAs of step k.
+// Fixes: in the double-buffered kernel the loop over k inside a tile stays a loop in the SASS: each
+// step's six LDS.128 are followed by the 128 FFMAs that need them, so every step waits out the
+// shared-memory latency, and with two warps per scheduler (209 registers a thread, 8 warps an SM)
+// there is rarely another warp ready to issue meanwhile. Here each thread keeps two sets of
+// fragment registers (a[2][..], b[2][..]): while it multiplies from one set it loads step k + 1 into
+// the other, and the k loop is unrolled (#pragma unroll) so the compiler can keep them in
+// registers and interleave the loads with the FFMAs. Tiles, copies and the fallback are the
+// double-buffered kernel's.
+#include "trace.cuh"
+
+constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
+constexpr int kWMIter = (WM * WN) / (32 * TM * TN * WNITER);
+constexpr int kSubM = WM / kWMIter;
+constexpr int kSubN = WN / WNITER;
+constexpr int kALoads = BM * BK / 4 / kThreads;   // float4s of A's tile per thread
+constexpr int kBLoads = BK * BN / 4 / kThreads;
+
+// This thread's float4s of A's tile at k0 (4 consecutive k of one row each), into registers.
+__device__ void load_a(const float *A, float4 (&ra)[kALoads], int M, int K, int row0, int k0) {
+    for (int l = 0; l < kALoads; l++) {
+        int i = threadIdx.x + l * kThreads;
+        int gr = row0 + i / (BK / 4), gc = k0 + (i % (BK / 4)) * 4;
+        if (K % 4 == 0 && gr < M && gc + 3 < K) {
+            ra[l] = LDG4(A, gr * K + gc);
+        } else {
+            ra[l].x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : 0.0f;
+            ra[l].y = (gr < M && gc + 1 < K) ? LDG(A, gr * K + gc + 1) : 0.0f;
+            ra[l].z = (gr < M && gc + 2 < K) ? LDG(A, gr * K + gc + 2) : 0.0f;
+            ra[l].w = (gr < M && gc + 3 < K) ? LDG(A, gr * K + gc + 3) : 0.0f;
+        }
+    }
+}
+
+// The registers load_a filled, transposed into buffer buf: As[buf][k * BM + m].
+__device__ void store_a(float (&As)[2][BK * BM], const float4 (&ra)[kALoads], int buf) {
+    for (int l = 0; l < kALoads; l++) {
+        int i = threadIdx.x + l * kThreads;
+        int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+        STS(As, buf, c * BM + r, ra[l].x);
+        STS(As, buf, (c + 1) * BM + r, ra[l].y);
+        STS(As, buf, (c + 2) * BM + r, ra[l].z);
+        STS(As, buf, (c + 3) * BM + r, ra[l].w);
+    }
+}
+
+// B's tile at k0 into buffer buf: 16-byte asynchronous copies (one commit group), or guarded
+// scalar loads at the edges.
+__device__ void copy_b(float (&Bs)[2][BK * BN], const float *B, int N, int K, int col0, int k0, int buf) {
+    for (int l = 0; l < kBLoads; l++) {
+        int i = threadIdx.x + l * kThreads;
+        int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+        int gr = k0 + r, gc = col0 + c;
+        if (N % 4 == 0 && gr < K && gc + 3 < N) {
+            CP_ASYNC4(Bs, buf, r * BN + c, B, gr * N + gc);
+        } else {
+            for (int j = 0; j < 4; j++) {
+                STS(Bs, buf, r * BN + c + j, (gr < K && gc + j < N) ? LDG(B, gr * N + gc + j) : 0.0f);
+            }
+        }
+    }
+    CP_ASYNC_COMMIT();
+}
+
+// This lane's column of A and row of B at step k of buffer buf, for every sub-tile of its warp.
+__device__ void load_fragments(const float (&As)[2][BK * BM], const float (&Bs)[2][BK * BN], float (&a)[kWMIter * TM],
+                               float (&b)[WNITER * TN], int buf, int k, int warp_row, int warp_col, int lane_row,
+                               int lane_col) {
+    for (int wm = 0; wm < kWMIter; wm++) {
+        for (int m = 0; m < TM; m += 4) {
+            float4 v = LDS4(As, buf, k * BM + warp_row + wm * kSubM + lane_row + m);
+            a[wm * TM + m] = v.x;
+            a[wm * TM + m + 1] = v.y;
+            a[wm * TM + m + 2] = v.z;
+            a[wm * TM + m + 3] = v.w;
+        }
+    }
+    for (int wn = 0; wn < WNITER; wn++) {
+        for (int n = 0; n < TN; n += 4) {
+            float4 v = LDS4(Bs, buf, k * BN + warp_col + wn * kSubN + lane_col + n);
+            b[wn * TN + n] = v.x;
+            b[wn * TN + n + 1] = v.y;
+            b[wn * TN + n + 2] = v.z;
+            b[wn * TN + n + 3] = v.w;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads) prefetched(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) float As[2][BK * BM];
+    __shared__ __align__(16) float Bs[2][BK * BN];
+    int tid = threadIdx.x;
+    int warp = tid / 32, lane = tid % 32;
+    int warp_row = (warp / (BN / WN)) * WM;
+    int warp_col = (warp % (BN / WN)) * WN;
+    int lane_row = (lane / (kSubN / TN)) * TM;
+    int lane_col = (lane % (kSubN / TN)) * TN;
+    int row0 = blockIdx.y * BM;
+    int col0 = blockIdx.x * BN;
+    float acc[kWMIter * TM][WNITER * TN] = {{0.0f}};
+    float a[2][kWMIter * TM];   // two sets: step k's fragments and step k + 1's
+    float b[2][WNITER * TN];
+    float4 ra[kALoads];
+    // Tile 0 into buffer 0, the one time nothing overlaps.
+    copy_b(Bs, B, N, K, col0, 0, 0);
+    load_a(A, ra, M, K, row0, 0);
+    store_a(As, ra, 0);
+    CP_ASYNC_WAIT(0);
+    SYNC();
+    int tiles = (K + BK - 1) / BK;
+    for (int t = 0; t < tiles; t++) {
+        int cur = t % 2, next = 1 - cur;
+        bool more = t + 1 < tiles;
+        if (more) {
+            copy_b(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
+            load_a(A, ra, M, K, row0, (t + 1) * BK);         // so are these loads, into registers
+        }
+        load_fragments(As, Bs, a[0], b[0], cur, 0, warp_row, warp_col, lane_row, lane_col);
+#pragma unroll
+        for (int k = 0; k < BK; k++) {
+            if (k + 1 < BK) {   // step k + 1's fragments, in flight during step k's FMAs
+                load_fragments(As, Bs, a[(k + 1) % 2], b[(k + 1) % 2], cur, k + 1, warp_row, warp_col, lane_row,
+                               lane_col);
+            }
+            for (int m = 0; m < kWMIter * TM; m++) {
+                for (int n = 0; n < WNITER * TN; n++) {
+                    acc[m][n] += a[k % 2][m] * b[k % 2][n];
+                }
+            }
+        }
+        if (more) {
+            store_a(As, ra, next);   // buffer `next` was last read before the previous barrier
+            CP_ASYNC_WAIT(0);        // this thread's copies of B's next tile have landed
+        }
+        SYNC();                      // ... and everyone's: the next tile is whole
+    }
+    for (int wm = 0; wm < kWMIter; wm++) {
+        for (int m = 0; m < TM; m++) {
+            int gr = row0 + warp_row + wm * kSubM + lane_row + m;
+            for (int wn = 0; wn < WNITER; wn++) {
+                for (int n = 0; n < TN; n += 4) {
+                    int gc = col0 + warp_col + wn * kSubN + lane_col + n;
+                    float *out = &acc[wm * TM + m][wn * TN + n];
+                    if (N % 4 == 0 && gr < M && gc + 3 < N) {
+                        STG4(C, gr * N + gc, make_float4(out[0], out[1], out[2], out[3]));
+                    } else {
+                        for (int j = 0; j < 4; j++) {
+                            if (gr < M && gc + j < N) {
+                                STG(C, gr * N + gc + j, out[j]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
