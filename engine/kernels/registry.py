@@ -340,7 +340,7 @@ LADDER = (
                  vec=4, buffers=2),
     _ladder_rung("prefetched", "Prefetched fragments (register double buffering)",
                  "Step k + 1's shared loads are issued before step k's FMAs: the multiply no longer waits on shared memory.",
-                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 128, "WN": 32, "WNITER": 4, "TM": 4, "TN": 4},
+                 _WARP_PARAMS, {"BM": 128, "BN": 256, "BK": 16, "WM": 32, "WN": 128, "WNITER": 2, "TM": 8, "TN": 4},
                  vec=4, buffers=2),
 )
 
