@@ -116,6 +116,37 @@ def test_labels_carry_the_block_shape_in_either_spelling():
     assert charts.label({"kernel": "shared_bank_conflicts", "tile": 32, "pad": 1}) == "shared_bank_conflicts T32 pad1"
 
 
+def test_ladder_rows_are_labelled_by_every_parameter_they_ran_with():
+    from engine.kernels import registry
+    warp = registry.get("warptile").default_params()
+    assert charts.label({"kernel": "warptile", "params": warp}) == "warptile 128x128x16 w64x64 t8x4 i4"
+    assert charts.label({"kernel": "blocktile_1d", "params": {"BM": 64, "BN": 32, "BK": 8, "TM": 4}}) == \
+        "blocktile_1d 64x32x8 t4"
+    assert charts.label({"kernel": "vectorized", "params": {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4}}) == \
+        "vectorized 128x64x16 t8x4"
+    # The older kernels' labels are as they were, from params or from format 1's fields.
+    assert charts.label({"kernel": "shared_bank_conflicts", "params": {"TILE": 32, "PAD": 1}}) == \
+        "shared_bank_conflicts T32 pad1"
+    assert charts.label({"kernel": "tiled_guarded", "params": {"TILE": 16}, "tile": 16.0}) == "tiled_guarded T16"
+    assert charts.label({"kernel": "cublas_sgemm", "params": {}}) == "cublas_sgemm"
+
+
+def test_a_sweep_of_one_kernels_configurations_draws_one_series_each():
+    from engine.bench.schema import as_frame
+    configs = [{"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4},
+               {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 32, "WNITER": 2, "TM": 8, "TN": 4},
+               {"BM": 64, "BN": 128, "BK": 8, "WM": 32, "WN": 64, "WNITER": 1, "TM": 4, "TN": 4}]
+    rows = [{"kernel": "warptile", "precision": "fp32", "m": n, "n": n, "k": n, "params": p, "status": "ok",
+             "gflops": 1000.0 * (i + 1) * n / 1024, "intensity": n / 6} for i, p in enumerate(configs)
+            for n in (1024, 2048)]
+    fig = charts.gflops_vs_size(as_frame(rows).assign(gpu="GPU"))
+    names = [t.name for t in fig.data]
+    assert sorted(names) == ["warptile 128x128x16 w64x32 t8x4 i2", "warptile 128x128x16 w64x64 t8x4 i4",
+                             "warptile 64x128x8 w32x64 t4x4 i1"]
+    assert len({t.line.color for t in fig.data}) == 3
+    assert all(len(t.x) == 2 for t in fig.data)
+
+
 def test_colours_are_the_same_in_every_chart_and_in_exports():
     df, prov = benchmark.load_document(RECORDED.read_text())
     page = charts.all_charts(df, prov["peaks"], 14)

@@ -192,7 +192,7 @@ def _cublas_gflops(df: pd.DataFrame) -> np.ndarray:
 
 
 # The results table's columns, in order, with readable names; the kernel column is the charts' label
-# (kernel, block shape, TILE, PAD).
+# (kernel, block shape, compile-time parameters).
 TABLE_COLUMNS = {"gpu": "GPU", "label": "kernel", "m": "M", "n": "N", "k": "K", "status": "status", "gflops": "GFLOP/s",
                  "pct_cublas": "% of cuBLAS", "pct_fp32_peak": "% of FP32 peak", "median_ms": "median (ms)",
                  "spread": "spread (IQR/median)", "reps": "repetitions", "bandwidth_gbs": "bandwidth (GB/s)",
@@ -221,7 +221,7 @@ HEADLINE_KERNELS = ("naive_x_rows", "naive_x_cols", "naive_transposed_b", "tiled
 
 def headline(df: pd.DataFrame, n: int = 1024, escape=str) -> str:
     """The figures a reader compares first, computed from the rows shown (never typed in): GFLOP/s at
-    N = n on the first GPU, each named with its block shape / TILE, and the coalescing ratio. The GPU's
+    N = n on the first GPU, each named with its block shape and parameters, and the coalescing ratio. The GPU's
     name may come from an uploaded file: `escape` makes it plain text for the renderer (the page's
     Markdown); kernel labels are the catalog's own."""
     ok = df[(df["status"] == "ok") & (df["m"] == n) & (df["n"] == n) & (df["k"] == n)]

@@ -27,7 +27,13 @@ TINY_NOTE = ("▲ above {cap:.0f}%: drawn at the top, real value beside it.<br>A
              "launch latency, not arithmetic,<br>so a simple kernel can beat it there.")
 
 
-LABEL_FIELDS = ("kernel", "block", "block_x", "block_y", "tile", "pad")
+LABEL_FIELDS = ("kernel", "block", "block_x", "block_y", "tile", "pad", "params")
+# How a label names the ladder's parameters, in this order: the block's tile of C and its step
+# through K (BM x BN x BK), the warp tile (w WM x WN), the thread tile (t TM x TN, or t TM) and the
+# warp tile's sub-tiles across (i WNITER). A parameter of none of these is named by itself ("SPLIT4").
+LADDER_PARTS = ((("BM", "BN", "BK"), ""), (("WM", "WN"), "w"), (("TM", "TN"), "t"), (("WNITER",), "i"))
+LABEL_KEY = ("Ladder rows are named by their parameters: block tile BM×BN×BK, w warp tile WM×WN, t thread tile "
+             "TM×TN (or TM), i warp sub-tiles across (WNITER).")
 
 
 def _given(v) -> bool:
@@ -35,7 +41,20 @@ def _given(v) -> bool:
     return v is not None and not (isinstance(v, float) and v != v)
 
 
-def _label(kernel, block, block_x, block_y, tile, pad) -> str:
+def _param_parts(params: dict) -> list[str]:
+    """The ladder's parameters, compactly (TILE and PAD are named before them, as they always were)."""
+    parts, named = [], {"TILE", "PAD"}
+    for names, prefix in LADDER_PARTS:
+        values = [params[n] for n in names if n in params]
+        named.update(names)
+        if values:
+            parts.append(prefix + "x".join(str(int(v)) for v in values))
+    return parts + [f"{name}{int(v)}" for name, v in params.items() if name not in named]
+
+
+def _label(kernel, block, block_x, block_y, tile, pad, params) -> str:
+    params = params if isinstance(params, dict) else {}
+    tile, pad = (tile if _given(tile) else params.get("TILE")), (pad if _given(pad) else params.get("PAD"))
     parts = [kernel]
     if isinstance(block, str) and block:   # the launch block as 'XxY', in either field spelling
         parts.append(block)
@@ -45,12 +64,13 @@ def _label(kernel, block, block_x, block_y, tile, pad) -> str:
         parts.append(f"T{int(tile)}")
     if _given(pad) and pad:
         parts.append(f"pad{int(pad)}")
-    return " ".join(parts)
+    return " ".join(parts + _param_parts(params))
 
 
 def label(r) -> str:
-    """A benchmark row's name in every chart and table: kernel with the block shape, TILE and PAD it ran
-    with, so that two runs of one kernel with different launch shapes never share a name."""
+    """A benchmark row's name in every chart and table: kernel with the block shape and every
+    compile-time parameter it ran with (TILE and PAD as T16 pad1, the ladder's as LADDER_PARTS says),
+    so that two configurations of one kernel never share a name."""
     return _label(*(r.get(f) for f in LABEL_FIELDS))
 
 
