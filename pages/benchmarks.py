@@ -33,7 +33,7 @@ NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "
 def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict]) -> None:
     """Charts (full width: side by side they are too small to read at 1280 px), the table, the exports."""
     df = benchmark.derive(df, peaks)
-    figs = charts.all_charts(df, peaks, font, note=charts.notes(provs))
+    figs = charts.all_charts(df, peaks, font, note=charts.notes(provs, df))
     st.markdown(benchmark.headline(df, escape=schema.plain))
     fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
     for name, fig in figs.items():
@@ -41,9 +41,12 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
         config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "width": 1200, "height": 700,
                                                                  "filename": filename}}
         st.plotly_chart(fig, width="stretch", config=config, key=f"{key}-{name}")
+        if name == "percent_of_cublas":   # what every % depends on, under the chart too (and in its picture)
+            st.caption("  \n".join(schema.plain(charts.measured_with(p, charts.run_rows(df, p))) for p in provs))
     st.dataframe(benchmark.table(df), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in NUMBER_FORMATS.items()})
-    st.caption(heading)
+    ladder = df["kernel"].isin([k.name for k in registry.LADDER]).any()
+    st.caption(heading + (" " + charts.LABEL_KEY if ladder else ""))
 
 
 def exports(rows: list[dict], prov: dict, key: str) -> None:
@@ -98,7 +101,7 @@ if status.available:
             st.error(str(exc))
             st.stop()
         settings = benchmark.Settings(reps=int(reps), flush_l2=flush)
-        st.session_state["bench_prov"] = benchmark.provenance(status.info, settings)
+        st.session_state["bench_prov"] = benchmark.provenance(status.info, settings, benchmark.cublas_version())
         st.session_state["bench_rows"] = rows = []
         peaks = st.session_state["bench_prov"]["peaks"]
         total = len(sizes) * len(kernels)
@@ -118,7 +121,7 @@ if status.available:
         progress.empty()
     if st.session_state.get("bench_rows"):
         rows, prov = st.session_state["bench_rows"], st.session_state["bench_prov"]
-        show(schema.as_frame(rows).assign(gpu=prov["gpu"]), prov["peaks"], "live",
+        show(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"], "live",
              f"Measured live on {prov['gpu']} on {prov['date']}; settings {prov['settings']}.", [prov])
         exports(rows, prov, "live")
 else:

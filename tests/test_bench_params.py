@@ -14,13 +14,17 @@ from engine.kernels import registry
 
 @pytest.fixture
 def asked(monkeypatch) -> list[dict]:
-    """A GPU that times every point at 1 ms and gets it right; what each bench request asked for."""
+    """A GPU that times every point at 1 ms at 1,980 MHz and gets it right, with cuBLAS 13.0.1; what each
+    bench request asked for."""
     requests = []
 
     def call(op, payload=None, timeout=None):
+        if op == "cublas_version":   # asked once, for the provenance
+            return 130001
         assert op == "bench"
         requests.append(payload)
-        return {"times_ms": [1.0] * 5, "correct": True, "rel_error": 0.0, "tolerance": 1e-4}
+        return {"times_ms": [1.0] * 5, "correct": True, "rel_error": 0.0, "tolerance": 1e-4,
+                "telemetry": {"sm_clock_mhz": 1980}}
     monkeypatch.setattr(gpu_client, "status", lambda refresh=False: gpu_client.GpuStatus(
         True, "Stand-in GPU", free_bytes=1 << 40, info={"name": "Stand-in GPU", "sm_count": 1, "sm_clock_mhz": 1,
                                                          "memory_clock_mhz": 1, "memory_bus_bits": 8}))
@@ -43,6 +47,26 @@ def test_a_row_carries_every_parameter_of_its_kernel_and_times_that_build(asked)
 def _bench(tmp_path, *args) -> list[dict]:
     assert main(["bench", "--sizes", "64", "--out", str(tmp_path), "--formats", "json", *args]) == 0
     return json.loads((tmp_path / "results.json").read_text())["results"]
+
+
+def test_a_sweeps_provenance_names_the_cublas_and_the_toolkit_beside_its_percentages(asked, tmp_path, monkeypatch):
+    from engine.kernels import build
+    monkeypatch.setattr(build, "nvcc", lambda: "/opt/cuda/bin/nvcc")
+    monkeypatch.setattr(build, "compiler_version", lambda compiler: "nvcc: NVIDIA (R) Cuda compiler driver\n"
+                        "Cuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n")
+    _bench(tmp_path, "--kernels", "naive_x_cols,cublas_sgemm")
+    prov = json.loads((tmp_path / "results.json").read_text())["provenance"]
+    assert prov["cublas_version"] == 130001 and prov["toolkit"] == "Cuda compilation tools, release 13.0, V13.0.88"
+    df, again = benchmark.load_document((tmp_path / "results.json").read_text())
+    assert again["cublas_version"] == 130001 and set(df["cublas"]) == {"13.0.1"} and set(df["toolkit"]) == {"nvcc 13.0.88"}
+    table = benchmark.table(df)
+    columns = list(table.columns)
+    assert columns[columns.index("% of cuBLAS"):][:4] == ["% of cuBLAS", "SM clock (MHz)", "cuBLAS", "toolkit"]
+    # ... and in every exported chart, under the run's own line
+    from engine.bench import export
+    for name, fig in export.figures(benchmark.schema.read((tmp_path / "results.json").read_text()).rows, prov).items():
+        note = " ".join(a.text for a in fig.layout.annotations)
+        assert "% of cuBLAS with cuBLAS 13.0.1 · toolkit nvcc 13.0.88 · SM clock 1,980 MHz" in note, name
 
 
 def test_bench_sets_parameters_by_name_and_otherwise_each_kernels_own(asked, tmp_path):

@@ -126,6 +126,16 @@ def test_provenance_is_in_every_chart(page):
         assert "NVIDIA H200 · 2026-11-21 · driver CUDA 13.0 · CUDA 13.0.0" in notes, title
 
 
+def test_toolkit_cublas_and_clock_stand_beside_every_percent_of_cublas(page):
+    """The shipped run predates the toolkit and cuBLAS fields: it says so, under the chart and in the table."""
+    line = "% of cuBLAS with cuBLAS not recorded · toolkit not recorded · SM clock 1,980 MHz"
+    assert line in " ".join(str(c.value).replace("\\", "") for c in page.caption)
+    share = next(c for t, c in _charts(page).items() if t.startswith("Share of cuBLAS"))
+    assert line in " ".join(a["text"] for a in share["layout"]["annotations"])
+    columns = list(page.dataframe[-1].value.columns)
+    assert columns[columns.index("% of cuBLAS"):][:4] == ["% of cuBLAS", "SM clock (MHz)", "cuBLAS", "toolkit"]
+
+
 def test_no_run_selected_says_what_to_do():
     at = _open()
     recorded = next(m for m in at.multiselect if m.label.startswith("Recorded"))   # GPU mode has a live one first

@@ -57,6 +57,22 @@ def test_html_charts_are_written(exported):
         assert "plotly" in (exported / f"{name}.html").read_text().lower()
 
 
+def test_a_run_recorded_before_the_versions_were_says_not_recorded_beside_its_percentages(exported):
+    """The shipped run predates the toolkit and cuBLAS fields: it loads, and says so; its clock is in its rows."""
+    line = "% of cuBLAS with cuBLAS not recorded · toolkit not recorded · SM clock 1,980 MHz"
+    assert line in (exported / "percent_of_cublas.html").read_text()
+    df, prov = benchmark.load_document(RECORDED.read_text())
+    assert line in charts.notes([prov], df)
+    table = benchmark.table(df)
+    assert set(table["cuBLAS"]) == set(table["toolkit"]) == {"not recorded"}
+    assert charts.cublas_text({"cublas_version": 130001}) == "13.0.1"
+    assert charts.cublas_text({"cublas_version": 120405}) == "12.4.5"
+    assert charts.toolkit_text({"toolkit": "Cuda compilation tools, release 12.8, V12.8.93"}) == "nvcc 12.8.93"
+    clocks = pd.DataFrame({"status": ["ok", "ok", "ok", "error"], "sm_clock_mhz": [1755, 1980, 1980, 600]})
+    assert charts.clock_text(clocks) == "SM clock 1,755–1,980 MHz (median 1,980)"   # of the timed rows
+    assert charts.clock_text(clocks.drop(columns="sm_clock_mhz")) == "SM clock not recorded"
+
+
 @pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
 def test_png_decodes_at_the_asked_size_and_svg_parses(exported):
     for name in ("gflops_vs_size", "roofline"):
@@ -78,6 +94,7 @@ def test_pictures_carry_their_provenance_and_the_whole_legend(exported):
     for name in ("gflops_vs_size", "percent_of_cublas", "roofline"):
         svg = (exported / f"{name}.svg").read_text()
         assert "NVIDIA H200 · 2026-11-21 · driver CUDA 13.0 · CUDA 13.0.0 · median of 20 reps" in svg, name
+        assert "% of cuBLAS with cuBLAS not recorded · toolkit not recorded · SM clock 1,980 MHz" in svg, name
         legend = re.search(r'<g class="legend"[^>]*translate\(([\d.]+),\s*([\d.]+)\)"><rect class="bg"[^>]*'
                            r'width="([\d.]+)" height="([\d.]+)"', svg)
         x, y, w, h = map(float, legend.groups())

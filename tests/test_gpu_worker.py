@@ -156,7 +156,10 @@ def _serve(conn, works: bool, memory_works: bool = False) -> None:
     package = types.ModuleType("pycuda")
     package.driver = _fake_driver(works, memory_works)
     sys.modules["pycuda"], sys.modules["pycuda.driver"] = package, package.driver
+    from engine.bench import timing
     from engine.devices import gpu_worker
+    # cuBLAS 13.0.1, as cublasGetVersion numbers it (this machine may have no libcublas)
+    timing.cublas = lambda: types.SimpleNamespace(version=130001)
     gpu_worker.serve(conn)
 
 
@@ -184,6 +187,8 @@ def test_the_request_table_answers_info_and_ping_and_names_what_it_lacks(worker)
     info = worker.call("info", None, 60)
     assert info["available"] and info["name"] == "Stand-in GPU" and info["free_bytes"] == 1 << 30
     assert worker.call("ping", None, 10) == "pong"
+    assert worker.call("cublas_version", None, 10) == 130001   # for the provenance of every % of cuBLAS
+    assert "driver_release" in info   # the driver's own version, where NVML answers
     with pytest.raises(EngineError, match="the GPU worker has no request 'launch_missiles'"):
         worker.call("launch_missiles", None, 10)
     assert worker.alive()
@@ -206,6 +211,8 @@ def test_without_a_gpu_it_says_why_and_keeps_serving(worker):
         with pytest.raises(EngineError, match="no GPU: RuntimeError: cuInit failed") as caught:
             worker.call("execute", make_plan("naive_x_cols", make_problem(8, 8, 8)), 10)
         assert not isinstance(caught.value, WorkerCrashed)
+    with pytest.raises(EngineError, match="no GPU"):
+        worker.call("cublas_version", None, 10)
     assert worker.alive()
 
 

@@ -21,9 +21,9 @@ import pandas as pd
 from engine.bench import schema
 from engine.devices import gpu_client
 from engine.errors import EngineError
-from engine.kernels import registry
+from engine.kernels import build, registry
 from engine.kernels.problem import make_problem
-from engine.plots.charts import labels
+from engine.plots import charts
 from engine.tracing.plan import array_bytes, check_fits_gpu, global_shapes
 
 FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128, "10.0": 128,
@@ -71,7 +71,10 @@ def device_peaks(info: dict) -> dict:
     return {"fp32_gflops": fp32, "bandwidth_gbs": bandwidth, "tf32_gflops_datasheet": tf32}
 
 
-def provenance(info: dict, settings: Settings) -> dict:
+def provenance(info: dict, settings: Settings, cublas_version: int | str | None = None) -> dict:
+    """Where and how a run was measured. With every % of cuBLAS go the versions it depends on: the
+    toolkit that built the kernels (nvcc's version line), the driver and the cuBLAS the GPU worker
+    calls (cublas_version()); the SM clock of each point is in its row."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=Path(__file__).parent, timeout=5).stdout.strip()
@@ -79,9 +82,31 @@ def provenance(info: dict, settings: Settings) -> dict:
         commit = ""
     return {"gpu": info.get("name"), "compute_capability": info.get("compute_capability"),
             "sm_count": info.get("sm_count"), "max_sm_clock_mhz": info.get("sm_clock_mhz"),
-            "driver_cuda_version": info.get("driver"), "cuda": info.get("cuda"),
+            "driver_cuda_version": info.get("driver"), "driver": info.get("driver_release"), "cuda": info.get("cuda"),
+            "toolkit": toolkit(), "cublas_version": cublas_version,
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
             "settings": asdict(settings), "peaks": device_peaks(info), "engine_commit": commit}
+
+
+def toolkit() -> str | None:
+    """The line of `nvcc --version` that names the toolkit ("Cuda compilation tools, release 13.0,
+    V13.0.88"): nvcc builds the kernels that are timed. None where there is no nvcc."""
+    compiler = build.nvcc()
+    try:
+        text = build.compiler_version(compiler) if compiler else ""
+    except EngineError:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return next((line for line in lines if "release" in line), lines[-1] if lines else None)
+
+
+def cublas_version() -> int | None:
+    """The version of the cuBLAS the GPU worker times (cublasGetVersion: 13.0.1 is 130001); None where
+    it has none (no GPU, no libcublas)."""
+    try:
+        return gpu_client.call("cublas_version")
+    except EngineError:
+        return None
 
 
 def _spread(times: list[float]) -> float:
@@ -192,19 +217,21 @@ def _cublas_gflops(df: pd.DataFrame) -> np.ndarray:
 
 
 # The results table's columns, in order, with readable names; the kernel column is the charts' label
-# (kernel, block shape, compile-time parameters).
+# (kernel, block shape, compile-time parameters). Beside % of cuBLAS: the SM clock, the cuBLAS and the
+# toolkit it depends on.
 TABLE_COLUMNS = {"gpu": "GPU", "label": "kernel", "m": "M", "n": "N", "k": "K", "status": "status", "gflops": "GFLOP/s",
-                 "pct_cublas": "% of cuBLAS", "pct_fp32_peak": "% of FP32 peak", "median_ms": "median (ms)",
+                 "pct_cublas": "% of cuBLAS", "sm_clock_mhz": "SM clock (MHz)", "cublas": "cuBLAS",
+                 "toolkit": "toolkit", "pct_fp32_peak": "% of FP32 peak", "median_ms": "median (ms)",
                  "spread": "spread (IQR/median)", "reps": "repetitions", "bandwidth_gbs": "bandwidth (GB/s)",
-                 "intensity": "FLOP per byte", "rel_error": "relative error", "sm_clock_mhz": "SM clock (MHz)",
-                 "power_w": "power (W)", "temperature_c": "temperature (°C)", "error": "error"}
-TEXT_COLUMNS = ("gpu", "label", "status", "error")
+                 "intensity": "FLOP per byte", "rel_error": "relative error", "power_w": "power (W)",
+                 "temperature_c": "temperature (°C)", "error": "error"}
+TEXT_COLUMNS = ("gpu", "label", "status", "cublas", "toolkit", "error")
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
     """The results as shown: readable column names; a missing number stays empty (NaN, drawn blank)
     and missing text is a dash, never 'None'."""
-    df = df.assign(label=labels(df))
+    df = df.assign(label=charts.labels(df))
     out = pd.DataFrame({name: df[col] for col, name in TABLE_COLUMNS.items() if col in df})
     for col, name in TABLE_COLUMNS.items():
         if name not in out:
@@ -227,7 +254,7 @@ def headline(df: pd.DataFrame, n: int = 1024, escape=str) -> str:
     ok = df[(df["status"] == "ok") & (df["m"] == n) & (df["n"] == n) & (df["k"] == n)]
     if "gpu" in ok and ok["gpu"].notna().any():
         ok = ok[ok["gpu"] == ok["gpu"].dropna().iloc[0]]
-    ok = ok.assign(label=labels(ok)) if len(ok) else ok.assign(label=[])
+    ok = ok.assign(label=charts.labels(ok)) if len(ok) else ok.assign(label=[])
     picked = [(r["label"], r["gflops"]) for kernel in HEADLINE_KERNELS for _, r in ok[ok["kernel"] == kernel].iterrows()]
     if not picked:
         return ""
@@ -261,8 +288,15 @@ def load_upload(name: str, data: bytes) -> tuple[tuple[pd.DataFrame, dict] | Non
 
 
 def _run(doc: schema.Document) -> tuple[pd.DataFrame, dict]:
-    df = doc.frame.assign(gpu=doc.prov.get("gpu") or "unknown GPU", recorded=doc.prov["date"])
-    return derive(df, doc.prov["peaks"]), doc.prov
+    return derive(of_run(doc.frame, doc.prov), doc.prov["peaks"]), doc.prov
+
+
+def of_run(frame: pd.DataFrame, prov: dict) -> pd.DataFrame:
+    """A run's rows, each with what the charts and the table say of its run: the GPU, when it was
+    recorded, and the cuBLAS and toolkit that its % of cuBLAS depends on ('not recorded' in a file
+    older than those fields)."""
+    return frame.assign(gpu=prov.get("gpu") or "unknown GPU", recorded=prov.get("date"),
+                        cublas=charts.cublas_text(prov), toolkit=charts.toolkit_text(prov))
 
 
 def recorded_runs() -> list[Path]:

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.bench.benchmark import derive
+from engine.bench.benchmark import derive, of_run
 from engine.bench.schema import as_frame, to_document
 from engine.errors import EngineError
 from engine.plots import charts, style
 
 FORMATS = ("csv", "json", "html", "png", "svg")
-PROVENANCE_COLUMNS = ("gpu", "driver_cuda_version", "cuda", "date", "engine_commit")
+PROVENANCE_COLUMNS = ("gpu", "driver_cuda_version", "driver", "cuda", "toolkit", "cublas_version", "date",
+                      "engine_commit")
 NO_KALEIDO = "PNG/SVG export needs the kaleido package: python3 -m pip install -r requirements.txt"
 NO_CHROME = ("PNG/SVG export needs Chrome or Chromium, and kaleido found neither: install one "
              "(`apt install chromium`, or `python3 -c 'import kaleido; kaleido.get_chrome_sync()'`)")
@@ -103,8 +104,8 @@ def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.
 
 def figures(rows: list[dict], prov: dict, font: int = style.EXPORT_FONT) -> dict:
     """Every chart of one run, each carrying its provenance in the picture."""
-    df = derive(as_frame(rows).assign(gpu=prov.get("gpu")), prov["peaks"])
-    return charts.all_charts(df, prov["peaks"], font, note=charts.notes([prov])) if len(df) else {}
+    df = derive(of_run(as_frame(rows), prov), prov["peaks"])
+    return charts.all_charts(df, prov["peaks"], font, note=charts.notes([prov], df)) if len(df) else {}
 
 
 def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: int = 1200,

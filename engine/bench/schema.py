@@ -74,7 +74,8 @@ SETTINGS = {"warmup": Field("count"), "reps": Field("count"), "flush_l2": Field(
 # row's params, four).
 OBJECTS = {"peaks": PEAKS, "settings": SETTINGS}
 PROVENANCE = {"gpu": Field("name"), "compute_capability": Field("name"), "sm_count": Field("count"),
-              "max_sm_clock_mhz": Field("number"), "driver_cuda_version": Field("version"), "cuda": Field("name"),
+              "max_sm_clock_mhz": Field("number"), "driver_cuda_version": Field("version"), "driver": Field("name"),
+              "cuda": Field("name"), "toolkit": Field("name"), "cublas_version": Field("version"),
               "date": Field("date", True), "host": Field("name"), "settings": Field("object"),
               "peaks": Field("object", True, "an object with fp32_gflops and bandwidth_gbs"),
               "engine_commit": Field("name")}

@@ -23,7 +23,20 @@ def device_info(cuda, dev) -> dict:
         "shared_per_block_optin": dev.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
         "free_bytes": free, "total_bytes": total,
         "driver": cuda.get_driver_version(), "cuda": ".".join(map(str, cuda.get_version())),
+        "driver_release": driver_release(),
     }
+
+
+def driver_release() -> str | None:
+    """The installed driver's own version ("580.159"), from NVML; None where there is no NVML (the
+    CUDA version the driver supports is in "driver")."""
+    try:
+        import pynvml  # noqa: PLC0415 - optional, GPU machines only
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+    except Exception:
+        return None
+    return version.decode() if isinstance(version, bytes) else str(version)
 
 
 def _fatal(exc: BaseException, cuda) -> bool:
@@ -68,12 +81,18 @@ def serve(conn) -> None:
     def bench(payload, reply):
         return timing.run_bench(modules, info, **payload)
 
+    def cublas_version(payload, reply):
+        """The version of the cuBLAS that "bench" calls (loaded now if no point has called it yet), for
+        the provenance of every % of cuBLAS."""
+        return timing.cublas().version
+
     def no_gpu(payload, reply):
         raise RuntimeError(f"no GPU: {info['reason']}")
 
     # Every request the worker answers, in one table (workers.serve dispatches); without a GPU,
     # every one but info says why.
-    requests = {"info": info_now, "ping": lambda payload, reply: "pong", "execute": trace, "bench": bench}
+    requests = {"info": info_now, "ping": lambda payload, reply: "pong", "execute": trace, "bench": bench,
+                "cublas_version": cublas_version}
     if not info["available"]:
         requests = {op: info_now if op == "info" else no_gpu for op in requests}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -290,7 +291,57 @@ def provenance_note(prov: dict) -> str:
     return " · ".join(str(p) for p in parts if p)
 
 
-def notes(provs: list[dict]) -> str:
-    """The provenance of each run shown, one line each, as a chart's note: plain text (Plotly reads
-    some HTML, and a GPU's name comes from a file)."""
-    return "<br>".join(html.escape(provenance_note(p), quote=False) for p in provs)
+NOT_RECORDED = "not recorded"   # what an older file, made before a field existed, says for it
+
+
+def cublas_text(prov: dict) -> str:
+    """The cuBLAS a run's % of cuBLAS is against: cublasGetVersion's number (major * 10000 + minor * 100
+    + patch since cuBLAS 11) as a version, 130001 -> 13.0.1; an older number or a string as written."""
+    v = prov.get("cublas_version")
+    if type(v) is int and v >= 110000:
+        return f"{v // 10000}.{v // 100 % 100}.{v % 100}"
+    return NOT_RECORDED if v is None or v == "" else str(v)
+
+
+def toolkit_text(prov: dict) -> str:
+    """The toolkit that built the kernels: 'nvcc 13.0.88' from nvcc's version line, else the line."""
+    line = prov.get("toolkit")
+    if not line:
+        return NOT_RECORDED
+    found = re.search(r"\bV(\d+\.\d+\.\d+)", line)
+    return f"nvcc {found.group(1)}" if found else line
+
+
+def clock_text(rows: pd.DataFrame | None) -> str:
+    """The SM clock the timed rows reported (each right after its point): one value, or the range."""
+    ok = rows[rows["status"] == "ok"] if rows is not None and "status" in rows else None
+    mhz = ok["sm_clock_mhz"].dropna() if ok is not None and "sm_clock_mhz" in ok else pd.Series([], dtype=float)
+    if mhz.empty:
+        return f"SM clock {NOT_RECORDED}"
+    lo, hi = mhz.min(), mhz.max()
+    return f"SM clock {lo:,.0f} MHz" if lo == hi else f"SM clock {lo:,.0f}–{hi:,.0f} MHz (median {mhz.median():,.0f})"
+
+
+def measured_with(prov: dict, rows: pd.DataFrame | None) -> str:
+    """What a run's % of cuBLAS depends on beyond the kernels, on one line: the cuBLAS it is against,
+    the toolkit that built the kernels, the driver and the SM clock during the run. Every part is
+    there, 'not recorded' where the file is older than the field."""
+    parts = [f"cuBLAS {cublas_text(prov)}", f"toolkit {toolkit_text(prov)}"]
+    if prov.get("driver"):
+        parts.append(f"driver {prov['driver']}")
+    return "% of cuBLAS with " + " · ".join(parts + [clock_text(rows)])
+
+
+def run_rows(df: pd.DataFrame | None, prov: dict) -> pd.DataFrame | None:
+    """The rows of `df` that one run measured (engine/bench/benchmark.py of_run marks them with its date)."""
+    if df is None or "recorded" not in df:
+        return df
+    return df[df["recorded"] == prov.get("date")]
+
+
+def notes(provs: list[dict], df: pd.DataFrame | None = None) -> str:
+    """The provenance of each run shown, as a chart's note, two lines each: where and how it was
+    measured (provenance_note), and what its % of cuBLAS depends on (measured_with; the SM clock
+    from its rows in `df`). Plain text: Plotly reads some HTML, and a GPU's name comes from a file."""
+    lines = [line for p in provs for line in (provenance_note(p), measured_with(p, run_rows(df, p)))]
+    return "<br>".join(html.escape(line, quote=False) for line in lines)
