@@ -5,11 +5,11 @@ import time
 import pandas as pd
 import streamlit as st
 
-from engine.bench import benchmark, export, schema
+from engine.bench import benchmark, claimed, export, schema, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
-from pages.lib import ui
+from pages.lib import claims, ui
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
               "repetitions after warm-up, each result checked against float64 numpy before it is shown.")
@@ -77,6 +77,76 @@ def exports(rows: list[dict], prov: dict, key: str) -> None:
     for i, (filename, data, mime) in enumerate(sorted(files)):
         # on_click="ignore": downloading one file keeps the others on the page
         cols[i % 3].download_button(filename, data, filename, mime, on_click="ignore", key=f"{key}-{filename}")
+
+
+CLAIM_FORMATS = {"A100 TFLOP/s": "%g", "% of peak": "%g", "peak that % implies": "%,.0f",
+                 "A100 peak at its precision": "%g", "% of that peak": "%.1f", "TFLOP/s here": "%,.1f",
+                 claimed.PCT_HERE: "%.1f", "GFLOP/s": "%,.0f", "median (ms)": "%.3f", claimed.TIMES_PRINTED: "%.2f",
+                 claimed.FP32_PCT_HERE: "%.1f", "% of cuBLAS": "%.1f"}
+
+
+def measured_claims(df: pd.DataFrame, peaks: dict) -> None:
+    """The documents' speed figures, checked, beside the same kernels of the run shown (its first GPU)."""
+    st.subheader("What the documents claim, measured here")
+    config = {c: st.column_config.NumberColumn(c, format=f) for c, f in CLAIM_FORMATS.items()}
+    table = claimed.cuda_table(df, peaks)
+    st.markdown(f"- *{claims.MEASURED['cuda_table']}*  \n  {claimed.cuda_table_check()}  \n  "
+                f"{claimed.cuda_table_here(table, schema.plain)}")
+    st.dataframe(table.table, hide_index=True, width="stretch", column_config=config)
+    st.caption("The same kernels here: " + claimed.cuda_table_kernels() + " % of this GPU's peak: FP32 from its "
+               "attributes, TF32 from NVIDIA's datasheet. Peaks in TFLOP/s."
+               + "".join(f"  \n{line}." for line in table.missing))
+    headline = claimed.non_square(df, peaks)
+    st.markdown(f"- *{claims.MEASURED['non_square']}*  \n  {claimed.non_square_check()}  \n  "
+                f"{claimed.non_square_here(headline, schema.plain)}")
+    if len(headline.table):
+        st.dataframe(headline.table, hide_index=True, width="stretch", column_config=config)
+    if headline.missing:
+        st.caption("  \n".join(f"{line}." for line in headline.missing))
+
+
+SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",
+                 "winner GFLOP/s": "%,.0f", "default GFLOP/s": "%,.0f", "default's rank": "%d",
+                 "configurations timed": "%d"}
+
+
+def autotuning_sweep() -> None:
+    """The recorded sweep of every ladder rung's configurations: ranked, each winner against the
+    registry's default (a default that is not the winner is flagged), and one figure of them all."""
+    st.subheader("Autotuning sweep")
+    sweeps = benchmark.tuning_runs()
+    if not sweeps:
+        st.info("No autotuning sweep recorded yet. A sweep times every allowed configuration of each ladder rung "
+                "at 4096³ on a GPU; it is kept in engine/bench/recorded/tuning/.", icon=":material/tune:")
+        return
+    name = st.selectbox("Sweep", [p.name for p in sweeps], index=len(sweeps) - 1) if len(sweeps) > 1 else sweeps[0].name
+    df, prov = benchmark.load_document((benchmark.TUNING / name).read_text())
+    ranked = tuning.ranking(df)
+    if ranked.empty:
+        st.warning(f"{schema.plain(name)} holds no row of a ladder rung.")
+        return
+    n = tuning.sweep_size(df)
+    found = tuning.verdicts(ranked)
+    st.markdown(f"Every configuration the registry allows of each rung, timed at {n}³ on the "
+                f"{schema.plain(prov.get('gpu') or 'unknown GPU')}; the winner is starred, the registry's default "
+                "ringed.")
+    fig = charts.tuning_sweep(ranked, font, charts.notes([prov], df), tuning.cublas_gflops(df))
+    st.plotly_chart(fig, width="stretch", key="sweep-figure", config={"displaylogo": False, "toImageButtonOptions": {
+        "format": "png", "width": 1200, "height": 700,
+        "filename": export.chart_filename("autotuning", [prov.get("gpu")], [prov.get("date")])}})
+    st.dataframe(tuning.summary(found), hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
+    for v in found:
+        (st.markdown if v.default_wins else st.warning)(v.text())
+    tabs = st.tabs([v.rung for v in found])
+    for tab, v in zip(tabs, found):
+        part = ranked[ranked["kernel"] == v.rung]
+        tab.dataframe(pd.DataFrame({
+            "rank": part["rank"], "configuration": part["label"], "": part["winner"].map({True: "★ winner", False: ""})
+            + part["default"].map({True: " ○ registry default", False: ""}), "GFLOP/s": part["gflops"],
+            "% of the winner": part["pct_of_winner"], "% of cuBLAS": part.get("pct_cublas"), "status": part["status"]}),
+            hide_index=True, width="stretch",
+            column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
 
 
 # ------------------------------------------------------------------ live, on this machine's GPU
@@ -162,6 +232,9 @@ if frames:
     if len(choices) == 1 and not uploads:
         doc = schema.read((benchmark.RECORDED / choices[0]).read_bytes())
         exports(doc.rows, doc.prov, "recorded")
+    measured_claims(pd.concat(frames, ignore_index=True), peaks)
 else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "
             "to see its charts and table.", icon=":material/arrow_upward:")
+
+autotuning_sweep()

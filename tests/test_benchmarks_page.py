@@ -1,12 +1,15 @@
 """The Benchmarks page: recorded runs in any mode; a live sweep in GPU mode (on the device)."""
+import base64
 import json
 import math
 import re
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.bench import benchmark
+from tests import synthetic_runs
 from tests.test_pages import APP, TIMEOUT
 
 
@@ -30,14 +33,32 @@ def test_recorded_run_is_shown_and_labelled_with_its_gpu():
     assert "Throughput against size" in titles and "Roofline" in titles
     g = charts[titles.index("Throughput against size")]
     assert {"naive_x_rows", "cublas_sgemm"} <= {t["name"].split(" ")[0] for t in g["data"]}
-    table = at.dataframe[-1].value
+    table = _results(at)
     assert (table["status"] == "ok").sum() > 10 and table["GFLOP/s"].max() > 1e4
+
+
+def _results(at):
+    """The (first) results table: the documents' claims and the sweep have tables of their own below it."""
+    return next(d.value for d in at.dataframe if "% of FP32 peak" in d.value.columns)
 
 
 def _charts(at) -> dict[str, dict]:
     """The page's charts by title (their first line)."""
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     return {c["layout"]["title"]["text"].split("<br>")[0]: c for c in charts}
+
+
+def _run_charts(at) -> dict[str, dict]:
+    """The recorded runs' charts: those above the autotuning sweep's (which has a provenance and colours
+    of its own)."""
+    return {t: c for t, c in _charts(at).items() if not t.startswith("Autotuning")}
+
+
+def _numbers(values) -> list[float]:
+    """A figure's array as its JSON carries it: a list, or a typed array in base64."""
+    if isinstance(values, dict):
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return list(values)
 
 
 def _page_text(at) -> str:
@@ -52,7 +73,7 @@ def page():
 def test_charts_have_a_fixed_height_and_the_legend_below(page):
     """Side by side with a legend at the right, the roofline shrank to ~80 px at 1280 wide."""
     charts = _charts(page)
-    assert len(charts) == 4
+    assert len(_run_charts(page)) == 4 and len(charts) == 4 + bool(benchmark.tuning_runs())   # and a sweep's
     for title, c in charts.items():
         layout = c["layout"]
         assert layout["height"] >= 480, title
@@ -75,7 +96,7 @@ def test_log_axes_are_ticked_at_round_values_only(page):
 
 def test_one_colour_per_kernel_in_every_chart(page):
     seen: dict[str, set] = {}
-    for c in _charts(page).values():
+    for c in _run_charts(page).values():
         for t in c["data"]:
             if t.get("showlegend") is False or "name" not in t or "roof" in t["name"] or "(" in t["name"]:
                 continue
@@ -88,7 +109,7 @@ def test_one_colour_per_kernel_in_every_chart(page):
 def test_block_shape_is_part_of_each_label_and_quoted_numbers_are_the_charted_ones(page):
     names = {t["name"] for c in _charts(page).values() for t in c["data"] if "name" in t}
     assert {"naive_x_rows 16x16", "naive_x_cols 16x16", "naive_transposed_b 32x32", "tiled_guarded T16"} <= names
-    table = page.dataframe[-1].value
+    table = _results(page)
     assert "naive_x_rows 16x16" in set(table["kernel"])
     text = _page_text(page)
     at_1024 = table[(table["M"] == 1024) & (table["N"] == 1024) & (table["K"] == 1024)].set_index("kernel")
@@ -100,7 +121,7 @@ def test_block_shape_is_part_of_each_label_and_quoted_numbers_are_the_charted_on
 
 
 def test_table_has_readable_column_names_and_no_none(page):
-    table = page.dataframe[-1].value
+    table = _results(page)
     assert {"GPU", "kernel", "GFLOP/s", "% of cuBLAS", "median (ms)"} <= set(table.columns)
     assert not [c for c in table.columns if "_" in c], "raw field names"
     text_cells = table.select_dtypes(exclude="number")
@@ -109,8 +130,8 @@ def test_table_has_readable_column_names_and_no_none(page):
 
 def test_camera_button_names_each_download_by_chart_gpu_and_date(page):
     names = [json.loads(c.proto.config)["toImageButtonOptions"]["filename"] for c in page.get("plotly_chart")]
-    assert names == ["gflops_vs_size-NVIDIA-H200-2026-11-21", "percent_of_cublas-NVIDIA-H200-2026-11-21",
-                     "roofline-NVIDIA-H200-2026-11-21", "telemetry-NVIDIA-H200-2026-11-21"]
+    assert names[:4] == ["gflops_vs_size-NVIDIA-H200-2026-11-21", "percent_of_cublas-NVIDIA-H200-2026-11-21",
+                         "roofline-NVIDIA-H200-2026-11-21", "telemetry-NVIDIA-H200-2026-11-21"]
 
 
 def test_percent_of_cublas_axis_is_capped_and_the_outlier_explained(page):
@@ -121,7 +142,7 @@ def test_percent_of_cublas_axis_is_capped_and_the_outlier_explained(page):
 
 
 def test_provenance_is_in_every_chart(page):
-    for title, c in _charts(page).items():
+    for title, c in _run_charts(page).items():
         notes = " ".join(a["text"] for a in c["layout"].get("annotations", []))
         assert "NVIDIA H200 · 2026-11-21 · driver CUDA 13.0 · CUDA 13.0.0" in notes, title
 
@@ -132,7 +153,7 @@ def test_toolkit_cublas_and_clock_stand_beside_every_percent_of_cublas(page):
     assert line in " ".join(str(c.value).replace("\\", "") for c in page.caption)
     share = next(c for t, c in _charts(page).items() if t.startswith("Share of cuBLAS"))
     assert line in " ".join(a["text"] for a in share["layout"]["annotations"])
-    columns = list(page.dataframe[-1].value.columns)
+    columns = list(_results(page).columns)
     assert columns[columns.index("% of cuBLAS"):][:4] == ["% of cuBLAS", "SM clock (MHz)", "cuBLAS", "toolkit"]
 
 
@@ -141,7 +162,7 @@ def test_no_run_selected_says_what_to_do():
     recorded = next(m for m in at.multiselect if m.label.startswith("Recorded"))   # GPU mode has a live one first
     recorded.set_value([]).run()
     assert not at.exception
-    assert not at.get("plotly_chart")
+    assert not _run_charts(at)
     assert "No recorded run selected" in " ".join(str(i.value) for i in at.info)
 
 
@@ -162,6 +183,70 @@ def test_image_button_shows_progress_and_a_clear_message_without_chrome(monkeypa
     assert "roofline-NVIDIA-H200-2026-11-21.html" in labels
 
 
+def _open_over(monkeypatch, tmp_path, recorded: list[dict], sweep: list[dict] | None = None):
+    """The page over a recorded run and a sweep made up in the test, in folders of their own."""
+    runs, sweeps = tmp_path / "recorded", tmp_path / "recorded" / "tuning"
+    sweeps.mkdir(parents=True)
+    (runs / "made-up.json").write_text(synthetic_runs.document(recorded))
+    if sweep:
+        (sweeps / "ladder.json").write_text(synthetic_runs.document(sweep))
+    monkeypatch.setattr(benchmark, "RECORDED", runs)
+    monkeypatch.setattr(benchmark, "TUNING", sweeps)
+    return _open()
+
+
+def test_the_documents_figures_stand_beside_the_recorded_run(monkeypatch, tmp_path):
+    at = _open_over(monkeypatch, tmp_path, synthetic_runs.SQUARE + synthetic_runs.SKINNY)
+    assert "What the documents claim, measured here" in [s.value for s in at.subheader]
+    text = _page_text(at)
+    assert "**Matrix Multiplication in CUDA**: 'Performance Comparison (Rough)' on an A100" in text
+    assert "cuBLAS FP32 97%, not 12%" in text
+    assert "On the NVIDIA H200 at 4096³: Naive CUDA (naive_x_cols 16x16) 5.0 TFLOP/s" in text
+    assert "**CUDA Kernel for Non-Square Matrix Multiplication**: on a V100" in text
+    assert "3,112 GFLOP/s, not 3,029.39" in text
+    assert "its fastest kernel, shared_bank_conflicts T32 pad1, runs 6,000 GFLOP/s" in text
+    assert "seed" not in text.lower() and "Not in this run" not in text
+    tables = {tuple(d.value.columns)[0]: d.value for d in at.dataframe}
+    assert tables["as printed"].set_index("as printed").loc["Tiled", "TFLOP/s here"] == 8.0
+    assert tables["kernel"]["kernel"].iloc[0] == "shared_bank_conflicts T32 pad1"
+
+
+def test_rows_a_claim_needs_and_the_run_lacks_are_named(monkeypatch, tmp_path):
+    without_16x16 = [r for r in synthetic_runs.SQUARE if not (r["kernel"] == "naive_x_cols" and r["block"] == "16x16")]
+    at = _open_over(monkeypatch, tmp_path, without_16x16)
+    captions = " ".join(str(c.value) for c in at.caption)
+    assert "Naive CUDA: the document's own configuration is not in this run; naive_x_cols 32x32 is shown" in captions
+    assert "cuBLAS FP16: the catalog has no FP16 kernel yet" in captions
+    assert ("Not in this run at 4096×4096×128: naive_transposed_b, shared_bank_conflicts T16, shared_bank_conflicts "
+            "T16 pad1, shared_bank_conflicts T32, shared_bank_conflicts T32 pad1, any rung of the ladder, "
+            "cublas_sgemm") in captions
+
+
+def test_the_autotuning_sweep_ranks_each_rung_and_flags_a_default_that_loses(monkeypatch, tmp_path):
+    at = _open_over(monkeypatch, tmp_path, synthetic_runs.SQUARE, synthetic_runs.sweep_rows())
+    assert not at.exception, [e.value for e in at.exception]
+    sweep = _charts(at)["Autotuning sweep: every configuration of each rung"]
+    stars = [t for t in sweep["data"] if t["name"] == "the winner" and t.get("showlegend") is False]
+    assert [_numbers(t["y"]) for t in stars] == [[12000.0], [30000.0], [31000.0]]
+    warnings = [str(w.value) for w in at.warning]
+    assert any(w.startswith("blocktile_1d: the winner of 3 timed configurations is blocktile_1d 128x64x8 t8") and
+               "is not the winner: it ranks 2 at 9,000 GFLOP/s" in w for w in warnings), warnings
+    assert not any(w.startswith("warptile:") for w in warnings)
+    summary = next(d.value for d in at.dataframe if "default is the winner" in d.value.columns).set_index("rung")
+    assert summary["default is the winner"].to_dict() == {"blocktile_1d": "NO", "warptile": "yes", "double_buffered": "NO"}
+    assert [t.label for t in at.tabs] == ["blocktile_1d", "warptile", "double_buffered"]
+    ranked = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
+    assert ranked["configuration"].tolist() == ["blocktile_1d 128x64x8 t8", "blocktile_1d 64x64x8 t8",
+                                                "blocktile_1d 64x64x8 t4"]
+    assert ranked[""].tolist() == ["★ winner", " ○ registry default", ""]
+
+
+def test_without_a_sweep_the_section_says_where_one_goes(monkeypatch, tmp_path):
+    at = _open_over(monkeypatch, tmp_path, synthetic_runs.SQUARE)
+    assert "Autotuning sweep" in [s.value for s in at.subheader]
+    assert "No autotuning sweep recorded yet" in " ".join(str(i.value) for i in at.info)
+
+
 @pytest.mark.gpu
 def test_live_sweep_streams_results_with_cublas_alongside():
     at = _open()
@@ -173,6 +258,6 @@ def test_live_sweep_streams_results_with_cublas_alongside():
     assert len(rows) == 2 * 5 and all(r["status"] == "ok" for r in rows)
     assert any(r["kernel"] == "cublas_sgemm" for r in rows)
     assert next(r for r in rows if r["kernel"] == "tiled_guarded")["params"] == {"TILE": 16}
-    table = at.dataframe[0].value
+    table = _results(at)
     assert table["% of cuBLAS"].notna().sum() >= 4 and (table["GFLOP/s"] > 0).all()
     assert "tiled_guarded T16" in set(table["kernel"])   # labelled by the TILE its params name

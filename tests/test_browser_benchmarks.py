@@ -9,7 +9,7 @@ import re
 import pytest
 
 from engine.bench import benchmark
-from tests import browser
+from tests import browser, synthetic_runs
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
 
@@ -53,18 +53,20 @@ def drawn(server, shots):
     """The page at 1280x720: what every chart drew, and the page's text; screenshots of each chart."""
     with browser.chromium() as b:
         page = _load(server, b, 1280, 720)
-        charts = {c["title"]: c for c in page.evaluate(DRAWN)}
+        # the recorded run's charts (a recorded autotuning sweep's has tests of its own, below)
+        charts = {c["title"]: c for c in page.evaluate(DRAWN) if not c["title"].startswith("Autotuning")}
         for i, plot in enumerate(page.locator(".js-plotly-plot").all()):
             plot.scroll_into_view_if_needed()
             plot.screenshot(path=str(shots / f"benchmarks-1280-chart{i}.png"))
         page.locator(".js-plotly-plot").nth(2).scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "benchmarks-1280x720.png"))
-        page.locator("[data-testid='stDataFrame']").scroll_into_view_if_needed()
+        # the results table: the first (the documents' claims have tables of their own below it)
+        page.locator("[data-testid='stDataFrame']").first.scroll_into_view_if_needed()
         page.wait_for_timeout(500)
         page.screenshot(path=str(shots / "benchmarks-1280x720-table.png"))
-        table = page.evaluate("""() => [Array.from(document.querySelectorAll(
-            "[data-testid='stDataFrame'] [role='columnheader']")).map(e => e.textContent),
-            Array.from(document.querySelectorAll("[data-testid='stDataFrame'] [role='gridcell']")).map(e => e.textContent)]""")
+        table = page.evaluate("""() => { const t = document.querySelector("[data-testid='stDataFrame']");
+            return [Array.from(t.querySelectorAll("[role='columnheader']")).map(e => e.textContent),
+                    Array.from(t.querySelectorAll("[role='gridcell']")).map(e => e.textContent)]; }""")
         text = page.inner_text("body")
     return {"charts": charts, "table": table, "text": text}   # Chromium closed: the next test opens its own
 
@@ -163,3 +165,38 @@ def test_hostile_uploads_get_a_message_and_the_recorded_run_stays_charted(server
     assert not [u for u in images + fetched if "evil" in u], "something was fetched from the uploaded name"
     assert not [u for u in links if "evil" in u], "a link was made of the uploaded name"
     assert exceptions == 0 and "Traceback" not in text and 'File "/' not in text
+
+
+def test_the_documents_figures_and_the_autotuning_sweep_are_drawn(tmp_path, shots):
+    """A made-up recorded run and sweep (MATMUL_EXPLORER_RECORDED): the claims with their computed
+    verdicts, and the sweep's figure with its winners and the registry's defaults, as the browser shows them."""
+    (tmp_path / "tuning").mkdir()
+    (tmp_path / "made-up.json").write_text(synthetic_runs.document(synthetic_runs.SQUARE + synthetic_runs.SKINNY))
+    (tmp_path / "tuning" / "ladder.json").write_text(synthetic_runs.document(synthetic_runs.sweep_rows()))
+    with browser.app_server({"MATMUL_EXPLORER_GPU": "0", "MATMUL_EXPLORER_RECORDED": str(tmp_path)}) as url, \
+            browser.chromium() as b:
+        page = b.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"{url}/benchmarks")
+        page.wait_for_selector("h1", timeout=60000)
+        browser.wait_for_chart(page, 5)
+        browser.wait_idle(page)
+        charts = {c["title"]: c for c in page.evaluate(DRAWN)}
+        sweep = page.locator(".js-plotly-plot").nth(4)
+        sweep.scroll_into_view_if_needed()
+        sweep.screenshot(path=str(shots / "benchmarks-autotuning-sweep.png"))
+        page.get_by_text("What the documents claim, measured here").scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "benchmarks-documents-measured.png"))
+        text = page.inner_text("body")
+        struck = page.locator("del, s").count()
+        exceptions = page.locator("[data-testid='stException']").count()
+    assert exceptions == 0
+    assert "What the documents claim, measured here" in text and "Autotuning sweep" in text
+    assert "Naive CUDA ~0.5 TFLOPS, 0.3% of peak" in text and struck == 0   # a tilde is not a strikethrough
+    assert "cuBLAS FP32 97%, not 12%" in text and "3,112 GFLOP/s, not 3,029.39" in text
+    assert "On the NVIDIA H200 at 4096³: Naive CUDA (naive_x_cols 16x16) 5.0 TFLOP/s" in text
+    assert "blocktile_1d: the winner of 3 timed configurations is blocktile_1d 128x64x8 t8" in text
+    drawn = charts["Autotuning sweep: every configuration of each rung"]
+    assert drawn["x"] == ["blocktile_1d", "warptile", "double_buffered"]
+    assert [name for name, _ in drawn["legend"]] == ["a configuration", "the winner", "the registry's default"]
+    assert "cuBLAS 50,000 GFLOP/s" in drawn["notes"]
+    assert drawn["plot"]["height"] > 300 and drawn["legendBox"]["top"] >= drawn["plot"]["bottom"]

@@ -7,6 +7,7 @@ clocks, power and temperature the GPU reported right after the point.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import statistics
 import subprocess
@@ -30,7 +31,10 @@ FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8
                      "12.0": 128}
 # Dense TF32 tensor-core peaks from NVIDIA's datasheets (not derivable from device attributes).
 TF32_DATASHEET_TFLOPS = {"H100": 495.0, "H200": 495.0, "A100": 156.0}
-RECORDED = Path(__file__).parent / "recorded"
+# The recorded runs shown without a GPU: the shipped ones, or a folder of one's own (its autotuning
+# sweeps in its tuning/); a folder of their own, so recorded_runs() does not list the sweeps.
+RECORDED = Path(os.environ.get("MATMUL_EXPLORER_RECORDED") or Path(__file__).parent / "recorded")
+TUNING = RECORDED / "tuning"
 
 
 @dataclass
@@ -300,4 +304,18 @@ def of_run(frame: pd.DataFrame, prov: dict) -> pd.DataFrame:
 
 
 def recorded_runs() -> list[Path]:
+    """The recorded runs of kernels against sizes (not the autotuning sweeps: tuning_runs)."""
     return sorted(RECORDED.glob("*.json"))
+
+
+def tuning_runs() -> list[Path]:
+    """Recorded autotuning sweeps: many configurations of each ladder rung at one size (engine/bench/tuning.py)."""
+    return sorted(TUNING.glob("*.json"))
+
+
+def square_size(df: pd.DataFrame, n: int) -> int | None:
+    """n if the rows hold n³, else the largest square size they hold; None if they hold none."""
+    square = df[(df["m"] == df["n"]) & (df["n"] == df["k"])]["m"]
+    if (square == n).any():
+        return n
+    return int(square.max()) if len(square) else None

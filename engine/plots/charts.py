@@ -270,6 +270,49 @@ def telemetry(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.F
     return _layout(fig, "GPU telemetry during the sweep", font, note)
 
 
+def tuning_sweep(ranked: pd.DataFrame, font: int = EXPORT_FONT, note: str = "", cublas: float | None = None) -> go.Figure:
+    """An autotuning sweep (engine/bench/tuning.py ranking): per ladder rung, a strip of its timed
+    configurations, fastest on the left; the winner a large star, the registry's default ringed, so
+    a default that is not the winner stands apart; cuBLAS at the same size as a dotted line."""
+    fig = go.Figure()
+    timed = ranked[ranked["rank"].notna()]
+    rungs = list(dict.fromkeys(timed["kernel"]))
+    catalog = [k.name for k in registry.CATALOG]
+    for i, rung in enumerate(rungs):
+        part = timed[timed["kernel"] == rung]
+        color = PALETTE[catalog.index(rung) % len(PALETTE)]   # a rung's colour in every sweep
+        x = i + np.linspace(-0.35, 0.35, len(part)) if len(part) > 1 else np.array([float(i)])
+        fig.add_scatter(x=x, y=part["gflops"], mode="markers", name="a configuration", legendgroup="config",
+                        showlegend=i == 0, marker={"color": color, "size": 7, "opacity": 0.6},
+                        text=_escaped(part["label"]), customdata=part["rank"],
+                        hovertemplate="%{text}: %{y:,.0f} GFLOP/s, rank %{customdata:.0f}<extra></extra>")
+        for kind, rows, marker in (
+                ("the winner", part["winner"].to_numpy(), {"symbol": "star", "size": 20, "color": color,
+                                                            "line": {"color": style.ROOF, "width": 1.5}}),
+                ("the registry's default", part["default"].to_numpy(), {"symbol": "circle-open", "size": 22,
+                                                                        "color": style.ROOF, "line": {"width": 2.5}})):
+            if rows.any():
+                fig.add_scatter(x=x[rows], y=part["gflops"][rows], mode="markers", name=kind, legendgroup=kind,
+                                showlegend=False, marker=marker, text=_escaped(part["label"][rows]),
+                                hovertemplate="%{text}: %{y:,.0f} GFLOP/s" + f"<extra>{kind}</extra>")
+    for kind, marker in (("the winner", {"symbol": "star", "size": 14, "color": style.INK}),
+                         ("the registry's default", {"symbol": "circle-open", "size": 14, "color": style.ROOF})):
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=kind, legendgroup=kind, marker=marker)   # legend only
+    if cublas:
+        fig.add_hline(y=cublas, line={"color": style.ROOF, "dash": "dot", "width": 1})
+        fig.add_annotation(x=1, xref="paper", y=cublas, text=f"cuBLAS {cublas:,.0f} GFLOP/s", showarrow=False,
+                           xanchor="right", yanchor="bottom", font={"size": font - 2})
+    fig.update_xaxes(title="ladder rung · its configurations, fastest on the left", tickvals=list(range(len(rungs))),
+                     ticktext=rungs, range=[-0.6, len(rungs) - 0.4], showgrid=False)
+    fig.update_yaxes(title="GFLOP/s", rangemode="tozero", tickformat=",~f")
+    return _layout(fig, "Autotuning sweep: every configuration of each rung", font, note)
+
+
+def _escaped(texts: pd.Series) -> np.ndarray:
+    """Labels as hover text: plain text (Plotly reads some HTML), as an array (a list is checked item by item)."""
+    return np.array([html.escape(t, quote=False) for t in texts])
+
+
 def all_charts(df: pd.DataFrame, peaks: dict, font: int = EXPORT_FONT, note: str = "") -> dict[str, go.Figure]:
     charts = {"gflops_vs_size": gflops_vs_size(df, font, note), "percent_of_cublas": pct_of_cublas(df, font, note),
               "roofline": roofline(df, peaks, font, note)}

@@ -2,7 +2,10 @@
 
 Each page shows the claims that belong to it, including the ones the traces and timings prove wrong.
 A claim starts with the bold titles of the documents that make it (the pages set claims in italics).
+The Benchmarks page's claims (MEASURED) are figures: their verdicts are computed from the run the page
+shows (engine/bench/claimed.py), never typed in; the claims quote the figures that module holds.
 """
+from engine.bench import claimed
 from engine.kernels.documents import cite
 
 
@@ -58,4 +61,15 @@ CLAIMS = {
          "rows are 16-byte aligned (no padding). The page shows both views; the 'as compiled' numbers are the "
          "ones ncu reads (checked on an H200)."),
     ],
+}
+
+
+_HEADLINE = claimed.NON_SQUARE
+MEASURED = {
+    "cuda_table": _by(claimed.CUDA_DOC) + "'Performance Comparison (Rough)' on an A100: " + "; ".join(
+        # (a tilde escaped: GitHub-flavoured Markdown strikes text through between single tildes)
+        f"{p.name} \\~{p.tflops:g} TFLOPS, {p.pct_of_peak:g}% of peak" for p in claimed.CUDA_TABLE) + ".",
+    "non_square": _by(claimed.NON_SQUARE_DOC) + f"on a {_HEADLINE.gpu}, matrix size n = {_HEADLINE.n} and kernel size "
+    f"k = {_HEADLINE.k} (C = A·B with A {_HEADLINE.n}×{_HEADLINE.k} and B {_HEADLINE.k}×{_HEADLINE.n}): multiplication "
+    f"time {_HEADLINE.seconds:g} s, performance {_HEADLINE.gflops:g} GFLOPS.",
 }

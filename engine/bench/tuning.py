@@ -1,0 +1,114 @@
+"""The autotuning sweep, as recorded: every configuration of each ladder rung timed at one size
+(4096³, else the largest square size the sweep holds), ranked, and each rung's winner set against
+the default the registry gives it (registry.get(rung).default_params()), so that a default that is
+not the winner shows.
+
+A sweep is a benchmark export like any other (engine/bench/schema.py), kept in
+engine/bench/recorded/tuning/ (benchmark.tuning_runs), apart from the recorded runs. Imports no Streamlit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from engine.bench import benchmark
+from engine.kernels import registry
+from engine.plots import charts
+
+SIZE = 4096
+RUNGS = tuple(k.name for k in registry.LADDER)
+
+
+def sweep_size(df: pd.DataFrame) -> int | None:
+    """The square size the ladder's rows are ranked at."""
+    return benchmark.square_size(df[df["kernel"].isin(RUNGS)], SIZE)
+
+
+def ranking(df: pd.DataFrame) -> pd.DataFrame:
+    """Per rung (in the ladder's order), its configurations at the sweep's size, fastest first: rank
+    (1 = the winner; rows not timed have none and come last), label, GFLOP/s, % of the winner, % of
+    cuBLAS, and whether it is the winner and whether it is the registry's default."""
+    n = sweep_size(df)
+    rows = df[df["kernel"].isin(RUNGS) & (df["m"] == n) & (df["n"] == n) & (df["k"] == n)] if n else df.iloc[:0]
+    parts = []
+    for rung in RUNGS:
+        part = rows[rows["kernel"] == rung].copy()
+        if part.empty:
+            continue
+        timed = (part["status"] == "ok").to_numpy()
+        part["gflops"] = part["gflops"].where(timed) if "gflops" in part else float("nan")
+        part = part.sort_values("gflops", ascending=False, na_position="last")
+        best = part["gflops"].max()
+        part["rank"] = part["gflops"].rank(ascending=False, method="min")
+        part["pct_of_winner"] = 100 * part["gflops"] / best
+        part["winner"] = part["rank"] == 1
+        default = registry.get(rung).default_params()
+        part["default"] = [isinstance(p, dict) and p == default for p in part["params"]]
+        parts.append(part)
+    out = pd.concat(parts, ignore_index=True) if parts else df.iloc[:0].assign(
+        rank=[], pct_of_winner=[], winner=[], default=[])
+    return out.assign(label=charts.labels(out) if len(out) else [])
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One rung's result: its winner against the registry's default."""
+
+    rung: str
+    configurations: int            # rows at the sweep's size
+    timed: int                     # of which timed (the rest: errors, wrong results)
+    winner: str                    # the winner's label ("" if none was timed)
+    winner_gflops: float
+    default: str                   # the registry default's label
+    default_gflops: float | None   # None: the sweep did not time it
+    default_rank: int | None
+
+    @property
+    def default_wins(self) -> bool:
+        return bool(self.winner) and self.winner == self.default
+
+    def text(self) -> str:
+        if not self.winner:
+            return f"{self.rung}: none of its {self.configurations} configurations was timed."
+        head = f"{self.rung}: the winner of {self.timed} timed configuration{'s' if self.timed > 1 else ''} is " \
+               f"{self.winner}, {self.winner_gflops:,.0f} GFLOP/s"
+        if self.default_wins:
+            return head + ": the registry's default."
+        if self.default_gflops is None:
+            return head + f"; the registry's default, {self.default}, was not timed in this sweep."
+        return head + (f"; the registry's default, {self.default}, is not the winner: it ranks {self.default_rank} "
+                       f"at {self.default_gflops:,.0f} GFLOP/s ({100 * self.default_gflops / self.winner_gflops:.0f}% "
+                       "of the winner).")
+
+
+def verdicts(ranked: pd.DataFrame) -> list[Verdict]:
+    """Per rung of the ranking (ladder order), its winner against the registry's default."""
+    out = []
+    for rung, part in ranked.groupby("kernel", sort=False):
+        timed = part[part["rank"].notna()]
+        winner = timed.iloc[0] if len(timed) else None
+        default = part[part["default"] & part["rank"].notna()]
+        out.append(Verdict(
+            rung, len(part), len(timed), winner["label"] if winner is not None else "",
+            float(winner["gflops"]) if winner is not None else float("nan"),
+            charts.label({"kernel": rung, "params": registry.get(rung).default_params()}),
+            float(default["gflops"].iloc[0]) if len(default) else None,
+            int(default["rank"].iloc[0]) if len(default) else None))
+    return out
+
+
+def summary(found: list[Verdict]) -> pd.DataFrame:
+    """One row per rung, for a table where a default that is not the winner shows at a glance."""
+    return pd.DataFrame([{"rung": v.rung, "default is the winner": "yes" if v.default_wins else "NO",
+                          "winner": v.winner or "—", "winner GFLOP/s": v.winner_gflops, "registry default": v.default,
+                          "default GFLOP/s": v.default_gflops, "default's rank": v.default_rank,
+                          "configurations timed": v.timed} for v in found])
+
+
+def cublas_gflops(df: pd.DataFrame) -> float | None:
+    """cuBLAS FP32 at the sweep's size (the fastest row of it, if several), for the figure's line."""
+    n = sweep_size(df)
+    rows = df[(df["kernel"] == "cublas_sgemm") & (df["status"] == "ok") & (df["m"] == n) & (df["n"] == n)
+              & (df["k"] == n)] if n else df.iloc[:0]
+    return float(rows["gflops"].max()) if len(rows) else None
