@@ -114,26 +114,31 @@ def autotuning_sweep() -> None:
     """The recorded sweep of every ladder rung's configurations: ranked, each winner against the
     registry's default (a default that is not the winner is flagged), and one figure of them all."""
     st.subheader("Autotuning sweep")
-    sweeps = benchmark.tuning_runs()
-    if not sweeps:
+    paths = benchmark.tuning_runs()
+    if not paths:
         st.info("No autotuning sweep recorded yet. A sweep times every allowed configuration of each ladder rung "
                 "at 4096³ on a GPU; it is kept in engine/bench/recorded/tuning/.", icon=":material/tune:")
         return
-    name = st.selectbox("Sweep", [p.name for p in sweeps], index=len(sweeps) - 1) if len(sweeps) > 1 else sweeps[0].name
-    df, prov = benchmark.load_document((benchmark.TUNING / name).read_text())
+    sweeps = [(path.name, *benchmark.load_document(path.read_text())) for path in paths]
+    gpus = list(dict.fromkeys(df["gpu"].iloc[0] for _, df, _ in sweeps))
+    gpu = st.selectbox("Swept on", gpus) if len(gpus) > 1 else gpus[0]
+    runs = [(name, df, prov) for name, df, prov in sweeps if df["gpu"].iloc[0] == gpu]
+    df = tuning.combine([(d, prov) for _, d, prov in runs])
+    provs = [prov for _, _, prov in runs]
     ranked = tuning.ranking(df)
     if ranked.empty:
-        st.warning(f"{schema.plain(name)} holds no row of a ladder rung.")
+        st.warning(f"The sweeps on the {schema.plain(gpu)} hold no row of a ladder rung.")
         return
-    n = tuning.sweep_size(df)
     found = tuning.verdicts(ranked)
-    st.markdown(f"Every configuration the registry allows of each rung, timed at {n}³ on the "
-                f"{schema.plain(prov.get('gpu') or 'unknown GPU')}; the winner is starred, the registry's default "
-                "ringed.")
-    fig = charts.tuning_sweep(ranked, font, charts.notes([prov], df), tuning.cublas_gflops(df))
+    files = ", ".join(name for name, _, _ in runs)
+    st.markdown(f"Every configuration swept of each rung, timed at {tuning.sweep_size(df)}³ on the {schema.plain(gpu)}; "
+                "the winner is starred, the registry's default ringed.")
+    st.caption(schema.plain(f"From {files}" + (": a configuration timed in more than one file shows its latest "
+                                                 "timing." if len(runs) > 1 else ".")))
+    fig = charts.tuning_sweep(ranked, font, charts.notes(provs, df), tuning.cublas_gflops(df))
     st.plotly_chart(fig, width="stretch", key="sweep-figure", config={"displaylogo": False, "toImageButtonOptions": {
         "format": "png", "width": 1200, "height": 700,
-        "filename": export.chart_filename("autotuning", [prov.get("gpu")], [prov.get("date")])}})
+        "filename": export.chart_filename("autotuning", [gpu], [p.get("date") for p in provs])}})
     st.dataframe(tuning.summary(found), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
     for v in found:

@@ -229,15 +229,15 @@ def test_the_autotuning_sweep_ranks_each_rung_and_flags_a_default_that_loses(mon
     stars = [t for t in sweep["data"] if t["name"] == "the winner" and t.get("showlegend") is False]
     assert [_numbers(t["y"]) for t in stars] == [[12000.0], [30000.0], [31000.0]]
     warnings = [str(w.value) for w in at.warning]
-    assert any(w.startswith("blocktile_1d: the winner of 3 timed configurations is blocktile_1d 128x64x8 t8") and
+    win, default = (synthetic_runs.label("blocktile_1d", p) for p in (synthetic_runs.WIN_1D, synthetic_runs.DEFAULT_1D))
+    assert any(w.startswith(f"blocktile_1d: the winner of 3 timed configurations is {win}") and
                "is not the winner: it ranks 2 at 9,000 GFLOP/s" in w for w in warnings), warnings
     assert not any(w.startswith("warptile:") for w in warnings)
     summary = next(d.value for d in at.dataframe if "default is the winner" in d.value.columns).set_index("rung")
     assert summary["default is the winner"].to_dict() == {"blocktile_1d": "NO", "warptile": "yes", "double_buffered": "NO"}
     assert [t.label for t in at.tabs] == ["blocktile_1d", "warptile", "double_buffered"]
     ranked = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
-    assert ranked["configuration"].tolist() == ["blocktile_1d 128x64x8 t8", "blocktile_1d 64x64x8 t8",
-                                                "blocktile_1d 64x64x8 t4"]
+    assert ranked["configuration"].tolist() == [win, default, synthetic_runs.label("blocktile_1d", synthetic_runs.SLOW_1D)]
     assert ranked[""].tolist() == ["★ winner", " ○ registry default", ""]
 
 

@@ -173,6 +173,9 @@ def test_the_documents_figures_and_the_autotuning_sweep_are_drawn(tmp_path, shot
     (tmp_path / "tuning").mkdir()
     (tmp_path / "made-up.json").write_text(synthetic_runs.document(synthetic_runs.SQUARE + synthetic_runs.SKINNY))
     (tmp_path / "tuning" / "ladder.json").write_text(synthetic_runs.document(synthetic_runs.sweep_rows()))
+    # a second file of the sweep, a day later: four lines of provenance above the figure
+    (tmp_path / "tuning" / "ladder-again.json").write_text(synthetic_runs.document(
+        synthetic_runs.sweep_rows()[:1], date="2026-11-23T10:00:00+00:00"))
     with browser.app_server({"MATMUL_EXPLORER_GPU": "0", "MATMUL_EXPLORER_RECORDED": str(tmp_path)}) as url, \
             browser.chromium() as b:
         page = b.new_page(viewport={"width": 1280, "height": 720})
@@ -181,6 +184,9 @@ def test_the_documents_figures_and_the_autotuning_sweep_are_drawn(tmp_path, shot
         browser.wait_for_chart(page, 5)
         browser.wait_idle(page)
         charts = {c["title"]: c for c in page.evaluate(DRAWN)}
+        title_bottom, notes_top = page.evaluate("""() => { const d = document.querySelectorAll('.js-plotly-plot')[4];
+            return [d.querySelector('.gtitle').getBoundingClientRect().bottom,
+                    Math.min(...Array.from(d.querySelectorAll('.annotation')).map(a => a.getBoundingClientRect().top))]; }""")
         sweep = page.locator(".js-plotly-plot").nth(4)
         sweep.scroll_into_view_if_needed()
         sweep.screenshot(path=str(shots / "benchmarks-autotuning-sweep.png"))
@@ -194,9 +200,12 @@ def test_the_documents_figures_and_the_autotuning_sweep_are_drawn(tmp_path, shot
     assert "Naive CUDA ~0.5 TFLOPS, 0.3% of peak" in text and struck == 0   # a tilde is not a strikethrough
     assert "cuBLAS FP32 97%, not 12%" in text and "3,112 GFLOP/s, not 3,029.39" in text
     assert "On the NVIDIA H200 at 4096³: Naive CUDA (naive_x_cols 16x16) 5.0 TFLOP/s" in text
-    assert "blocktile_1d: the winner of 3 timed configurations is blocktile_1d 128x64x8 t8" in text
+    win = synthetic_runs.label("blocktile_1d", synthetic_runs.WIN_1D)
+    assert f"blocktile_1d: the winner of 3 timed configurations is {win}" in text
     drawn = charts["Autotuning sweep: every configuration of each rung"]
     assert drawn["x"] == ["blocktile_1d", "warptile", "double_buffered"]
     assert [name for name, _ in drawn["legend"]] == ["a configuration", "the winner", "the registry's default"]
     assert "cuBLAS 50,000 GFLOP/s" in drawn["notes"]
     assert drawn["plot"]["height"] > 300 and drawn["legendBox"]["top"] >= drawn["plot"]["bottom"]
+    assert title_bottom <= notes_top, "the title is drawn over the provenance lines"
+    assert "From ladder-again.json, ladder.json: a configuration timed in more than one file shows its latest" in text

@@ -63,6 +63,7 @@ def test_a_run_recorded_before_the_versions_were_says_not_recorded_beside_its_pe
     assert line in (exported / "percent_of_cublas.html").read_text()
     df, prov = benchmark.load_document(RECORDED.read_text())
     assert line in charts.notes([prov], df)
+    assert charts.notes([prov, prov], df) == charts.notes([prov], df)   # two runs alike are said once
     table = benchmark.table(df)
     assert set(table["cuBLAS"]) == set(table["toolkit"]) == {"not recorded"}
     assert charts.cublas_text({"cublas_version": 130001}) == "13.0.1"
@@ -134,9 +135,11 @@ def test_labels_carry_the_block_shape_in_either_spelling():
 
 
 def test_ladder_rows_are_labelled_by_every_parameter_they_ran_with():
-    from engine.kernels import registry
-    warp = registry.get("warptile").default_params()
+    warp = {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4}
     assert charts.label({"kernel": "warptile", "params": warp}) == "warptile 128x128x16 w64x64 t8x4 i4"
+    # a row carries every parameter; the label names them all, in LADDER_PARTS' order whatever the row's
+    assert charts.label({"kernel": "warptile", "params": dict(reversed(warp.items()))}) == \
+        "warptile 128x128x16 w64x64 t8x4 i4"
     assert charts.label({"kernel": "blocktile_1d", "params": {"BM": 64, "BN": 32, "BK": 8, "TM": 4}}) == \
         "blocktile_1d 64x32x8 t4"
     assert charts.label({"kernel": "vectorized", "params": {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4}}) == \

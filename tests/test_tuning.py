@@ -5,7 +5,18 @@ import pytest
 
 from engine.bench import benchmark, tuning
 from engine.plots import charts
-from tests.synthetic_runs import N, document, row, sweep_rows
+from tests.synthetic_runs import (
+    DEFAULT_1D,
+    DEFAULT_DOUBLE,
+    DEFAULT_WARP,
+    SLOW_1D,
+    WIN_1D,
+    N,
+    document,
+    label,
+    row,
+    sweep_rows,
+)
 
 
 @pytest.fixture
@@ -31,7 +42,7 @@ def test_each_rung_is_ranked_at_the_sweeps_size_fastest_first(ranked):
     _, r = ranked
     assert list(dict.fromkeys(r["kernel"])) == ["blocktile_1d", "warptile", "double_buffered"]   # ladder order
     one = r[r["kernel"] == "blocktile_1d"]
-    assert one["label"].tolist() == ["blocktile_1d 128x64x8 t8", "blocktile_1d 64x64x8 t8", "blocktile_1d 64x64x8 t4"]
+    assert one["label"].tolist() == [label("blocktile_1d", p) for p in (WIN_1D, DEFAULT_1D, SLOW_1D)]
     assert one["rank"].tolist() == [1, 2, 3] and one["winner"].tolist() == [True, False, False]
     assert one["default"].tolist() == [False, True, False]
     assert one["pct_of_winner"].tolist() == pytest.approx([100, 75, 50])
@@ -44,13 +55,14 @@ def test_a_default_that_is_not_the_winner_is_said_and_flagged(ranked):
     _, r = ranked
     found = {v.rung: v for v in tuning.verdicts(r)}
     assert found["warptile"].default_wins
-    assert found["warptile"].text() == ("warptile: the winner of 2 timed configurations is warptile 128x128x16 w64x64 "
-                                        "t8x4 i4, 30,000 GFLOP/s: the registry's default.")
+    assert found["warptile"].text() == (f"warptile: the winner of 2 timed configurations is {label('warptile', DEFAULT_WARP)}, "
+                                        "30,000 GFLOP/s: the registry's default.")
     assert not found["blocktile_1d"].default_wins
     assert found["blocktile_1d"].text() == (
-        "blocktile_1d: the winner of 3 timed configurations is blocktile_1d 128x64x8 t8, 12,000 GFLOP/s; the "
-        "registry's default, blocktile_1d 64x64x8 t8, is not the winner: it ranks 2 at 9,000 GFLOP/s (75% of the winner).")
-    assert "the registry's default, double_buffered 128x128x16 w64x64 t8x4 i4, was not timed in this sweep" in \
+        f"blocktile_1d: the winner of 3 timed configurations is {label('blocktile_1d', WIN_1D)}, 12,000 GFLOP/s; the "
+        f"registry's default, {label('blocktile_1d', DEFAULT_1D)}, is not the winner: it ranks 2 at 9,000 GFLOP/s (75% "
+        "of the winner).")
+    assert f"the registry's default, {label('double_buffered', DEFAULT_DOUBLE)}, was not timed in this sweep" in \
         found["double_buffered"].text()
     table = tuning.summary(list(found.values())).set_index("rung")
     assert table["default is the winner"].to_dict() == {"blocktile_1d": "NO", "warptile": "yes", "double_buffered": "NO"}
@@ -70,3 +82,17 @@ def test_the_figure_stars_each_winner_rings_each_default_and_draws_cublas(ranked
     config = [t for t in fig.data if t.name == "a configuration"][0]
     assert list(config.y) == [12000.0, 9000.0, 6000.0] and list(config.x) == sorted(config.x)
 
+
+
+def test_a_sweep_in_two_files_is_one_sweep_each_configuration_at_its_latest_timing():
+    first = benchmark.load_document(document(sweep_rows(), date="2026-11-21T23:00:00+00:00"))
+    # a second file, later, re-times blocktile_1d's default (now the winner) and adds a configuration
+    added = {**DEFAULT_1D, "BK": 16 if DEFAULT_1D["BK"] != 16 else 8}
+    again = [row("blocktile_1d", N, N, N, 13000.0, DEFAULT_1D), row("blocktile_1d", N, N, N, 5000.0, added)]
+    second = benchmark.load_document(document(again, date="2026-11-21T23:30:00+00:00"))
+    for runs in ([first, second], [second, first]):   # by the files' dates, whatever their order
+        r = tuning.ranking(tuning.combine(runs))
+        one = r[r["kernel"] == "blocktile_1d"]
+        assert one["label"].tolist() == [label("blocktile_1d", p) for p in (DEFAULT_1D, WIN_1D, SLOW_1D, added)]
+        assert one["gflops"].tolist() == [13000.0, 12000.0, 6000.0, 5000.0]
+        assert {v.rung: v.default_wins for v in tuning.verdicts(r)}["blocktile_1d"]

@@ -4,10 +4,13 @@ the default the registry gives it (registry.get(rung).default_params()), so that
 not the winner shows.
 
 A sweep is a benchmark export like any other (engine/bench/schema.py), kept in
-engine/bench/recorded/tuning/ (benchmark.tuning_runs), apart from the recorded runs. Imports no Streamlit.
+engine/bench/recorded/tuning/ (benchmark.tuning_runs), apart from the recorded runs; a sweep may span
+several files (a second one re-timing some rungs more widely): combine() makes them one. Imports no
+Streamlit.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pandas as pd
@@ -18,6 +21,19 @@ from engine.plots import charts
 
 SIZE = 4096
 RUNGS = tuple(k.name for k in registry.LADDER)
+
+
+def combine(runs: list[tuple[pd.DataFrame, dict]]) -> pd.DataFrame:
+    """Several sweep files of one GPU (rows and provenance, as benchmark.load_document gives them) as
+    one sweep: a configuration timed in more than one file keeps its latest timing (by the files'
+    dates), so each is ranked once."""
+    ordered = [df for df, prov in sorted(runs, key=lambda run: run[1]["date"])]
+    df = pd.concat(ordered, ignore_index=True) if ordered else pd.DataFrame()
+    if df.empty:
+        return df
+    key = df[["kernel", "m", "n", "k"]].astype(str).agg(" ".join, axis=1) + " " + \
+        df["params"].map(lambda p: json.dumps(p, sort_keys=True))
+    return df[~key.duplicated(keep="last")].reset_index(drop=True)
 
 
 def sweep_size(df: pd.DataFrame) -> int | None:

@@ -179,7 +179,10 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
     if note:
         fig.add_annotation(text=note, xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
                            yshift=6, showarrow=False, align="left", font={"size": font - 2, "color": style.NOTE_INK})
-    return style.apply(fig, font, title={"text": title, "x": 0.01, "xanchor": "left"},
+    # the title at the top of the picture, whatever the number of note lines below it (placed in the
+    # middle of the top margin, a tall margin put it among them)
+    return style.apply(fig, font, title={"text": title, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1,
+                                         "yanchor": "top", "pad": {"t": 12}},
                        height=HEIGHT + 14 * (font - EXPORT_FONT),
                        legend={"font": {"size": font - 1}, "orientation": "h", "x": 0, "xanchor": "left",
                                "y": -0.22, "yanchor": "top"},
@@ -303,7 +306,7 @@ def tuning_sweep(ranked: pd.DataFrame, font: int = EXPORT_FONT, note: str = "", 
         fig.add_annotation(x=1, xref="paper", y=cublas, text=f"cuBLAS {cublas:,.0f} GFLOP/s", showarrow=False,
                            xanchor="right", yanchor="bottom", font={"size": font - 2})
     fig.update_xaxes(title="ladder rung · its configurations, fastest on the left", tickvals=list(range(len(rungs))),
-                     ticktext=rungs, range=[-0.6, len(rungs) - 0.4], showgrid=False)
+                     ticktext=rungs, range=[-0.6, len(rungs) - 0.4], showgrid=False, zeroline=False)
     fig.update_yaxes(title="GFLOP/s", rangemode="tozero", tickformat=",~f")
     return _layout(fig, "Autotuning sweep: every configuration of each rung", font, note)
 
@@ -386,5 +389,6 @@ def notes(provs: list[dict], df: pd.DataFrame | None = None) -> str:
     """The provenance of each run shown, as a chart's note, two lines each: where and how it was
     measured (provenance_note), and what its % of cuBLAS depends on (measured_with; the SM clock
     from its rows in `df`). Plain text: Plotly reads some HTML, and a GPU's name comes from a file."""
-    lines = [line for p in provs for line in (provenance_note(p), measured_with(p, run_rows(df, p)))]
+    # (dict.fromkeys: two runs alike, as the files of one sweep, are said once)
+    lines = list(dict.fromkeys(line for p in provs for line in (provenance_note(p), measured_with(p, run_rows(df, p)))))
     return "<br>".join(html.escape(line, quote=False) for line in lines)
