@@ -62,8 +62,11 @@ def test_a_sweeps_provenance_names_the_cublas_and_the_toolkit_beside_its_percent
     table = benchmark.table(df)
     columns = list(table.columns)
     assert columns[columns.index("% of cuBLAS"):][:4] == ["% of cuBLAS", "SM clock (MHz)", "cuBLAS", "toolkit"]
-    # ... and in every exported chart, under the run's own line
+    # ... in every row of the CSV export, and in every exported chart, under the run's own line
     from engine.bench import export
+    csv = export.results_csv(benchmark.schema.read((tmp_path / "results.json").read_text()).rows, prov)
+    header, first = csv.splitlines()[:2]
+    assert {"cublas_version", "toolkit"} <= set(header.split(",")) and "130001" in first and "V13.0.88" in first
     for name, fig in export.figures(benchmark.schema.read((tmp_path / "results.json").read_text()).rows, prov).items():
         note = " ".join(a.text for a in fig.layout.annotations)
         assert "% of cuBLAS with cuBLAS 13.0.1 · toolkit nvcc 13.0.88 · SM clock 1,980 MHz" in note, name
