@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from engine import parallel
 from engine.kernels.sources import Array, Site
 
 # cuda/trace.cuh's TraceRecord. Its 32-bit epoch counts SYNC()s in the low 16 bits and cp.async
@@ -177,6 +178,11 @@ class ArrayTable:
                           np.array([a.element_bytes for a in arrays], dtype=np.uint32))
 
 
+# Records assembled at a time: each step's temporaries (a few bytes a record) stay in the core's
+# cache instead of passing through memory, and the steps of a launch share out over the cores.
+_CHUNK = 1 << 16
+
+
 def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: LaunchInfo,
                     sites: np.ndarray, table: ArrayTable) -> dict[str, np.ndarray]:
     """Raw records of one launch -> TRACE_DTYPE columns. sites: per site number of the kernel, its
@@ -193,23 +199,35 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
     cols = {"launch": np.full(n, launch, dtype=dt["launch"][0])}
     for name, values in per_thread.items():
         cols[name] = np.repeat(values.astype(dt[name][0]), counts)
-
-    kernel_site = np.ascontiguousarray(raw["site"])
-    if int(kernel_site.max()) >= len(sites):      # cuda/trace.cuh: a site the source reading missed
-        bad = raw["line"][np.flatnonzero(kernel_site >= len(sites))[0]]
-        raise ValueError(f"{info.file}: a record from line {bad} matches no access site")
+    cols.update({name: np.empty(n, dtype=dt[name][0]) for name in STORED_FIELDS if name not in cols})
     # Everything of a site, by the site: tiny tables, one gather each.
-    site = sites[:, 0].astype(np.uint8)[kernel_site]
-    array = sites[:, 1].astype(np.uint8)[kernel_site]
-    index = np.ascontiguousarray(raw["index"])
-    row, col = np.divmod(index, table.pitch[array])
+    site_of, array_of, op_of = (sites[:, i].astype(np.uint8) for i in range(3))
     element_bytes = table.element_bytes
     # One element size for every array (all float): a scalar multiply, no gather.
-    size = element_bytes[0] if (element_bytes == element_bytes[0]).all() else element_bytes[array]
-    cols.update(site=site, ordinal=np.ascontiguousarray(raw["ordinal"]), epoch=raw["epoch"].astype(dt["epoch"][0]),
-                group=raw["group"].astype(dt["group"][0]), space=table.shared[array],
-                op=sites[:, 2].astype(np.uint8)[kernel_site], array=array,
-                row=row.astype(dt["row"][0]), col=col.astype(dt["col"][0]), offset=index * size)
+    same_size = bool((element_bytes == element_bytes[0]).all())
+
+    def assemble(lo: int, hi: int) -> None:
+        r = raw[lo:hi]
+        kernel_site = r["site"]
+        if int(kernel_site.max()) >= len(sites):      # cuda/trace.cuh: a site the source reading missed
+            bad = r["line"][np.flatnonzero(kernel_site >= len(sites))[0]]
+            raise ValueError(f"{info.file}: a record from line {bad} matches no access site")
+        out = {name: column[lo:hi] for name, column in cols.items()}
+        np.take(site_of, kernel_site, out=out["site"], mode="clip")   # checked above: clip never clips
+        np.take(op_of, kernel_site, out=out["op"], mode="clip")
+        array = np.take(array_of, kernel_site, out=out["array"], mode="clip")
+        np.take(table.shared, array, out=out["space"], mode="clip")
+        index = r["index"]
+        np.divmod(index, table.pitch[array], out=(out["row"], out["col"]), casting="unsafe")
+        np.multiply(index, element_bytes[0] if same_size else element_bytes[array], out=out["offset"])
+        for name in ("ordinal", "epoch", "group"):
+            out[name][...] = r[name]
+
+    def assemble_span(span: tuple[int, int]) -> None:
+        for lo in range(span[0], span[1], _CHUNK):
+            assemble(lo, min(lo + _CHUNK, span[1]))
+
+    parallel.each(assemble_span, parallel.spans(n, 4 * parallel.THREADS))
     return cols
 
 
