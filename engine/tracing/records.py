@@ -196,10 +196,10 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
     j, t = np.divmod(np.arange(len(counts), dtype=np.uint32), tpb)
     per_thread = {"block_x": info.blocks[j, 0], "block_y": info.blocks[j, 1], "thread_x": t % bx,
                   "thread_y": t // bx, "warp": t // 32, "lane": t % 32}
-    cols = {"launch": np.full(n, launch, dtype=dt["launch"][0])}
-    for name, values in per_thread.items():
-        cols[name] = np.repeat(values.astype(dt[name][0]), counts)
-    cols.update({name: np.empty(n, dtype=dt[name][0]) for name in STORED_FIELDS if name not in cols})
+    per_thread = {name: values.astype(dt[name][0]) for name, values in per_thread.items()}
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)   # where each thread's records start
+    np.cumsum(counts, out=starts[1:])
+    cols = {name: np.empty(n, dtype=dt[name][0]) for name in STORED_FIELDS}
     # Everything of a site, by the site: tiny tables, one gather each.
     site_of, array_of, op_of = (sites[:, i].astype(np.uint8) for i in range(3))
     element_bytes = table.element_bytes
@@ -213,6 +213,13 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
             bad = r["line"][np.flatnonzero(kernel_site >= len(sites))[0]]
             raise ValueError(f"{info.file}: a record from line {bad} matches no access site")
         out = {name: column[lo:hi] for name, column in cols.items()}
+        out["launch"][...] = launch
+        # The threads whose records these are (first and last perhaps in part): each one's fields
+        # repeated for each of its records here.
+        t0, t1 = np.searchsorted(starts, lo, "right") - 1, np.searchsorted(starts, hi, "left")
+        repeats = np.minimum(starts[t0 + 1:t1 + 1], hi) - np.maximum(starts[t0:t1], lo)
+        for name, values in per_thread.items():
+            out[name][...] = np.repeat(values[t0:t1], repeats)
         np.take(site_of, kernel_site, out=out["site"], mode="clip")   # checked above: clip never clips
         np.take(op_of, kernel_site, out=out["op"], mode="clip")
         array = np.take(array_of, kernel_site, out=out["array"], mode="clip")
