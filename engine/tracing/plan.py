@@ -19,8 +19,9 @@ RECORD_CAP_ENV = "MATMUL_EXPLORER_RECORD_CAP"
 DEFAULT_RECORD_CAP = None
 
 
-# One block of any FP32 ladder rung at 4096^3 with its default parameters: up to 25.2 M records by
-# the registry's bound (about 20 M recorded), under 1 GB as a trace (records.STORED_BYTES each).
+# One block of any FP32 ladder rung at 4096^3 with its default parameters fits (tests/test_cli.py
+# checks it against the registry's bounds, up to 22 M), and a trace this size stays under 1 GB
+# (records.STORED_BYTES a record).
 RECORD_CAP = 30_000_000
 
 
