@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     t.add_argument("--blocks", help="which blocks to trace: 'x,y x,y ...' (default: all)")
     t.add_argument("--source", choices=("gpu", "cpu", "auto"), default="auto")
     t.add_argument("--cap", type=int, default=DEFAULT_RECORD_CAP,
-                   help="most records a trace may hold (default: $MATMUL_EXPLORER_RECORD_CAP, else 10,000,000)")
+                   help="most records a trace may hold (default: $MATMUL_EXPLORER_RECORD_CAP, else 30,000,000)")
     t.add_argument("--out", help="write the full trace: .npz (compressed) or .csv")
     t.set_defaults(fn=cmd_trace)
     from engine.bench import cli as bench_cli  # noqa: PLC0415 - registers `bench`

@@ -73,3 +73,25 @@ def test_block_phases_show_the_tiles_each_phase_loads():
     assert set(a1["row"]) == set(range(32, 40)) and set(a1["col"]) == set(range(16, 32))
     b2 = ph[(ph["phase"] == 2) & (ph["array"] == "B")]
     assert set(b2["row"]) == set(range(32, 40)) and set(b2["col"]) == set(range(16, 32))
+
+
+def _each_word_wavefronts(words: np.ndarray, width: int, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The definition: every word each lane reads, in its bank of 32, group of lanes by group; and
+    how many distinct words a group reads."""
+    wavefronts, distinct = [], []
+    for group in words.reshape(-1, lanes):
+        read = {w + i for w in group if w >= 0 for i in range(width)}
+        wavefronts.append(max((sum(1 for w in read if w % 32 == b) for b in range(32)), default=0))
+        distinct.append(len(read))
+    return np.array(wavefronts), np.array(distinct)
+
+
+@pytest.mark.parametrize("width, lanes", [(2, 16), (4, 16), (4, 8)])
+def test_wide_accesses_count_the_wavefronts_of_every_word_they_read(width, lanes):
+    rng = np.random.default_rng(width * lanes)
+    aligned = rng.integers(0, 96, (300, 32)) * width           # crowded: conflicts and broadcasts
+    aligned[rng.random(aligned.shape) < 0.2] = -1              # inactive lanes
+    misaligned = aligned + (aligned >= 0) * (np.arange(32) % width)
+    for words in (aligned, misaligned):
+        got, want = analysis._vector_wavefronts(words, width, lanes), _each_word_wavefronts(words, width, lanes)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

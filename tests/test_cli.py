@@ -8,6 +8,9 @@ import pytest
 
 from engine import cli
 from engine.cli import main
+from engine.kernels import registry
+from engine.kernels.problem import make_problem
+from engine.tracing.plan import check_fits_host, make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +44,16 @@ def test_bad_input_is_one_line_on_stderr(capsys):
 def test_over_the_cap_says_cap_and_size(capsys):
     assert main(["trace", "naive_x_cols", "--m", "4096", "--n", "4096", "--k", "4096", "--source", "cpu"]) == 2
     err = capsys.readouterr().err
-    assert "137,455,730,688 records" in err and "cap of 10,000,000" in err
+    assert "137,455,730,688 records" in err and "cap of 30,000,000" in err
+
+
+def test_one_block_of_every_ladder_rung_at_4096_fits_the_default_cap(monkeypatch):
+    monkeypatch.delenv("MATMUL_EXPLORER_RECORD_CAP", raising=False)
+    monkeypatch.delenv("MATMUL_EXPLORER_HOST_MEMORY", raising=False)
+    for spec in registry.LADDER:   # with its default parameters
+        plan = make_plan(spec.name, make_problem(4096, 4096, 4096), [(3, 5)])
+        assert plan.estimate <= plan.cap
+        check_fits_host(plan)
 
 
 def test_one_block_of_a_big_product_is_cheap(capsys):

@@ -4,11 +4,12 @@ import json
 import numpy as np
 import pytest
 
+from engine import parallel
 from engine.devices import cpu
-from engine.kernels import build, registry, sass, sources
-from engine.kernels.problem import make_problem
+from engine.kernels import build, reference, registry, sass, sources
+from engine.kernels.problem import make_inputs, make_problem
 from engine.metrics import analysis, views
-from engine.tracing import tracer
+from engine.tracing import records, tracer
 from engine.tracing.execute import execute
 from engine.tracing.plan import make_plan
 from engine.tracing.records import Trace
@@ -117,16 +118,16 @@ def test_blocks_on_several_host_threads_give_the_one_thread_records(monkeypatch)
     # In this process, not a worker's, so that the switch below reaches the device that runs.
     plan = make_plan("tiled_guarded", make_problem(128, 96, 40, tile=8, block=(8, 8)))   # 12,288 threads
     calls = []
-    monkeypatch.setattr(cpu, "_pool", lambda real=cpu._pool: calls.append(1) or real())
-    parallel = execute(plan, cpu.CpuDevice())
+    monkeypatch.setattr(parallel, "pool", lambda real=parallel.pool: calls.append(1) or real())
+    shared_out = execute(plan, cpu.CpuDevice())
     assert calls                                      # the blocks were shared out
     monkeypatch.setattr(cpu, "_PARALLEL_SLOTS", 10**9)
     calls.clear()
     alone = execute(plan, cpu.CpuDevice())
     assert not calls
-    for a, b in zip(parallel.launches, alone.launches):
+    for a, b in zip(shared_out.launches, alone.launches):
         assert a.records.tobytes() == b.records.tobytes() and np.array_equal(a.counts, b.counts)
-    assert parallel.rel_error == alone.rel_error
+    assert shared_out.rel_error == alone.rel_error
 
 
 def test_kernels_without_tile_build_one_cpu_library():
@@ -164,3 +165,69 @@ def test_sass_listing_is_kept_and_read_back(tmp_path, monkeypatch):
     saved[0].write_text("{not json")
     assert sass.memory_instructions("shared_bank_conflicts.cu", {"TILE": 8, "PAD": 1}) == first    # listed again
     assert json.loads(saved[0].read_text())["note"] == first["note"]
+
+
+def test_warp_instructions_in_small_batches_match_their_definition(case: Trace, monkeypatch):
+    # Batches smaller than one warp's records: each warp is cut into pieces of its instructions.
+    monkeypatch.setattr(analysis, "_UNIFORM_CHUNK", 100)
+    got = analysis.warp_instructions(case)
+    assert got.tobytes() == _reference_instructions(case).tobytes()
+
+
+def test_assembly_in_pieces_on_several_threads_gives_the_one_piece_trace(monkeypatch):
+    plan = make_plan("naive_transposed_b", make_problem(100, 70, 50, block=(32, 8)))   # two launches
+    raw = tracer.run_plan(plan, "cpu")
+    monkeypatch.setattr(records, "_CHUNK", 10**9)
+    monkeypatch.setattr(parallel, "THREADS", 1)
+    whole = tracer.assemble(plan, raw, "cpu")
+    monkeypatch.setattr(records, "_CHUNK", 777)
+    monkeypatch.setattr(parallel, "THREADS", 3)
+    pieces = tracer.assemble(plan, raw, "cpu")
+    assert whole.columns.keys() == pieces.columns.keys()
+    for name, column in whole.columns.items():
+        assert column.dtype == pieces.columns[name].dtype and np.array_equal(column, pieces.columns[name]), name
+
+
+def test_a_record_of_no_site_is_reported_at_its_line_from_any_piece(monkeypatch):
+    plan = make_plan("tiled_guarded", make_problem(64, 64, 64, tile=8, block=(8, 8)))
+    raw = tracer.run_plan(plan, "cpu")
+    bad = raw.launches[-1].records
+    bad[[30_000, 50_000]] = [(0, 250, 41, 0, 0, 0), (0, 250, 17, 0, 0, 0)]   # site 250: none
+    monkeypatch.setattr(records, "_CHUNK", 1000)
+    with pytest.raises(ValueError, match="a record from line 41 matches no access site"):
+        tracer.assemble(plan, raw, "cpu")
+
+
+def test_parallel_each_keeps_order_and_raises_the_first_failure():
+    assert parallel.each(lambda x: x * x, range(50)) == [x * x for x in range(50)]
+
+    def fail_at(x):
+        if x in (7, 30):
+            raise ValueError(f"failed at {x}")
+        return x
+    with pytest.raises(ValueError, match="failed at 7"):
+        parallel.each(fail_at, range(50))
+    # From the pool's own threads: run there, one after another, not waiting for the pool.
+    assert parallel.each(lambda x: parallel.each(lambda y: x * y, range(3)), range(4)) == \
+        [[x * y for y in range(3)] for x in range(4)]
+    assert parallel.spans(10, 3) == [(0, 3), (3, 6), (6, 10)] and parallel.spans(2, 4) == [(0, 1), (1, 2)]
+
+
+@pytest.mark.parametrize("m, n, k", [(300, 260, 70), (120, 2048, 2)])
+def test_reference_values_by_products_of_rows_and_columns_are_those_of_each_dot(m, n, k, monkeypatch):
+    a, b = make_inputs(make_problem(m, n, k))
+    rng = np.random.default_rng(0)
+    rows, cols = np.meshgrid(np.arange(40, 104), np.arange(128, 192), indexing="ij")
+    chosen = {
+        "one tile": rows.ravel() * n + cols.ravel(),
+        "two tiles apart": np.r_[rows.ravel() * n + cols.ravel(), (rows.ravel() + 180) % m * n + cols.ravel() + 50],
+        "everything, backwards": np.arange(m * n)[::-1],
+        "scattered": rng.integers(0, m * n, 500),
+    }
+    for what, flat in chosen.items():
+        expected = reference._dot_each(a, b, *np.divmod(flat, n))
+        assert np.allclose(reference.elements(a, b, flat, n), expected, rtol=1e-12, atol=0), what
+    monkeypatch.setattr(reference, "_OPERAND", 3000)   # many pieces of rows and columns
+    flat = chosen["everything, backwards"]
+    assert np.allclose(reference.elements(a, b, flat, n), reference._dot_each(a, b, *np.divmod(flat, n)),
+                       rtol=1e-12, atol=0)

@@ -10,11 +10,11 @@ import os
 import platform
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from engine import parallel
 from engine.devices import memo, shm, workers
 from engine.devices.shm import SharedArray
 from engine.errors import EngineError
@@ -25,9 +25,7 @@ from engine.tracing.plan import LaunchPlan, array_dtype, to_storage
 from engine.tracing.records import RAW_DTYPE
 
 _LIBS: dict[Path, ctypes.CDLL] = {}
-_WORKERS = os.cpu_count() or 1
 _PARALLEL_SLOTS = 4096          # below this many CUDA threads one host thread is quicker
-_POOL: ThreadPoolExecutor | None = None
 _LIBS_LOCK = threading.Lock()
 _u32p = np.ctypeslib.ndpointer(np.uint32, flags="C")
 
@@ -60,14 +58,6 @@ def _library(file: str, params):
                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
             _LIBS[path] = lib
         return _LIBS[path].cpu_trace_run
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _LIBS_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(_WORKERS, thread_name_prefix="cpu-trace")
-        return _POOL
 
 
 def device_name() -> str:
@@ -143,10 +133,11 @@ class CpuDevice:
         blocks = np.ascontiguousarray(lp.blocks, dtype=np.uint32)
         tpb = lp.block[0] * lp.block[1]
 
-        def run_blocks(lo: int, hi: int) -> int:
+        def run_blocks(span: tuple[int, int]) -> int:
             """Blocks lo..hi-1 on this host thread: a block's slots are j * tpb + t (trace.cuh
             trace_slot), so each share gets its own slice of the per-slot arrays and writes its
             records at the offsets the whole launch's scan gave it."""
+            lo, hi = span
             s0, s1 = lo * tpb, hi * tpb
             return fn(lp.block[0], lp.block[1], lp.grid[0], lp.grid[1], blocks[lo:hi].ravel(), hi - lo,
                       counts[s0:s1], epochs[s0:s1],
@@ -158,14 +149,10 @@ class CpuDevice:
         start = time.perf_counter()
         # Blocks never talk to each other and the tracer's state is per host thread, so big launches
         # run on every core (ctypes lets go of the GIL); the records land where they would anyway.
-        shares = min(_WORKERS, len(blocks)) if slots >= _PARALLEL_SLOTS else 1
-        if shares > 1:
-            cuts = [len(blocks) * i // shares for i in range(shares + 1)]
-            futures = [_pool().submit(run_blocks, lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
-            # The first failing share, in block order, is the fault a sequential run stops at.
-            rc = next((code for code in (f.result() for f in futures) if code), 0)
-        else:
-            rc = run_blocks(0, len(blocks))
+        shares = parallel.THREADS if slots >= _PARALLEL_SLOTS else 1
+        codes = parallel.each(run_blocks, parallel.spans(len(blocks), shares))
+        # The first failing share, in block order, is the fault a sequential run stops at.
+        rc = next((code for code in codes if code), 0)
         self.seconds["kernel"] += time.perf_counter() - start
         if rc == -2:   # cuda/cpu_shim.h: no thread could go on, short of a barrier all had reached
             raise EngineError(f"{lp.kernel}: threads of a block waited for each other forever (a warp-collective "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from engine import parallel
 from engine.tracing.records import Trace
 
 SECTOR_BYTES = 32
@@ -47,14 +48,44 @@ def _distinct_per_row(table: np.ndarray) -> np.ndarray:
     return valid[:, 0].astype(np.int64) + ((s[:, 1:] != s[:, :-1]) & valid[:, 1:]).sum(axis=1)
 
 
-def _wavefronts(words: np.ndarray) -> np.ndarray:
-    """words: (rows, 32) 4-byte word addresses, -1 inactive. Most distinct words in one bank."""
+def _wavefronts(words: np.ndarray, banks: int = BANKS) -> np.ndarray:
+    """words: (rows, lanes) 4-byte word addresses, -1 inactive. Most distinct words in one bank
+    (of `banks`, a power of two: word w is in bank w % banks)."""
+    lo, hi = words.min(axis=1), words.max(axis=1)
+    # Words fewer than `banks` apart sit in distinct banks: one wavefront (none without an active
+    # lane). Most rows are so (a broadcast, consecutive words); only the others are counted.
+    out = (hi >= 0).astype(np.int64)
+    spread = np.flatnonzero(hi - lo >= banks)
+    if len(spread):
+        out[spread] = _bank_counts(words[spread], banks)
+    return out
+
+
+def _bank_counts(words: np.ndarray, banks: int) -> np.ndarray:
     s = np.sort(words, axis=1)
-    unique = s >= 0
-    unique[:, 1:] &= s[:, 1:] != s[:, :-1]
-    rows = np.broadcast_to(np.arange(len(s))[:, None], s.shape)
-    per_bank = np.bincount((rows[unique] * BANKS + s[unique] % BANKS), minlength=len(s) * BANKS)
-    return per_bank.reshape(len(s), BANKS).max(axis=1)
+    repeated = s < 0
+    repeated[:, 1:] |= s[:, 1:] == s[:, :-1]
+    # Each distinct word counts in its row's bank; repeated words and inactive lanes in a bin of their own.
+    bins = np.arange(len(s))[:, None] * banks + (s & (banks - 1))
+    bins[repeated] = len(s) * banks
+    per_bank = np.bincount(bins.ravel(), minlength=len(s) * banks + 1)[:-1]
+    return per_bank.reshape(len(s), banks).max(axis=1)
+
+
+def _vector_wavefronts(words: np.ndarray, width: int, lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each group of `lanes` lanes (words: (rows, 32), each lane's first word, -1 inactive) when
+    every lane reads `width` consecutive words: the most distinct words in one bank, and the
+    distinct words."""
+    groups = words.reshape(-1, lanes)
+    if ((groups < 0) | (groups % width == 0)).all():
+        # Aligned to their size, as the GPU (and the CPU tracer) insist: a lane's words fill
+        # `width` neighbouring banks, one word each, and two lanes' words meet in a bank exactly
+        # when their width-word pieces do among BANKS / width banks of pieces. Count the pieces.
+        pieces = groups // width
+        return _wavefronts(pieces, BANKS // width), width * _distinct_per_row(pieces)
+    each = np.where(groups[:, :, None] >= 0, groups[:, :, None] + np.arange(width, dtype=groups.dtype), -1)
+    each = each.reshape(len(groups), lanes * width)
+    return _wavefronts(each), _distinct_per_row(each)
 
 
 def _compact(keys: np.ndarray) -> tuple[int, np.ndarray]:
@@ -70,12 +101,6 @@ def _compact(keys: np.ndarray) -> tuple[int, np.ndarray]:
     return int(present.sum()), ids[keys - lo]
 
 
-def _lane_words(words: np.ndarray, width: int) -> np.ndarray:
-    """(rows, 32, width): the `width` consecutive words each lane reads from its first (words, -1
-    for an inactive lane)."""
-    return np.where(words[:, :, None] >= 0, words[:, :, None] + np.arange(width), -1)
-
-
 def _wide_wavefronts(words: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts of shared accesses `width` words wide per lane (words: each lane's first word, -1
     inactive), and the conflict-free count. As Nsight Compute counts them on sm_90 (the model
@@ -84,10 +109,9 @@ def _wide_wavefronts(words: np.ndarray, width: int) -> tuple[np.ndarray, np.ndar
     wavefronts (512 bytes at 128 per wavefront). Conflict-free: what each half-warp's distinct
     words need at 32 banks a wavefront (lanes reading the same words share them, as when a whole
     warp reads one float4: 2 wavefronts, and Nsight Compute counts no conflict)."""
-    flat = _lane_words(words, width).reshape(len(words), WARP * width)
-    half = HALF_WARP * width
-    ideal = sum(-(-_distinct_per_row(part) // BANKS) for part in (flat[:, :half], flat[:, half:]))
-    return _wavefronts(flat[:, :half]) + _wavefronts(flat[:, half:]), ideal
+    wavefronts, distinct = _vector_wavefronts(words, width, HALF_WARP)
+    ideal = -(-distinct // BANKS)
+    return wavefronts.reshape(len(words), 2).sum(axis=1), ideal.reshape(len(words), 2).sum(axis=1)
 
 
 def _matrix_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,8 +123,7 @@ def _matrix_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     distinct words any one bank must serve for those 128 bytes; the instruction's wavefronts are its
     matrices' sum, the ideal one per matrix. Served by half-warps, as LDS.128 is, two matrices whose
     rows each fill half the banks twice would share 2 wavefronts; here they need 4."""
-    lanes = _lane_words(words, MATRIX_ROW_WORDS)
-    per_matrix = _wavefronts(lanes.reshape(len(words) * WARP // MATRIX_ROWS, MATRIX_ROWS * MATRIX_ROW_WORDS))
+    per_matrix, _ = _vector_wavefronts(words, MATRIX_ROW_WORDS, MATRIX_ROWS)
     per_matrix = per_matrix.reshape(len(words), WARP // MATRIX_ROWS)
     return per_matrix.sum(axis=1), (per_matrix > 0).sum(axis=1)
 
@@ -129,22 +152,24 @@ def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, wid
             _wide_wavefronts(words, w)
 
 
-def _uniform_rows(trace: Trace, warps: np.ndarray, c: int, addr_dtype) -> tuple:
-    """Rows of warps whose 32 threads each made c records. Returns the rows of the warps whose
-    lanes made the same (site, ordinal) sequence, and a mask of those warps.
+def _uniform_rows(trace: Trace, first_thread: int, warps: int, c: int, j0: int, j1: int, addr_dtype) -> tuple:
+    """Instructions j0..j1-1 of `warps` consecutive warps, from thread first_thread on, whose 32
+    threads each made c records. Returns the rows, and per warp whether its lanes made the same
+    (site, ordinal) sequence there (the rows of a warp that did not are not its instructions).
 
-    In such a warp instruction j is record j of every lane: its lanes' records sit c apart, so the
-    rows come out of a reshape, with no grouping by key (almost every warp of these kernels)."""
+    In such a warp instruction j is record j of every lane: its lanes' records sit c apart, and
+    the warps' records are one run of the trace, so the rows are a reshape of it, with no grouping
+    by key (almost every warp of these kernels)."""
     r = trace.columns
-    starts = trace.thread_starts()[warps]
-    idx = starts[:, None, None] + (np.arange(WARP, dtype=np.int64) * c)[None, :, None] + np.arange(c)[None, None, :]
-    site, ordinal = r["site"][idx], r["ordinal"][idx]
+    start = int(trace.thread_starts()[first_thread])
+    span = slice(start, start + warps * WARP * c)
+    site, ordinal, offset = (r[f][span].reshape(warps, WARP, c)[:, :, j0:j1] for f in ("site", "ordinal", "offset"))
     same = (site == site[:, :1]).all(axis=(1, 2)) & (ordinal == ordinal[:, :1]).all(axis=(1, 2))
-    idx = idx[same]
-    addr = r["offset"][idx].astype(addr_dtype).transpose(0, 2, 1).reshape(-1, WARP)
-    first = idx[:, 0, :].ravel()
-    seq = np.tile(np.arange(c, dtype=np.int64), len(idx))
-    return first, seq, addr, same
+    addr = np.empty((warps, j1 - j0, WARP), dtype=addr_dtype)
+    addr[...] = offset.transpose(0, 2, 1)        # lanes side by side: one row per instruction
+    first = (start + np.arange(warps) * (WARP * c))[:, None] + np.arange(j0, j1)   # lane 0's records
+    seq = np.broadcast_to(np.arange(j0, j1, dtype=np.int64), first.shape)
+    return first.ravel(), seq.ravel(), addr.reshape(-1, WARP), same
 
 
 def _grouped_rows(trace: Trace, threads: np.ndarray, addr_dtype) -> list[tuple]:
@@ -179,7 +204,40 @@ def _grouped_rows(trace: Trace, threads: np.ndarray, addr_dtype) -> list[tuple]:
     return parts
 
 
-_UNIFORM_CHUNK = 1 << 20    # records per batch of uniform warps: temporaries stay small
+def _rows(trace: Trace, first: np.ndarray, seq: np.ndarray, addr: np.ndarray) -> np.ndarray:
+    """INSTANCE_DTYPE rows of a batch of instructions: each row's first record, and its metrics."""
+    r = trace.columns
+    inst = np.empty(len(first), dtype=INSTANCE_DTYPE)
+    for f in ("site", "launch", "block_x", "block_y", "warp", "ordinal", "epoch"):
+        inst[f] = r[f][first]
+    inst["first"] = first
+    inst["seq"] = seq
+    space = np.array([ts.site.space == "global" for ts in trace.sites], dtype=bool)
+    width = np.array([max(1, ts.site.bytes // WORD_BYTES) for ts in trace.sites], dtype=np.int64)
+    matrix = np.array([ts.site.matrices > 0 for ts in trace.sites], dtype=bool)
+    site = inst["site"]
+    _fill_metrics(inst, addr, space[site], width[site], matrix[site])
+    return inst
+
+
+# Records per batch of uniform warps: the batches share out over the cores, and their temporaries
+# stay in a core's cache (and under the size the app hands back to the system at once, memo.py).
+_UNIFORM_CHUNK = 1 << 16
+
+
+def _uniform_batches(which: np.ndarray, c: int) -> list[tuple[int, int, int, int]]:
+    """(first warp, warps, j0, j1) pieces of about _UNIFORM_CHUNK records that cover instructions
+    0..c-1 of the warps `which` (ascending), each piece of consecutive warps."""
+    pieces = []
+    per_warp = WARP * c
+    for run in np.split(which, np.flatnonzero(np.diff(which) != 1) + 1):
+        if per_warp >= _UNIFORM_CHUNK:     # long warps: a piece is part of one warp's instructions
+            step = max(1, _UNIFORM_CHUNK // WARP)
+            pieces += [(int(w), 1, j, min(j + step, c)) for w in run for j in range(0, c, step)]
+        else:
+            step = _UNIFORM_CHUNK // per_warp
+            pieces += [(int(run[lo]), len(run[lo:lo + step]), 0, c) for lo in range(0, len(run), step)]
+    return pieces
 
 
 def warp_instructions(trace: Trace) -> np.ndarray:
@@ -187,7 +245,8 @@ def warp_instructions(trace: Trace) -> np.ndarray:
 
     A row is one execution of one site by a warp: the records of (launch, block, warp, site,
     ordinal). Warps whose lanes all ran the same sequence of sites are cut into rows directly;
-    the others (divergent edge warps, partial warps) are grouped by key."""
+    the others (divergent edge warps, partial warps) are grouped by key. Batches of warps are
+    measured on every core (engine/parallel.py)."""
     if not len(trace):
         return np.empty(0, dtype=INSTANCE_DTYPE)
     r = trace.columns
@@ -198,36 +257,37 @@ def warp_instructions(trace: Trace) -> np.ndarray:
     size = np.diff(np.r_[warp_first, len(tw)])
     cmin = np.minimum.reduceat(counts, warp_first)
     cmax = np.maximum.reduceat(counts, warp_first)
-    uniform = np.zeros(len(warp_first), dtype=bool)
-    parts = []   # (first record, seq, addr, warp) per batch of rows
     candidates = (size == WARP) & (cmin == cmax) & (cmin > 0)
-    for c in np.unique(cmin[candidates]).tolist():
-        which = np.flatnonzero(candidates & (cmin == c))
-        step = max(1, _UNIFORM_CHUNK // (WARP * c))
-        for lo in range(0, len(which), step):
-            ws = which[lo:lo + step]
-            first, seq, addr, same = _uniform_rows(trace, warp_first[ws], c, addr_dtype)
-            uniform[ws[same]] = True
-            parts.append((first, seq, addr, np.repeat(tw[warp_first[ws[same]]].astype(np.int64), c)))
-    if not uniform.all():
-        rest = np.flatnonzero(~uniform)
+    batches = [(piece, c) for c in np.unique(cmin[candidates]).tolist()
+               for piece in _uniform_batches(np.flatnonzero(candidates & (cmin == c)), c)]
+
+    def uniform(batch):
+        (w, warps, j0, j1), c = batch
+        first, seq, addr, same = _uniform_rows(trace, int(warp_first[w]), warps, c, j0, j1, addr_dtype)
+        return _rows(trace, first, seq, addr), np.repeat(np.arange(w, w + warps), j1 - j0), w + np.flatnonzero(~same)
+
+    done = parallel.each(uniform, batches)
+    uniform_warps = candidates.copy()
+    for _, _, mixed in done:
+        uniform_warps[mixed] = False
+    # (rows, warp of each row: its number in the trace) of every batch; a warp any of whose
+    # instructions was mixed is grouped by key instead, all of its rows.
+    parts = [(inst[keep], tw[warp_first[ws[keep]]].astype(np.int64))
+             for inst, ws, _ in done for keep in [uniform_warps[ws]]]
+    if not uniform_warps.all():
+        rest = np.flatnonzero(~uniform_warps)
         threads = np.concatenate([np.arange(warp_first[w], warp_first[w] + size[w]) for w in rest])
-        parts += _grouped_rows(trace, threads, addr_dtype)
-    first = np.concatenate([p[0] for p in parts])
-    inst = np.empty(len(first), dtype=INSTANCE_DTYPE)
-    for f in ("site", "launch", "block_x", "block_y", "warp", "ordinal", "epoch"):
-        inst[f] = r[f][first]
-    inst["first"] = first
-    inst["seq"] = np.concatenate([p[1] for p in parts])
-    space = np.array([ts.site.space == "global" for ts in trace.sites], dtype=bool)
-    width = np.array([max(1, ts.site.bytes // WORD_BYTES) for ts in trace.sites], dtype=np.int64)
-    matrix = np.array([ts.site.matrices > 0 for ts in trace.sites], dtype=bool)
-    _fill_metrics(inst, np.concatenate([p[2] for p in parts]), space[inst["site"]], width[inst["site"]],
-                  matrix[inst["site"]])
+        parts += [(_rows(trace, first, seq, addr), warps)
+                  for first, seq, addr, warps in _grouped_rows(trace, threads, addr_dtype)]
+    inst = np.concatenate([p[0] for p in parts])
+    warps = np.concatenate([p[1] for p in parts])
     # Program order per warp: by the warp's first record, then its position in its thread's stream.
     # Only rows of one divergent warp can tie; they keep the grouped order (site, then ordinal).
-    order = np.lexsort((inst["seq"], np.concatenate([p[3] for p in parts])))
-    return inst[order]
+    # Uniform warps come out of their batches in that order already: then there is nothing to sort.
+    step_warp, step_seq = np.diff(warps), np.diff(inst["seq"])
+    if ((step_warp > 0) | ((step_warp == 0) & (step_seq >= 0))).all():
+        return inst
+    return inst[np.lexsort((inst["seq"], warps))]
 
 
 def site_summary(trace: Trace, inst: np.ndarray | None = None) -> pd.DataFrame:

@@ -19,11 +19,17 @@ RECORD_CAP_ENV = "MATMUL_EXPLORER_RECORD_CAP"
 DEFAULT_RECORD_CAP = None
 
 
+# One block of any FP32 ladder rung at 4096^3 with its default parameters fits (tests/test_cli.py
+# checks it against the registry's bounds, up to 22 M), and a trace this size stays under 1 GB
+# (records.STORED_BYTES a record).
+RECORD_CAP = 30_000_000
+
+
 def record_cap() -> int:
-    """$MATMUL_EXPLORER_RECORD_CAP (default 10,000,000): a whole number, also written like 1e7."""
+    """$MATMUL_EXPLORER_RECORD_CAP (default RECORD_CAP): a whole number, also written like 1e7."""
     raw = os.environ.get(RECORD_CAP_ENV, "").strip()
     if not raw:
-        return 10_000_000
+        return RECORD_CAP
     try:   # digits as an exact integer; 1e7 and the like through float
         value = float(raw) if not raw.lstrip("+-").isdigit() else int(raw)
     except ValueError:

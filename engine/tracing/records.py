@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from engine import parallel
 from engine.kernels.sources import Array, Site
 
 # cuda/trace.cuh's TraceRecord. Its 32-bit epoch counts SYNC()s in the low 16 bits and cp.async
@@ -177,6 +178,11 @@ class ArrayTable:
                           np.array([a.element_bytes for a in arrays], dtype=np.uint32))
 
 
+# Records assembled at a time: each step's temporaries (a few bytes a record) stay in the core's
+# cache instead of passing through memory, and the steps of a launch share out over the cores.
+_CHUNK = 1 << 16
+
+
 def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: LaunchInfo,
                     sites: np.ndarray, table: ArrayTable) -> dict[str, np.ndarray]:
     """Raw records of one launch -> TRACE_DTYPE columns. sites: per site number of the kernel, its
@@ -190,26 +196,45 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
     j, t = np.divmod(np.arange(len(counts), dtype=np.uint32), tpb)
     per_thread = {"block_x": info.blocks[j, 0], "block_y": info.blocks[j, 1], "thread_x": t % bx,
                   "thread_y": t // bx, "warp": t // 32, "lane": t % 32}
-    cols = {"launch": np.full(n, launch, dtype=dt["launch"][0])}
-    for name, values in per_thread.items():
-        cols[name] = np.repeat(values.astype(dt[name][0]), counts)
-
-    kernel_site = np.ascontiguousarray(raw["site"])
-    if int(kernel_site.max()) >= len(sites):      # cuda/trace.cuh: a site the source reading missed
-        bad = raw["line"][np.flatnonzero(kernel_site >= len(sites))[0]]
-        raise ValueError(f"{info.file}: a record from line {bad} matches no access site")
+    per_thread = {name: values.astype(dt[name][0]) for name, values in per_thread.items()}
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)   # where each thread's records start
+    np.cumsum(counts, out=starts[1:])
+    cols = {name: np.empty(n, dtype=dt[name][0]) for name in STORED_FIELDS}
     # Everything of a site, by the site: tiny tables, one gather each.
-    site = sites[:, 0].astype(np.uint8)[kernel_site]
-    array = sites[:, 1].astype(np.uint8)[kernel_site]
-    index = np.ascontiguousarray(raw["index"])
-    row, col = np.divmod(index, table.pitch[array])
+    site_of, array_of, op_of = (sites[:, i].astype(np.uint8) for i in range(3))
     element_bytes = table.element_bytes
     # One element size for every array (all float): a scalar multiply, no gather.
-    size = element_bytes[0] if (element_bytes == element_bytes[0]).all() else element_bytes[array]
-    cols.update(site=site, ordinal=np.ascontiguousarray(raw["ordinal"]), epoch=raw["epoch"].astype(dt["epoch"][0]),
-                group=raw["group"].astype(dt["group"][0]), space=table.shared[array],
-                op=sites[:, 2].astype(np.uint8)[kernel_site], array=array,
-                row=row.astype(dt["row"][0]), col=col.astype(dt["col"][0]), offset=index * size)
+    same_size = bool((element_bytes == element_bytes[0]).all())
+
+    def assemble(lo: int, hi: int) -> None:
+        r = raw[lo:hi]
+        kernel_site = r["site"]
+        if int(kernel_site.max()) >= len(sites):      # cuda/trace.cuh: a site the source reading missed
+            bad = r["line"][np.flatnonzero(kernel_site >= len(sites))[0]]
+            raise ValueError(f"{info.file}: a record from line {bad} matches no access site")
+        out = {name: column[lo:hi] for name, column in cols.items()}
+        out["launch"][...] = launch
+        # The threads whose records these are (first and last perhaps in part): each one's fields
+        # repeated for each of its records here.
+        t0, t1 = np.searchsorted(starts, lo, "right") - 1, np.searchsorted(starts, hi, "left")
+        repeats = np.minimum(starts[t0 + 1:t1 + 1], hi) - np.maximum(starts[t0:t1], lo)
+        for name, values in per_thread.items():
+            out[name][...] = np.repeat(values[t0:t1], repeats)
+        np.take(site_of, kernel_site, out=out["site"], mode="clip")   # checked above: clip never clips
+        np.take(op_of, kernel_site, out=out["op"], mode="clip")
+        array = np.take(array_of, kernel_site, out=out["array"], mode="clip")
+        np.take(table.shared, array, out=out["space"], mode="clip")
+        index = r["index"]
+        np.divmod(index, table.pitch[array], out=(out["row"], out["col"]), casting="unsafe")
+        np.multiply(index, element_bytes[0] if same_size else element_bytes[array], out=out["offset"])
+        for name in ("ordinal", "epoch", "group"):
+            out[name][...] = r[name]
+
+    def assemble_span(span: tuple[int, int]) -> None:
+        for lo in range(span[0], span[1], _CHUNK):
+            assemble(lo, min(lo + _CHUNK, span[1]))
+
+    parallel.each(assemble_span, parallel.spans(n, 4 * parallel.THREADS))
     return cols
 
 
