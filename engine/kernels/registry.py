@@ -405,7 +405,7 @@ CATALOG: tuple[KernelSpec, ...] = (
                          records_per_thread=_tiled_records),),
         params={"TILE": TILES},
         defaults={"TILE": 16},
-        shows=TILED_VIEWS,
+        shows=TILED_VIEWS | {"ladder"},   # the ladder's first rung
     ),
     KernelSpec(
         name="tiled_unguarded",
@@ -517,6 +517,20 @@ _BY_NAME = {k.name: k for k in CATALOG}
 SWEEP_DEFAULT = ("naive_x_rows", "naive_x_cols", "tiled_guarded", "cublas_sgemm", "cublas_sgemm_tf32")
 if not all("benchmarks" in _BY_NAME[k].shows for k in SWEEP_DEFAULT):
     raise ValueError("SWEEP_DEFAULT names a kernel the benchmarks view does not show")
+
+
+# The FP32 ladder in order: the tiled kernel, then each rung of LADDER, each fixing what holds the
+# one before it back (its .cu header says what). The Ladder page lists them so and diffs each rung's
+# source against the one before.
+LADDER_RUNGS = ("tiled_guarded", *(k.name for k in LADDER))
+if [k.name for k in CATALOG if "ladder" in k.shows] != list(LADDER_RUNGS):
+    raise ValueError("the kernels the ladder view shows are not LADDER_RUNGS, in that order")
+
+
+def previous_rung(name: str) -> str | None:
+    """The rung before this one on the ladder (None for the first)."""
+    i = LADDER_RUNGS.index(name)
+    return LADDER_RUNGS[i - 1] if i else None
 
 
 def get(name: str) -> KernelSpec:
