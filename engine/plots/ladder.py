@@ -78,7 +78,7 @@ def _removed_row(count: int, previous_file: str) -> str:
 # --------------------------------------------------------------------------- the table across the rungs
 
 def metrics_styler(table: pd.DataFrame, chosen: str):
-    """The table with the chosen rung's column on the highlight colour, its name in bold."""
+    """The table with the chosen rung's column on the highlight colour, in bold."""
     return (table.style.set_properties(subset=[chosen], **{"background-color": style.HIGHLIGHT, "font-weight": "bold"})
             .set_table_styles([{"selector": "th", "props": [("white-space", "nowrap")]}]))
 
