@@ -222,3 +222,18 @@ def test_sector_strip_rows_are_128_byte_lines():
     assert (0 * 9 - .5, 0 - .42) in corners and (2 * 9 - .5, 0 - .42) in corners and (3 * 9 - .5, 1 - .42) in corners
     lanes = f._strip_lanes(step)
     assert lanes["y"] == [0, 0, 1, 1] and lanes["x"] == [0, 18, 27, 28]
+
+
+def test_bank_conflicts_shows_the_ladders_shared_loads_scalar_and_128_bit():
+    """blocktile_2d's scalar loads of Bs are 4-way; vectorized's 128-bit ones still conflict;
+    warptile's are conflict-free. A rung has no TILE to choose: the select is off."""
+    def heads(kernel):
+        at = open_page("pages/bank_conflicts.py", {"kernel": kernel, "size": "64"})
+        assert not at.error and at.selectbox(key="bank_conflicts.tile").disabled
+        fig = figures(at)[0]
+        return [notes(fig, i) for i in range(len(fig["frames"]))]
+    assert any("load Bs" in h and "4-way" in h for h in heads("blocktile_2d"))
+    vectorized = heads("vectorized")
+    assert any("load Bs" in h and "8 wavefronts</b> (at best 4): <b>4 bank conflicts" in h for h in vectorized)
+    warptile = heads("warptile")
+    assert all("16 bytes, a half-warp at a time" in h and "no conflict" in h for h in warptile)
