@@ -88,7 +88,7 @@ else:
 if df is not None:
     sizes = ladder.square_sizes(df)
     if not sizes:
-        st.warning(f"The {label} has no row for any rung of the ladder.", icon=":material/warning:")
+        st.warning(f"This run ({label}) has no row for any rung of the ladder.", icon=":material/warning:")
     else:
         at = st.select_slider("Timed at M = N = K", sizes, key=ui.state("timed", max(sizes), sizes))
         ui.remember(timed=at)
@@ -96,7 +96,8 @@ if df is not None:
         st.plotly_chart(figures.speed_figure(speeds, rung, label, charts.notes([prov]), ui.presenter()), width="stretch",
                         config={"displaylogo": False}, key="ladder-speed")
         if speeds.missing:
-            st.warning(f"No row for {', '.join(speeds.missing)} at {at:,}³ in the {label}.", icon=":material/warning:")
+            st.warning(f"No row for {', '.join(speeds.missing)} at {at:,}³ in this run ({label}).",
+                       icon=":material/warning:")
         for r, why in speeds.failed.items():
             st.warning(f"{r} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
         st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Each rung with the parameters "

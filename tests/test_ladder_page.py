@@ -75,7 +75,7 @@ def test_speeds_come_from_the_recorded_run_and_say_which_rungs_it_lacks(tmp_path
     bars = fig["data"][0]
     assert bars["x"] == list(registry.LADDER_RUNGS) and bars["y"][2] == 20000
     text = _texts(at)
-    assert "No row for blocktile_1d, vectorized at 1,024³ in the recorded NVIDIA H200 run of 2027-01-02" in text
+    assert "No row for blocktile_1d, vectorized at 1,024³ in this run (recorded NVIDIA H200 run of 2027-01-02)" in text
     assert "warptile at 1,024³ was not timed: relative error" in text
 
 
@@ -86,6 +86,32 @@ def test_the_shipped_recorded_run_is_labelled_and_its_missing_rungs_named():
     assert f"recorded {run['gpu']} run of {run['date'][:10]}" in fig["layout"]["title"]["text"]
     missing = ladder.ladder_speeds(df, at.select_slider(key="ladder.timed").value).missing
     assert not missing or f"No row for {', '.join(missing)}" in _texts(at)
+
+
+def test_a_live_run_is_drawn_and_labelled_live(monkeypatch):
+    """The page's live branch, with the GPU's answer stood in for: a status that says there is one,
+    and a sweep that yields the rows of the synthetic export at the page's size."""
+    from engine.devices.gpu_client import GpuStatus
+    from pages.lib import ui
+    info = {"name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "sm_clock_mhz": 1980,
+            "memory_clock_mhz": 3201, "memory_bus_bits": 6144, "driver": 13000, "cuda": "13.0.0", "l2_bytes": 2**26,
+            "total_bytes": 2**37}
+    monkeypatch.setattr(ui, "device_status", lambda: GpuStatus(True, "NVIDIA H200", info=info))
+    asked = []
+
+    def sweep(kernels, sizes, settings, params=None, blocks=None):
+        asked.append((kernels, sizes))
+        rows = json.loads(synthetic_export())["results"]
+        return iter([{**r, "m": sizes[0][0], "n": sizes[0][1], "k": sizes[0][2]} for r in rows])
+    monkeypatch.setattr(benchmark, "sweep", sweep)
+    at = open_page(PAGE, {"size": "128"})
+    next(b for b in at.button if b.label.startswith("Time every rung")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert asked == [(list(registry.LADDER_RUNGS) + ["cublas_sgemm"], [(128, 128, 128)])]
+    fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
+    assert "at 128³ · live on this NVIDIA H200" in fig["layout"]["title"]["text"]
+    assert fig["data"][0]["y"][-1] == 30000
+    assert "No row for blocktile_1d, vectorized at 128³ in this run (live on this NVIDIA H200" in _texts(at)
 
 
 @pytest.mark.gpu
