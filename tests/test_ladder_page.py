@@ -51,6 +51,17 @@ def test_a_link_opens_its_rung_size_and_block_and_double_buffering_shows_its_ove
     assert at.subheader[0].value.startswith("Rung 4 of 6") and at.query_params["rung"] == "vectorized"
 
 
+@pytest.mark.parametrize("presenter", ["0", "1"])
+def test_its_figures_are_in_the_one_style_at_its_sizes(presenter):
+    from engine.plots import style
+    sizes = style.sizes(presenter == "1")
+    intervals, speed = _figures(open_page(PAGE, {"size": "128", "presenter": presenter}))
+    for fig in (intervals, speed):
+        assert fig["layout"]["font"]["family"] == style.FONT_FAMILY
+        assert fig["layout"]["template"]["layout"]["colorway"] == style.PALETTE
+    assert intervals["layout"]["font"]["size"] == sizes.base and speed["layout"]["font"]["size"] == sizes.chart
+
+
 def test_a_trace_over_the_record_cap_is_its_one_line_and_the_rest_is_shown(monkeypatch):
     from pages.lib import ui
     monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", "300000")

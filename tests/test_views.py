@@ -159,7 +159,8 @@ def test_ncu_command_names_the_metrics_of_analysis():
 def test_bank_layers_of_a_128_bit_load_wire_each_lane_to_its_four_words_a_half_warp_at_a_time():
     """vectorized's LDS4 of Bs: lanes TN = 8 words apart, 4 words each; lanes 0-15 are served first,
     then 16-31, each half-warp's 64 words needing 2 wavefronts and taking 4 (its banks hold 4 each)."""
-    trace, inst = _trace("vectorized", 64, 64, 64, blocks=[(0, 0)], block=(16, 16))
+    trace, inst = _trace("vectorized", 64, 64, 64, blocks=[(0, 0)], params={"BM": 128, "BN": 128, "BK": 8, "TM": 8,
+                                                                          "TN": 8})
     shown = views.bank_steps(trace, inst, 0, 0, 0, loads_only=True)
     step, lay = next((s, l) for s, l in zip(shown.steps, shown.layers) if s.array == "Bs")
     assert step.width == 4 and (step.wavefronts, step.ideal) == (8, 4)

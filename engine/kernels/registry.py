@@ -207,9 +207,9 @@ def _multiples_of_tile(p: Problem) -> str | None:
 # across. The defaults are the winners of the autotuning sweep (tests/benchmarks/tune_ladder.py) at
 # 4096^3 on the H200, recorded in engine/bench/recorded/tuning/ (the Benchmarks page shows it).
 LADDER_VIEWS = frozenset({"ladder", "coalescing", "benchmarks"})
-# The rungs whose shared loads the Bank conflicts page also shows: blocktile_2d's scalar loads of
-# As and Bs in conflict, vectorized's 128-bit loads of Bs still in conflict, warptile's 128-bit
-# loads without.
+# The rungs whose shared loads the Bank conflicts page also shows, at their own shapes:
+# blocktile_2d's scalar loads of As and Bs (lanes a row or TN words apart: in conflict), and the
+# 128-bit loads of vectorized and warptile, served a half-warp at a time.
 BANK_RUNGS = ("blocktile_2d", "vectorized", "warptile")
 SHARED_LIMIT = 48 * 1024   # static shared memory per block
 

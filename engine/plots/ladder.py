@@ -103,7 +103,7 @@ def intervals_figure(timelines: list[Timeline], presenter: bool = False) -> go.F
             fig.add_trace(go.Bar(y=[what] * len(part), x=[0.9] * len(part), base=part["epoch"] - 0.45, orientation="h",
                                  marker={"color": color}, text=[f"tile {k}" for k in part["tile"]],
                                  textposition="inside", insidetextanchor="middle",
-                                 textfont={"color": "white", "size": st.base}, hovertext=hover,
+                                 textfont={"color": style.BAR_TEXT, "size": st.base}, hovertext=hover,
                                  hovertemplate="%{hovertext}<extra></extra>", showlegend=False, name=t.name),
                           row=i, col=1)
         kinds = shown.groupby("epoch")["what"].nunique()
