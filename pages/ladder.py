@@ -41,9 +41,9 @@ st.table(figures.metrics_styler(ladder.metrics_table(counts), rung))
 for r, c in counts.items():
     if isinstance(c, str):
         st.warning(f"{r}: {c}", icon=":material/warning:")
-st.caption("Per block, each rung with its default parameters. A load instruction is one thread's load (a float4, "
-           "LDG.128 or LDS.128, is one; so is a cp.async); FMAs are the outputs the block writes times K. Sectors, "
-           "wavefronts and bank conflicts are per warp-level request, as Nsight Compute counts them: a 128-bit load "
+st.caption("Per block, each rung with its default parameters. Loads per FMA count instructions, one thread's each (a "
+           "float4, LDG.128 or LDS.128, is one; so is a cp.async); FMAs are the outputs the block writes times K. "
+           "Sectors, wavefronts and bank conflicts are per request, one warp's load, as Nsight Compute counts them: a 128-bit load "
            "of 32 lanes is 512 bytes, 16 sectors and, without conflicts, 4 wavefronts (fewer where lanes share "
            "words). \"As compiled\": nvcc merges some scalar shared loads into LDS.128 (the Bank conflicts page shows "
            "them); \"not modelled\" where it reordered a loop to do so.")

@@ -173,10 +173,10 @@ def test_the_table_has_a_column_per_rung_and_dashes_where_one_was_not_traced(cou
     table = ladder.metrics_table(rungs)
     assert list(table.columns) == list(registry.LADDER_RUNGS)
     assert (table["blocktile_1d"] == "—").all()
-    assert table.loc["shared load instructions per FMA", "tiled_guarded"] == "2"
+    assert table.loc["shared loads per FMA", "tiled_guarded"] == "2"
     warptile = Fraction(rungs["warptile"].shared_loads, rungs["warptile"].fmas)
-    assert table.loc["shared load instructions per FMA", "warptile"] == f"{warptile.numerator}/{warptile.denominator}"
-    assert table.loc["global sectors per load request (ideal)", "vectorized"] == "16 (16)"
+    assert table.loc["shared loads per FMA", "warptile"] == f"{warptile.numerator}/{warptile.denominator}"
+    assert table.loc["sectors per global request (ideal)", "vectorized"] == "16 (16)"
     q = registry.get("blocktile_2d").default_params()
     assert table.loc["FMAs per block", "blocktile_2d"] == f"{q['BM'] * q['BN'] * SIZE:,}"
 

@@ -111,7 +111,7 @@ class RungCounts:
 
     @property
     def global_intensity(self) -> float:
-        """FLOP per byte loaded from global memory (2 FLOP an FMA)."""
+        """FLOP per global byte memory (2 FLOP an FMA)."""
         return 2 * self.fmas / self.global_bytes
 
     @property
@@ -262,16 +262,16 @@ METRICS = {   # row of the table -> its value for one rung, as shown
     "threads per block": lambda c: f"{c.threads:,}",
     "outputs per thread": lambda c: _num(c.outputs_per_thread),
     "FMAs per block": lambda c: f"{c.fmas:,}",
-    "global load instructions per FMA": lambda c: _ratio(c.global_loads, c.fmas),
-    "shared load instructions per FMA": lambda c: _ratio(c.shared_loads, c.fmas),
+    "global loads per FMA": lambda c: _ratio(c.global_loads, c.fmas),
+    "shared loads per FMA": lambda c: _ratio(c.shared_loads, c.fmas),
     "… as compiled (nvcc's LDS.128)": lambda c: _ratio(c.compiled_shared_loads, c.fmas, c.compiled_why),
-    "FLOP per byte loaded from global": lambda c: _num(c.global_intensity),
-    "FLOP per byte loaded from shared": lambda c: _num(c.shared_intensity),
-    "global sectors per load request (ideal)": lambda c: f"{_num(c.sectors_per_request)} "
+    "FLOP per global byte": lambda c: _num(c.global_intensity),
+    "FLOP per shared byte": lambda c: _num(c.shared_intensity),
+    "sectors per global request (ideal)": lambda c: f"{_num(c.sectors_per_request)} "
                                                          f"({_num(c.ideal_sectors_per_request)})",
-    "shared wavefronts per load request (ideal)": lambda c: f"{_num(c.wavefronts_per_request)} "
+    "wavefronts per shared request (ideal)": lambda c: f"{_num(c.wavefronts_per_request)} "
                                                             f"({_num(c.ideal_wavefronts_per_request)})",
-    "bank conflicts per shared load request": lambda c: _num(c.conflicts_per_request),
+    "bank conflicts per shared request": lambda c: _num(c.conflicts_per_request),
 }
 
 
