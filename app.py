@@ -26,7 +26,9 @@ def home() -> None:
         "reads that saves against the naive kernel.\n"
         "3. **Bank conflicts**: 32 lanes piling onto one bank of shared memory until one word of padding "
         f"spreads them out (the shared-memory kernel of {documents.cite('001', '*{}*')}).\n"
-        "4. **Benchmarks**: the same kernels timed against cuBLAS.")
+        "4. **Ladder**: from the tiled kernel towards cuBLAS, one fix at a time: what each rung changed in "
+        "the source, what one block's trace counts, and the measured speed.\n"
+        "5. **Benchmarks**: the same kernels timed against cuBLAS.")
     st.subheader("Device")
     device_card()
     st.subheader("Kernel catalog")
@@ -71,6 +73,7 @@ PAGES = [
     st.Page("pages/coalescing.py", title="Coalescing", icon=":material/view_week:"),
     st.Page("pages/tile_phases.py", title="Tile phases", icon=":material/grid_view:"),
     st.Page("pages/bank_conflicts.py", title="Bank conflicts", icon=":material/view_column:"),
+    st.Page("pages/ladder.py", title="Ladder", icon=":material/stairs:"),
     st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:"),
 ]
 

@@ -18,15 +18,19 @@ with ui.controls():
     kernel = c0.selectbox("Kernel", shared, key=ui.state("kernel", padded_first, shared),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
-    tiles = spec.params["TILE"]
-    tile = c1.selectbox("TILE", tiles, key=ui.state("tile", 32, tiles))
+    tiles = spec.params.get("TILE", registry.TILES)
+    # A ladder rung has no TILE: it runs with its own tile shape (its defaults), the select stays put.
+    tile = c1.selectbox("TILE", tiles, key=ui.state("tile", 32, tiles), disabled="TILE" not in spec.params,
+                        help=None if "TILE" in spec.params else f"{kernel} runs with its own tile shape: "
+                        + ", ".join(f"{k} {v}" for k, v in spec.default_params().items()))
     padded = "PAD" in spec.params
     if not padded:   # a kernel without padding: the toggle shows it off, not a stale "on"
         st.session_state[ui.state("pad", False)] = False
     pad = int(c2.toggle("Pad rows by one word", disabled=not padded, key=ui.state("pad", False),
                         help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
     params = spec.takes({"TILE": tile, "PAD": pad})
-    size = c3.number_input("M = N = K", tile, 128, step=tile, key=ui.state("size", 64, lo=tile, hi=128))
+    step = tile if "TILE" in spec.params else 32
+    size = c3.number_input("M = N = K", step, 128, step=step, key=ui.state("size", 64, lo=step, hi=128))
     ui.remember(kernel=kernel, tile=tile, pad=pad, size=size)
     # The animation shows block (0, 0): tracing that block alone draws it quickly.
     trace, inst = ui.trace_or_stop(kernel, size, size, size, params, spec.default_block, ((0, 0),))
@@ -40,12 +44,14 @@ with ui.controls():
 
 shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
 if shown.steps:
-    label = f"{kernel}, TILE {tile}" + (f", PAD {pad}" if padded else "") + f", warp {warp}"
+    label = kernel + (f", TILE {tile}" if "TILE" in spec.params else "") + (f", PAD {pad}" if padded else "") + f", warp {warp}"
     fig = ui.cached_figure(lambda: traces.bank_figure(shown, label, ui.presenter(), duration))
     st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
     st.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "
-               "Lanes wired to one square read the same word: a broadcast, served together.")
+               "Lanes wired to one square read the same word: a broadcast, served together. A 128-bit load (the "
+               "ladder's float4 rungs) wires each lane to 4 consecutive words and is served a half-warp at a time: "
+               "lanes 0-15's wavefronts, then lanes 16-31's; red then marks those beyond the fewest its words need.")
 
 st.subheader("The whole kernel")
 whole = ui.or_stop("Counting wavefronts as written and as compiled", ui.cached_shared_kernel, kernel, size, size,

@@ -28,6 +28,26 @@ def shots(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def chrome():
+    """Headless Chromium for a module of browser tests (tests/browser.py)."""
+    from tests import browser
+    with browser.chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def page(chrome):
+    """A fresh page at a projector's 1280x720, collecting the page's JavaScript errors in .errors."""
+    from tests import browser
+    context = chrome.new_context(viewport=browser.VIEW)
+    p = context.new_page()
+    p.errors = []
+    p.on("pageerror", lambda e: p.errors.append(str(e)))
+    yield p
+    context.close()
+
+
 FAILING_NVCC = "nvcc fatal   : Unsupported gpu architecture"
 
 

@@ -10,23 +10,7 @@ import pytest
 from tests import browser
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
-VIEW = {"width": 1280, "height": 720}
-
-
-@pytest.fixture(scope="module")
-def chrome():
-    with browser.chromium() as b:
-        yield b
-
-
-@pytest.fixture
-def page(chrome):
-    context = chrome.new_context(viewport=VIEW)
-    p = context.new_page()
-    p.errors = []
-    p.on("pageerror", lambda e: p.errors.append(str(e)))
-    yield p
-    context.close()
+VIEW = browser.VIEW   # `chrome` and `page` (a fresh page of this size per test): tests/conftest.py
 
 
 def open_page(page, url: str) -> None:

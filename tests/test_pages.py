@@ -222,3 +222,25 @@ def test_sector_strip_rows_are_128_byte_lines():
     assert (0 * 9 - .5, 0 - .42) in corners and (2 * 9 - .5, 0 - .42) in corners and (3 * 9 - .5, 1 - .42) in corners
     lanes = f._strip_lanes(step)
     assert lanes["y"] == [0, 0, 1, 1] and lanes["x"] == [0, 18, 27, 28]
+
+
+def test_bank_conflicts_shows_the_ladders_shared_loads_scalar_and_128_bit():
+    """The rungs at their own (tuned) shapes: each headline is the engine's count for that load, as
+    n-way for blocktile_2d's scalar loads, in wavefronts against the fewest for the 128-bit ones. A
+    rung has no TILE to choose: the select is off."""
+    from engine.kernels.problem import make_problem
+    from engine.metrics import analysis, views
+    from engine.tracing import tracer
+    for kernel in ("blocktile_2d", "vectorized", "warptile"):
+        at = open_page("pages/bank_conflicts.py", {"kernel": kernel, "size": "64"})
+        assert not at.error and at.selectbox(key="bank_conflicts.tile").disabled
+        fig = figures(at)[0]
+        t = tracer.trace(kernel, make_problem(64, 64, 64), [(0, 0)], "cpu")
+        steps = views.bank_steps(t, analysis.warp_instructions(t), 0, 0, 0, loads_only=True).steps
+        for i in (0, len(fig["frames"]) - 1):
+            head, step = notes(fig, i), steps[i]
+            if kernel == "blocktile_2d":
+                assert step.width == 1 and f"<b>{step.wavefronts}-way</b>" in head
+            else:
+                assert step.width == 4 and f"a half-warp at a time → <b>{step.wavefronts} wavefronts</b> " \
+                    f"(at best {step.ideal})" in head

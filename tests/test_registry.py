@@ -35,3 +35,12 @@ def test_tile_and_pad_choices_are_checked():
         registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, tile=12))
     with pytest.raises(EngineError, match="no parameter PAD"):
         registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, pad=1))
+
+
+def test_the_ladder_starts_at_the_tiled_kernel_and_each_rung_knows_the_one_before():
+    assert registry.LADDER_RUNGS == ("tiled_guarded", *(k.name for k in registry.LADDER))
+    assert registry.LADDER_RUNGS[:6] == ("tiled_guarded", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
+                                         "double_buffered")
+    assert registry.showing("ladder") == list(registry.LADDER_RUNGS)
+    assert registry.previous_rung("tiled_guarded") is None
+    assert [registry.previous_rung(n) for n in registry.LADDER_RUNGS[1:]] == list(registry.LADDER_RUNGS[:-1])

@@ -154,3 +154,20 @@ def test_ncu_command_names_the_metrics_of_analysis():
     command = views.ncu_command("shared", "load", ("requests", "bank_conflicts"))
     assert command == ("ncu --metrics smsp__inst_executed_op_shared_ld.sum,"
                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
+
+
+def test_bank_layers_of_a_128_bit_load_wire_each_lane_to_its_four_words_a_half_warp_at_a_time():
+    """vectorized's LDS4 of Bs: lanes TN = 8 words apart, 4 words each; lanes 0-15 are served first,
+    then 16-31, each half-warp's 64 words needing 2 wavefronts and taking 4 (its banks hold 4 each)."""
+    trace, inst = _trace("vectorized", 64, 64, 64, blocks=[(0, 0)], params={"BM": 128, "BN": 128, "BK": 8, "TM": 8,
+                                                                          "TN": 8})
+    shown = views.bank_steps(trace, inst, 0, 0, 0, loads_only=True)
+    step, lay = next((s, l) for s, l in zip(shown.steps, shown.layers) if s.array == "Bs")
+    assert step.width == 4 and (step.wavefronts, step.ideal) == (8, 4)
+    for lane, offset in zip(step.lanes, step.offsets):
+        wired = {w for w, lanes in zip(lay["word"], lay["lane"]) if lane in lanes}
+        assert wired == {offset // 4 + j for j in range(4)}
+    assert max(lay["layer"]) + 1 == step.wavefronts
+    first_half = {y for y, lanes in zip(lay["layer"], lay["lane"]) if min(lanes) < 16}
+    assert first_half == {0, 1, 2, 3} and {y for y, e in zip(lay["layer"], lay["extra"]) if e} == {2, 3, 6, 7}
+    assert all(b == w % 32 for b, w in zip(lay["bank"], lay["word"]))

@@ -58,9 +58,9 @@ TOLERANCE = {Precision.FP32: 1e-4, Precision.TF32: 5e-3, Precision.FP16: 5e-3, P
 # The app's views. Those that draw a trace need a traceable kernel; a view may also need parameters.
 VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "ladder", "benchmarks")
 TRACED_VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "ladder")
-# The phase picture steps through K by TILE; the bank page lets you choose TILE (its conflicts
-# come from the tile's row pitch).
-VIEW_NEEDS = {"tile_phases": ("TILE",), "bank_conflicts": ("TILE",)}
+# The phase picture steps through K by TILE. (The bank page lets you choose TILE where a kernel
+# has one; the ladder's rungs it shows run with their own tile shapes.)
+VIEW_NEEDS = {"tile_phases": ("TILE",)}
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -207,6 +207,10 @@ def _multiples_of_tile(p: Problem) -> str | None:
 # across. The defaults are the winners of the autotuning sweep (tests/benchmarks/tune_ladder.py) at
 # 4096^3 on the H200, recorded in engine/bench/recorded/tuning/ (the Benchmarks page shows it).
 LADDER_VIEWS = frozenset({"ladder", "coalescing", "benchmarks"})
+# The rungs whose shared loads the Bank conflicts page also shows, at their own shapes:
+# blocktile_2d's scalar loads of As and Bs (lanes a row or TN words apart: in conflict), and the
+# 128-bit loads of vectorized and warptile, served a half-warp at a time.
+BANK_RUNGS = ("blocktile_2d", "vectorized", "warptile")
 SHARED_LIMIT = 48 * 1024   # static shared memory per block
 
 
@@ -311,7 +315,8 @@ def _ladder_rung(name: str, title: str, lesson: str, params: dict, defaults: dic
         name=name, title=title, seeds=("002",), lesson=lesson,
         launches=(Launch(f"{name}.cu", grid=_ladder_grid, block=_ladder_block,
                          records_per_thread=_ladder_records(vec, buffers)),),
-        params=params, defaults=defaults, rules=tuple(rules), shows=LADDER_VIEWS)
+        params=params, defaults=defaults, rules=tuple(rules),
+        shows=LADDER_VIEWS | ({"bank_conflicts"} if name in BANK_RUNGS else set()))
 
 
 _BLOCK_SIDES = (32, 64, 128, 256)
@@ -405,7 +410,7 @@ CATALOG: tuple[KernelSpec, ...] = (
                          records_per_thread=_tiled_records),),
         params={"TILE": TILES},
         defaults={"TILE": 16},
-        shows=TILED_VIEWS,
+        shows=TILED_VIEWS | {"ladder"},   # the ladder's first rung
     ),
     KernelSpec(
         name="tiled_unguarded",
@@ -517,6 +522,20 @@ _BY_NAME = {k.name: k for k in CATALOG}
 SWEEP_DEFAULT = ("naive_x_rows", "naive_x_cols", "tiled_guarded", "cublas_sgemm", "cublas_sgemm_tf32")
 if not all("benchmarks" in _BY_NAME[k].shows for k in SWEEP_DEFAULT):
     raise ValueError("SWEEP_DEFAULT names a kernel the benchmarks view does not show")
+
+
+# The FP32 ladder in order: the tiled kernel, then each rung of LADDER, each fixing what holds the
+# one before it back (its .cu header says what). The Ladder page lists them so and diffs each rung's
+# source against the one before.
+LADDER_RUNGS = ("tiled_guarded", *(k.name for k in LADDER))
+if [k.name for k in CATALOG if "ladder" in k.shows] != list(LADDER_RUNGS):
+    raise ValueError("the kernels the ladder view shows are not LADDER_RUNGS, in that order")
+
+
+def previous_rung(name: str) -> str | None:
+    """The rung before this one on the ladder (None for the first)."""
+    i = LADDER_RUNGS.index(name)
+    return LADDER_RUNGS[i - 1] if i else None
 
 
 def get(name: str) -> KernelSpec:

@@ -13,7 +13,7 @@ from engine.kernels import registry
 from engine.kernels.problem import make_inputs
 from engine.kernels.reference import matmul
 from engine.metrics import analysis
-from engine.metrics.analysis import BANKS, NCU_METRICS, SECTOR_BYTES, WORD_BYTES
+from engine.metrics.analysis import BANKS, HALF_WARP, NCU_METRICS, SECTOR_BYTES, WORD_BYTES
 from engine.tracing.records import Trace
 
 
@@ -34,7 +34,9 @@ class Step:
     offsets: np.ndarray   # byte offsets in the array
     sectors: int          # distinct 32-byte sectors (global)
     lines: int            # distinct 128-byte lines (global)
-    wavefronts: int       # shared: most distinct words in one bank
+    wavefronts: int       # shared: most distinct words in one bank (128-bit: summed over the half-warps)
+    width: int = 1        # 4-byte words each lane reads or writes (4 for a 128-bit access)
+    ideal: int = 1        # shared: the wavefronts it would need without bank conflicts
 
     @property
     def sector_ids(self) -> np.ndarray:
@@ -81,18 +83,42 @@ def warp_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp:
         steps.append(Step(start + i, int(row["site"]), ts.site.line, ts.kernel, ts.site.array, ts.site.space,
                           ts.site.op, int(row["epoch"]), r["lane"][idx].astype(int), r["row"][idx].astype(int),
                           r["col"][idx].astype(int), r["offset"][idx].astype(np.int64), int(row["sectors"]),
-                          int(row["lines"]), int(row["wavefronts"])))
+                          int(row["lines"]), int(row["wavefronts"]), max(1, ts.site.bytes // WORD_BYTES),
+                          int(row["ideal"])))
     return steps, total
 
 
 def bank_layers(step: Step) -> dict[str, list]:
-    """For a shared-memory step: each distinct word with its bank, its layer (0 for the first word
-    of a bank, 1 for the second: the extra wavefronts) and the lanes that read it (broadcast).
-    Columns as lists: bank, word, layer, lane (a list of lanes per word)."""
-    words = (step.offsets // WORD_BYTES).astype(np.int64)
+    """For a shared-memory step: each distinct word with its bank, its layer (its wavefront: 0 for
+    the first word of a bank, 1 for the second ...), whether that wavefront is one beyond the
+    conflict-free count (extra: a bank conflict) and the lanes that read it (broadcast). A lane of a
+    wider access reads `step.width` consecutive words; such an access is served a half-warp at a time
+    (analysis._wide_wavefronts), so the second half-warp's layers follow the first's. Columns as
+    lists: bank, word, layer, extra, lane (a list of lanes per word)."""
+    halves = [step.lanes < HALF_WARP, step.lanes >= HALF_WARP] if step.width > 1 else [np.ones(len(step.lanes), bool)]
+    out = {"bank": [], "word": [], "layer": [], "extra": [], "lane": []}
+    below = 0
+    for half in halves:
+        lanes = np.repeat(step.lanes[half], step.width)
+        words = ((step.offsets[half] // WORD_BYTES).astype(np.int64)[:, None] + np.arange(step.width)).ravel()
+        if not len(words):
+            continue
+        part = _layers(words, lanes)
+        ideal = -(-len(part["word"]) // BANKS)   # one wavefront serves at most a word of every bank
+        out["bank"] += part["bank"]
+        out["word"] += part["word"]
+        out["layer"] += [below + y for y in part["layer"]]
+        out["extra"] += [y >= ideal for y in part["layer"]]
+        out["lane"] += part["lane"]
+        below += max(part["layer"]) + 1
+    return out
+
+
+def _layers(words: np.ndarray, lanes: np.ndarray) -> dict[str, list]:
+    """Each distinct word (with the lanes reading it) stacked on its bank: layer 0, 1, ..."""
     banks = words % BANKS
-    order = np.lexsort((step.lanes, words, banks))
-    w, b, lanes = words[order], banks[order], step.lanes[order]
+    order = np.lexsort((lanes, words, banks))
+    w, b, lanes = words[order], banks[order], lanes[order]
     new_word = np.ones(len(w), dtype=bool)
     new_word[1:] = w[1:] != w[:-1]
     starts = np.flatnonzero(new_word)
@@ -102,7 +128,8 @@ def bank_layers(step: Step) -> dict[str, list]:
     pos = np.arange(len(ub))
     layer = pos - np.maximum.accumulate(np.where(new_bank, pos, 0))
     groups = np.split(lanes, starts[1:])
-    return {"bank": ub.tolist(), "word": uw.tolist(), "layer": layer.tolist(), "lane": [g.tolist() for g in groups]}
+    return {"bank": ub.tolist(), "word": uw.tolist(), "layer": layer.tolist(),
+            "lane": [sorted(set(g.tolist())) for g in groups]}
 
 
 @dataclass

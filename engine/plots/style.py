@@ -34,6 +34,7 @@ SLOT_LINE = "#cccccc"                      # a sector slot nothing touches
 WIRE = "rgba(80,80,80,0.5)"                # lane-to-bank wires
 HIGHLIGHT = "rgba(255, 200, 0, 0.45)"      # the source line a frame is at (the browser tests look for it)
 NOTE_BACKGROUND = "rgba(255,255,255,0.85)"
+BAR_TEXT = "white"                         # a label inside a filled bar
 LANE_SCALE = "Turbo"                       # lane 0..31 as a colour
 
 # Plotly's white template with the font and palette above: every figure's layout starts from it.

@@ -539,16 +539,12 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     fig.add_trace(_code_trace(view, cx, cy, font))
     frames = []
     for i, (step, lay) in enumerate(zip(steps, layers)):
-        pos = {}
+        wx, wy = [], []   # a wire from each lane to each word it reads (4 for a 128-bit access)
         for b, y, lanes in zip(lay["bank"], lay["layer"], lay["lane"]):
             for lane in lanes:
-                pos[lane] = (int(b), int(y))
-        wx, wy = [], []
-        for lane in step.lanes.tolist():
-            b, y = pos[lane]
-            wx += [lane, b, None]
-            wy += [-2.25, y, None]
-        colors = [style.GREEN if l == 0 else style.RED for l in lay["layer"]]
+                wx += [lane, int(b), None]
+                wy += [-2.25, int(y), None]
+        colors = [style.RED if extra else style.GREEN for extra in lay["extra"]]
         info = [f"bank {b}, word {w}<br>lanes {', '.join(map(str, lanes))}" + (" (broadcast)" if len(lanes) > 1 else "")
                 for b, w, lanes in zip(lay["bank"], lay["word"], lay["lane"])]
         frames.append({"name": str(i), "traces": [0, 2, 3, 4], "data": [
@@ -566,10 +562,14 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
 
 def bank_note(label: str, step: Step, total: int, what: str = "shared instruction") -> str:
     w = step.wavefronts
-    verdict = "no conflict" if w <= 1 else f"{w - 1} bank conflict{'s' if w > 2 else ''}"
-    return (f"<b>{label}</b> · {what} {step.index + 1:,} of {total:,} · line {step.line}, "
-            f"{step.op} {step.array}<br>{len(step.lanes)} lanes → <b>{w}-way</b>: {w} wavefront{'s' if w != 1 else ''}, "
-            f"<b>{verdict}</b>")
+    extra = w - step.ideal
+    verdict = "no conflict" if extra <= 0 else f"{extra} bank conflict{'s' if extra > 1 else ''}"
+    head = f"<b>{label}</b> · {what} {step.index + 1:,} of {total:,} · line {step.line}, {step.op} {step.array}<br>"
+    if step.width > 1:   # served a half-warp at a time: "n-way" would not say what it costs
+        return (head + f"{len(step.lanes)} lanes × {4 * step.width} bytes, a half-warp at a time → <b>{w} wavefronts</b> "
+                f"(at best {step.ideal}): <b>{verdict}</b>")
+    return head + (f"{len(step.lanes)} lanes → <b>{w}-way</b>: {w} wavefront{'s' if w != 1 else ''}, "
+                   f"<b>{verdict}</b>")
 
 
 def ways_histogram(kernel: SharedKernel, presenter: bool = False) -> go.Figure:

@@ -16,7 +16,7 @@ from engine.devices import gpu_client, memo
 from engine.errors import EngineError
 from engine.kernels import build, registry, sass
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, views
+from engine.metrics import analysis, ladder, views
 from engine.tracing import tracer
 
 PLAYER_JS = Path(__file__).with_name("player.js").read_text()
@@ -325,6 +325,21 @@ def cached_reads_against_naive(kernel: str, m: int, n: int, k: int, params: dict
     tiled = ", ".join([kernel] + [f"{name} {value}" for name, value in params.items()])
     return {f"naive ({naive.name})": cached_global_reads(naive.name, m, n, k, {}, naive.default_block),
             tiled: cached_global_reads(kernel, m, n, k, params, spec.default_block)}
+
+
+def cached_rung(kernel: str, size: int, block: tuple[int, int]) -> ladder.RungCounts | str:
+    """ladder.rung_counts of one block of a ladder rung (its default parameters) at size^3, or the
+    engine's one-line reason it cannot be traced (over the record cap). Only the counts are kept:
+    the trace of one block is millions of records at the larger sizes, and the page shows six."""
+    def compute():
+        spec = registry.get(kernel)
+        trace = tracer.trace(kernel, make_problem(size, size, size, block=spec.default_block), [block], "auto")
+        return ladder.rung_counts(trace, analysis.warp_instructions(trace), block,
+                                  cached_sass(trace.launches[-1].file, trace.problem.params))
+    try:
+        return RESULTS.get(("rung", kernel, size, tuple(block), tracer.resolve_source("auto")), compute)
+    except EngineError as exc:
+        return str(exc)
 
 
 def or_stop(what: str, fn, *args):

@@ -1,0 +1,333 @@
+"""The FP32 ladder, rung by rung (registry.LADDER_RUNGS): what a rung's source changed from the rung
+before (a diff of the two files), what one block's trace counts that explains its speed, and the
+rungs' speed in a benchmark run. Plain data for the Ladder page (pages/ladder.py) and its figures
+(engine/plots/ladder.py); nothing here draws, runs a kernel or imports Streamlit.
+
+Counts are of one block, at the problem's size:
+- a load *instruction* is one thread's load: one record of the trace, a float4 (LDG4, LDS4) or a
+  cp.async included, each one instruction;
+- FMAs are the block's outputs (the C elements it writes) times K: the products its tile needs;
+- a *request* is a warp-level instruction, as Nsight Compute counts them (engine/metrics/analysis.py):
+  its global sectors, its shared wavefronts and bank conflicts are analysis.py's, so a 128-bit load
+  of 32 lanes is 16 sectors (512 bytes) and, conflict-free, 4 wavefronts.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from engine.kernels import registry, sources
+from engine.metrics import analysis
+from engine.metrics.analysis import SECTOR_BYTES
+from engine.tracing.records import Trace
+
+# --------------------------------------------------------------------------- the source, against the rung before
+
+
+@dataclass(frozen=True)
+class RungSource:
+    """A rung's source with the lines that differ from the rung before it (difflib, line by line)."""
+    name: str
+    previous: str | None
+    file: str
+    previous_file: str | None
+    lines: tuple[str, ...]
+    header_lines: int              # the opening comment: lines 1 .. header_lines (what the rung fixes)
+    changed: frozenset[int]        # 1-based lines of this source that the previous one does not have
+    removed: dict[int, int]        # line -> how many lines of the previous source were removed just before it
+
+    @property
+    def header(self) -> str:
+        """The opening comment as prose (the file's own words: what it fixes)."""
+        return " ".join(line.lstrip("/").strip() for line in self.lines[:self.header_lines]).strip()
+
+    def changed_ranges(self, start: int = 1) -> list[tuple[int, int]]:
+        """The changed lines from `start` on, as (first, last) runs."""
+        runs: list[tuple[int, int]] = []
+        for line in sorted(n for n in self.changed if n >= start):
+            if runs and runs[-1][1] == line - 1:
+                runs[-1] = (runs[-1][0], line)
+            else:
+                runs.append((line, line))
+        return runs
+
+
+def _file(name: str) -> str:
+    return registry.get(name).launches[-1].file
+
+
+def rung_source(name: str) -> RungSource:
+    previous = registry.previous_rung(name)
+    new = sources.load(_file(name)).text.splitlines()
+    header = next((i for i, line in enumerate(new) if not line.lstrip().startswith("//")), len(new))
+    changed, removed = set(), {}
+    if previous is not None:
+        old = sources.load(_file(previous)).text.splitlines()
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+            if tag in ("replace", "insert"):
+                changed.update(range(j1 + 1, j2 + 1))
+            if tag in ("replace", "delete"):
+                removed[j1 + 1] = removed.get(j1 + 1, 0) + i2 - i1
+    return RungSource(name, previous, _file(name), previous and _file(previous), tuple(new), header,
+                      frozenset(changed), removed)
+
+
+# --------------------------------------------------------------------------- what one block's trace counts
+
+@dataclass(frozen=True)
+class RungCounts:
+    """What one block of a rung does, counted in its trace (the docstring above says how)."""
+    name: str
+    params: dict[str, int]
+    block: tuple[int, int]
+    threads: int
+    outputs: int              # C elements the block writes
+    k: int
+    global_loads: int         # load instructions of the block's threads (records)
+    shared_loads: int
+    compiled_shared_loads: int | None   # the same, as nvcc compiled them (scalar loads merged into LDS.128)
+    compiled_why: str         # why that is None: no SASS listing, or a merge the model does not cover
+    global_bytes: int
+    shared_bytes: int
+    global_requests: int      # warp-level global loads
+    global_sectors: int
+    ideal_sectors: int        # what their bytes fill, packed into whole sectors
+    shared_requests: int      # warp-level shared loads
+    shared_wavefronts: int
+    shared_ideal: int         # wavefronts of the same loads without bank conflicts
+    intervals: pd.DataFrame   # per warp and barrier interval: see intervals()
+
+    @property
+    def fmas(self) -> int:
+        return self.outputs * self.k
+
+    @property
+    def outputs_per_thread(self) -> float:
+        return self.outputs / self.threads
+
+    @property
+    def global_intensity(self) -> float:
+        """FLOP per global byte memory (2 FLOP an FMA)."""
+        return 2 * self.fmas / self.global_bytes
+
+    @property
+    def shared_intensity(self) -> float:
+        return 2 * self.fmas / self.shared_bytes
+
+    @property
+    def sectors_per_request(self) -> float:
+        return self.global_sectors / self.global_requests
+
+    @property
+    def ideal_sectors_per_request(self) -> float:
+        return self.ideal_sectors / self.global_requests
+
+    @property
+    def wavefronts_per_request(self) -> float:
+        return self.shared_wavefronts / self.shared_requests
+
+    @property
+    def ideal_wavefronts_per_request(self) -> float:
+        return self.shared_ideal / self.shared_requests
+
+    @property
+    def conflicts_per_request(self) -> float:
+        return (self.shared_wavefronts - self.shared_ideal) / self.shared_requests
+
+
+def k_step(params: dict[str, int]) -> int:
+    """How far along K one tile reaches: BK on the ladder's rungs, TILE on the tiled kernel."""
+    return params["BK"] if "BK" in params else params["TILE"]
+
+
+def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_info: dict | None = None) -> RungCounts:
+    """trace: a trace holding block `block` of a rung; inst: its warp instructions; sass_info: the
+    rung's SASS listing (engine/kernels/sass.py), for the loads nvcc merged, or None."""
+    bx, by = block
+    p = trace.problem
+    r = trace.select(trace.block_records(bx, by))
+    sites = [ts.site for ts in trace.sites]
+    site_bytes = np.array([s.bytes for s in sites], dtype=np.int64)
+    load = r["op"] == 0
+    g, s = load & (r["space"] == 0), load & (r["space"] == 1)
+    c_store = (r["op"] == 1) & (r["array"] == trace.arrays.index("C"))
+    element = np.array([s.bytes // s.width for s in sites], dtype=np.int64)
+    mine = inst[(inst["launch"] == len(trace.launches) - 1) & (inst["block_x"] == bx) & (inst["block_y"] == by)]
+    ig = mine[np.array([s.space == "global" and s.op == "load" for s in sites], dtype=bool)[mine["site"]]]
+    is_ = mine[np.array([s.space == "shared" and s.op == "load" for s in sites], dtype=bool)[mine["site"]]]
+    ideal_sectors = -(-ig["active"].astype(np.int64) * site_bytes[ig["site"]] // SECTOR_BYTES)
+    compiled, why = _compiled_shared_loads(trace, mine, r["site"][s], sass_info)
+    threads = trace.launches[-1].block[0] * trace.launches[-1].block[1]
+    return RungCounts(
+        trace.kernel, dict(p.params), (bx, by), threads,
+        outputs=int((site_bytes[r["site"][c_store]] // element[r["site"][c_store]]).sum()), k=p.k,
+        global_loads=int(g.sum()), shared_loads=int(s.sum()), compiled_shared_loads=compiled, compiled_why=why,
+        global_bytes=int(site_bytes[r["site"][g]].sum()), shared_bytes=int(site_bytes[r["site"][s]].sum()),
+        global_requests=len(ig), global_sectors=int(ig["sectors"].sum()), ideal_sectors=int(ideal_sectors.sum()),
+        shared_requests=len(is_), shared_wavefronts=int(is_["wavefronts"].sum()), shared_ideal=int(is_["ideal"].sum()),
+        intervals=intervals(trace, ig, is_))
+
+
+def _compiled_shared_loads(trace: Trace, inst: np.ndarray, load_sites: np.ndarray,
+                           sass_info: dict | None) -> tuple[int | None, str]:
+    """Shared load instructions of the block as nvcc compiled them (analysis.as_compiled: where it
+    merged `width` scalar loads of consecutive words into one LDS.128), or None and why not: no SASS
+    listing, or a line nvcc compiled to LDS.128 whose loads are not consecutive words in the source
+    (nvcc reordered the loop; the model does not follow it)."""
+    if not sass_info or not sass_info.get("available"):
+        return None, "no SASS"
+    _, _, merged = analysis.as_compiled(trace, analysis.site_summary(trace, inst), sass_info)
+    wide = {i for i, ts in enumerate(trace.sites) if ts.site.space == "shared" and ts.site.op == "load"
+            and ts.site.width == 1 and set(sass_info["by_line"].get(ts.site.line, {})) & set(analysis.VECTOR_WIDTH)}
+    if wide - set(merged):
+        return None, "not modelled"
+    merged_loads = int(np.isin(load_sites, list(merged)).sum())
+    return len(load_sites) - merged_loads + merged_loads // analysis.VECTOR_WIDTH["LDS.128"], ""
+
+
+COPY, MULTIPLY = "tile loads (global)", "multiply (shared loads)"
+
+
+def intervals(trace: Trace, global_loads: np.ndarray, shared_loads: np.ndarray) -> pd.DataFrame:
+    """Per warp and barrier interval (epoch: the barriers its threads had passed), the warp's global
+    loads of the K tiles (COPY: tile, from the element's k; cp.async groups, of the copies) and its
+    shared loads (MULTIPLY: the tile they multiply, the newest tile the block had loaded before the
+    barrier that opened the interval). One row per (warp, epoch, what) that has any."""
+    r = trace.columns
+    step = k_step(trace.problem.params)
+    a = trace.arrays.index("A")
+    first = global_loads["first"]
+    k_of = np.where(r["array"][first] == a, r["col"][first], r["row"][first]).astype(np.int64)
+    tile = k_of // step
+    is_copy = np.array([ts.site.copy for ts in trace.sites], dtype=bool)[global_loads["site"]]
+    group = r["group"][first].astype(np.int64)
+    rows = []
+    loads = pd.DataFrame({"warp": global_loads["warp"], "epoch": global_loads["epoch"], "tile": tile,
+                          "group": np.where(is_copy, group, -1)})
+    for (warp, epoch), part in loads.groupby(["warp", "epoch"]):
+        groups = sorted(set(part["group"]) - {-1})
+        rows.append({"warp": int(warp), "epoch": int(epoch), "what": COPY, "instructions": len(part),
+                     "tile": int(part["tile"].max()), "tiles": sorted(set(part["tile"].tolist())),
+                     "groups": [int(x) for x in groups]})
+    # The newest tile loaded before each interval, by any warp of the block.
+    newest = loads.groupby("epoch")["tile"].max().sort_index()
+    shared = pd.DataFrame({"warp": shared_loads["warp"], "epoch": shared_loads["epoch"]})
+    for (warp, epoch), part in shared.groupby(["warp", "epoch"]):
+        before = newest[newest.index < epoch]
+        rows.append({"warp": int(warp), "epoch": int(epoch), "what": MULTIPLY, "instructions": len(part),
+                     "tile": int(before.max()) if len(before) else -1, "tiles": [], "groups": []})
+    out = pd.DataFrame(rows, columns=["warp", "epoch", "what", "instructions", "tile", "tiles", "groups"])
+    return out.sort_values(["warp", "epoch", "what"], ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One warp's barrier intervals on one rung: when it loads tiles and when it multiplies them."""
+    name: str
+    warp: int
+    intervals: pd.DataFrame   # the warp's rows of RungCounts.intervals
+    overlap: int              # intervals in which it both loads a tile from global memory and multiplies one
+    multiplies: int           # intervals in which it multiplies
+
+
+def timeline(counts: RungCounts, warp: int) -> Timeline:
+    """The warp's timeline (the block's last warp where the rung has fewer warps than asked for)."""
+    warp = min(warp, -(-counts.threads // 32) - 1)
+    mine = counts.intervals[counts.intervals["warp"] == warp].reset_index(drop=True)
+    kinds = mine.groupby("epoch")["what"].nunique()
+    return Timeline(counts.name, warp, mine, int((kinds == 2).sum()), int((mine["what"] == MULTIPLY).sum()))
+
+
+# --------------------------------------------------------------------------- the table across the rungs
+
+def _ratio(count: int | None, fmas: int, why: str = "—") -> str:
+    """A count per FMA as the fraction it is where that reads well (1/32: a load per 32 FMAs; 9/8),
+    else to 4 significant digits."""
+    if count is None:
+        return why
+    exact = Fraction(count, fmas)
+    return f"{exact.numerator:,}/{exact.denominator:,}" if 1 < exact.denominator <= 4096 else f"{count / fmas:.4g}"
+
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.3g}"
+
+
+METRICS = {   # row of the table -> its value for one rung, as shown
+    "block traced": lambda c: f"({c.block[0]}, {c.block[1]})",
+    "threads per block": lambda c: f"{c.threads:,}",
+    "outputs per thread": lambda c: _num(c.outputs_per_thread),
+    "FMAs per block": lambda c: f"{c.fmas:,}",
+    "global loads per FMA": lambda c: _ratio(c.global_loads, c.fmas),
+    "shared loads per FMA": lambda c: _ratio(c.shared_loads, c.fmas),
+    "… as compiled (nvcc's LDS.128)": lambda c: _ratio(c.compiled_shared_loads, c.fmas, c.compiled_why),
+    "FLOP per global byte": lambda c: _num(c.global_intensity),
+    "FLOP per shared byte": lambda c: _num(c.shared_intensity),
+    "sectors per global request (ideal)": lambda c: f"{_num(c.sectors_per_request)} "
+                                                         f"({_num(c.ideal_sectors_per_request)})",
+    "wavefronts per shared request (ideal)": lambda c: f"{_num(c.wavefronts_per_request)} "
+                                                            f"({_num(c.ideal_wavefronts_per_request)})",
+    "bank conflicts per shared request": lambda c: _num(c.conflicts_per_request),
+}
+
+
+def metrics_table(rungs: dict[str, RungCounts | str]) -> pd.DataFrame:
+    """One row per metric, one column per rung (in the order given); a rung that could not be traced
+    (its value: the engine's one-line reason) is a column of dashes."""
+    return pd.DataFrame({name: [fn(c) if isinstance(c, RungCounts) else "—" for fn in METRICS.values()]
+                         for name, c in rungs.items()}, index=pd.Index(list(METRICS), name="one block"))
+
+
+# --------------------------------------------------------------------------- measured speed
+
+@dataclass(frozen=True)
+class LadderSpeeds:
+    """The rungs' rows of a benchmark run at one size: the fastest ok row of each rung."""
+    size: int
+    rows: pd.DataFrame          # rung, gflops, pct_cublas, params (text), in ladder order
+    cublas: float | None        # cuBLAS SGEMM's GFLOP/s at that size
+    missing: list[str]          # rungs with no row at this size
+    failed: dict[str, str]      # rung -> why its rows were not timed (wrong result, error)
+
+
+def square_sizes(df: pd.DataFrame) -> list[int]:
+    """The N of the N x N x N sizes at which any rung has a row, ascending."""
+    mine = df[df["kernel"].isin(registry.LADDER_RUNGS) & (df["m"] == df["n"]) & (df["n"] == df["k"])]
+    return sorted(int(n) for n in set(mine["n"]))
+
+
+def _params_text(params) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, dict) else ""
+
+
+def ladder_speeds(df: pd.DataFrame, size: int) -> LadderSpeeds:
+    """df: rows of a benchmark run as benchmark.load_document (or derive) gives them."""
+    at = df[(df["m"] == size) & (df["n"] == size) & (df["k"] == size)]
+    rows, missing, failed = [], [], {}
+    for rung in registry.LADDER_RUNGS:
+        mine = at[at["kernel"] == rung]
+        ok = mine[mine["status"] == "ok"] if len(mine) else mine
+        if not len(mine):
+            missing.append(rung)
+        elif not len(ok):
+            bad = mine.iloc[0]
+            failed[rung] = str(bad.get("error") if isinstance(bad.get("error"), str) else bad["status"])
+        else:
+            best = ok.loc[ok["gflops"].idxmax()]
+            pct = best.get("pct_cublas")
+            rows.append({"rung": rung, "gflops": float(best["gflops"]),
+                         "pct_cublas": float(pct) if pct is not None and pd.notna(pct) else None,
+                         "params": _params_text(best.get("params"))})
+    cublas = at[(at["kernel"] == "cublas_sgemm") & (at["status"] == "ok")]
+    return LadderSpeeds(size, pd.DataFrame(rows, columns=["rung", "gflops", "pct_cublas", "params"]),
+                        float(cublas["gflops"].iloc[0]) if len(cublas) else None, missing, failed)
+
+
+def run_label(prov: dict, live: bool) -> str:
+    """What the speeds are: 'recorded NVIDIA H200 run of 2026-11-21', or measured live now."""
+    gpu, date = prov.get("gpu") or "unknown GPU", str(prov.get("date", ""))[:10]
+    return f"live on this {gpu}, {date}" if live else f"recorded {gpu} run of {date}"

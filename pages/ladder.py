@@ -1,0 +1,104 @@
+"""The FP32 ladder: each rung after the tiled kernel, what its source changed, what one block's trace
+counts that explains its speed, and how fast it ran against cuBLAS."""
+import streamlit as st
+
+from engine.bench import benchmark, schema
+from engine.kernels import registry
+from engine.metrics import ladder
+from engine.plots import charts
+from engine.plots import ladder as figures
+from pages.lib import ui
+
+ui.setup_page("ladder", "The FP32 ladder", "From the tiled kernel towards cuBLAS one fix at a time: each rung's "
+              "source against the rung before, what one block's trace counts, and the measured speed.")
+
+rungs = list(registry.LADDER_RUNGS)
+SIZES = [128, 256, 512, 1024, 2048, 4096]
+with ui.controls():
+    c0, c1, c2, c3 = st.columns([2.8, 2.2, 0.9, 0.9])
+    rung = c0.selectbox("Rung", rungs, key=ui.state("rung", rungs[1], rungs),
+                        format_func=lambda r: f"{rungs.index(r) + 1}. {r}: {registry.get(r).title}")
+    size = c1.select_slider("M = N = K (traced)", SIZES, key=ui.state("size", 512, SIZES),
+                            help="the size of the product whose one block is traced, for every rung")
+    spec = registry.get(rung)
+    grid = ui.grid_of(rung, size, size, size, {}, spec.default_block)
+    bx = c2.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", 0, lo=0, hi=grid[0] - 1))
+    by = c3.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", 0, lo=0, hi=grid[1] - 1))
+    ui.remember(rung=rung, size=size, bx=bx, by=by)
+
+# ------------------------------------------------------------------ the rung and what it changed
+st.subheader(f"Rung {rungs.index(rung) + 1} of {len(rungs)}: {spec.title}")
+st.markdown(f"**{spec.lesson}**")
+st.html(figures.source_html(ladder.rung_source(rung), ui.presenter()))
+
+# ------------------------------------------------------------------ what one block's trace counts
+st.subheader(f"What one block's trace counts, at {size:,}³")
+# Each rung's block (bx, by), within its own grid (rungs own tiles of different sizes).
+blocks = {r: tuple(min(b, g - 1) for b, g in zip((bx, by), ui.grid_of(r, size, size, size, {}, registry.get(r).default_block)))
+          for r in rungs}
+counts = {r: ui.or_stop(f"Tracing block {blocks[r]} of {r} at {size}³", ui.cached_rung, r, size, blocks[r]) for r in rungs}
+st.table(figures.metrics_styler(ladder.metrics_table(counts), rung))
+for r, c in counts.items():
+    if isinstance(c, str):
+        st.warning(f"{r}: {c}", icon=":material/warning:")
+st.caption("Per block, each rung with its default parameters. Loads per FMA count instructions, one thread's each (a "
+           "float4, LDG.128 or LDS.128, is one; so is a cp.async); FMAs are the outputs the block writes times K. "
+           "Sectors, wavefronts and bank conflicts are per request, one warp's load, as Nsight Compute counts them: a 128-bit load "
+           "of 32 lanes is 512 bytes, 16 sectors and, without conflicts, 4 wavefronts (fewer where lanes share "
+           "words). \"As compiled\": nvcc merges some scalar shared loads into LDS.128 (the Bank conflicts page shows "
+           "them); \"not modelled\" where it reordered a loop to do so.")
+
+previous = registry.previous_rung(rung)
+traced = [counts[r] for r in (previous, rung) if r and not isinstance(counts[r], str)]
+if traced:
+    with ui.controls("Warp"):
+        warps = list(range(-(-traced[-1].threads // 32)))
+        warp = st.columns(4)[0].selectbox("Warp", warps, key=ui.state("warp", 0, warps),
+                                          help="the warp of the block whose barrier intervals are drawn")
+        ui.remember(warp=warp)
+    shown = [ladder.timeline(c, warp) for c in traced]
+    st.plotly_chart(figures.intervals_figure(shown, ui.presenter()), width="stretch",
+                    config={"displaylogo": False, "displayModeBar": False}, key="ladder-intervals")
+    st.caption("Each column is one barrier interval (the trace's epoch: the __syncthreads the warp has passed). Top row: "
+               "the warp's global loads of a K tile (for double_buffered, B's cp.async copies, their commit group in "
+               "the hover); bottom row: its shared loads, multiplying the newest tile loaded before the barrier. "
+               "Yellow: both in one interval, the copy of the next tile in flight during the multiply.")
+
+# ------------------------------------------------------------------ measured speed
+st.subheader("Measured speed against cuBLAS SGEMM")
+status = ui.device_status()
+runs = benchmark.recorded_runs()
+if status.available and st.button(f"Time every rung and cuBLAS now at {size:,}³ on this {status.name}"):
+    settings = benchmark.Settings()
+    with st.spinner("Timing"):
+        rows = list(benchmark.sweep(rungs + ["cublas_sgemm"], [(size, size, size)], settings))
+    st.session_state["ladder_live"] = (rows, benchmark.provenance(status.info, settings))
+live = st.session_state.get("ladder_live") if status.available else None
+if live:
+    rows, prov = live
+    df, label = benchmark.derive(schema.as_frame(rows).assign(gpu=prov["gpu"]), prov["peaks"]), ladder.run_label(prov, True)
+elif runs:
+    names = [p.name for p in runs]
+    chosen = st.selectbox("Recorded run", names, key=ui.state("run", names[-1], names)) if len(names) > 1 else names[0]
+    df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
+    label = ladder.run_label(prov, False)
+else:
+    df = None
+    st.info("No recorded benchmark run ships with this copy.", icon=":material/history:")
+if df is not None:
+    sizes = ladder.square_sizes(df)
+    if not sizes:
+        st.warning(f"This run ({label}) has no row for any rung of the ladder.", icon=":material/warning:")
+    else:
+        at = st.select_slider("Timed at M = N = K", sizes, key=ui.state("timed", max(sizes), sizes))
+        ui.remember(timed=at)
+        speeds = ladder.ladder_speeds(df, at)
+        st.plotly_chart(figures.speed_figure(speeds, rung, label, charts.notes([prov]), ui.presenter()), width="stretch",
+                        config={"displaylogo": False}, key="ladder-speed")
+        if speeds.missing:
+            st.warning(f"No row for {', '.join(speeds.missing)} at {at:,}³ in this run ({label}).",
+                       icon=":material/warning:")
+        for r, why in speeds.failed.items():
+            st.warning(f"{r} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
+        st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Each rung with the parameters "
+                   "it ran with (hover); % of cuBLAS on the right axis reads the same bars against cuBLAS SGEMM (FP32).")

@@ -1,0 +1,97 @@
+"""The Ladder page in headless Chromium at a projector's 1280x720: what is displayed (the rung's
+title, the table's cells against the engine's numbers, the diff's highlighted lines), a shared link
+reloaded, the rung changed from its select. Screenshots go to $MATMUL_EXPLORER_SCREENSHOTS."""
+import pytest
+
+from engine.kernels import registry
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis, ladder
+from engine.plots import style
+from engine.tracing import tracer
+from tests import browser
+
+pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+VIEW = browser.VIEW   # `chrome` and `page` (a fresh page of this size per test): tests/conftest.py
+
+
+def ready(page, rung: str) -> None:
+    """Until the rung's title, the table and both charts are drawn and the script has finished."""
+    title = registry.get(rung).title
+    page.wait_for_function(f"Array.from(document.querySelectorAll('h3')).some(h => h.textContent.includes({title!r}))",
+                           timeout=120000)
+    page.wait_for_selector("[data-testid='stTable'] table", timeout=120000)
+    browser.wait_for_chart(page, 2, 120000)
+    browser.wait_idle(page)
+
+
+def shown_table(page) -> dict[str, dict[str, str]]:
+    """The metrics table as displayed: {rung: {metric: cell}}."""
+    head, rows = page.evaluate("""() => {
+        const t = document.querySelector("[data-testid='stTable'] table");
+        const head = Array.from(t.querySelectorAll('thead tr:last-child th')).map(th => th.textContent.trim());
+        const rows = Array.from(t.querySelectorAll('tbody tr')).map(tr => Array.from(tr.children).map(c => c.textContent.trim()));
+        return [head, rows];
+    }""")
+    rungs = head[-len(registry.LADDER_RUNGS):]
+    return {r: {row[0]: row[1 + i] for row in rows} for i, r in enumerate(rungs)}
+
+
+def engine_column(rung: str, size: int) -> dict[str, str]:
+    t = tracer.trace(rung, make_problem(size, size, size, block=registry.get(rung).default_block), [(0, 0)], "cpu")
+    return ladder.metrics_table({rung: ladder.rung_counts(t, analysis.warp_instructions(t), (0, 0))})[rung].to_dict()
+
+
+def listing(page) -> dict:
+    return page.evaluate("""() => {
+        const rows = Array.from(document.querySelectorAll('.ladder-source tr.changed'));
+        return {changed: rows.map(r => parseInt(r.dataset.line)),
+                fill: rows.length ? getComputedStyle(rows[0]).backgroundColor : '',
+                summary: (document.querySelector('.ladder-changes') || {}).textContent || '',
+                box: (() => { const r = document.querySelector('.ladder-source').getBoundingClientRect();
+                              return {left: r.left, right: r.right}; })()};
+    }""")
+
+
+def test_the_ladder_shows_the_rung_its_diff_and_the_engines_counts_and_survives_a_reload(server, page, shots):
+    page.goto(f"{server}/ladder?rung=warptile&size=256")
+    ready(page, "warptile")
+    assert page.locator("h3", has_text=f"Rung 5 of {len(registry.LADDER_RUNGS)}: Warp tiling").count() == 1
+    page.screenshot(path=str(shots / "ladder-warptile-1280x720.png"))
+
+    src = ladder.rung_source("warptile")
+    code = sorted(n for n in src.changed if n > src.header_lines)
+    shown = listing(page)
+    assert shown["changed"] == code
+    assert shown["fill"].replace(" ", "") == style.HIGHLIGHT.replace(" ", "")   # the one highlight colour
+    assert "Changed from vectorized.cu" in shown["summary"]
+    assert shown["box"]["right"] <= VIEW["width"]
+
+    table = shown_table(page)
+    for rung in ("blocktile_2d", "warptile"):
+        want = engine_column(rung, 256)
+        got = {k: v for k, v in table[rung].items() if not k.startswith("…")}   # the SASS row needs nvdisasm
+        assert got == {k: v for k, v in want.items() if not k.startswith("…")}, rung
+    assert table["warptile"]["bank conflicts per shared request"] == "0"   # its lesson
+    page.locator("[data-testid='stTable']").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "ladder-table-1280x720.png"))
+
+    page.reload()
+    ready(page, "warptile")
+    assert "rung=warptile" in page.url and "size=256" in page.url
+    assert page.get_by_role("combobox", name="Rung", exact=True).first.input_value().startswith("5. warptile")
+    assert listing(page)["changed"] == code
+    assert not page.errors, page.errors
+
+
+def test_choosing_a_rung_redraws_the_page_and_the_link(server, page, shots):
+    page.goto(f"{server}/ladder?size=256")
+    ready(page, "blocktile_1d")
+    page.get_by_role("combobox", name="Rung", exact=True).first.click()
+    page.get_by_role("option", name="6. double_buffered", exact=False).click()
+    ready(page, "double_buffered")
+    page.wait_for_function("() => location.href.includes('rung=double_buffered')", timeout=10000)
+    texts = browser.figure_texts(page)
+    assert any("double_buffered</b>, warp 0: 15 of 16 multiply intervals also load the next tile" in t for t in texts), texts
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "ladder-intervals-1280x720.png"))
+    assert not page.errors, page.errors

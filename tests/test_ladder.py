@@ -1,0 +1,242 @@
+"""The ladder's page data (engine/metrics/ladder.py), each checked another way: the diff against
+the two files themselves, the counts against the records (pandas) and against the arithmetic of
+each rung's parameters, the timelines against the records' epochs and groups, and the speeds
+against a synthetic benchmark export made here."""
+import json
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.bench import benchmark, schema
+from engine.kernels import registry, sources
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis, ladder
+from engine.plots import ladder as figures
+from engine.tracing import tracer
+
+SIZE = 256
+
+
+@pytest.fixture(scope="module")
+def counted():
+    """Every rung's block (0, 0) at SIZE^3, with its trace."""
+    out = {}
+    for name in registry.LADDER_RUNGS:
+        t = tracer.trace(name, make_problem(SIZE, SIZE, SIZE, block=registry.get(name).default_block), [(0, 0)], "cpu")
+        out[name] = (t, ladder.rung_counts(t, analysis.warp_instructions(t), (0, 0)))
+    return out
+
+
+# --------------------------------------------------------------------------- the diff
+
+@pytest.mark.parametrize("name", registry.LADDER_RUNGS[1:])
+def test_changed_lines_are_what_the_previous_rung_lacks(name):
+    src = ladder.rung_source(name)
+    old = sources.load(registry.get(src.previous).launches[-1].file).text.splitlines()
+    assert src.lines == tuple(sources.load(registry.get(name).launches[-1].file).text.splitlines())
+    kept = [line for n, line in enumerate(src.lines, 1) if n not in src.changed]
+    # What is kept appears in the previous file, in the same order; every other old line was removed.
+    it = iter(old)
+    assert all(line in it for line in kept)
+    assert len(kept) + sum(src.removed.values()) == len(old)
+    # A line that appears nowhere in the previous file is marked changed.
+    assert {n for n, line in enumerate(src.lines, 1) if line not in old} <= src.changed
+
+
+def test_the_diff_marks_what_each_rung_is_about():
+    def changed_text(name):
+        src = ladder.rung_source(name)
+        return "\n".join(src.lines[n - 1] for n in src.changed)
+    assert "CP_ASYNC4" in changed_text("double_buffered") and "CP_ASYNC4" not in changed_text("warptile")
+    assert "LDS4(Bs" in changed_text("vectorized") and "acc[TM][TN]" in changed_text("blocktile_2d")
+    warptile = ladder.rung_source("warptile")
+    assert '#include "trace.cuh"' not in {warptile.lines[n - 1] for n in warptile.changed}
+    first = ladder.rung_source("tiled_guarded")
+    assert first.previous is None and not first.changed and not first.removed
+    assert first.header.startswith("tiled_guarded.cu: shared-memory tiling")
+
+
+def test_the_listing_marks_the_changed_lines_and_the_removed_ones():
+    src = ladder.rung_source("blocktile_1d")
+    page = figures.source_html(src)
+    code = [n for n in src.changed if n > src.header_lines]
+    assert page.count('class="changed"') == len(code)
+    assert f'data-line="{code[0]}" class="changed"' in page
+    assert f"{sum(n for line, n in src.removed.items() if line > src.header_lines)} lines of tiled_guarded.cu removed" \
+        in page
+    assert "&lt;" in figures.source_html(ladder.rung_source("vectorized"))     # the code is escaped
+
+
+# --------------------------------------------------------------------------- what one block's trace counts
+
+def _block_records(trace) -> pd.DataFrame:
+    r = trace.to_dataframe().astype({"space": str, "op": str, "array": str})
+    r["bytes"] = [trace.sites[s].site.bytes for s in r["site"]]
+    return r
+
+
+@pytest.mark.parametrize("name", registry.LADDER_RUNGS)
+def test_counts_are_the_records_of_the_block(counted, name):
+    trace, c = counted[name]
+    r = _block_records(trace)
+    loads = r[r["op"] == "load"]
+    assert c.global_loads == (loads["space"] == "global").sum()
+    assert c.shared_loads == (loads["space"] == "shared").sum()
+    assert c.global_bytes == loads[loads["space"] == "global"]["bytes"].sum()
+    assert c.shared_bytes == loads[loads["space"] == "shared"]["bytes"].sum()
+    stores = r[(r["array"] == "C") & (r["op"] == "store")]
+    written = {o // 4 + j for o, b in zip(stores["offset"], stores["bytes"]) for j in range(b // 4)}
+    assert c.outputs == len(written) and c.fmas == len(written) * SIZE
+    # Sectors per request: the distinct 32-byte sectors of each warp-level global load.
+    per_request = loads[loads["space"] == "global"].groupby(["warp", "site", "ordinal"])["offset"].apply(
+        lambda o: len(set(o // 32)))
+    assert c.global_requests == len(per_request) and c.global_sectors == per_request.sum()
+
+
+def test_loads_per_fma_follow_each_rungs_arithmetic(counted):
+    """Per K step, a thread of each rung loads from shared memory what its parameters say, for
+    what its outputs multiply."""
+    got = {name: Fraction(c.shared_loads, c.fmas) for name, (_, c) in counted.items()}
+    p = {name: registry.get(name).default_params() for name in registry.LADDER_RUNGS}
+    assert got["tiled_guarded"] == 2                                        # a and b per FMA
+    tm = p["blocktile_1d"]["TM"]
+    assert got["blocktile_1d"] == Fraction(1 + tm, tm)                      # one b for TM outputs
+    q = p["blocktile_2d"]
+    assert got["blocktile_2d"] == Fraction(q["TM"] + q["TN"], q["TM"] * q["TN"])   # the outer product
+    q = p["vectorized"]
+    assert got["vectorized"] == Fraction(q["TM"] + q["TN"], 4 * q["TM"] * q["TN"])  # as float4s
+    for name in [n for n in registry.LADDER_RUNGS if "WM" in p[n]]:   # a lane's column of A and row of B, per sub-tile
+        q = p[name]
+        down, across = q["WM"] * q["WN"] // (32 * q["TN"] * q["WNITER"]), q["WNITER"] * q["TN"]
+        assert got[name] == Fraction(down + across, 4 * down * across), name
+    # Global: each element of the block's A and B tiles once per tile, float4 from vectorized on.
+    for name in ("blocktile_1d", "blocktile_2d", "vectorized"):
+        q, vec = p[name], 4 if name == "vectorized" else 1
+        assert Fraction(counted[name][1].global_loads, counted[name][1].fmas) == \
+            Fraction(q["BM"] + q["BN"], vec * q["BM"] * q["BN"])
+
+
+# Shapes that teach banks, whatever the tuned defaults are: 8 x 8 per thread puts blocktile_2d's and
+# vectorized's lanes TN = 8 words apart in Bs; warptile at its defaults reads Bs in consecutive float4s.
+WIDE_TN = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
+
+
+def test_bank_conflicts_across_the_rungs(counted):
+    """blocktile_2d at 8 x 8: As 2-way (two rows of lanes, BK words apart, one bank), Bs 4-way (lanes
+    8 words apart): 1 + 3 conflicts over two loads; vectorized: Bs's float4s still 8 words apart,
+    8 wavefronts of a 4-wavefront ideal, while its As loads are one float4 for all (a broadcast);
+    warptile and double_buffered read Bs in consecutive 16-byte pieces: no conflict."""
+    def conflicts(name):
+        t = tracer.trace(name, make_problem(SIZE, SIZE, SIZE, params=WIDE_TN), [(0, 0)], "cpu")
+        return ladder.rung_counts(t, analysis.warp_instructions(t), (0, 0)).conflicts_per_request
+    assert conflicts("blocktile_2d") == (1 + 3) / 2 and conflicts("vectorized") == (0 + 4) / 2
+    assert counted["warptile"][1].conflicts_per_request == counted["double_buffered"][1].conflicts_per_request == 0
+    assert counted["vectorized"][1].sectors_per_request == 16 == counted["vectorized"][1].ideal_sectors_per_request
+    assert counted["blocktile_2d"][1].sectors_per_request == 4
+
+
+def test_double_buffered_loads_the_next_tile_while_it_multiplies(counted):
+    """Checked on the records: in interval e >= 1 (e barriers passed), double_buffered's global loads
+    are of tile e (k // BK), its copies of commit group e, and its shared loads multiply tile e - 1;
+    warptile's intervals are either loads or shared loads, never both."""
+    trace, c = counted["double_buffered"]
+    bk, tiles = c.params["BK"], SIZE // c.params["BK"]
+    r = _block_records(trace)
+    r = r[r["warp"] == 0]
+    g = r[(r["space"] == "global") & (r["op"] == "load")]
+    k = np.where(g["array"] == "A", g["col"], g["row"])
+    assert (k // bk == g["epoch"]).all()
+    copies = g[[trace.sites[s].site.copy for s in g["site"]]]
+    assert len(copies) and (copies["group"] == copies["epoch"]).all()
+    multiply = sorted(set(r[(r["space"] == "shared") & (r["op"] == "load")]["epoch"]))
+    assert multiply == list(range(1, tiles + 1))
+    line = ladder.timeline(c, 0)
+    both = line.intervals.pivot(index="epoch", columns="what", values="tile").dropna()
+    assert list(both.index) == list(range(1, tiles))
+    assert (both[ladder.COPY] == both[ladder.MULTIPLY] + 1).all()
+    assert line.overlap == tiles - 1 and line.multiplies == tiles
+    assert ladder.timeline(counted["warptile"][1], 0).overlap == 0
+
+
+def test_a_warp_the_rung_has_not_is_its_last(counted):
+    c = counted["warptile"][1]
+    last = c.threads // 32 - 1
+    line = ladder.timeline(c, last + 5)
+    assert line.warp == last and set(line.intervals["warp"]) == {last}
+
+
+def test_the_table_has_a_column_per_rung_and_dashes_where_one_was_not_traced(counted):
+    rungs = {name: c for name, (_, c) in counted.items()}
+    rungs["blocktile_1d"] = "this trace would hold up to 23,072,768 records, over the cap"
+    table = ladder.metrics_table(rungs)
+    assert list(table.columns) == list(registry.LADDER_RUNGS)
+    assert (table["blocktile_1d"] == "—").all()
+    assert table.loc["shared loads per FMA", "tiled_guarded"] == "2"
+    warptile = Fraction(rungs["warptile"].shared_loads, rungs["warptile"].fmas)
+    assert table.loc["shared loads per FMA", "warptile"] == f"{warptile.numerator}/{warptile.denominator}"
+    assert table.loc["sectors per global request (ideal)", "vectorized"] == "16 (16)"
+    q = registry.get("blocktile_2d").default_params()
+    assert table.loc["FMAs per block", "blocktile_2d"] == f"{q['BM'] * q['BN'] * SIZE:,}"
+
+
+def test_compiled_loads_follow_the_sass_where_nvcc_merged_consecutive_words(counted):
+    trace, c = counted["blocktile_2d"]
+    bs = next(s.line for s in sources.load("blocktile_2d.cu").sites if s.array == "Bs" and s.op == "load")
+    listing = {"available": True, "by_line": {bs: {"LDS.128": 2}}, "note": ""}
+    merged = ladder.rung_counts(trace, analysis.warp_instructions(trace), (0, 0), listing)
+    q = c.params
+    assert Fraction(merged.compiled_shared_loads, merged.fmas) == Fraction(q["TM"] + q["TN"] // 4, q["TM"] * q["TN"])
+    assert c.compiled_shared_loads is None and c.compiled_why == "no SASS"
+
+
+# --------------------------------------------------------------------------- measured speed
+
+def _row(kernel: str, gflops: float | None, status: str = "ok", **params) -> dict:
+    spec = registry.get(kernel)
+    row = {"kernel": kernel, "title": spec.title, "precision": str(spec.precision), "m": 1024, "n": 1024, "k": 1024,
+           "params": {**spec.default_params(), **params}, "status": status}
+    if gflops is not None:
+        row.update(gflops=gflops, intensity=170.0, median_ms=2 * 1024**3 / gflops / 1e6)
+    elif status != "ok":
+        row["error"] = "relative error 3e-02 over the tolerance 1e-04: not timed"
+    return row
+
+
+TIMED = ("tiled_guarded", "blocktile_2d", "double_buffered")   # what synthetic_export timed; warptile went wrong
+ABSENT = [r for r in registry.LADDER_RUNGS if r not in TIMED and r != "warptile"]
+
+
+def synthetic_export() -> str:
+    """A made-up run (test data, never shipped): three rungs timed (TIMED), warptile wrong, the others
+    absent (ABSENT), and cuBLAS."""
+    rows = [_row("cublas_sgemm", 40000.0), _row("tiled_guarded", 8000.0),
+            _row("blocktile_2d", 15000.0, BK=16 if registry.get("blocktile_2d").default_params()["BK"] != 16 else 8),
+            _row("blocktile_2d", 20000.0),
+            _row("warptile", None, status="wrong result"), _row("double_buffered", 30000.0)]
+    prov = {"gpu": "NVIDIA H200", "date": "2027-01-02T03:04:05+00:00", "peaks": {"fp32_gflops": 66908.0,
+            "bandwidth_gbs": 4800.0}}
+    return json.dumps(schema.to_document(rows, prov))
+
+
+def test_speeds_take_each_rungs_fastest_row_and_say_which_are_missing():
+    df, prov = benchmark.load_document(synthetic_export())
+    assert ladder.square_sizes(df) == [1024]
+    speeds = ladder.ladder_speeds(df, 1024)
+    assert list(speeds.rows["rung"]) == ["tiled_guarded", "blocktile_2d", "double_buffered"]
+    best = speeds.rows.set_index("rung")
+    bk = registry.get("blocktile_2d").default_params()["BK"]
+    assert best.loc["blocktile_2d", "gflops"] == 20000 and f"BK={bk}" in best.loc["blocktile_2d", "params"]
+    assert best.loc["double_buffered", "pct_cublas"] == pytest.approx(75)
+    assert speeds.cublas == 40000
+    assert speeds.missing == ABSENT and "blocktile_1d" in ABSENT
+    assert "relative error" in speeds.failed["warptile"]
+    assert ladder.run_label(prov, live=False) == "recorded NVIDIA H200 run of 2027-01-02"
+
+    fig = figures.speed_figure(speeds, "blocktile_2d", ladder.run_label(prov, False))
+    bars = fig.data[0]
+    assert list(bars.x) == list(registry.LADDER_RUNGS) and bars.y[2] == 20000 and bars.y[1] == 0
+    notes = {a.x: a.text for a in fig.layout.annotations if a.text in ("no row", "not timed")}
+    assert notes == {**{r: "no row" for r in ABSENT}, "warptile": "not timed"}
+    assert "recorded NVIDIA H200 run of 2027-01-02" in fig.layout.title.text

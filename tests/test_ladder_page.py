@@ -1,0 +1,134 @@
+"""The Ladder page, run with Streamlit's AppTest in CPU mode: what it shows against the engine's own
+numbers, its view in the URL, a trace over the record cap, and a benchmark run with rungs missing."""
+import json
+
+import pytest
+
+from engine.bench import benchmark
+from engine.kernels import registry
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis, ladder
+from engine.tracing import tracer
+from tests.test_ladder import ABSENT, synthetic_export
+from tests.test_pages import open_page
+
+PAGE = "pages/ladder.py"
+
+
+def _texts(at) -> str:
+    return " ".join(str(e.value) for e in list(at.markdown) + list(at.caption) + list(at.warning) + list(at.info))
+
+
+def _figures(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_opens_on_the_first_rung_after_tiling_with_its_diff_and_every_rungs_counts():
+    at = open_page(PAGE)
+    assert at.subheader[0].value == f"Rung 2 of {len(registry.LADDER_RUNGS)}: 1-D register tiling (TM outputs per thread)"
+    src = ladder.rung_source("blocktile_1d")
+    listing = next(h.proto.body for h in at.get("html") if "ladder-source" in h.proto.body)
+    assert listing.count('class="changed"') == len([n for n in src.changed if n > src.header_lines])
+    table = at.table[0].value
+    assert list(table.columns) == list(registry.LADDER_RUNGS)
+    t = tracer.trace("warptile", make_problem(512, 512, 512, block=(16, 16)), [(0, 0)], "cpu")
+    want = ladder.metrics_table({"warptile": ladder.rung_counts(t, analysis.warp_instructions(t), (0, 0))})
+    rows = [r for r in want.index if not r.startswith("…")]   # the SASS row needs nvdisasm
+    assert table.loc[rows, "warptile"].tolist() == want.loc[rows, "warptile"].tolist()
+    assert at.query_params["rung"] == "blocktile_1d" and at.query_params["size"] == "512"
+
+
+def test_a_link_opens_its_rung_size_and_block_and_double_buffering_shows_its_overlap():
+    at = open_page(PAGE, {"rung": "double_buffered", "size": "256", "bx": "1", "warp": "2"})
+    assert at.subheader[0].value == f"Rung 6 of {len(registry.LADDER_RUNGS)}: Double-buffered, cp.async"
+    assert at.table[0].value.loc["block traced", "double_buffered"] == "(1, 0)"
+    fig = next(f for f in _figures(at) if "barrier interval" in json.dumps(f["layout"]))
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert titles == ["<b>warptile</b>, warp 2: loading and multiplying take turns, never in one interval",
+                      "<b>double_buffered</b>, warp 2: 15 of 16 multiply intervals also load the next tile"]
+    at.selectbox(key="ladder.rung").set_value("vectorized").run()
+    assert not at.exception
+    assert at.subheader[0].value.startswith("Rung 4 of") and at.query_params["rung"] == "vectorized"
+
+
+@pytest.mark.parametrize("presenter", ["0", "1"])
+def test_its_figures_are_in_the_one_style_at_its_sizes(presenter):
+    from engine.plots import style
+    sizes = style.sizes(presenter == "1")
+    intervals, speed = _figures(open_page(PAGE, {"size": "128", "presenter": presenter}))
+    for fig in (intervals, speed):
+        assert fig["layout"]["font"]["family"] == style.FONT_FAMILY
+        assert fig["layout"]["template"]["layout"]["colorway"] == style.PALETTE
+    assert intervals["layout"]["font"]["size"] == sizes.base and speed["layout"]["font"]["size"] == sizes.chart
+
+
+def test_a_trace_over_the_record_cap_is_its_one_line_and_the_rest_is_shown(monkeypatch):
+    from pages.lib import ui
+    monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", "300000")
+    ui.RESULTS.clear()
+    try:
+        at = open_page(PAGE, {"size": "256"})
+    finally:
+        ui.RESULTS.clear()
+    warnings = [str(w.value) for w in at.warning]
+    assert any(w.startswith("blocktile_1d: this trace would hold up to") and "over the cap of 300,000" in w
+               for w in warnings), warnings
+    table = at.table[0].value
+    assert (table["blocktile_1d"] == "—").all() and table.loc["threads per block", "tiled_guarded"] == "256"
+
+
+def test_speeds_come_from_the_recorded_run_and_say_which_rungs_it_lacks(tmp_path, monkeypatch):
+    (tmp_path / "h200-2027-01-02.json").write_text(synthetic_export())
+    monkeypatch.setattr(benchmark, "RECORDED", tmp_path)
+    at = open_page(PAGE, {"rung": "blocktile_2d", "size": "128"})
+    fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
+    assert "at 1,024³ · recorded NVIDIA H200 run of 2027-01-02" in fig["layout"]["title"]["text"]
+    bars = fig["data"][0]
+    assert bars["x"] == list(registry.LADDER_RUNGS) and bars["y"][2] == 20000
+    text = _texts(at)
+    assert f"No row for {', '.join(ABSENT)} at 1,024³ in this run (recorded NVIDIA H200 run of 2027-01-02)" in text
+    assert "warptile at 1,024³ was not timed: relative error" in text
+
+
+def test_the_shipped_recorded_run_is_labelled_and_its_missing_rungs_named():
+    at = open_page(PAGE, {"size": "128"})
+    fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
+    df, run = benchmark.load_document(benchmark.recorded_runs()[-1].read_text())
+    assert f"recorded {run['gpu']} run of {run['date'][:10]}" in fig["layout"]["title"]["text"]
+    missing = ladder.ladder_speeds(df, at.select_slider(key="ladder.timed").value).missing
+    assert not missing or f"No row for {', '.join(missing)}" in _texts(at)
+
+
+def test_a_live_run_is_drawn_and_labelled_live(monkeypatch):
+    """The page's live branch, with the GPU's answer stood in for: a status that says there is one,
+    and a sweep that yields the rows of the synthetic export at the page's size."""
+    from engine.devices.gpu_client import GpuStatus
+    from pages.lib import ui
+    info = {"name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "sm_clock_mhz": 1980,
+            "memory_clock_mhz": 3201, "memory_bus_bits": 6144, "driver": 13000, "cuda": "13.0.0", "l2_bytes": 2**26,
+            "total_bytes": 2**37}
+    monkeypatch.setattr(ui, "device_status", lambda: GpuStatus(True, "NVIDIA H200", info=info))
+    asked = []
+
+    def sweep(kernels, sizes, settings, params=None, blocks=None):
+        asked.append((kernels, sizes))
+        rows = json.loads(synthetic_export())["results"]
+        return iter([{**r, "m": sizes[0][0], "n": sizes[0][1], "k": sizes[0][2]} for r in rows])
+    monkeypatch.setattr(benchmark, "sweep", sweep)
+    at = open_page(PAGE, {"size": "128"})
+    next(b for b in at.button if b.label.startswith("Time every rung")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert asked == [(list(registry.LADDER_RUNGS) + ["cublas_sgemm"], [(128, 128, 128)])]
+    fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
+    assert "at 128³ · live on this NVIDIA H200" in fig["layout"]["title"]["text"]
+    assert fig["data"][0]["y"][registry.LADDER_RUNGS.index("double_buffered")] == 30000
+    assert f"No row for {', '.join(ABSENT)} at 128³ in this run (live on this NVIDIA H200" in _texts(at)
+
+
+@pytest.mark.gpu
+def test_live_timing_on_the_gpu_draws_every_rung_and_cublas():
+    at = open_page(PAGE, {"size": "256"})
+    next(b for b in at.button if b.label.startswith("Time every rung")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
+    assert "live on this" in fig["layout"]["title"]["text"] and all(y > 0 for y in fig["data"][0]["y"])
