@@ -1,6 +1,6 @@
 // warptile.cu: warp tiling: each warp owns a WM x WN sub-tile of the block's tile.
 // Fixes: in the vectorized kernel a warp's 32 lanes lie along one row of the block's tile: each
-// warp reads the whole width of Bs, and with TN 8 its 128-bit loads share banks. Here the block's
+// warp reads 32 x TN columns of Bs, and with TN 8 its 128-bit loads share banks. Here the block's
 // tile is split among warps, each warp's tile into WMITER x WNITER sub-tiles of WSUBM x WSUBN, and
 // a lane owns a TM x TN piece of every sub-tile. A warp's lanes read consecutive 16-byte pieces of
 // a few rows of As and Bs (conflict-free 128-bit loads), and the tile a warp reads from shared

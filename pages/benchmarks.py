@@ -116,8 +116,9 @@ def autotuning_sweep() -> None:
     st.subheader("Autotuning sweep")
     paths = benchmark.tuning_runs()
     if not paths:
-        st.info("No autotuning sweep recorded yet. A sweep times every allowed configuration of each ladder rung "
-                "at 4096³ on a GPU; it is kept in engine/bench/recorded/tuning/.", icon=":material/tune:")
+        st.info("No autotuning sweep recorded yet. A sweep times the configurations of each ladder rung worth "
+                "timing (tests/benchmarks/tune_ladder.py) at 4096³ on a GPU; it is kept in "
+                "engine/bench/recorded/tuning/.", icon=":material/tune:")
         return
     sweeps = [(path.name, *benchmark.load_document(path.read_text())) for path in paths]
     gpus = list(dict.fromkeys(df["gpu"].iloc[0] for _, df, _ in sweeps))

@@ -72,11 +72,11 @@ if status.available and st.button(f"Time every rung and cuBLAS now at {size:,}³
     settings = benchmark.Settings()
     with st.spinner("Timing"):
         rows = list(benchmark.sweep(rungs + ["cublas_sgemm"], [(size, size, size)], settings))
-    st.session_state["ladder_live"] = (rows, benchmark.provenance(status.info, settings))
+    st.session_state["ladder_live"] = (rows, benchmark.provenance(status.info, settings, benchmark.cublas_version()))
 live = st.session_state.get("ladder_live") if status.available else None
 if live:
     rows, prov = live
-    df, label = benchmark.derive(schema.as_frame(rows).assign(gpu=prov["gpu"]), prov["peaks"]), ladder.run_label(prov, True)
+    df, label = benchmark.derive(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"]), ladder.run_label(prov, True)
 elif runs:
     names = [p.name for p in runs]
     chosen = st.selectbox("Recorded run", names, key=ui.state("run", names[-1], names)) if len(names) > 1 else names[0]

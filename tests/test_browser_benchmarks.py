@@ -13,8 +13,12 @@ from tests import browser, synthetic_runs
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
 
+# The shipped run's kernels, as labelled, in catalog order; and the day it was recorded (UTC).
 KERNELS = ["naive_x_rows 16x16", "naive_x_cols 16x16", "naive_transposed_b 32x32", "tiled_guarded T16",
-           "tiled_unguarded T16", "shared_bank_conflicts T16", "cublas_sgemm", "cublas_sgemm_tf32"]
+           "tiled_unguarded T16", "shared_bank_conflicts T16", "blocktile_1d 64x64x32 t16", "blocktile_2d 64x64x32 t8x4",
+           "vectorized 64x256x32 t8x4", "warptile 128x128x32 w32x64 t4x4 i2", "double_buffered 128x128x16 w128x32 t4x4 i4",
+           "prefetched 128x256x16 w32x128 t8x4 i2", "cublas_sgemm", "cublas_sgemm_tf32"]
+DAY = json.loads(benchmark.recorded_runs()[0].read_text())["provenance"]["date"][:10]
 ROUND_TICK = re.compile(r"\d{1,3}(,\d{3})*|\d+(\.\d+)?[kM]?")
 # Per chart, by title: its plot area, title, legend (entries with their drawn colour) and tick labels.
 DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => {
@@ -86,7 +90,7 @@ def test_log_axes_show_round_tick_labels_only(drawn):
     roofline = drawn["charts"]["Roofline"]
     assert roofline["x"] == ["1", "10", "100", "1k", "10k"]
     assert roofline["y"] == ["1k", "10k", "100k"]
-    assert drawn["charts"]["Throughput against size"]["x"] == ["256", "512", "1,024", "2,048", "4,096"]
+    assert drawn["charts"]["Throughput against size"]["x"] == ["256", "512", "1,024", "2,048", "4,096", "8,192"]
     for title, c in drawn["charts"].items():
         for axis in ("x", "y"):
             if c[f"{axis}log"]:
@@ -106,9 +110,11 @@ def test_each_kernel_has_one_colour_in_every_chart(drawn):
 def test_outlier_is_explained_and_provenance_drawn(drawn):
     share = next(c for t, c in drawn["charts"].items() if t.startswith("Share of cuBLAS"))
     assert max(float(t.rstrip("%")) for t in share["y"]) <= 120
-    assert any("launch latency" in n for n in share["notes"]) and "187%" in share["notes"]
+    # Timed behind a hold kernel, no kernel of the shipped run is above the cap (the format-1 run's
+    # 187% was the host's gaps between tiny cuBLAS calls: tests/test_benchmarks_page.py).
+    assert not any("launch latency" in n for n in share["notes"])
     for title, c in drawn["charts"].items():
-        assert any(n.startswith("NVIDIA H200 · 2026-11-21 · driver CUDA 13.0") for n in c["notes"]), title
+        assert any(n.startswith(f"NVIDIA H200 · {DAY} · driver CUDA 13.0") for n in c["notes"]), title
 
 
 def test_table_has_readable_headers_and_no_none(drawn):
@@ -118,7 +124,7 @@ def test_table_has_readable_headers_and_no_none(drawn):
 
 
 def test_quoted_figures_match_the_charted_run(drawn):
-    assert "naive_x_rows 16x16 943 GFLOP/s" in drawn["text"] and "naive_x_cols 16x16 5,044 GFLOP/s" in drawn["text"]
+    assert "naive_x_rows 16x16 948 GFLOP/s" in drawn["text"] and "naive_x_cols 16x16 5,084 GFLOP/s" in drawn["text"]
     assert "6,208" not in drawn["text"]
 
 
@@ -160,7 +166,7 @@ def test_hostile_uploads_get_a_message_and_the_recorded_run_stays_charted(server
         legend = page.evaluate("Array.from(document.querySelectorAll('.legendtext')).map(t => t.textContent)")
         exceptions = page.locator("[data-testid='stException']").count()
     assert 'results[3].gflops: expected a number, got "fast"' in text
-    assert f"{evil} (uploaded evil.json, recorded 2026-11-21)" in text   # the name as written, as text
+    assert f"{evil} (uploaded evil.json, recorded {DAY})" in text   # the name as written, as text
     assert f"naive_x_rows 16x16 · {evil}" in legend   # in the charts too
     assert not [u for u in images + fetched if "evil" in u], "something was fetched from the uploaded name"
     assert not [u for u in links if "evil" in u], "a link was made of the uploaded name"
@@ -202,7 +208,7 @@ def test_the_documents_figures_and_the_autotuning_sweep_are_drawn(tmp_path, shot
     assert "On the NVIDIA H200 at 4096³: Naive CUDA (naive_x_cols 16x16) 5.0 TFLOP/s" in text
     win = synthetic_runs.label("blocktile_1d", synthetic_runs.WIN_1D)
     assert f"blocktile_1d: the winner of 3 timed configurations is {win}" in text
-    drawn = charts["Autotuning sweep: every configuration of each rung"]
+    drawn = charts["Autotuning sweep: the configurations timed for each rung"]
     assert drawn["x"] == ["blocktile_1d", "warptile", "double_buffered"]
     assert [name for name, _ in drawn["legend"]] == ["a configuration", "the winner", "the registry's default"]
     assert "cuBLAS 50,000 GFLOP/s" in drawn["notes"]

@@ -15,7 +15,7 @@ from engine.tracing import tracer
 from tests.test_pages import figures, open_page
 
 ROOT = Path(__file__).resolve().parent.parent
-RECORDED = benchmark.RECORDED / "h200-2026-11-21.json"
+RECORDED = benchmark.RECORDED / "h200-2026-11-22.json"
 
 
 def _style_of(fig: dict) -> tuple[str, str]:

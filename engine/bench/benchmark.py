@@ -80,7 +80,7 @@ def provenance(info: dict, settings: Settings, cublas_version: int | str | None 
     toolkit that built the kernels (nvcc's version line), the driver and the cuBLAS the GPU worker
     calls (cublas_version()); the SM clock of each point is in its row."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], capture_output=True, text=True,
                                 cwd=Path(__file__).parent, timeout=5).stdout.strip()
     except OSError:
         commit = ""
@@ -144,6 +144,7 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
     row.update({"status": "ok" if out["correct"] else "wrong result", "rel_error": out["rel_error"],
                 "reps": len(times), "launches_per_sample": out.get("launches_per_sample", 1),
                 "hold_ms": out.get("hold_ms"), "retaken_samples": out.get("retaken_samples", 0),
+                "starved_samples": out.get("starved_samples", 0),
                 "flush_l2": settings.flush_l2, **out.get("telemetry", {})})
     if not out["correct"]:
         row["error"] = f"relative error {out['rel_error']:.2e} over the tolerance {out['tolerance']:.0e}: not timed"

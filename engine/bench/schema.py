@@ -86,6 +86,7 @@ ROW = {"kernel": Field("text", True, "a kernel name"), "title": Field("text"), "
        "status": Field("text", True, " or ".join(f'"{s}"' for s in STATUSES)), "error": Field("text"),
        "rel_error": Field("number"), "reps": Field("count"),
        "launches_per_sample": Field("count"), "hold_ms": Field("number"), "retaken_samples": Field("count"),
+       "starved_samples": Field("count"),
        "flush_l2": Field("flag"), "sm_clock_mhz": Field("number"),
        "power_w": Field("number"), "temperature_c": Field("number"), "median_ms": Field("number"),
        "min_ms": Field("number"), "max_ms": Field("number"), "spread": Field("number"), "gflops": Field("number"),

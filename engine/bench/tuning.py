@@ -1,4 +1,4 @@
-"""The autotuning sweep, as recorded: every configuration of each ladder rung timed at one size
+"""The autotuning sweep, as recorded: the configurations of each ladder rung worth timing (tests/benchmarks/tune_ladder.py), timed at one size
 (4096³, else the largest square size the sweep holds), ranked, and each rung's winner set against
 the default the registry gives it (registry.get(rung).default_params()), so that a default that is
 not the winner shows.

@@ -242,14 +242,15 @@ def _thread_outputs(p: Problem) -> tuple[int, int]:
 
 
 def _ladder_records(vec: int, buffers: int) -> Callable[[Problem], int]:
-    """Per thread at most: per K tile, the tile loads (at an edge a float4 is four scalar loads, each
-    stored), the shared loads of the multiply (vec elements each), then its outputs; a
-    double-buffered rung loads one tile more."""
+    """Per thread at most: per K tile, its share of the tiles' elements, each loaded and stored once
+    (at an edge a float4 is four scalar loads, each stored; a cp.async is one record of a copy and
+    one of its store per 4), the shared loads of the multiply (vec elements each), then its
+    outputs; a double-buffered rung loads one tile more."""
     def records(p: Problem) -> int:
         q = p.params
         down, across = _thread_outputs(p)
         tiles = _cdiv(p.k, q["BK"]) + buffers - 1
-        loads = 8 * (_per_thread(p, q["BM"] * q["BK"]) + _per_thread(p, q["BK"] * q["BN"]))
+        loads = 2 * (_per_thread(p, q["BM"] * q["BK"]) + _per_thread(p, q["BK"] * q["BN"]))
         return tiles * (loads + q["BK"] * (down + across) // vec) + down * across
     return records
 

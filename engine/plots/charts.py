@@ -173,6 +173,13 @@ def _log_axis(values, kind: str = "decades") -> dict:
             "range": [math.log10(lo / pad), math.log10(hi * pad)]}
 
 
+def _legend_growth(fig: go.Figure, font: int) -> int:
+    """Pixels added for legend rows beyond three: a projector-width chart fits about two long labels
+    a row, and a legend that grows would otherwise take the plot's height (14 kernels left 239 px)."""
+    entries = sum(1 for t in fig.data if t.showlegend is not False)
+    return max(0, -(-entries // 2) - 3) * (font + 10)
+
+
 def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
     """Title, and the provenance right above the plot (so a downloaded picture says where it came
     from); legend in rows below the plot, where it takes width, not the plot's height."""
@@ -183,7 +190,7 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
     # middle of the top margin, a tall margin put it among them)
     return style.apply(fig, font, title={"text": title, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1,
                                          "yanchor": "top", "pad": {"t": 12}},
-                       height=HEIGHT + 14 * (font - EXPORT_FONT),
+                       height=HEIGHT + 14 * (font - EXPORT_FONT) + _legend_growth(fig, font),
                        legend={"font": {"size": font - 1}, "orientation": "h", "x": 0, "xanchor": "left",
                                "y": -0.22, "yanchor": "top"},
                        margin={"t": 64 + 16 * note.count("<br>") if note else 50, "l": 70, "r": 30})
@@ -308,7 +315,7 @@ def tuning_sweep(ranked: pd.DataFrame, font: int = EXPORT_FONT, note: str = "", 
     fig.update_xaxes(title="ladder rung · its configurations, fastest on the left", tickvals=list(range(len(rungs))),
                      ticktext=rungs, range=[-0.6, len(rungs) - 0.4], showgrid=False, zeroline=False)
     fig.update_yaxes(title="GFLOP/s", rangemode="tozero", tickformat=",~f")
-    return _layout(fig, "Autotuning sweep: every configuration of each rung", font, note)
+    return _layout(fig, "Autotuning sweep: the configurations timed for each rung", font, note)
 
 
 def _escaped(texts: pd.Series) -> np.ndarray:
