@@ -201,7 +201,7 @@ def _multiples_of_tile(p: Problem) -> str | None:
             "K / TILE phase loop would drop the last partial tile. Use tiled_guarded for these sizes.")
 
 
-# The FP32 ladder after tiling (cuda/blocktile_1d.cu ... double_buffered.cu): a block of THREADS
+# The FP32 ladder after tiling (cuda/blocktile_1d.cu ... prefetched.cu): a block of THREADS
 # threads (1-D) owns a BM x BN tile of C and walks K in steps of BK; each thread owns TM (x TN)
 # outputs; the warp-tiled rungs split the block's tile into WM x WN warp tiles of WNITER sub-tiles
 # across. The defaults are the winners of the autotuning sweep (tests/benchmarks/tune_ladder.py) at
