@@ -3,8 +3,10 @@ import numpy as np
 import pytest
 
 from engine.kernels.problem import make_problem
+from engine.kernels.sources import Site
 from engine.metrics import analysis
 from engine.tracing import tracer
+from engine.tracing.records import STORED_FIELDS, TRACE_DTYPE, Trace, TraceSite
 
 
 def _sites(kernel, **kw):
@@ -95,3 +97,49 @@ def test_wide_accesses_count_the_wavefronts_of_every_word_they_read(width, lanes
     for words in (aligned, misaligned):
         got, want = analysis._vector_wavefronts(words, width, lanes), _each_word_wavefronts(words, width, lanes)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def _one_site_trace(offsets_per_thread: list[list[int]]) -> Trace:
+    """A trace of one shared load site, a warp of 32 threads, each with the given byte offsets in turn."""
+    counts = np.array([len(o) for o in offsets_per_thread], dtype=np.uint32)
+    columns = {name: np.zeros(int(counts.sum()), dtype=TRACE_DTYPE.fields[name][0]) for name in STORED_FIELDS}
+    columns["lane"] = np.repeat(np.arange(32), counts).astype(np.uint8)
+    columns["ordinal"] = np.concatenate([np.arange(len(o)) for o in offsets_per_thread]).astype(np.uint32)
+    columns["offset"] = np.concatenate([np.array(o, dtype=np.int64) for o in offsets_per_thread]).astype(np.uint32)
+    site = TraceSite(0, "k", Site(1, "As", "shared", "load", "LDS(As, i)"))
+    return Trace("k", make_problem(4, 4, 4), "cpu", "test", columns, [site], ("As",), {"As": (1, 4096)}, [],
+                 0.0, 0, counts, np.zeros(32, dtype=np.uint32))
+
+
+def _merged_by_table(trace: Trace, width: int):
+    """_merged_site_totals' shape check and wavefronts by their definition: a (row, lane, part) table."""
+    r = trace.columns
+    o = r["ordinal"].astype(np.int64)
+    group, part = np.divmod(o, width)
+    table = np.full((int(group.max()) + 1, 32, width), -1, dtype=np.int64)
+    table[group, r["lane"], part] = r["offset"] // 4
+    lanes = table.reshape(-1, width)
+    active = lanes[:, 0] >= 0
+    if not ((lanes[active, 0] % width == 0) & (lanes[active] == lanes[active, :1] + np.arange(width)).all(axis=1)).all():
+        return None
+    return analysis._wide_wavefronts(table[:, :, 0], width)[0].tolist()
+
+
+def test_merged_loads_are_counted_only_where_each_thread_reads_whole_aligned_runs_of_words():
+    rng = np.random.default_rng(5)
+    runs = [[16 * int(base) + 4 * j for base in rng.integers(0, 64, 6) for j in range(4)] for _ in range(32)]
+    cases = {
+        "aligned runs": runs,
+        "some lanes idle": [o if lane % 3 else [] for lane, o in enumerate(runs)],
+        "a run not aligned": [[o + 4 for o in runs[0]], *runs[1:]],
+        "a run cut short": [runs[0][:-1], *runs[1:]],
+        "a gap in a run": [[*runs[0][:5], runs[0][5] + 4, *runs[0][6:]], *runs[1:]],
+    }
+    for what, offsets in cases.items():
+        trace = _one_site_trace(offsets)
+        got = analysis._merged_site_totals(trace, 0, 4)
+        want = _merged_by_table(trace, 4)
+        assert (got is None) == (want is None), what
+        if want is not None:
+            assert got["per_instruction"].tolist() == want and got["requests"] == len(want), what
+    assert analysis._merged_site_totals(_one_site_trace(runs), 0, 4) is not None

@@ -41,6 +41,13 @@ def test_block_records_are_the_block_mask(case: Trace):
         for bx, by in {tuple(int(v) for v in b) for b in info.blocks} | {(999, 999)}:
             mask = (r["launch"] == launch) & (r["block_x"] == bx) & (r["block_y"] == by)
             assert np.array_equal(case.block_records(bx, by, launch), np.flatnonzero(mask))
+            columns = case.block_columns(bx, by, launch)
+            assert columns.keys() == r.keys()
+            assert all(np.array_equal(columns[k], r[k][mask]) and columns[k].dtype == r[k].dtype for k in r)
+            if len(case.block_runs(bx, by, launch)) == 1:   # traced once: views of the trace, read-only
+                assert all(np.shares_memory(columns[k], r[k]) and not columns[k].flags.writeable for k in r)
+    site = r["site"]
+    assert np.array_equal(analysis.counts_of(site, 300), np.bincount(site, minlength=300))
 
 
 def _reference_instructions(trace: Trace) -> np.ndarray:

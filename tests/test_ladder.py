@@ -160,6 +160,50 @@ def test_double_buffered_loads_the_next_tile_while_it_multiplies(counted):
     assert ladder.timeline(counted["warptile"][1], 0).overlap == 0
 
 
+def _intervals_by_groups(trace, global_loads, shared_loads) -> pd.DataFrame:
+    """ladder.intervals by its definition, with pandas, interval by interval."""
+    r = trace.columns
+    first = global_loads["first"]
+    k = np.where(r["array"][first] == trace.arrays.index("A"), r["col"][first], r["row"][first]).astype(np.int64)
+    copy = np.array([ts.site.copy for ts in trace.sites], dtype=bool)[global_loads["site"]]
+    loads = pd.DataFrame({"warp": global_loads["warp"], "epoch": global_loads["epoch"],
+                          "tile": k // ladder.k_step(trace.problem.params),
+                          "group": np.where(copy, r["group"][first].astype(np.int64), -1)})
+    rows = []
+    for (warp, epoch), part in loads.groupby(["warp", "epoch"]):
+        rows.append({"warp": int(warp), "epoch": int(epoch), "what": ladder.COPY, "instructions": len(part),
+                     "tile": int(part["tile"].max()), "tiles": sorted(set(part["tile"].tolist())),
+                     "groups": sorted(int(g) for g in set(part["group"]) - {-1})})
+    newest = loads.groupby("epoch")["tile"].max()
+    shared = pd.DataFrame({"warp": shared_loads["warp"], "epoch": shared_loads["epoch"]})
+    for (warp, epoch), part in shared.groupby(["warp", "epoch"]):
+        before = newest[newest.index < epoch]
+        rows.append({"warp": int(warp), "epoch": int(epoch), "what": ladder.MULTIPLY, "instructions": len(part),
+                     "tile": int(before.max()) if len(before) else -1, "tiles": [], "groups": []})
+    out = pd.DataFrame(rows, columns=["warp", "epoch", "what", "instructions", "tile", "tiles", "groups"])
+    return out.sort_values(["warp", "epoch", "what"], ignore_index=True)
+
+
+@pytest.mark.parametrize("name", registry.LADDER_RUNGS)
+def test_intervals_are_those_of_each_warp_and_epoch(counted, name):
+    trace, c = counted[name]
+    inst = analysis.warp_instructions(trace)
+    space_op = [(ts.site.space, ts.site.op) for ts in trace.sites]
+    global_loads = inst[[space_op[s] == ("global", "load") for s in inst["site"]]]
+    shared_loads = inst[[space_op[s] == ("shared", "load") for s in inst["site"]]]
+    expected = _intervals_by_groups(trace, global_loads, shared_loads)
+    pd.testing.assert_frame_equal(c.intervals, expected)
+    assert c.intervals["tiles"].tolist() == expected["tiles"].tolist()
+    assert c.intervals["groups"].tolist() == expected["groups"].tolist()
+    # Without loads of one kind, or of either: the same rows, and the same empty table.
+    pd.testing.assert_frame_equal(ladder.intervals(trace, global_loads[:0], shared_loads),
+                                  _intervals_by_groups(trace, global_loads[:0], shared_loads))
+    pd.testing.assert_frame_equal(ladder.intervals(trace, global_loads, shared_loads[:0]),
+                                  _intervals_by_groups(trace, global_loads, shared_loads[:0]))
+    pd.testing.assert_frame_equal(ladder.intervals(trace, global_loads[:0], shared_loads[:0]),
+                                  _intervals_by_groups(trace, global_loads[:0], shared_loads[:0]))
+
+
 def test_a_warp_the_rung_has_not_is_its_last(counted):
     c = counted["warptile"][1]
     last = c.threads // 32 - 1

@@ -41,6 +41,19 @@ INSTANCE_DTYPE = np.dtype([
 ])
 
 
+_PIECE = 1 << 16
+
+
+def counts_of(values: np.ndarray, n: int) -> np.ndarray:
+    """How many of `values` (a column of small codes: sites, warps, ...) are 0, 1, ... n-1. In
+    pieces: np.bincount widens what it counts to 64 bits, which for a column of millions of
+    one-byte records is a copy eight times its size."""
+    out = np.zeros(n, dtype=np.int64)
+    for i in range(0, len(values), _PIECE):
+        out += np.bincount(values[i:i + _PIECE], minlength=n)
+    return out
+
+
 def _distinct_per_row(table: np.ndarray) -> np.ndarray:
     """table: (rows, 32) of non-negative ids, -1 for inactive lanes; distinct ids per row."""
     s = np.sort(table, axis=1)
@@ -388,17 +401,20 @@ def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
         return None
     o = r["ordinal"][idx].astype(np.int64)
     words = (r["offset"][idx] // WORD_BYTES).astype(np.int64)
-    warp_id = np.repeat(trace.thread_warp.astype(np.int64), trace.thread_counts)[idx]
     group, part = np.divmod(o, width)
-    n_rows, inverse = _compact(warp_id * (int(group.max()) + 1) + group)
-    table = np.full((n_rows, WARP, width), -1, dtype=np.int64)
-    table[inverse, r["lane"][idx], part] = words
-    lanes = table.reshape(n_rows * WARP, width)
-    active = lanes[:, 0] >= 0
-    aligned = (lanes[active, 0] % width == 0) & (lanes[active] == lanes[active, :1] + np.arange(width)).all(axis=1)
-    if not aligned.all():
+    # A thread's records of the site follow each other here, ordinals 0, 1, ... (a next ordinal
+    # that is not one more starts another thread). The shape: each group of `width` is whole, its
+    # first word aligned and each next record one word on.
+    same_thread = np.diff(o) == 1
+    last = np.r_[~same_thread, True]
+    if (words[part == 0] % width).any() or (part[last] != width - 1).any() or \
+            not (same_thread & (np.diff(words) == 1))[part[1:] > 0].all():
         return None
-    wavefronts, _ = _wide_wavefronts(table[:, :, 0], width)   # consecutive words: as if written wide
+    warp_id = trace.thread_warp[np.searchsorted(trace.thread_starts(), idx, side="right") - 1].astype(np.int64)
+    n_rows, inverse = _compact(warp_id * (int(group.max()) + 1) + group)
+    first_words = np.full((n_rows, WARP), -1, dtype=np.int64)
+    first_words[inverse[part == 0], r["lane"][idx[part == 0]]] = words[part == 0]
+    wavefronts, _ = _wide_wavefronts(first_words, width)   # consecutive words: as if written wide
     ideal = 4
     return {"requests": n_rows, "wavefronts": int(wavefronts.sum()),
             "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum()), "per_instruction": wavefronts}
@@ -465,7 +481,7 @@ def block_phases(trace: Trace, block_x: int, block_y: int, launch: int | None = 
     Tiled kernels alternate a load epoch 2p and a compute epoch 2p + 1: phase p = epoch // 2.
     Each row is one global load that feeds a shared store, with the element it read.
     """
-    block = trace.select(trace.block_records(block_x, block_y, launch))
+    block = trace.block_columns(block_x, block_y, launch)
     mine = {k: v[(block["space"] == 0) & (block["op"] == 0)] for k, v in block.items()}
     df = pd.DataFrame({"epoch": mine["epoch"], "phase": mine["epoch"] // 2,
                        "array": [trace.arrays[a] for a in mine["array"]],

@@ -149,35 +149,37 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
     rung's SASS listing (engine/kernels/sass.py), for the loads nvcc merged, or None."""
     bx, by = block
     p = trace.problem
-    r = trace.select(trace.block_records(bx, by))
     sites = [ts.site for ts in trace.sites]
-    site_bytes = np.array([s.bytes for s in sites], dtype=np.int64)
-    load = r["op"] == 0
-    g, s = load & (r["space"] == 0), load & (r["space"] == 1)
-    c_store = (r["op"] == 1) & (r["array"] == trace.arrays.index("C"))
-    element = np.array([s.bytes // s.width for s in sites], dtype=np.int64)
+    # A record's site says everything counted here (memory space, load or store, array, bytes): the
+    # block's records counted once per site, in one pass over them.
+    per_site = analysis.counts_of(trace.block_columns(bx, by)["site"], len(sites))
+    site_bytes = np.array([site.bytes for site in sites], dtype=np.int64)
+    global_load = np.array([site.space == "global" and site.op == "load" for site in sites], dtype=bool)
+    shared_load = np.array([site.space == "shared" and site.op == "load" for site in sites], dtype=bool)
+    c_store = np.array([site.op == "store" and site.array == "C" for site in sites], dtype=bool)
+    width = np.array([site.width for site in sites], dtype=np.int64)     # elements a record stores
     mine = inst[(inst["launch"] == len(trace.launches) - 1) & (inst["block_x"] == bx) & (inst["block_y"] == by)]
-    ig = mine[np.array([s.space == "global" and s.op == "load" for s in sites], dtype=bool)[mine["site"]]]
-    is_ = mine[np.array([s.space == "shared" and s.op == "load" for s in sites], dtype=bool)[mine["site"]]]
+    ig, is_ = mine[global_load[mine["site"]]], mine[shared_load[mine["site"]]]
     ideal_sectors = -(-ig["active"].astype(np.int64) * site_bytes[ig["site"]] // SECTOR_BYTES)
-    compiled, why = _compiled_shared_loads(trace, mine, r["site"][s], sass_info)
+    compiled, why = _compiled_shared_loads(trace, mine, np.where(shared_load, per_site, 0), sass_info)
     threads = trace.launches[-1].block[0] * trace.launches[-1].block[1]
     return RungCounts(
         trace.kernel, dict(p.params), (bx, by), threads,
-        outputs=int((site_bytes[r["site"][c_store]] // element[r["site"][c_store]]).sum()), k=p.k,
-        global_loads=int(g.sum()), shared_loads=int(s.sum()), compiled_shared_loads=compiled, compiled_why=why,
-        global_bytes=int(site_bytes[r["site"][g]].sum()), shared_bytes=int(site_bytes[r["site"][s]].sum()),
+        outputs=int((per_site * width)[c_store].sum()), k=p.k,
+        global_loads=int(per_site[global_load].sum()), shared_loads=int(per_site[shared_load].sum()),
+        compiled_shared_loads=compiled, compiled_why=why, global_bytes=int((per_site * site_bytes)[global_load].sum()),
+        shared_bytes=int((per_site * site_bytes)[shared_load].sum()),
         global_requests=len(ig), global_sectors=int(ig["sectors"].sum()), ideal_sectors=int(ideal_sectors.sum()),
         shared_requests=len(is_), shared_wavefronts=int(is_["wavefronts"].sum()), shared_ideal=int(is_["ideal"].sum()),
         intervals=intervals(trace, ig, is_))
 
 
-def _compiled_shared_loads(trace: Trace, inst: np.ndarray, load_sites: np.ndarray,
+def _compiled_shared_loads(trace: Trace, inst: np.ndarray, loads: np.ndarray,
                            sass_info: dict | None) -> tuple[int | None, str]:
     """Shared load instructions of the block as nvcc compiled them (analysis.as_compiled: where it
     merged `width` scalar loads of consecutive words into one LDS.128), or None and why not: no SASS
     listing, or a line nvcc compiled to LDS.128 whose loads are not consecutive words in the source
-    (nvcc reordered the loop; the model does not follow it)."""
+    (nvcc reordered the loop; the model does not follow it). loads: the block's shared loads per site."""
     if not sass_info or not sass_info.get("available"):
         return None, "no SASS"
     _, _, merged = analysis.as_compiled(trace, analysis.site_summary(trace, inst), sass_info)
@@ -185,8 +187,8 @@ def _compiled_shared_loads(trace: Trace, inst: np.ndarray, load_sites: np.ndarra
             and ts.site.width == 1 and set(sass_info["by_line"].get(ts.site.line, {})) & set(analysis.VECTOR_WIDTH)}
     if wide - set(merged):
         return None, "not modelled"
-    merged_loads = int(np.isin(load_sites, list(merged)).sum())
-    return len(load_sites) - merged_loads + merged_loads // analysis.VECTOR_WIDTH["LDS.128"], ""
+    merged_loads = int(loads[list(merged)].sum())
+    return int(loads.sum()) - merged_loads + merged_loads // analysis.VECTOR_WIDTH["LDS.128"], ""
 
 
 COPY, MULTIPLY = "tile loads (global)", "multiply (shared loads)"
@@ -205,23 +207,50 @@ def intervals(trace: Trace, global_loads: np.ndarray, shared_loads: np.ndarray) 
     tile = k_of // step
     is_copy = np.array([ts.site.copy for ts in trace.sites], dtype=bool)[global_loads["site"]]
     group = r["group"][first].astype(np.int64)
-    rows = []
-    loads = pd.DataFrame({"warp": global_loads["warp"], "epoch": global_loads["epoch"], "tile": tile,
-                          "group": np.where(is_copy, group, -1)})
-    for (warp, epoch), part in loads.groupby(["warp", "epoch"]):
-        groups = sorted(set(part["group"]) - {-1})
-        rows.append({"warp": int(warp), "epoch": int(epoch), "what": COPY, "instructions": len(part),
-                     "tile": int(part["tile"].max()), "tiles": sorted(set(part["tile"].tolist())),
-                     "groups": [int(x) for x in groups]})
-    # The newest tile loaded before each interval, by any warp of the block.
-    newest = loads.groupby("epoch")["tile"].max().sort_index()
-    shared = pd.DataFrame({"warp": shared_loads["warp"], "epoch": shared_loads["epoch"]})
-    for (warp, epoch), part in shared.groupby(["warp", "epoch"]):
-        before = newest[newest.index < epoch]
-        rows.append({"warp": int(warp), "epoch": int(epoch), "what": MULTIPLY, "instructions": len(part),
-                     "tile": int(before.max()) if len(before) else -1, "tiles": [], "groups": []})
-    out = pd.DataFrame(rows, columns=["warp", "epoch", "what", "instructions", "tile", "tiles", "groups"])
-    return out.sort_values(["warp", "epoch", "what"], ignore_index=True)
+    warp, epoch, at, count = _by_warp_and_epoch(global_loads)
+    copies = pd.DataFrame({"warp": warp, "epoch": epoch, "what": COPY, "instructions": count,
+                           "tile": _max_per(tile, at, len(count)),
+                           "tiles": _distinct_per(at, tile, len(count)),
+                           "groups": _distinct_per(at[is_copy], group[is_copy], len(count))})
+    # The newest tile loaded before each interval, by any warp of the block: per epoch with loads,
+    # the newest tile loaded up to it.
+    load_epochs = np.unique(global_loads["epoch"])
+    newest = np.maximum.accumulate(_max_per(tile, np.searchsorted(load_epochs, global_loads["epoch"]), len(load_epochs)))
+    newest = np.r_[-1, newest]        # -1: no tile loaded yet
+    warp, epoch, _, count = _by_warp_and_epoch(shared_loads)
+    before = np.searchsorted(load_epochs, epoch)   # epochs with loads before this one: the newest is newest[before]
+    multiplies = pd.DataFrame({"warp": warp, "epoch": epoch, "what": MULTIPLY, "instructions": count,
+                               "tile": newest[before],
+                               "tiles": [[] for _ in count], "groups": [[] for _ in count]})
+    columns = ["warp", "epoch", "what", "instructions", "tile", "tiles", "groups"]
+    rows = [part for part in (copies, multiplies) if len(part)]
+    if not rows:
+        return pd.DataFrame([], columns=columns)
+    return pd.concat(rows, ignore_index=True)[columns].sort_values(["warp", "epoch", "what"], ignore_index=True)
+
+
+def _by_warp_and_epoch(inst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (warp, epoch) of warp instructions, in order: their warps, epochs, which one each
+    instruction is (an index into them) and how many instructions each has."""
+    key = inst["warp"].astype(np.int64) << 32 | inst["epoch"]
+    keys, at, count = np.unique(key, return_inverse=True, return_counts=True)
+    return keys >> 32, keys & 0xFFFFFFFF, at.ravel(), count
+
+
+def _max_per(values: np.ndarray, at: np.ndarray, n: int) -> np.ndarray:
+    """The largest of the values of each of n groups (at: each value's group; every group has one)."""
+    out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(out, at, values)
+    return out
+
+
+def _distinct_per(at: np.ndarray, values: np.ndarray, n: int) -> list[list[int]]:
+    """The distinct values (non-negative, below 2**32), ascending, of each of n groups (at: each
+    value's group)."""
+    pairs = np.unique(at.astype(np.int64) << 32 | values)
+    cuts = np.searchsorted(pairs >> 32, np.arange(n + 1))
+    found = (pairs & 0xFFFFFFFF).tolist()
+    return [found[lo:hi] for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist())]
 
 
 @dataclass(frozen=True)

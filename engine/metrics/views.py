@@ -44,7 +44,8 @@ class Step:
 
 
 def warps_of(trace: Trace, block_x: int, block_y: int, launch: int | None = None) -> list[int]:
-    return np.unique(trace.columns["warp"][trace.block_records(block_x, block_y, launch)]).tolist()
+    warps = trace.block_columns(block_x, block_y, launch)["warp"]
+    return np.flatnonzero(analysis.counts_of(warps, 256)).tolist()    # warp: one byte
 
 
 def _warp_rows(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, space: str | None,
@@ -149,7 +150,7 @@ def tile_phases(trace: Trace, block_x: int, block_y: int) -> list[Phase]:
     tile = trace.problem.params["TILE"]
     names = trace.arrays
     # Only the block's own records: on a whole-kernel trace that is one 1/blocks-th of the columns.
-    mine = trace.select(trace.block_records(block_x, block_y))
+    mine = trace.block_columns(block_x, block_y)
     epoch, array = mine["epoch"], mine["array"]
     gl = (mine["space"] == 0) & (mine["op"] == 0)
     st = (mine["space"] == 1) & (mine["op"] == 1)

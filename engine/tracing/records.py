@@ -123,8 +123,9 @@ class Trace:
             self._thread_starts = starts
         return self._thread_starts
 
-    def block_records(self, block_x: int, block_y: int, launch: int | None = None) -> np.ndarray:
-        """Positions of one block's records in one launch (default: the last), ascending.
+    def block_runs(self, block_x: int, block_y: int, launch: int | None = None) -> list[tuple[int, int]]:
+        """Where one block's records lie in one launch (default: the last): a (start, end) run of
+        the trace per time the block was traced, in trace order.
 
         Records are in trace order (launch, traced block, thread), so a block's records are one
         contiguous run per time it was traced: found from the per-thread counts in a few
@@ -139,11 +140,28 @@ class Trace:
             tpb = info.block[0] * info.block[1]
             if i == launch:
                 js = np.flatnonzero((info.blocks[:, 0] == block_x) & (info.blocks[:, 1] == block_y))
-                runs = [np.arange(starts[first_thread + j * tpb], starts[first_thread + (j + 1) * tpb])
-                        for j in js]
-                return np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+                return [(int(starts[first_thread + j * tpb]), int(starts[first_thread + (j + 1) * tpb])) for j in js]
             first_thread += len(info.blocks) * tpb
-        return np.zeros(0, dtype=np.int64)
+        return []
+
+    def block_records(self, block_x: int, block_y: int, launch: int | None = None) -> np.ndarray:
+        """Positions of one block's records in one launch (default: the last), ascending."""
+        runs = [np.arange(start, end) for start, end in self.block_runs(block_x, block_y, launch)]
+        return np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+
+    def block_columns(self, block_x: int, block_y: int, launch: int | None = None) -> dict[str, np.ndarray]:
+        """One block's records in one launch (default: the last), column by column. A block traced
+        once is one run of the trace: its columns are views of the trace's, so a one-block trace of
+        millions of records is not copied to be looked at (the views are read-only: the trace is
+        shared)."""
+        runs = self.block_runs(block_x, block_y, launch)
+        if len(runs) != 1:
+            return self.select(self.block_records(block_x, block_y, launch))
+        start, end = runs[0]
+        views = {k: v[start:end] for k, v in self.columns.items()}
+        for view in views.values():
+            view.flags.writeable = False
+        return views
 
     def select(self, mask: np.ndarray) -> dict[str, np.ndarray]:
         return {k: v[mask] for k, v in self.columns.items()}

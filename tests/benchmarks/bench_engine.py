@@ -2,6 +2,7 @@
 
     python tests/benchmarks/bench_engine.py            # CPU figures; GPU figures too where a GPU is
 """
+import os
 import statistics
 import sys
 import time
@@ -10,9 +11,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine.devices import gpu_client, memo  # noqa: E402
-from engine.kernels import registry  # noqa: E402
+from engine.kernels import registry, sass  # noqa: E402
 from engine.kernels.problem import make_problem  # noqa: E402
-from engine.metrics import analysis  # noqa: E402
+from engine.metrics import analysis, ladder  # noqa: E402
 from engine.tracing import tracer  # noqa: E402
 from engine.tracing.records import STORED_BYTES  # noqa: E402
 
@@ -44,33 +45,51 @@ def peak_rss_mib(pid="self", reset=False):
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) // 1024
 
 
+def cpu_seconds(pids):
+    """CPU time (user + system) the processes have used so far, threads included (Linux; else None)."""
+    try:
+        ticks = sum(sum(int(v) for v in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
+                    for pid in pids)
+    except OSError:
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def ladder_blocks(repeat=3, target=2.0):
     """One block of each FP32 ladder rung at 4096^3 with its default parameters, traced on the CPU and
-    analysed as a page does (warp instructions, site table, Nsight Compute totals); the best of
-    `repeat` by total. Peak memory of this process (the app's side) and of the busiest CPU worker."""
+    analysed as the pages do (warp instructions, the Ladder page's counts with the SASS listing where
+    nvdisasm is, the site table's Nsight Compute totals); the best of
+    `repeat` by total. CPU time of this process (the app's side) and the CPU workers together (on a
+    machine others share, the time the work itself took), and peak memory of this process and of
+    the busiest worker."""
     print(f"--- one ladder block at 4096^3, CPU (trace + analysis, best of {repeat}; target {target} s)")
-    p = make_problem(4096, 4096, 4096)
     for spec in registry.LADDER:
+        p = make_problem(4096, 4096, 4096, block=spec.default_block)
+        sass.memory_instructions(spec.launches[-1].file, registry.bind(spec, p).params)   # listed once, kept on disk
         best = None
         for _ in range(repeat):
             for pid in ["self", *tracer.CPU_WORKERS.pids()]:
                 peak_rss_mib(pid, reset=True)
-            start = time.perf_counter()
+            pids = [os.getpid(), *tracer.CPU_WORKERS.pids()]
+            cpu_start, start = cpu_seconds(pids), time.perf_counter()
             t = tracer.trace(spec.name, p, [(3, 5)], "cpu")
             traced = time.perf_counter()
             inst = analysis.warp_instructions(t)
+            ladder.rung_counts(t, inst, (3, 5), sass.memory_instructions(t.launches[-1].file, t.problem.params))
             analysis.ncu_totals(analysis.site_summary(t, inst))
-            end = time.perf_counter()
+            end, cpu_end = time.perf_counter(), cpu_seconds(pids)
             figures = {**t.timings, "analysis": end - traced, "total": end - start, "records": len(t),
+                       "cpu": None if cpu_start is None else cpu_end - cpu_start,
                        "app": peak_rss_mib(), "worker": max((peak_rss_mib(pid) or 0 for pid in tracer.CPU_WORKERS.pids()),
                                                            default=None)}
             if best is None or figures["total"] < best["total"]:
                 best = figures
             del t, inst
         verdict = "PASS" if best["total"] <= target else "FAIL"
+        cpu = "" if best["cpu"] is None else f"  (CPU {best['cpu']:.2f} s)"
         print(f"{spec.name:16} {best['records']:>11,} records  kernel {best['kernel']:.2f} s  run {best['run']:.2f} s  "
               f"assemble {best['assemble']:.2f} s  analysis {best['analysis']:.2f} s  total {best['total']:.2f} s  "
-              f"{verdict}  peak RSS app {best['app']} MiB, worker {best['worker']} MiB")
+              f"{verdict}{cpu}  peak RSS app {best['app']} MiB, worker {best['worker']} MiB")
 
 
 def row(label, seconds, records, target=None):
