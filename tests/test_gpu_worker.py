@@ -280,12 +280,13 @@ def test_every_timed_sample_is_queued_behind_a_hold_kernel(launch_log, worker):
     out = worker.call("bench", {"kernel": "naive_x_cols", "problem": p, "warmup": 2, "reps": 3}, 120)
     launches = _launches(launch_log)
     names = [t["kernel"] for t in launches]
-    # Warm-up; calibration (1 launch, then 10: the stand-in's events say 0.5 ms); 3 samples of 20.
+    # Warm-up; calibration (1 launch, then 10: the stand-in's events say 0.5 ms); 3 samples of 20,
+    # each after its hold (and again, with the hold doubled, if the host was slower than the hold:
+    # on a loaded machine the stand-in's host-side launches can be).
     inner = out["launches_per_sample"]
-    assert inner == 20
-    assert names == ["naive_x_cols"] * 2 + ["hold"] + ["naive_x_cols"] + ["hold"] + ["naive_x_cols"] * 10 + \
-        (["hold"] + ["naive_x_cols"] * inner) * 3
+    assert inner == 20 and names[:2] == ["naive_x_cols"] * 2 and names[2] == "hold"
+    batches = "|".join(names[3:]).split("|hold|")
+    assert [b.count("naive_x_cols") for b in batches] == [1, 10] + [inner] * (3 + out["retaken_samples"])
     holds = [t["args"][0] for t in launches if t["kernel"] == "hold"]
     assert holds[:2] == [2_000_000] * 2                       # calibration: 2 ms, in nanoseconds
-    assert all(h == int(out["hold_ms"] * 1e6) for h in holds[2:]) and out["hold_ms"] >= 1.0
-    assert out["retaken_samples"] == out["starved_samples"] == 0
+    assert holds[2:] == sorted(holds[2:]) and holds[-1] == int(out["hold_ms"] * 1e6) and out["hold_ms"] >= 1.0
