@@ -177,7 +177,7 @@ if status.available:
             st.error(str(exc))
             st.stop()
         settings = benchmark.Settings(reps=int(reps), flush_l2=flush)
-        st.session_state["bench_prov"] = benchmark.provenance(status.info, settings, benchmark.cublas_version())
+        st.session_state["bench_prov"] = benchmark.provenance(status.info, settings)
         st.session_state["bench_rows"] = rows = []
         peaks = st.session_state["bench_prov"]["peaks"]
         total = len(sizes) * len(kernels)

@@ -72,7 +72,7 @@ if status.available and st.button(f"Time every rung and cuBLAS now at {size:,}³
     settings = benchmark.Settings()
     with st.spinner("Timing"):
         rows = list(benchmark.sweep(rungs + ["cublas_sgemm"], [(size, size, size)], settings))
-    st.session_state["ladder_live"] = (rows, benchmark.provenance(status.info, settings, benchmark.cublas_version()))
+    st.session_state["ladder_live"] = (rows, benchmark.provenance(status.info, settings))
 live = st.session_state.get("ladder_live") if status.available else None
 if live:
     rows, prov = live

@@ -144,11 +144,8 @@ def test_camera_button_names_each_download_by_chart_gpu_and_date(page):
 def test_percent_of_cublas_axis_is_capped_and_the_outlier_explained(monkeypatch, tmp_path):
     # The format-1 run timed batches of tiny cuBLAS calls with the host's gaps between them: a kernel
     # at 187% of cuBLAS. The shipped run, timed behind a hold kernel, has none above the cap.
-    runs = tmp_path / "recorded"
-    (runs / "tuning").mkdir(parents=True)
+    runs = _recorded_folder(monkeypatch, tmp_path)
     (runs / FORMAT_1_RUN.name).write_bytes(FORMAT_1_RUN.read_bytes())
-    monkeypatch.setattr(benchmark, "RECORDED", runs)
-    monkeypatch.setattr(benchmark, "TUNING", runs / "tuning")
     c = next(c for t, c in _charts(_open()).items() if t.startswith("Share of cuBLAS"))
     assert c["layout"]["yaxis"]["range"][1] <= 120
     notes = " ".join(a["text"] for a in c["layout"]["annotations"])
@@ -206,14 +203,21 @@ def test_image_button_shows_progress_and_a_clear_message_without_chrome(monkeypa
 
 def _open_over(monkeypatch, tmp_path, recorded: list[dict], sweep: list[dict] | None = None):
     """The page over a recorded run and a sweep made up in the test, in folders of their own."""
-    runs, sweeps = tmp_path / "recorded", tmp_path / "recorded" / "tuning"
-    sweeps.mkdir(parents=True)
+    runs = _recorded_folder(monkeypatch, tmp_path)
     (runs / "made-up.json").write_text(synthetic_runs.document(recorded))
     if sweep:
-        (sweeps / "ladder.json").write_text(synthetic_runs.document(sweep))
-    monkeypatch.setattr(benchmark, "RECORDED", runs)
-    monkeypatch.setattr(benchmark, "TUNING", sweeps)
+        (runs / "tuning" / "ladder.json").write_text(synthetic_runs.document(sweep))
     return _open()
+
+
+def _recorded_folder(monkeypatch, tmp_path):
+    """An empty folder of recorded runs (and its tuning/ for sweeps) that the page reads instead of the
+    shipped one."""
+    runs = tmp_path / "recorded"
+    (runs / "tuning").mkdir(parents=True)
+    monkeypatch.setattr(benchmark, "RECORDED", runs)
+    monkeypatch.setattr(benchmark, "TUNING", runs / "tuning")
+    return runs
 
 
 def test_the_documents_figures_stand_beside_the_recorded_run(monkeypatch, tmp_path):

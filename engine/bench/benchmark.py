@@ -75,10 +75,10 @@ def device_peaks(info: dict) -> dict:
     return {"fp32_gflops": fp32, "bandwidth_gbs": bandwidth, "tf32_gflops_datasheet": tf32}
 
 
-def provenance(info: dict, settings: Settings, cublas_version: int | str | None = None) -> dict:
+def provenance(info: dict, settings: Settings) -> dict:
     """Where and how a run was measured. With every % of cuBLAS go the versions it depends on: the
     toolkit that built the kernels (nvcc's version line), the driver and the cuBLAS the GPU worker
-    calls (cublas_version()); the SM clock of each point is in its row."""
+    calls (asked here, so no caller can leave it out); the SM clock of each point is in its row."""
     try:
         commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], capture_output=True, text=True,
                                 cwd=Path(__file__).parent, timeout=5).stdout.strip()
@@ -87,7 +87,7 @@ def provenance(info: dict, settings: Settings, cublas_version: int | str | None 
     return {"gpu": info.get("name"), "compute_capability": info.get("compute_capability"),
             "sm_count": info.get("sm_count"), "max_sm_clock_mhz": info.get("sm_clock_mhz"),
             "driver_cuda_version": info.get("driver"), "driver": info.get("driver_release"), "cuda": info.get("cuda"),
-            "toolkit": toolkit(), "cublas_version": cublas_version,
+            "toolkit": toolkit(), "cublas_version": cublas_version(),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
             "settings": asdict(settings), "peaks": device_peaks(info), "engine_commit": commit}
 

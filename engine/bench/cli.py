@@ -71,7 +71,7 @@ def cmd_bench(args) -> int:
         if not status.available:
             raise EngineError(f"no GPU to time on ({status.reason}); use --from a recorded results.json")
         settings = benchmark.Settings(args.warmup, args.reps, args.flush_l2)
-        prov = benchmark.provenance(status.info, settings, benchmark.cublas_version())
+        prov = benchmark.provenance(status.info, settings)
         rows = []
         sizes = benchmark.parse_sizes(args.sizes)
         blocks = {k: parse_block(args.block) for k in kernels} if args.block else None

@@ -83,7 +83,7 @@ def main() -> int:
         default = [r for r in ok if r["params"] == spec.default_params()]
         if default and default[0] is not ok[0]:
             print(f"   default: {default[0]['gflops']:,.0f} GFLOP/s {spec.default_params()}")
-    prov = benchmark.provenance(status.info, settings, benchmark.cublas_version())
+    prov = benchmark.provenance(status.info, settings)
     prov["sweep"] = f"autotuning of the FP32 ladder at {m}x{n}x{k}"
     out = Path(args.out)
     written, _ = export.write_all(rows, prov, out.parent, ["json"])
