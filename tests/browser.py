@@ -120,8 +120,12 @@ def wait_for_headline(page, timeout_ms: int = 60000) -> None:
 
 def wait_idle(page, timeout_ms: int = 120000) -> None:
     """Until the page's script has finished (Streamlit's running indicator gone): the tables below a
-    figure are still being computed after it is drawn, and what they add moves the page about."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=timeout_ms)
+    figure are still being computed after it is drawn, and what they add moves the page about.
+    The running indicator shows only after a moment, so a rerun that has begun (a new title drawn)
+    can look idle while the last run's charts are still on the page: those carry data-stale="true"
+    until the new run replaces them, so both are waited for."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')"
+                           " && !document.querySelector('[data-stale=\"true\"]')", timeout=timeout_ms)
 
 
 def click_button(page, label: str, index: int = 0) -> None:
