@@ -23,6 +23,16 @@
 //                                           given; lane t receives in regs[m] elements 2 (t % 4) and
 //                                           2 (t % 4) + 1 of row t / 4 of matrix m (the first in the
 //                                           low 16 bits: __ushort_as_half(regs[m] & 0xffff)).
+//   LDMATRIX_X4_T(regs, Bs, r, c)  (and X1_T, X2_T)
+//                                           ldmatrix .trans: the same rows named, each matrix handed
+//                                           out transposed: lane t receives elements t / 4 of rows
+//                                           2 (t % 4) and 2 (t % 4) + 1 (a row-major K x N tile read
+//                                           as the "col" operand of mma).
+//   MMA_16816(d, a, b)                      mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 on a
+//                                           warp's fragments: float d[4] += a (unsigned a[4]: A's
+//                                           16 x 16 halves) times b (unsigned b[2]: B's 16 x 8).
+//                                           Which lane holds which element is the PTX ISA's table
+//                                           for this shape (engine/metrics/fragments.py).
 // A traced array is a pointer parameter of the kernel (global) or a __shared__ array, of float,
 // __half, __nv_bfloat16, int or double; engine/kernels/sources.py checks these rules when it loads a
 // kernel and names the file and line of any break.
@@ -96,21 +106,41 @@ template <int N, typename T> TRACE_FN const typename TraceVec<T, N>::type &trace
 // shared memory (its 32-bit shared-window address is what the instruction takes). On sm_80 and
 // later only lanes 0 .. 8N - 1 name rows; the others' addresses are not read. "memory": the
 // compiler must not move shared stores across it.
-template <int N, typename T> TRACE_FN void trace_ldmatrix(unsigned int (&regs)[N], const T *row) {
+template <int N, bool TRANS = false, typename T> TRACE_FN void trace_ldmatrix(unsigned int (&regs)[N], const T *row) {
     static_assert(sizeof(T) == 2, "ldmatrix loads 16-bit elements (__half, __nv_bfloat16)");
     unsigned int address = (unsigned int)__cvta_generic_to_shared(row);
-    if constexpr (N == 1) {
+    if constexpr (N == 1 && !TRANS) {
         asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];"
                      : "=r"(regs[0]) : "r"(address) : "memory");
-    } else if constexpr (N == 2) {
+    } else if constexpr (N == 1) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];"
+                     : "=r"(regs[0]) : "r"(address) : "memory");
+    } else if constexpr (N == 2 && !TRANS) {
         asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
                      : "=r"(regs[0]), "=r"(regs[1]) : "r"(address) : "memory");
-    } else {
+    } else if constexpr (N == 2) {
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+                     : "=r"(regs[0]), "=r"(regs[1]) : "r"(address) : "memory");
+    } else if constexpr (!TRANS) {
         static_assert(N == 4, "ldmatrix loads 1, 2 or 4 matrices");
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                      : "=r"(regs[0]), "=r"(regs[1]), "=r"(regs[2]), "=r"(regs[3]) : "r"(address) : "memory");
+    } else {
+        static_assert(N == 4, "ldmatrix loads 1, 2 or 4 matrices");
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(regs[0]), "=r"(regs[1]), "=r"(regs[2]), "=r"(regs[3]) : "r"(address) : "memory");
     }
 }
+
+// mma.sync m16n8k16, f16 inputs, f32 accumulate, in place: d += a b. A warp-wide instruction with
+// no memory access, so nothing to record; on the CPU a helper of cpu_shim.h does the arithmetic.
+TRACE_FN void trace_mma_16816(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#define MMA_16816(d, a, b) trace_mma_16816(d, a, b)
 #endif
 
 #ifndef MATMUL_TRACE
@@ -132,6 +162,7 @@ template <int N, typename T> TRACE_FN void trace_ldmatrix(unsigned int (&regs)[N
 #define CP_ASYNC_COMMIT() __pipeline_commit()
 #define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
 #define TRACE_LDMATRIX(N, regs, ...) trace_ldmatrix<N>(regs, &TRACE_LDS_ELEM(__VA_ARGS__))
+#define TRACE_LDMATRIX_T(N, regs, ...) trace_ldmatrix<N, true>(regs, &TRACE_LDS_ELEM(__VA_ARGS__))
 
 #else
 
@@ -311,7 +342,7 @@ template <int N> static void cpu_ldmatrix(CpuFiber *lanes, unsigned int count) {
 // load at its row (the site says 16 bytes and ldmatrix); the other lanes record nothing. On the
 // GPU it is the instruction itself; on the CPU the warp meets in cpu_warp_collective, where the
 // last lane to arrive hands every lane its share.
-template <int N, typename T>
+template <int N, bool TRANS = false, typename T>
 TRACE_FN void trace_load_matrix(unsigned int (&regs)[N], const T *row, const char *origin, unsigned int line,
                                 unsigned int array, unsigned int site) {
     static_assert(sizeof(T) == 2, "ldmatrix loads 16-bit elements (__half, __nv_bfloat16)");
@@ -319,11 +350,12 @@ TRACE_FN void trace_load_matrix(unsigned int (&regs)[N], const T *row, const cha
     long long index = trace_index(row, origin);
     if (names_a_row) trace_record(index, line, array, 0, site);
 #ifdef MATMUL_CPU
+    static_assert(!TRANS, "ldmatrix .trans runs on the GPU only so far");
     bool usable = names_a_row && !TRACE_OUT_OF_BOUNDS(array, index, 8) && !TRACE_MISALIGNED(array, row, 16);
     cpu_warp_collective(cpu_ldmatrix<N>, (int)line, usable ? row : 0);
     for (int m = 0; m < N; ++m) regs[m] = cpu.current->result[m];
 #else
-    trace_ldmatrix<N>(regs, row);
+    trace_ldmatrix<N, TRANS>(regs, row);
 #endif
 }
 
@@ -372,6 +404,8 @@ TRACE_FN void trace_commit() {
 #define SYNC() trace_sync()
 #define TRACE_LDMATRIX(N, regs, ...) trace_load_matrix<N>(regs, &TRACE_LDS_ELEM(__VA_ARGS__), \
                                                           TRACE_SHARED_AT(0, __VA_ARGS__))
+#define TRACE_LDMATRIX_T(N, regs, ...) trace_load_matrix<N, true>(regs, &TRACE_LDS_ELEM(__VA_ARGS__), \
+                                                                  TRACE_SHARED_AT(0, __VA_ARGS__))
 
 #ifndef MATMUL_CPU
 // The launched grid is 1-D over the traced blocks; kernels see the block they stand for.
@@ -403,3 +437,6 @@ __device__ __forceinline__ dim3 trace_grid_dim() { return dim3(trace_grid_x, tra
 #define LDMATRIX_X1(regs, ...) TRACE_LDMATRIX(1, regs, __VA_ARGS__)
 #define LDMATRIX_X2(regs, ...) TRACE_LDMATRIX(2, regs, __VA_ARGS__)
 #define LDMATRIX_X4(regs, ...) TRACE_LDMATRIX(4, regs, __VA_ARGS__)
+#define LDMATRIX_X1_T(regs, ...) TRACE_LDMATRIX_T(1, regs, __VA_ARGS__)
+#define LDMATRIX_X2_T(regs, ...) TRACE_LDMATRIX_T(2, regs, __VA_ARGS__)
+#define LDMATRIX_X4_T(regs, ...) TRACE_LDMATRIX_T(4, regs, __VA_ARGS__)
