@@ -106,7 +106,8 @@ def _calls(launcher: gpu.Launcher, spec: registry.KernelSpec, problem: Problem, 
         return [lambda: cublas().sgemm(a, b, c, problem.m, problem.n, problem.k, tf32)]
     last = len(spec.launches) - 1
     return [launcher.kernel(source_override if source_override and i == last else launch.file, problem.params,
-                            launch.grid(problem), launch.block(problem), traced=False)
+                            launch.grid(problem), launch.block(problem), traced=False,
+                            shared=launch.shared_bytes(problem), arch=launch.arch, boxes=launch.tensor_maps(problem))
             for i, launch in enumerate(spec.launches)]
 
 

@@ -11,6 +11,7 @@ build under an EventTimer, an observer that records CUDA events around what it l
 """
 from __future__ import annotations
 
+import ctypes
 import time
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ import numpy as np
 import pycuda.driver as cuda
 
 from engine.devices.shm import SharedArray
+from engine.errors import EngineError
 from engine.kernels import build, sources
 from engine.kernels.registry import Precision
 from engine.tracing.plan import NAN_BITS, LaunchPlan, array_dtype, to_storage
@@ -48,9 +50,13 @@ class Kernel:
     args: list
     grid: tuple[int, int]
     block: tuple[int, int]
+    shared: int = 0    # dynamic shared memory, bytes
 
     def __call__(self) -> None:
-        self.function(*self.args, block=(*self.block, 1), grid=self.grid)
+        if self.shared:
+            self.function(*self.args, block=(*self.block, 1), grid=self.grid, shared=self.shared)
+        else:
+            self.function(*self.args, block=(*self.block, 1), grid=self.grid)
 
 
 class EventTimer:
@@ -148,16 +154,31 @@ class Launcher:
             fill_nan(self.buffers[name], dtype, rows * cols)
         return self.buffers[name]
 
-    def args(self, params: tuple[tuple[str, str], ...]) -> list:
+    def args(self, params: tuple[tuple[str, str], ...], boxes: dict[str, tuple[int, int]] | None = None) -> list:
         """A kernel's arguments, from its signature's (C type, name) list: each pointer is that array's
-        buffer, each int that size."""
-        return [self.buffer(name) if "*" in ctype else np.int32(self.ints[name]) for ctype, name in params]
+        buffer, each int that size, each `CUtensorMap X_map` array X's tensor map (boxes: X's box)."""
+        def arg(ctype: str, name: str):
+            if "*" in ctype:
+                return self.buffer(name)
+            if "CUtensorMap" in ctype:
+                array = name.removesuffix("_map")
+                rows, cols = self.shapes[array]
+                return tensor_map(self.buffer(array), rows, cols, (boxes or {})[array],
+                                  array_dtype(array, self.inputs).itemsize)
+            return np.int32(self.ints[name])
+        return [arg(ctype, name) for ctype, name in params]
 
-    def kernel(self, file: str, defines, grid: tuple[int, int], block: tuple[int, int], traced: bool) -> Kernel:
-        """The launch of a cuda/ source (or a path): its plain build, or the instrumented one (traced)."""
+    def kernel(self, file: str, defines, grid: tuple[int, int], block: tuple[int, int], traced: bool,
+               shared: int = 0, arch: str | None = None, boxes: dict[str, tuple[int, int]] | None = None) -> Kernel:
+        """The launch of a cuda/ source (or a path): its plain build, or the instrumented one (traced);
+        shared: its dynamic shared memory; arch: where it needs more than the default; boxes: its
+        tensor maps' boxes (registry Launch.tensor_maps)."""
         src = sources.load(file)
-        module = load_module(self.modules, build.build_cubin(file, defines, traced))
-        return Kernel(module, module.get_function(src.name), self.args(src.params), grid, block)
+        module = load_module(self.modules, build.build_cubin(file, defines, traced, arch))
+        function = module.get_function(src.name)
+        if shared > 48 * 1024:   # over the default a kernel must ask for it
+            function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+        return Kernel(module, function, self.args(src.params, boxes), grid, block, shared)
 
     @staticmethod
     def run(calls, repeat: int = 1, observers=()) -> None:
@@ -180,6 +201,32 @@ class Launcher:
         for buf in self.buffers.values():
             buf.free()
         self.buffers.clear()
+
+
+# cuTensorMapEncodeTiled's enums (cuda.h): CUtensorMapDataType by element size (2 bytes: FLOAT16;
+# bf16 has the same bits to move, and TMA only moves them), CU_TENSOR_MAP_SWIZZLE_128B,
+# CU_TENSOR_MAP_L2_PROMOTION_L2_128B.
+_TMA_TYPES = {2: 6, 4: 7}
+_TMA_SWIZZLE_128B, _TMA_L2_128B = 3, 2
+
+
+def tensor_map(buf, rows: int, cols: int, box: tuple[int, int], element_bytes: int) -> np.void:
+    """The 128-byte TMA descriptor of a row-major rows x cols array at buf, copied box (columns,
+    rows) at a time into 128-byte-swizzled shared memory; outside the array TMA reads zeros. Made by
+    the driver (cuTensorMapEncodeTiled), passed to the kernel by value (a __grid_constant__
+    parameter: np.void is how PyCUDA passes bytes by value)."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    raw = np.zeros(128 + 64, dtype=np.uint8)
+    start = -raw.ctypes.data % 64   # the driver wants the map 64-byte aligned
+    out = raw[start:start + 128]
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    status = lib.cuTensorMapEncodeTiled(
+        ctypes.c_void_p(out.ctypes.data), _TMA_TYPES[element_bytes], u32(2), ctypes.c_void_p(int(buf)),
+        (u64 * 2)(cols, rows), (u64 * 1)(cols * element_bytes), (u32 * 2)(*box), (u32 * 2)(1, 1),
+        0, _TMA_SWIZZLE_128B, _TMA_L2_128B, 0)
+    if status:
+        raise EngineError(f"cuTensorMapEncodeTiled refused a {rows} x {cols} array with box {box} (CUresult {status})")
+    return np.frombuffer(out.tobytes(), dtype="V128")[0]
 
 
 def _pointer(buf) -> np.uint64:

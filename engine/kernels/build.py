@@ -187,9 +187,13 @@ def nvcc() -> str | None:
     return shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin"))
 
 
-def build_cubin(file: str, params: Mapping[str, int], traced: bool) -> Path:
-    """nvcc -cubin for GPU_ARCH; traced=True is the instrumented build. -lineinfo maps SASS to lines."""
+def build_cubin(file: str, params: Mapping[str, int], traced: bool, arch: str | None = None) -> Path:
+    """nvcc -cubin for GPU_ARCH (or the arch a kernel needs: sm_90a for wgmma); traced=True is the
+    instrumented build. -lineinfo maps SASS to lines."""
     src = sources.load(file)
+    arch = arch or GPU_ARCH
+    if traced and not src.traced:
+        raise EngineError(f"{file} is not traced (it does not include trace.cuh): the hardware addresses its loads")
     compiler = nvcc()
     if not compiler:
         raise EngineError("nvcc was not found: it is needed to build kernels for the GPU")
@@ -200,7 +204,7 @@ def build_cubin(file: str, params: Mapping[str, int], traced: bool) -> Path:
     # The trace's numbering of arrays and sites goes in a header of its own: nvcc would split a -D
     # value at its commas (TRACE_SITE_OF(l,a,o) has some).
     header = _trace_header(src) if traced else ""
-    key = _inputs_hash(src.text, GPU_ARCH, compiler_version(compiler), *defs, header)
+    key = _inputs_hash(src.text, arch, compiler_version(compiler), *defs, header)
     target = cache_dir() / f"{src.name}-{'trace' if traced else 'plain'}-{key}.cubin"
 
     def build(out: Path) -> None:
@@ -208,7 +212,7 @@ def build_cubin(file: str, params: Mapping[str, int], traced: bool) -> Path:
         if header:
             out.with_suffix(".h").write_text(header)
             include = ["-include", str(out.with_suffix(".h"))]
-        _run([compiler, "-cubin", f"-arch={GPU_ARCH}", "-O3", "-lineinfo", *defs, *include,
+        _run([compiler, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *defs, *include,
               f"-I{sources.CUDA_DIR}", "-o", str(out), str(src.path)], f"nvcc on {file}")
 
     return _atomic_build(target, build)

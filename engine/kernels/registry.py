@@ -36,6 +36,8 @@ from engine.kernels.problem import Problem
 
 class Kind(enum.StrEnum):
     CUDA = "cuda"             # a cuda/ source: traced and timed
+    OPAQUE = "opaque"         # a cuda/ source whose loads the hardware addresses (WMMA fragments,
+                              # wgmma descriptors, TMA): timed and checked, not traced
     CUBLAS = "cublas"         # a cuBLAS call on the same buffers: timed, not traced
     REFERENCE = "reference"   # float64 numpy on the host: what results are checked against
 
@@ -56,7 +58,7 @@ INPUT_TYPES = {Precision.FP32: ("float",), Precision.TF32: ("float",), Precision
 TOLERANCE = {Precision.FP32: 1e-4, Precision.TF32: 5e-3, Precision.FP16: 5e-3, Precision.BF16: 4e-2}
 
 # The app's views. Those that draw a trace need a traceable kernel; a view may also need parameters.
-VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "ladder", "benchmarks")
+VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "ladder", "tensor_cores", "benchmarks")
 TRACED_VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "ladder")
 # The phase picture steps through K by TILE. (The bank page lets you choose TILE where a kernel
 # has one; the ladder's rungs it shows run with their own tile shapes.)
@@ -80,6 +82,13 @@ class Launch:
     # A preparation launch: its blocks whose output the given blocks of the main launch read, (n, 2)
     # uint32, so that tracing a few blocks runs only those. None: all of them.
     prepares: Callable[[Problem, np.ndarray], np.ndarray] | None = None
+    # Dynamic shared memory in bytes (over 48 KB needs it), 0 for none.
+    shared_bytes: Callable[[Problem], int] = lambda p: 0
+    # The GPU architecture to build for, where the source needs more than GPU_ARCH (wgmma: sm_90a).
+    arch: str | None = None
+    # TMA: for each array X whose tensor map the kernel takes (a `CUtensorMap X_map` parameter), the
+    # box one copy moves, (columns, rows); the GPU worker encodes the map with the 128-byte swizzle.
+    tensor_maps: Callable[[Problem], dict[str, tuple[int, int]]] = lambda p: {}
 
     @property
     def kernel(self) -> str:
@@ -126,7 +135,12 @@ class KernelSpec:
 
     @property
     def timed(self) -> bool:
-        return self.kind in (Kind.CUDA, Kind.CUBLAS)
+        return self.kind in (Kind.CUDA, Kind.OPAQUE, Kind.CUBLAS)
+
+    @property
+    def compiled(self) -> bool:
+        """Built from a cuda/ source (traced or not)."""
+        return self.kind in (Kind.CUDA, Kind.OPAQUE)
 
     @property
     def precision(self) -> Precision:
@@ -352,6 +366,157 @@ LADDER = (
 )
 
 
+# The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_tma.cu): FP16 inputs, FP32 accumulate. Every
+# rung needs M, N and K multiples of 16 (a fragment, and an mma, is a whole 16-wide tile); tiles
+# that overhang C are zero-filled and not stored.
+TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
+TENSOR_K = 32            # the K step of the mma.sync rungs' shared tiles (kBK in their sources)
+WGMMA_K = 64             # wgmma_tma's: one 128-byte swizzle row of halves
+SHARED_LIMIT_DYNAMIC = 227 * 1024   # per block on sm_90, with the opt-in attribute
+
+
+def _multiples_of_16(p: Problem) -> str | None:
+    bad = [f"{n}={v}" for n, v in (("M", p.m), ("N", p.n), ("K", p.k)) if v % 16]
+    if not bad:
+        return None
+    return (f"needs M, N and K to be multiples of 16 ({', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not): a "
+            "tensor-core fragment is a whole 16 x 16 tile")
+
+
+SEED_WMMA_MAX = 2048
+
+
+def _seed_sizes(p: Problem) -> str | None:
+    if max(p.m, p.n) > SEED_WMMA_MAX:
+        return (f"is refused above {SEED_WMMA_MAX} (M={p.m}, N={p.n}): it computes every tile of C 32 times, so a "
+                "larger run would take the GPU for seconds per call")
+    return None
+
+
+def _warps_of(p: Problem) -> int:
+    q = p.params
+    return (q["BM"] // q["WM"]) * (q["BN"] // q["WN"])
+
+
+def _warp_shapes(p: Problem) -> str | None:
+    q = p.params
+    if q["BM"] % q["WM"] or q["BN"] % q["WN"]:
+        return "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)"
+    if not 1 <= _warps_of(p) <= 16:
+        return f"would run {_warps_of(p)} warps per block (1 to 16 fit)"
+    return None
+
+
+def _mma_shared(p: Problem) -> str | None:
+    q = p.params
+    need = 2 * q.get("STAGES", 1) * TENSOR_K * (q["BM"] + q["BN"])
+    return f"needs {need // 1024} KB of shared memory (48 KB is the static limit)" if need > SHARED_LIMIT else None
+
+
+def _mma_records(p: Problem) -> int:
+    """Per thread at most: per K tile its 16-byte copies of A's and B's tiles (two records each: a
+    load and a store, or a cp.async's pair), its lane's ldmatrix rows (two k steps of 16), then its
+    outputs (two float2 stores per 16 x 8 tile)."""
+    q = p.params
+    threads = 32 * _warps_of(p)
+    tiles_m, tiles_n = q["WM"] // 16, q["WN"] // 8
+    copies = _cdiv(q["BM"] * TENSOR_K // 8, threads) + _cdiv(TENSOR_K * q["BN"] // 8, threads)
+    return _cdiv(p.k, TENSOR_K) * (2 * copies + 2 * (tiles_m + tiles_n // 2)) + 2 * tiles_m * tiles_n
+
+
+def _tensor_block(p: Problem) -> tuple[int, int]:
+    return (32 * _warps_of(p), 1)
+
+
+def _tensor_grid(p: Problem) -> tuple[int, int]:
+    return (_cdiv(p.n, p.params["BN"]), _cdiv(p.m, p.params["BM"]))
+
+
+_MMA_PARAMS = {"BM": (64, 128, 256), "BN": (64, 128, 256), "WM": (32, 64), "WN": (32, 64)}
+
+
+def _mma_rung(name: str, title: str, lesson: str, defaults: dict, stages: tuple[int, ...] = ()) -> KernelSpec:
+    params = {**_MMA_PARAMS, **({"STAGES": stages} if stages else {})}
+    return KernelSpec(
+        name=name, title=title, seeds=("002",), lesson=lesson,
+        launches=(Launch(f"{name}.cu", grid=_tensor_grid, block=_tensor_block, records_per_thread=_mma_records),),
+        params=params, defaults=defaults,
+        rules=(Rule("warp shapes", _warp_shapes), Rule("fits 48 KB of static shared memory", _mma_shared),
+               Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
+        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS)
+
+
+def _wgmma_shared(p: Problem) -> int:
+    q = p.params
+    stage = 2 * WGMMA_K * (q["BM"] + q["BN"])
+    return q["STAGES"] * (stage + 16) + 1024   # the ring, its mbarriers, and room to align it to 1 KB
+
+
+def _wgmma_fits(p: Problem) -> str | None:
+    need = _wgmma_shared(p)
+    return (f"needs {need // 1024} KB of shared memory ({SHARED_LIMIT_DYNAMIC // 1024} KB is a block's most)"
+            if need > SHARED_LIMIT_DYNAMIC else None)
+
+
+TENSOR_LADDER = (
+    KernelSpec(
+        name="wmma_seed", title="WMMA as the document writes it",
+        seeds=("002",),
+        lesson="The document's kernel, as written: its warps compute every tile 32 times, and it reads B's 16 x 16 "
+               "blocks transposed.",
+        kind=Kind.OPAQUE,
+        launches=(Launch("wmma_seed.cu", grid=lambda p: (_cdiv(p.n, 16), 8 * _cdiv(p.m, 16)),
+                         block=lambda p: (32, 4), records_per_thread=lambda p: 0),),
+        rules=(Rule("sizes multiple of 16", _multiples_of_16, sizes=True),
+               Rule(f"M and N at most {SEED_WMMA_MAX}", _seed_sizes, sizes=True)),
+        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS,
+        notes=("Launched with blocks of 32 x 4 threads and 8 x M / 16 blocks in y, so that warpM reaches every row "
+               "tile: 32 warps then share each tile.",)),
+    KernelSpec(
+        name="wmma_warp", title="WMMA, one warp per 16 x 16 tile",
+        seeds=("002",),
+        lesson="The same instructions, indexed right: each warp owns one 16 x 16 tile of C and walks K.",
+        kind=Kind.OPAQUE,
+        launches=(Launch("wmma_warp.cu", grid=lambda p: (_cdiv(p.n, 64), _cdiv(p.m, 16)), block=lambda p: (128, 1),
+                         records_per_thread=lambda p: 0),),
+        rules=(Rule("sizes multiple of 16", _multiples_of_16, sizes=True),),
+        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
+    KernelSpec(
+        name="wmma_block", title="WMMA from shared-memory tiles",
+        seeds=("002",),
+        lesson="A block's warps share A's and B's tiles through shared memory; each warp reuses its fragments "
+               "across a WM x WN piece.",
+        kind=Kind.OPAQUE,
+        launches=(Launch("wmma_block.cu", grid=_tensor_grid, block=_tensor_block, records_per_thread=lambda p: 0),),
+        params=_MMA_PARAMS, defaults={"BM": 128, "BN": 128, "WM": 64, "WN": 32},
+        rules=(Rule("warp shapes", _warp_shapes), Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
+        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
+    _mma_rung("mma_ldmatrix", "mma.sync m16n8k16 with ldmatrix",
+              "The instruction under WMMA, written out: ldmatrix hands each lane its fragment, mma.sync multiplies "
+              "16 x 8 x 16.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64}),
+    _mma_rung("mma_swizzled", "mma.sync on swizzled shared tiles",
+              "An XOR of each 16-byte chunk with its row puts ldmatrix's 8 rows in 8 different bank groups: one "
+              "wavefront per matrix.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64}),
+    _mma_rung("mma_pipelined", "mma.sync with a cp.async pipeline",
+              "STAGES tiles in flight: the copies of the next tiles overlap the multiply of this one, one barrier "
+              "per tile.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3}, stages=(2, 3, 4)),
+    KernelSpec(
+        name="wgmma_tma", title="wgmma with TMA and warp specialisation",
+        seeds=("002",),
+        lesson="Hopper's path: TMA copies whole tiles, wgmma multiplies 64 x BN x 16 from shared memory, a producer "
+               "warpgroup feeds consumer warpgroups.",
+        kind=Kind.OPAQUE,
+        launches=(Launch("wgmma_tma.cu", grid=_tensor_grid, block=lambda p: (128 * (p.params["BM"] // 64 + 1), 1),
+                         records_per_thread=lambda p: 0, shared_bytes=_wgmma_shared, arch="sm_90a",
+                         tensor_maps=lambda p: {"A": (WGMMA_K, p.params["BM"]), "B": (64, WGMMA_K)}),),
+        params={"BM": (128,), "BN": (128, 256), "STAGES": (3, 4, 5, 6)}, defaults={"BN": 256, "STAGES": 4},
+        rules=(Rule("fits a block's shared memory", _wgmma_fits),
+               Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
+        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
+)
+TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
+
+
 NAIVE_VIEWS = frozenset({"coalescing", "benchmarks"})
 TILED_VIEWS = frozenset({"coalescing", "tile_phases", "bank_conflicts", "benchmarks"})
 
@@ -440,6 +605,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         rows_from_block_x=True,
     ),
     *LADDER,
+    *TENSOR_LADDER,
     KernelSpec(
         name="cublas_sgemm",
         title="cuBLAS SGEMM (FP32)",
@@ -479,10 +645,14 @@ def _check(spec: KernelSpec) -> None:
             bad(f"{what} must be a Precision, not {getattr(spec, what)!r}")
     if not isinstance(spec.kind, Kind):
         bad(f"kind must be a Kind, not {spec.kind!r}")
-    if spec.traceable != bool(spec.launches):
-        bad("CUDA kernels, and only they, have launches")
-    if spec.params and not spec.traceable:
-        bad("only CUDA kernels have compile-time parameters")
+    if spec.compiled != bool(spec.launches):
+        bad("kernels built from cuda/ sources, and only they, have launches")
+    if spec.params and not spec.compiled:
+        bad("only kernels built from cuda/ sources have compile-time parameters")
+    for launch in spec.launches:
+        if sources.load(launch.file).traced != spec.traceable:
+            bad(f"{launch.file} {'does not include' if spec.traceable else 'includes'} trace.cuh, and a "
+                f"{spec.kind} entry {'is' if spec.traceable else 'is not'} traced")
     for name, allowed in spec.params.items():
         if not _NAME_RE.fullmatch(name):
             bad(f"parameter {name!r} is not an upper-case macro name")

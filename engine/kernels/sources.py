@@ -6,6 +6,10 @@ LDMATRIX_X1/X2/X4 from cuda/trace.cuh) in the source. A trace record names its s
 load/store), which the macro records; this module gives every site an id and the text of its line,
 for the pages to show.
 
+A source that does not include trace.cuh is not traced (WMMA, wgmma and TMA kernels: the hardware
+addresses their fragment, descriptor and tensor-map loads, no lane names an address): of it only
+the signature is read, and none of the rules below apply.
+
 The traced arrays of a kernel are its pointer parameters (global memory) and its __shared__ arrays,
 numbered in that order: the build passes each number as TRACE_ID_<name>, so a kernel may name its
 arrays as it likes. Each has an element type (float, __half, ...): records count elements of it.
@@ -28,7 +32,7 @@ _SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)([248]?)\(\s*(\w+)")
 # dst (shared), 16 bytes each.
 _COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
 # ldmatrix: LDMATRIX_X4(regs, As, r, c) or LDMATRIX_X4(regs, As, i) reads 16-bit rows of a shared array.
-_MATRIX_RE = re.compile(r"\bLDMATRIX_X([124])\(\s*[^,()]+,\s*(\w+)")
+_MATRIX_RE = re.compile(r"\bLDMATRIX_X([124])(?:_T)?\(\s*[^,()]+,\s*(\w+)")
 # __launch_bounds__(expression), with one level of parentheses inside: (BM * BN / (TM * TN)).
 _BOUNDS_CALL = r"__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)"
 _BOUNDS = rf"(?:{_BOUNDS_CALL}\s*)?"
@@ -82,6 +86,7 @@ class KernelSource:
     params: tuple[tuple[str, str], ...]          # (C type, name), in order
     sites: tuple[Site, ...]
     arrays: tuple[Array, ...]                   # traced arrays: pointer parameters, then __shared__ arrays
+    traced: bool = True                         # includes trace.cuh: its accesses can be recorded
 
     def uses(self, name: str) -> bool:
         """Whether the code names the macro (comments aside): a parameter it does not name cannot
@@ -145,6 +150,8 @@ def load(file: str) -> KernelSource:
         words = p.replace("*", " * ").split()
         params.append((" ".join(words[:-1]), words[-1]))
     arrays = [Array(name, "global", _element(ctype) or "") for ctype, name in params if "*" in ctype]
+    if not re.search(r'^\s*#include\s+"trace\.cuh"', text, re.M):
+        return KernelSource(sig.group(1), path, text, tuple(params), (), tuple(arrays), traced=False)
     for m in _SHARED_RE.finditer("\n".join(_code_lines(text))):
         extern, element, name = m.group(1), " ".join(m.group(2).split()), m.group(3)
         dims = tuple(d.strip() for d in re.findall(r"\[([^\]]*)\]", m.group(4)))
@@ -179,7 +186,7 @@ def load(file: str) -> KernelSource:
     sites = []
     for number, line in enumerate(_code_lines(text), start=1):
         shown = text.splitlines()[number - 1].strip()
-        for m in re.finditer(r"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4\(|\bLDMATRIX_X[124]\(", line):
+        for m in re.finditer(r"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4\(|\bLDMATRIX_X[124](?:_T)?\(", line):
             rest = line[m.end():]
             if rest.count(")") - rest.count("(") < 1:   # records carry __LINE__: it must be this one
                 raise ValueError(f"{file}:{number}: write each access macro on one line, so its records' "
@@ -226,7 +233,7 @@ _NOT_CODE_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/
 # An access macro's array argument(s): what is left of a traced array's name once these are blanked
 # is a use the trace does not see.
 _MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)"
-                             r"|\bLDMATRIX_X[124]\(\s*[^,()]+,\s*(\w+)")
+                             r"|\bLDMATRIX_X[124](?:_T)?\(\s*[^,()]+,\s*(\w+)")
 
 
 @lru_cache(maxsize=64)   # build.used_defines asks of a source on every build lookup

@@ -28,6 +28,8 @@ from engine.kernels.problem import Problem  # noqa: E402
 
 
 def candidates(spec: registry.KernelSpec) -> list[dict[str, int]]:
+    if spec not in registry.LADDER:   # the tensor-core rungs: few enough to time every one
+        return spec.combinations()
     out = []
     for params in spec.combinations():
         probe = Problem(1, 1, 1, params=params)
@@ -48,6 +50,7 @@ def main() -> int:
     ap.add_argument("--kernels", default=",".join(k.name for k in registry.LADDER))
     ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reference", default="cublas_sgemm", help="the cuBLAS entry timed before and after")
     args = ap.parse_args()
     (m, n, k), = benchmark.parse_sizes(args.size)
     specs = [registry.get(name) for name in args.kernels.split(",") if name]
@@ -58,20 +61,22 @@ def main() -> int:
     # Compile every configuration first, in parallel (nvcc is a process of its own): the timing
     # loop then only loads cubins.
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda w: build.build_cubin(w[0].launches[-1].file, w[1], traced=False), work))
+        list(pool.map(lambda w: build.build_cubin(w[0].launches[-1].file, w[1], traced=False,
+                                                  arch=w[0].launches[-1].arch), work))
     print(f"compiled in {time.perf_counter() - start:.0f} s", flush=True)
     status = gpu_client.status()
     if not status.available:
         print(f"no GPU: {status.reason}")
         return 1
     settings = benchmark.Settings(warmup=1, reps=args.reps, seconds_per_point=1.0)
-    rows = [benchmark.measure(name, m, n, k, settings) for name in ("cublas_sgemm",)]
+    ref = registry.get(args.reference)
+    rows = [benchmark.measure(ref.name, m, n, k, settings)]
     for spec, params in work:
         rows.append(benchmark.measure(spec.name, m, n, k, settings, params))
-    rows += [benchmark.measure("cublas_sgemm", m, n, k, settings)]   # clocks drift: cuBLAS before and after
+    rows += [benchmark.measure(ref.name, m, n, k, settings)]   # clocks drift: cuBLAS before and after
     print(f"timed in {time.perf_counter() - start:.0f} s", flush=True)
-    cublas = [r["gflops"] for r in rows if r["kernel"] == "cublas_sgemm" and r["status"] == "ok"]
-    print("cuBLAS SGEMM: " + ", ".join(f"{g:,.0f}" for g in cublas) + " GFLOP/s")
+    cublas = [r["gflops"] for r in rows if r["kernel"] == ref.name and r["status"] == "ok"] or [float("nan")]
+    print(f"{ref.title}: " + ", ".join(f"{g:,.0f}" for g in cublas) + " GFLOP/s")
     for spec in specs:
         ok = sorted((r for r in rows if r["kernel"] == spec.name and r["status"] == "ok"), key=lambda r: -r["gflops"])
         bad = [r for r in rows if r["kernel"] == spec.name and r["status"] != "ok"]
@@ -84,7 +89,8 @@ def main() -> int:
         if default and default[0] is not ok[0]:
             print(f"   default: {default[0]['gflops']:,.0f} GFLOP/s {spec.default_params()}")
     prov = benchmark.provenance(status.info, settings)
-    prov["sweep"] = f"autotuning of the FP32 ladder at {m}x{n}x{k}"
+    ladder = "tensor-core" if any(s in registry.TENSOR_LADDER for s in specs) else "FP32"
+    prov["sweep"] = f"autotuning of the {ladder} ladder at {m}x{n}x{k}"
     out = Path(args.out)
     written, _ = export.write_all(rows, prov, out.parent, ["json"])
     for path in written:

@@ -1,0 +1,61 @@
+// mma_ldmatrix.cu: the instruction WMMA hides, written out: mma.sync m16n8k16 fed by ldmatrix.
+// Fixes: WMMA's load_matrix_sync and mma_sync leave open which lane holds which element and which
+// instructions they become. Here each warp loads its fragments itself with ldmatrix (lane 8m + j
+// names row j of 8 x 8 matrix m; every lane receives two halves of each) and multiplies with
+// mma.sync.m16n8k16, the one tensor-core instruction a 16 x 16 x 16 WMMA multiply becomes two of.
+// A block of (BM / WM) x (BN / WN) warps owns a BM x BN tile; each warp a WM x WN piece of
+// (WM / 16) x (WN / 8) mma tiles. Tiles of A (BM x 32) and B (32 x BN) are copied to shared
+// memory 16 bytes per thread, unpadded: a row of As is 64 bytes, so ldmatrix's 8 rows fall in the
+// same 4 banks twice over (4-way conflicts), and a row of Bs is BN x 2 bytes (8-way): the next
+// rung swizzles them away. Sizes: M, N and K multiples of 16; tiles that overhang are zero-filled.
+#include "trace.cuh"
+
+constexpr int kBK = 32;
+constexpr int kWarpsN = BN / WN;
+constexpr int kThreads = (BM / WM) * kWarpsN * 32;
+constexpr int kTilesM = WM / 16, kTilesN = WN / 8;
+
+extern "C" __global__ void __launch_bounds__(kThreads) mma_ldmatrix(const __half *A, const __half *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) __half As[BM][kBK];
+    __shared__ __align__(16) __half Bs[kBK][BN];
+    int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    int wrow = (warp / kWarpsN) * WM, wcol = (warp % kWarpsN) * WN;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+
+    float acc[kTilesM][kTilesN][4] = {};
+    for (int k0 = 0; k0 < K; k0 += kBK) {
+        for (int i = tid; i < BM * kBK / 8; i += kThreads) {   // A's tile, 8 halves per copy
+            int r = i / (kBK / 8), c = i % (kBK / 8) * 8;
+            bool inside = row0 + r < M && k0 + c < K;
+            STS8(As, r, c, inside ? LDG8(A, (row0 + r) * K + k0 + c) : zero);
+        }
+        for (int i = tid; i < kBK * BN / 8; i += kThreads) {   // B's tile
+            int r = i / (BN / 8), c = i % (BN / 8) * 8;
+            bool inside = k0 + r < K && col0 + c < N;
+            STS8(Bs, r, c, inside ? LDG8(B, (k0 + r) * N + col0 + c) : zero);
+        }
+        SYNC();
+        for (int kk = 0; kk < kBK; kk += 16) {
+            unsigned a[kTilesM][4], b[kTilesN][2];
+            // A: matrices 0-3 are rows 0-7 / 8-15 at k 0-7, then at k 8-15: lane l names row l % 16, k 8 (l / 16).
+            for (int i = 0; i < kTilesM; i++) LDMATRIX_X4(a[i], As, wrow + 16 * i + lane % 16, kk + lane / 16 * 8);
+            // B (row-major, k by n): .trans hands out columns; one x4 covers two n tiles of 8.
+            for (int j = 0; j < kTilesN; j += 2) {
+                unsigned r[4];
+                LDMATRIX_X4_T(r, Bs, kk + lane % 16, wcol + 8 * j + lane / 16 * 8);
+                b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+            }
+            for (int i = 0; i < kTilesM; i++)
+                for (int j = 0; j < kTilesN; j++) MMA_16816(acc[i][j], a[i], b[j]);
+        }
+        SYNC();
+    }
+    // Lane l holds rows l / 4 and l / 4 + 8 of each tile, columns 2 (l % 4) and 2 (l % 4) + 1.
+    for (int i = 0; i < kTilesM; i++)
+        for (int j = 0; j < kTilesN; j++) {
+            int r = row0 + wrow + 16 * i + lane / 4, c = col0 + wcol + 8 * j + 2 * (lane % 4);
+            if (c < N && r < M) STG2(C, r * N + c, make_float2(acc[i][j][0], acc[i][j][1]));
+            if (c < N && r + 8 < M) STG2(C, (r + 8) * N + c, make_float2(acc[i][j][2], acc[i][j][3]));
+        }
+}

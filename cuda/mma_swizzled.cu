@@ -1,0 +1,67 @@
+// mma_swizzled.cu: mma.sync and ldmatrix on swizzled shared tiles: no bank conflicts.
+// Fixes: in mma_ldmatrix the 8 rows one ldmatrix matrix names sit in the same banks (As rows are
+// 64 bytes apart: 4-way conflicts; Bs rows BN x 2 bytes: 8-way), so each matrix costs 4 or 8
+// shared wavefronts instead of 1. Here the 16-byte chunk a copy stores (and ldmatrix later names)
+// moves within its row by an XOR with the row: chunk c of row r of Bs goes to chunk c ^ (r % 8), of
+// As (two 64-byte rows to a 128-byte line) to c ^ ((r / 2) % 4). Eight consecutive rows then name
+// eight different 16-byte bank groups: one wavefront per matrix. No padding, no extra memory;
+// everything else is mma_ldmatrix's. Sizes: M, N and K multiples of 16; BN at least 64.
+#include "trace.cuh"
+
+constexpr int kBK = 32;
+constexpr int kWarpsN = BN / WN;
+constexpr int kThreads = (BM / WM) * kWarpsN * 32;
+constexpr int kTilesM = WM / 16, kTilesN = WN / 8;
+
+// Where column c (a multiple of 8: a 16-byte chunk) of row r is stored.
+__device__ __forceinline__ int swizzle_a(int r, int c) { return ((c / 8) ^ ((r / 2) % 4)) * 8; }
+__device__ __forceinline__ int swizzle_b(int r, int c) { return ((c / 8) ^ (r % 8)) * 8; }
+
+extern "C" __global__ void __launch_bounds__(kThreads) mma_swizzled(const __half *A, const __half *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) __half As[BM][kBK];
+    __shared__ __align__(16) __half Bs[kBK][BN];
+    int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    int wrow = (warp / kWarpsN) * WM, wcol = (warp % kWarpsN) * WN;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+
+    float acc[kTilesM][kTilesN][4] = {};
+    for (int k0 = 0; k0 < K; k0 += kBK) {
+        for (int i = tid; i < BM * kBK / 8; i += kThreads) {   // A's tile, 8 halves per copy
+            int r = i / (kBK / 8), c = i % (kBK / 8) * 8;
+            bool inside = row0 + r < M && k0 + c < K;
+            STS8(As, r, swizzle_a(r, c), inside ? LDG8(A, (row0 + r) * K + k0 + c) : zero);
+        }
+        for (int i = tid; i < kBK * BN / 8; i += kThreads) {   // B's tile
+            int r = i / (BN / 8), c = i % (BN / 8) * 8;
+            bool inside = k0 + r < K && col0 + c < N;
+            STS8(Bs, r, swizzle_b(r, c), inside ? LDG8(B, (k0 + r) * N + col0 + c) : zero);
+        }
+        SYNC();
+        for (int kk = 0; kk < kBK; kk += 16) {
+            unsigned a[kTilesM][4], b[kTilesN][2];
+            // A: matrices 0-3 are rows 0-7 / 8-15 at k 0-7, then at k 8-15: lane l names row l % 16, k 8 (l / 16).
+            for (int i = 0; i < kTilesM; i++) {
+                int r = wrow + 16 * i + lane % 16;
+                LDMATRIX_X4(a[i], As, r, swizzle_a(r, kk + lane / 16 * 8));
+            }
+            // B (row-major, k by n): .trans hands out columns; one x4 covers two n tiles of 8.
+            for (int j = 0; j < kTilesN; j += 2) {
+                unsigned r[4];
+                int k = kk + lane % 16;
+                LDMATRIX_X4_T(r, Bs, k, swizzle_b(k, wcol + 8 * j + lane / 16 * 8));
+                b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+            }
+            for (int i = 0; i < kTilesM; i++)
+                for (int j = 0; j < kTilesN; j++) MMA_16816(acc[i][j], a[i], b[j]);
+        }
+        SYNC();
+    }
+    // Lane l holds rows l / 4 and l / 4 + 8 of each tile, columns 2 (l % 4) and 2 (l % 4) + 1.
+    for (int i = 0; i < kTilesM; i++)
+        for (int j = 0; j < kTilesN; j++) {
+            int r = row0 + wrow + 16 * i + lane / 4, c = col0 + wcol + 8 * j + 2 * (lane % 4);
+            if (c < N && r < M) STG2(C, r * N + c, make_float2(acc[i][j][0], acc[i][j][1]));
+            if (c < N && r + 8 < M) STG2(C, (r + 8) * N + c, make_float2(acc[i][j][2], acc[i][j][3]));
+        }
+}
