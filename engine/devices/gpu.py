@@ -174,11 +174,15 @@ class Launcher:
         shared: its dynamic shared memory; arch: where it needs more than the default; boxes: its
         tensor maps' boxes (registry Launch.tensor_maps)."""
         src = sources.load(file)
-        module = load_module(self.modules, build.build_cubin(file, defines, traced, arch))
+        cubin = build.build_cubin(file, defines, traced, arch)
+        module = load_module(self.modules, cubin)
         function = module.get_function(src.name)
         if shared > 48 * 1024:   # over the default a kernel must ask for it
             function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
-        return Kernel(module, function, self.args(src.params, boxes), grid, block, shared)
+        args = self.args(src.params, boxes)
+        if any("CUtensorMap" in ctype for ctype, _ in src.params):
+            args = placed(args, param_layout(build.checked_bytes(cubin), src.name))
+        return Kernel(module, function, args, grid, block, shared)
 
     @staticmethod
     def run(calls, repeat: int = 1, observers=()) -> None:
@@ -227,6 +231,39 @@ def tensor_map(buf, rows: int, cols: int, box: tuple[int, int], element_bytes: i
     if status:
         raise EngineError(f"cuTensorMapEncodeTiled refused a {rows} x {cols} array with box {box} (CUresult {status})")
     return np.frombuffer(out.tobytes(), dtype="V128")[0]
+
+
+def param_layout(cubin: bytes, name: str) -> list[tuple[int, int]]:
+    """(offset, size) of each parameter of kernel `name` as the compiler laid them out, from the
+    driver (cuFuncGetParamInfo), in the current context. PyCUDA packs arguments back to back; a
+    CUtensorMap parameter is 64-byte aligned in the parameter space, and nvcc may place the first
+    one past offset 0 (it did: at 112 on sm_90), so its arguments must be placed where it reads them."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    module, function = ctypes.c_void_p(), ctypes.c_void_p()
+    image = ctypes.create_string_buffer(cubin, len(cubin))
+    if lib.cuModuleLoadData(ctypes.byref(module), image):
+        raise EngineError(f"the driver could not load {name}'s cubin to read its parameter layout")
+    try:
+        if lib.cuModuleGetFunction(ctypes.byref(function), module, name.encode()):
+            raise EngineError(f"{name} is not in its cubin")
+        out, offset, size = [], ctypes.c_size_t(), ctypes.c_size_t()
+        while not lib.cuFuncGetParamInfo(function, ctypes.c_size_t(len(out)), ctypes.byref(offset), ctypes.byref(size)):
+            out.append((offset.value, size.value))
+        return out
+    finally:
+        lib.cuModuleUnload(module)
+
+
+def placed(args: list, layout: list[tuple[int, int]]) -> list:
+    """The arguments with zero bytes (np.void) before each one that the layout places past the end
+    of the one before."""
+    out, end = [], 0
+    for arg, (offset, size) in zip(args, layout, strict=True):
+        if offset > end:
+            out.append(np.zeros(1, dtype=f"V{offset - end}")[0])
+        out.append(arg)
+        end = offset + size
+    return out
 
 
 def _pointer(buf) -> np.uint64:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: GPU tests, golden traces, engine benchmarks, ncu comparison. Logs go to $OUT.
-#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tensor tests ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
+#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tensor ncutensor tests ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
 set -uo pipefail
 source .gpu/activate.sh || exit 1
 export PYTHONUNBUFFERED=1 MATMUL_EXPLORER_CACHE=/tmp/mmx-cache
@@ -15,6 +15,7 @@ for step in $steps; do
     ladder) python3 -m pytest -q -m gpu tests/test_gpu.py -k "ladder or every_kernel" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-ladder.log" | tail -15 ;;
     tune) python3 tests/benchmarks/tune_ladder.py "$OUT/tuning.json" ${TUNE_ARGS:-} 2>&1 | tee "$OUT/tune.log" ;;
     tensor) python3 tests/benchmarks/tensor_device.py "$OUT/tensor" 2>&1 | tee "$OUT/tensor.log" ;;
+    ncutensor) timeout 300 python3 tests/benchmarks/ncu_tensor.py "$OUT/ncu-tensor.json" 2>&1 | tail -20 ;;
     cublas) python3 tests/benchmarks/cublas_repro.py 2>&1 | tee "$OUT/cublas-repro.log" ;;
     golden) python3 tests/golden/record_golden.py "$OUT/golden_traces.npz" 2>&1 | tee "$OUT/golden.log" ;;
     bench) python3 tests/benchmarks/bench_engine.py 2>&1 | tee "$OUT/bench-engine.log" ;;
