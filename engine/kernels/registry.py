@@ -366,7 +366,8 @@ LADDER = (
 )
 
 
-# The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_tma.cu): FP16 inputs, FP32 accumulate. Every
+# The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_tma.cu): FP16 inputs, FP32 accumulate. Defaults:
+# the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*). Every
 # rung needs M, N and K multiples of 16 (a fragment, and an mma, is a whole 16-wide tile); tiles
 # that overhang C are zero-filled and not stored.
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
@@ -488,7 +489,7 @@ TENSOR_LADDER = (
                "across a WM x WN piece.",
         kind=Kind.OPAQUE,
         launches=(Launch("wmma_block.cu", grid=_tensor_grid, block=_tensor_block, records_per_thread=lambda p: 0),),
-        params=_MMA_PARAMS, defaults={"BM": 128, "BN": 128, "WM": 64, "WN": 32},
+        params=_MMA_PARAMS, defaults={"BM": 64, "BN": 64, "WM": 32, "WN": 64},
         rules=(Rule("warp shapes", _warp_shapes), Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
         inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
     _mma_rung("mma_ldmatrix", "mma.sync m16n8k16 with ldmatrix",
@@ -509,7 +510,7 @@ TENSOR_LADDER = (
         launches=(Launch("wgmma_tma.cu", grid=_tensor_grid, block=lambda p: (128 * (p.params["BM"] // 64 + 1), 1),
                          records_per_thread=lambda p: 0, shared_bytes=_wgmma_shared, arch="sm_90a",
                          tensor_maps=lambda p: {"A": (WGMMA_K, p.params["BM"]), "B": (64, WGMMA_K)}),),
-        params={"BM": (128,), "BN": (128, 256), "STAGES": (3, 4, 5, 6)}, defaults={"BN": 256, "STAGES": 4},
+        params={"BM": (128,), "BN": (128, 256), "STAGES": (3, 4, 5, 6)}, defaults={"BN": 256, "STAGES": 3},
         rules=(Rule("fits a block's shared memory", _wgmma_fits),
                Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
         inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
