@@ -5,10 +5,10 @@
 // and gives the host thread back only where it must wait for others, saying why:
 //   __syncthreads()        at the block's barrier: it waits until every live thread of the block
 //                          has reached a barrier (or returned), as on the GPU;
-//   a warp-collective op   (ldmatrix, __syncwarp): it waits until every live thread of its warp has
-//                          arrived at the same one; the last to arrive computes every lane's result
-//                          into that lane's own slot, so lanes that then run on ahead cannot change
-//                          what another lane reads.
+//   a warp-collective op   (ldmatrix, mma, __syncwarp): it waits until every live thread of its
+//                          warp has arrived at the same one; the last to arrive computes every
+//                          lane's result into that lane's own slot, so lanes that then run on ahead
+//                          cannot change what another lane reads.
 // cpu_run_block resumes the threads that are ready, round after round, and releases the barrier
 // when all the block's live threads wait there. Blocks run one after another: they never talk to
 // each other in these kernels. State is thread_local, so several host threads (several app
@@ -108,9 +108,12 @@ static inline __nv_bfloat16 __float2bfloat16(float f) {
 static inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
 inline __nv_bfloat16::__nv_bfloat16(float f) { x = __float2bfloat16(f).x; }
 inline __nv_bfloat16::operator float() const { return __bfloat162float(*this); }
-// The 16 bits of a half or a bfloat16 as one (ldmatrix hands out two of them in each 32-bit register).
+// The 16 bits of a half or a bfloat16 as one and back (ldmatrix hands out two of them in each 32-bit
+// register, mma takes them so).
 static inline __half __ushort_as_half(unsigned short u) { __half h; h.x = u; return h; }
 static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat16 b; b.x = u; return b; }
+static inline unsigned short __half_as_ushort(__half h) { return h.x; }
+static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
 #define __align__(n) __attribute__((aligned(n)))   // alignas cannot follow `static thread_local`
 
 #define __global__

@@ -32,7 +32,10 @@
 //                                           warp's fragments: float d[4] += a (unsigned a[4]: A's
 //                                           16 x 16 halves) times b (unsigned b[2]: B's 16 x 8).
 //                                           Which lane holds which element is the PTX ISA's table
-//                                           for this shape (engine/metrics/fragments.py).
+//                                           for this shape (engine/metrics/fragments.py). No
+//                                           memory access: nothing is recorded. On the CPU a warp
+//                                           collective computes it (summed in double, rounded once
+//                                           to float: the GPU may differ in the last bits).
 // A traced array is a pointer parameter of the kernel (global) or a __shared__ array, of float,
 // __half, __nv_bfloat16, int or double; engine/kernels/sources.py checks these rules when it loads a
 // kernel and names the file and line of any break.
@@ -321,21 +324,87 @@ TRACE_FN void trace_copy_async(T *dst, const char *dst_origin, const S *src, con
 }
 
 #ifdef MATMUL_CPU
+// Element e (16 bits, as memory holds it) of the row lane s named for an ldmatrix; 0 for a row
+// nobody valid named.
+static unsigned int cpu_named_element(CpuFiber *lanes, unsigned int count, unsigned int s, unsigned int e) {
+    const char *row = s < count ? (const char *)lanes[s].input : 0;
+    unsigned short element = 0;
+    if (row) memcpy(&element, row + 2 * e, 2);
+    return element;
+}
+
 // What ldmatrix hands each lane, computed by the last lane of the warp to arrive (cpu_shim.h
-// cpu_warp_collective) from the rows all lanes named: lane t receives in regs[m] the 32-bit word
-// t % 4 of the row lane 8m + t / 4 named (its elements 2 (t % 4) and 2 (t % 4) + 1, the first in the
-// low 16 bits, as memory holds them). A row nobody valid named reads as zeros.
-template <int N> static void cpu_ldmatrix(CpuFiber *lanes, unsigned int count) {
+// cpu_warp_collective) from the rows all lanes named. Row j of matrix m is the row lane 8m + j
+// named; lane t receives in regs[m] two elements of matrix m, the first in the low 16 bits:
+//   plain   elements 2 (t % 4) and 2 (t % 4) + 1 of row t / 4 (a 32-bit word of the row, as memory
+//           holds it);
+//   .trans  element t / 4 of rows 2 (t % 4) and 2 (t % 4) + 1: the same places of the transposed
+//           matrix (PTX ISA: .trans loads the matrix "in column-major format").
+template <int N, bool TRANS> static void cpu_ldmatrix(CpuFiber *lanes, unsigned int count) {
     for (unsigned int t = 0; t < count; ++t) {
-        for (int m = 0; m < N; ++m) {
-            unsigned int namer = 8 * m + t / 4;
-            const char *row = namer < count ? (const char *)lanes[namer].input : 0;
-            unsigned int word = 0;
-            if (row) memcpy(&word, row + 4 * (t % 4), 4);
+        for (unsigned int m = 0; m < N; ++m) {
+            unsigned int i = t / 4, j = 2 * (t % 4), word = 0;   // (i, j) and (i, j + 1) of the matrix
+            for (unsigned int h = 0; h < 2; ++h) {
+                unsigned int element = TRANS ? cpu_named_element(lanes, count, 8 * m + j + h, i)
+                                             : cpu_named_element(lanes, count, 8 * m + i, j + h);
+                word |= element << (16 * h);
+            }
             lanes[t].result[m] = word;
         }
     }
 }
+
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, done by the last lane of the warp to arrive
+// from every lane's fragments. Which lane holds which element is the PTX ISA's table ("Matrix
+// Fragments for mma.m16n8k16 with floating point type"; engine/metrics/fragments.py has it too),
+// with g = lane / 4 and q = lane % 4, each register's first element in its low 16 bits:
+//   a[0] A(g, 2q .. 2q + 1)   a[1] A(g + 8, 2q ..)   a[2] A(g, 2q + 8 ..)   a[3] A(g + 8, 2q + 8 ..)
+//   b[0] B(2q .. 2q + 1, g)   b[1] B(2q + 8 .., g)
+//   d[0], d[1] D(g, 2q), D(g, 2q + 1)   d[2], d[3] D(g + 8, 2q), D(g + 8, 2q + 1)
+// Each new d is d plus the 16 products, summed in double (where each product of two halves is
+// exact) and rounded once to float. The tensor core's own order and rounding of the sum are not
+// documented and may differ in the last bits: results are compared within a tolerance; records do
+// not depend on them.
+struct CpuMmaOperands {
+    const unsigned int *a, *b;
+    const float *d;
+};
+
+static double cpu_half_of(unsigned int word, unsigned int h) {
+    return (double)__half2float(__ushort_as_half((unsigned short)(word >> (16 * h))));
+}
+
+static void cpu_mma_16816(CpuFiber *lanes, unsigned int count) {
+    double a[16][16] = {}, b[16][8] = {};   // a lane that never arrived holds zeros
+    for (unsigned int t = 0; t < count; ++t) {
+        const CpuMmaOperands *in = (const CpuMmaOperands *)lanes[t].input;
+        if (!in) continue;
+        unsigned int g = t / 4, q = t % 4;
+        for (unsigned int h = 0; h < 2; ++h) {
+            for (unsigned int r = 0; r < 4; ++r) a[g + 8 * (r % 2)][2 * q + h + 8 * (r / 2)] = cpu_half_of(in->a[r], h);
+            for (unsigned int r = 0; r < 2; ++r) b[2 * q + h + 8 * r][g] = cpu_half_of(in->b[r], h);
+        }
+    }
+    for (unsigned int t = 0; t < count; ++t) {
+        const CpuMmaOperands *in = (const CpuMmaOperands *)lanes[t].input;
+        if (!in) continue;
+        for (unsigned int i = 0; i < 4; ++i) {
+            unsigned int row = t / 4 + 8 * (i / 2), col = 2 * (t % 4) + i % 2;
+            double sum = in->d[i];
+            for (unsigned int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
+            lanes[t].result[i] = cpu_float_bits((float)sum);
+        }
+    }
+}
+
+// d += a b on the warp's fragments: a warp collective (its tag: the source line) with no memory
+// access, so nothing to record.
+static inline void trace_mma_16816(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2], int line) {
+    CpuMmaOperands mine = {a, b, d};
+    cpu_warp_collective(cpu_mma_16816, line, &mine);
+    for (int i = 0; i < 4; ++i) d[i] = cpu_bits_float(cpu.current->result[i]);
+}
+#define MMA_16816(d, a, b) trace_mma_16816(d, a, b, __LINE__)
 #endif
 
 // ldmatrix, recorded: each lane that names a row (lanes 0 .. 8N - 1) records one 16-byte shared
@@ -350,9 +419,8 @@ TRACE_FN void trace_load_matrix(unsigned int (&regs)[N], const T *row, const cha
     long long index = trace_index(row, origin);
     if (names_a_row) trace_record(index, line, array, 0, site);
 #ifdef MATMUL_CPU
-    static_assert(!TRANS, "ldmatrix .trans runs on the GPU only so far");
     bool usable = names_a_row && !TRACE_OUT_OF_BOUNDS(array, index, 8) && !TRACE_MISALIGNED(array, row, 16);
-    cpu_warp_collective(cpu_ldmatrix<N>, (int)line, usable ? row : 0);
+    cpu_warp_collective(cpu_ldmatrix<N, TRANS>, (int)line, usable ? row : 0);
     for (int m = 0; m < N; ++m) regs[m] = cpu.current->result[m];
 #else
     trace_ldmatrix<N, TRANS>(regs, row);

@@ -188,3 +188,33 @@ def test_warp_collective_loads_among_barriers_trace_the_same_on_gpu_and_cpu():
     plan = single_launch_plan(str(TEST_CUDA / "ldmatrix_warps.cu"), make_problem(96, 14, 4), (1, 1), (96, 1))
     gpu, cpu = (tracer.assemble(plan, tracer.run_plan(plan, source), source) for source in ("gpu", "cpu"))
     assert gpu.records.tobytes() == cpu.records.tobytes()
+
+
+def _on_gpu_and_cpu(plan):
+    """(raw run, trace) of a plan on the GPU, then on the CPU."""
+    return [(raw := tracer.run_plan(plan, source), tracer.assemble(plan, raw, source)) for source in ("gpu", "cpu")]
+
+
+def test_ldmatrix_trans_and_mma_trace_the_same_on_gpu_and_cpu():
+    from tests.test_mma import tile_plan
+    plan = tile_plan(37, 29, 45)
+    (graw, gpu), (craw, cpu) = _on_gpu_and_cpu(plan)
+    # The error is A's and B's rounding to half on both; the tensor core may order and round its
+    # sums otherwise than the CPU (a double sum rounded once), in the last bits only.
+    assert graw.checked_outputs == 37 * 29 and graw.rel_error < 1e-3
+    assert abs(graw.rel_error - craw.rel_error) < 0.05 * craw.rel_error
+    assert gpu.records.tobytes() == cpu.records.tobytes()
+
+
+@pytest.mark.parametrize("file, size", [("ldmatrix_trans.cu", (32, 14, 1)), ("mma_fragments.cu", (32, 4, 16))])
+def test_trans_and_mma_fragments_are_the_ptx_tables_on_the_gpu_as_on_the_cpu(file, size):
+    """What each lane received from ldmatrix .trans, and d after one mma on fragments handed out by
+    the PTX tables (tests/test_mma.py checks the CPU's against those tables)."""
+    plan = single_launch_plan(str(TEST_CUDA / file), make_problem(*size), (1, 1), (32, 1))
+    (graw, gpu), (craw, cpu) = _on_gpu_and_cpu(plan)
+    assert gpu.records.tobytes() == cpu.records.tobytes()
+    # C is no product of A and B here, but its distance from A B is a function of C: the same
+    # distance, the same C (to the last bits, where mma may round otherwise); one element out of
+    # place moves it by far more.
+    assert graw.checked_outputs == size[0] * size[1]
+    assert abs(graw.rel_error - craw.rel_error) <= 1e-5 * craw.rel_error

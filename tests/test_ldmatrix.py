@@ -15,7 +15,7 @@ from engine.devices.cpu import CpuDevice
 from engine.errors import EngineError
 from engine.kernels import sources
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis
+from engine.metrics import analysis, fragments
 from engine.tracing import tracer
 from engine.tracing.plan import global_shapes, single_launch_plan
 from tests.test_sources import _kernel
@@ -32,14 +32,12 @@ def rows_trace(m, n, k, source="cpu"):
     return tracer.assemble(plan, raw, source), raw
 
 
-def received(rows: np.ndarray, named: np.ndarray, matrices: int) -> np.ndarray:
-    """What each lane of a warp receives, by the PTX ISA's table: rows (R, 8) the 16-bit elements of
-    the rows that may be named, named[s] the row lane s names. (32, 2 * matrices): lane t's
-    registers 0 .. matrices - 1, each as its two elements."""
-    lane = np.arange(32)
-    pair = 2 * (lane % 4)[:, None] + np.arange(2)
-    return np.concatenate([np.take_along_axis(rows[named[8 * m + lane // 4]], pair, axis=1)
-                           for m in range(matrices)], axis=1)
+def received(rows: np.ndarray, named: np.ndarray, matrices: int, trans: bool = False) -> np.ndarray:
+    """What each lane of a warp receives, by the PTX ISA's table (engine/metrics/fragments.py): rows
+    (R, 8) the 16-bit elements of the rows that may be named, named[s] the row lane s names.
+    (32, 2 * matrices): lane t's registers 0 .. matrices - 1, each as its two elements."""
+    where = fragments.ptx_ldmatrix(matrices, trans)
+    return rows[named[where[..., 0]], where[..., 1]]
 
 
 def test_an_ldmatrix_site_is_a_16_byte_shared_load_marked_with_its_matrices():
@@ -98,12 +96,14 @@ def test_the_product_is_right_only_if_every_lane_received_its_elements():
     assert 1e-5 < raw.rel_error < 2e-3     # B rounded to half, nothing more
 
 
-def _run_on_cpu(file: str, a: np.ndarray, block: tuple[int, int], n: int) -> np.ndarray:
-    """Runs a kernel's CPU build on inputs of the test's own (A) and returns all of C."""
+def _run_on_cpu(file: str, a: np.ndarray, block: tuple[int, int], n: int, b: np.ndarray | None = None,
+                grid: tuple[int, int] = (1, 1)) -> np.ndarray:
+    """Runs a kernel's CPU build on inputs of the test's own (A, and B or ones) and returns all of C."""
     p = make_problem(len(a), n, a.shape[1])
-    plan = single_launch_plan(file, p, (1, 1), block)
+    plan = single_launch_plan(file, p, grid, block)
     device = CpuDevice()
-    device.upload({"A": a, "B": np.ones((p.k, n), np.float32)}, global_shapes(p), {"M": p.m, "N": n, "K": p.k})
+    device.upload({"A": a, "B": np.ones((p.k, n), np.float32) if b is None else b}, global_shapes(p),
+                  {"M": p.m, "N": n, "K": p.k}, plan.inputs)
     device.run(plan.launches[0], None, 0)
     return device.buffers["C"]
 

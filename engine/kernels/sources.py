@@ -2,9 +2,9 @@
 must follow for its trace to be the truth (checked here, when a kernel is loaded).
 
 An access site is one use of an access macro (LDG, STG, LDS, STS and their vector forms, CP_ASYNC4,
-LDMATRIX_X1/X2/X4 from cuda/trace.cuh) in the source. A trace record names its site by (source line, array,
-load/store), which the macro records; this module gives every site an id and the text of its line,
-for the pages to show.
+LDMATRIX_X1/X2/X4 and their .trans forms LDMATRIX_X1_T/X2_T/X4_T from cuda/trace.cuh) in the source.
+A trace record names its site by (source line, array, load/store), which the macro records; this
+module gives every site an id and the text of its line, for the pages to show.
 
 A source that does not include trace.cuh is not traced (WMMA, wgmma and TMA kernels: the hardware
 addresses their fragment, descriptor and tensor-map loads, no lane names an address): of it only
@@ -31,8 +31,10 @@ _SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)([248]?)\(\s*(\w+)")
 # cp.async: CP_ASYNC4(dst, r, c, src, i) or CP_ASYNC4(dst, i, src, j) reads src (global) and writes
 # dst (shared), 16 bytes each.
 _COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
-# ldmatrix: LDMATRIX_X4(regs, As, r, c) or LDMATRIX_X4(regs, As, i) reads 16-bit rows of a shared array.
-_MATRIX_RE = re.compile(r"\bLDMATRIX_X([124])(?:_T)?\(\s*[^,()]+,\s*(\w+)")
+# ldmatrix: LDMATRIX_X4(regs, As, r, c) or LDMATRIX_X4(regs, As, i) reads 16-bit rows of a shared array;
+# LDMATRIX_X4_T (.trans) reads the same rows and hands each 8x8 matrix out transposed.
+_MATRIX = r"\bLDMATRIX_X([124])(_T)?\("
+_MATRIX_RE = re.compile(_MATRIX + r"\s*[^,()]+,\s*(\w+)")
 # __launch_bounds__(expression), with one level of parentheses inside: (BM * BN / (TM * TN)).
 _BOUNDS_CALL = r"__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)"
 _BOUNDS = rf"(?:{_BOUNDS_CALL}\s*)?"
@@ -77,6 +79,9 @@ class Site:
     bytes: int = 4  # bytes per lane of one access: width times the element's size
     matrices: int = 0    # ldmatrix (LDMATRIX_X1/X2/X4): the 8x8 matrices one warp instruction loads;
                          # each of lanes 0 .. 8 * matrices - 1 names one 16-byte row
+    trans: bool = False  # ldmatrix .trans (LDMATRIX_X4_T, ...): each matrix handed out transposed. Only
+                         # which lane receives which element changes, not the rows read: its records,
+                         # wavefronts and bank conflicts are those of the plain ldmatrix
 
 @dataclass(frozen=True)
 class KernelSource:
@@ -186,7 +191,7 @@ def load(file: str) -> KernelSource:
     sites = []
     for number, line in enumerate(_code_lines(text), start=1):
         shown = text.splitlines()[number - 1].strip()
-        for m in re.finditer(r"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4\(|\bLDMATRIX_X[124](?:_T)?\(", line):
+        for m in re.finditer(rf"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4\(|{_MATRIX}", line):
             rest = line[m.end():]
             if rest.count(")") - rest.count("(") < 1:   # records carry __LINE__: it must be this one
                 raise ValueError(f"{file}:{number}: write each access macro on one line, so its records' "
@@ -204,7 +209,7 @@ def load(file: str) -> KernelSource:
             s, d = traced(number, src, "global"), traced(number, dst, "shared")
             sites.append(Site(number, src, "global", "load", shown, COPY_BYTES // s.element_bytes, True, COPY_BYTES))
             sites.append(Site(number, dst, "shared", "store", shown, COPY_BYTES // d.element_bytes, True, COPY_BYTES))
-        for matrices, name in _MATRIX_RE.findall(line):
+        for matrices, trans, name in _MATRIX_RE.findall(line):
             a = spaces.get(name)
             if a is not None and a.space == "global":
                 raise ValueError(f"{file}:{number}: ldmatrix reads shared memory only; {name} is in global memory: "
@@ -214,7 +219,7 @@ def load(file: str) -> KernelSource:
                 raise ValueError(f"{file}:{number}: ldmatrix loads 16-bit elements (__half, __nv_bfloat16); "
                                  f"{name} holds {a.element}: {shown}")
             sites.append(Site(number, name, "shared", "load", shown, MATRIX_ROW_BYTES // a.element_bytes,
-                              bytes=MATRIX_ROW_BYTES, matrices=int(matrices)))
+                              bytes=MATRIX_ROW_BYTES, matrices=int(matrices), trans=bool(trans)))
     if len(sites) > MAX_SITES:
         raise ValueError(f"{file}: {len(sites)} access sites; a traced kernel has at most {MAX_SITES}")
     keys = [(s.line, s.array, s.op) for s in sites]
@@ -233,7 +238,7 @@ _NOT_CODE_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/
 # An access macro's array argument(s): what is left of a traced array's name once these are blanked
 # is a use the trace does not see.
 _MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)"
-                             r"|\bLDMATRIX_X[124](?:_T)?\(\s*[^,()]+,\s*(\w+)")
+                             r"|" + _MATRIX_RE.pattern)
 
 
 @lru_cache(maxsize=64)   # build.used_defines asks of a source on every build lookup
