@@ -16,8 +16,8 @@ constexpr int kThreads = (BM / WM) * kWarpsN * 32;
 constexpr int kTilesM = WM / 16, kTilesN = WN / 8;
 
 extern "C" __global__ void __launch_bounds__(kThreads) mma_ldmatrix(const __half *A, const __half *B, float *C, int M, int N, int K) {
-    __shared__ __align__(16) __half As[BM][kBK];
-    __shared__ __align__(16) __half Bs[kBK][BN];
+    __shared__ __align__(16) __half As[BM][32];   // kBK columns
+    __shared__ __align__(16) __half Bs[32][BN];   // kBK rows
     int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     int wrow = (warp / kWarpsN) * WM, wcol = (warp % kWarpsN) * WN;

@@ -42,8 +42,8 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][kBK], __half (&Bs)[STAGES *
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __half *A, const __half *B, float *C, int M, int N, int K) {
-    __shared__ __align__(16) __half As[STAGES * BM][kBK];
-    __shared__ __align__(16) __half Bs[STAGES * kBK][BN];
+    __shared__ __align__(16) __half As[STAGES * BM][32];   // kBK columns
+    __shared__ __align__(16) __half Bs[STAGES * 32][BN];   // kBK rows
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     int wrow = (warp / kWarpsN) * WM, wcol = (warp % kWarpsN) * WN;

@@ -18,8 +18,8 @@ __device__ __forceinline__ int swizzle_a(int r, int c) { return ((c / 8) ^ ((r /
 __device__ __forceinline__ int swizzle_b(int r, int c) { return ((c / 8) ^ (r % 8)) * 8; }
 
 extern "C" __global__ void __launch_bounds__(kThreads) mma_swizzled(const __half *A, const __half *B, float *C, int M, int N, int K) {
-    __shared__ __align__(16) __half As[BM][kBK];
-    __shared__ __align__(16) __half Bs[kBK][BN];
+    __shared__ __align__(16) __half As[BM][32];   // kBK columns
+    __shared__ __align__(16) __half Bs[32][BN];   // kBK rows
     int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     int wrow = (warp / kWarpsN) * WM, wcol = (warp % kWarpsN) * WN;

@@ -1,0 +1,52 @@
+"""The tensor-core rungs against what the H200 measured: ldmatrix's shared wavefronts and bank
+conflicts from the CPU trace against Nsight Compute's counters (tests/golden/ncu_tensor_h200.json,
+recorded by tests/benchmarks/ncu_tensor.py), and the registry's rules for the sizes they accept."""
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.errors import EngineError
+from engine.kernels import registry
+from engine.kernels.problem import make_problem
+from engine.metrics import analysis
+from engine.tracing import tracer
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "ncu_tensor_h200.json").read_text())
+LDSM = ("smsp__inst_executed_op_ldsm.sum", "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
+        "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum")
+
+
+@pytest.mark.parametrize("kernel", ["mma_ldmatrix", "mma_swizzled", "mma_pipelined"])
+def test_ldmatrix_wavefronts_from_the_cpu_trace_are_what_ncu_counted(kernel):
+    p = registry.bind(registry.get(kernel), make_problem(128, 128, 128))
+    trace = tracer.trace(kernel, p, None, "cpu")
+    ours = analysis.summarize(trace)["ncu"][kernel]
+    theirs = GOLDEN["cases"][f"{kernel} 128x128x128"]
+    assert {m: ours[m] for m in LDSM} == {m: int(theirs[m]) for m in LDSM}
+
+
+def test_the_swizzle_removes_every_ldmatrix_conflict_on_the_gpu_too():
+    plain, swizzled = (GOLDEN["cases"][f"{k} 128x128x128"] for k in ("mma_ldmatrix", "mma_swizzled"))
+    wavefronts = "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"
+    assert plain["smsp__inst_executed_op_ldsm.sum"] == swizzled["smsp__inst_executed_op_ldsm.sum"] == 256
+    assert (plain[wavefronts], swizzled[wavefronts]) == (6144, 1024)   # 4-way (A) and 8-way (B) vs 1 per matrix
+
+
+def test_the_documents_wmma_kernel_issues_32_times_the_tensor_instructions_it_needs():
+    hmma = "sm__inst_executed_pipe_tensor_op_hmma.sum"
+    seed, warp = (GOLDEN["cases"][f"{k} 128x128x128"][hmma] for k in ("wmma_seed", "wmma_warp"))
+    # 8 x 8 tiles x 8 k steps of one 16x16x16 mma_sync, each two HMMA.16816 on sm_90
+    assert warp == 8 * 8 * 8 * 2 and seed == 32 * warp
+
+
+@pytest.mark.parametrize("kernel", registry.TENSOR_RUNGS)
+def test_tensor_rungs_refuse_sizes_that_are_not_whole_fragments(kernel):
+    with pytest.raises(EngineError, match="multiples of 16"):
+        registry.bind(registry.get(kernel), make_problem(1000, 512, 512))
+    registry.bind(registry.get(kernel), make_problem(1040, 528, 272))
+
+
+def test_the_documents_wmma_kernel_is_refused_where_its_32_fold_work_would_hold_the_gpu():
+    with pytest.raises(EngineError, match="32 times"):
+        registry.bind(registry.get("wmma_seed"), make_problem(4096, 4096, 4096))
