@@ -147,10 +147,15 @@ def test_lanes_that_return_do_not_hold_up_their_warp(tmp_path):
     assert np.array_equal(c[:32].reshape(16, 2), want) and not c[32:].any()
 
 
-def test_a_warp_split_between_ldmatrix_and_a_barrier_is_an_error_not_a_hang(tmp_path):
-    file = _kernel(tmp_path, "  __shared__ __align__(16) __half Hs[8][8];\n  unsigned r[1];\n"
-                             "  if (threadIdx.x < 16) LDMATRIX_X1(r, Hs, threadIdx.x % 8, 0);\n  SYNC();\n"
-                             "  STG(C, threadIdx.x, 1.0f);")
+@pytest.mark.parametrize("body", [
+    "  __shared__ __align__(16) __half Hs[8][8];\n  unsigned r[1];\n"
+    "  if (threadIdx.x < 16) LDMATRIX_X1(r, Hs, threadIdx.x % 8, 0);\n  SYNC();\n  STG(C, threadIdx.x, 1.0f);",
+    # Each mma is a collective of its own (its line is the tag): half a warp at each of two never meet.
+    "  unsigned a[4] = {0, 0, 0, 0}, b[2] = {0, 0};\n  float d[4] = {0, 0, 0, 0};\n"
+    "  if (threadIdx.x < 16) MMA_16816(d, a, b);\n  else MMA_16816(d, a, b);\n  STG(C, threadIdx.x, d[0]);",
+], ids=["ldmatrix-and-barrier", "two-mma-sites"])
+def test_a_warp_split_between_collectives_is_an_error_not_a_hang(tmp_path, body):
+    file = _kernel(tmp_path, body)
     plan = single_launch_plan(file, make_problem(1, 32, 1), (1, 1), (32, 1))
     with pytest.raises(EngineError, match="waited for each other forever"):
         tracer.run_plan(plan, "cpu")

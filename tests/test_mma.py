@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import EngineError
 from engine.kernels import sources
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis, fragments
@@ -100,12 +99,3 @@ def test_the_mma_tile_trace_is_the_product_in_float64_within_half_rounding():
         assert np.array_equal(np.bincount(lane[t.records["line"] == line], minlength=32),
                               [12 * 3] * 8 * matrices + [0] * (32 - 8 * matrices))
 
-
-def test_a_warp_split_between_two_mma_sites_is_an_error_not_a_wrong_product(tmp_path):
-    # Each mma is its own collective (its line is the tag): half a warp at each of two never meet.
-    file = _kernel(tmp_path, "  unsigned a[4] = {0, 0, 0, 0}, b[2] = {0, 0};\n  float d[4] = {0, 0, 0, 0};\n"
-                             "  if (threadIdx.x < 16) MMA_16816(d, a, b);\n  else MMA_16816(d, a, b);\n"
-                             "  STG(C, threadIdx.x, d[0]);")
-    plan = single_launch_plan(file, make_problem(1, 32, 1), (1, 1), (32, 1))
-    with pytest.raises(EngineError, match="waited for each other forever"):
-        tracer.run_plan(plan, "cpu")
