@@ -22,7 +22,8 @@ def test_every_kernel_computes_the_product_on_the_cpu(spec):
     m, n, k = (64, 96, 32) if any(r.sizes for r in spec.rules) else (37, 45, 29)   # tiled_unguarded: multiples of TILE
     t = tracer.trace(spec.name, _problem(spec, m, n, k), source="cpu")
     assert t.checked_outputs == m * n          # every element of C written by a traced block
-    assert t.rel_error < 1e-6                  # vs float64 numpy
+    # vs float64 numpy of the float32 inputs: FP16-input kernels also carry their inputs' rounding
+    assert t.rel_error < (1e-6 if spec.inputs is registry.Precision.FP32 else spec.tolerance)
 
 
 def test_records_stay_within_the_registry_bound():
