@@ -43,6 +43,7 @@ SQUARE = [row("naive_x_cols", N, N, N, 6000.0, block="32x32"),
           row("tiled_guarded", N, N, N, 8000.0, {"TILE": 16}),
           row("cublas_sgemm", N, N, N, 50000.0),
           row("cublas_sgemm_tf32", N, N, N, 400000.0),
+          row("cublas_gemm_fp16", N, N, N, 700000.0),
           row("tiled_guarded", 1024, 1024, 1024, 7000.0, {"TILE": 16})]
 SKINNY = [row("naive_transposed_b", N, N, 128, 500.0, block="32x32"),
           *(row("shared_bank_conflicts", N, N, 128, 1000.0 * (t // 16) * (1 + 2 * p), {"TILE": t, "PAD": p})
@@ -51,6 +52,14 @@ SKINNY = [row("naive_transposed_b", N, N, 128, 500.0, block="32x32"),
           row("warptile", N, N, 128, 25000.0, WARP),
           row("warptile", N, N, 128, None, {**WARP, "WNITER": 2}),
           row("cublas_sgemm", N, N, 128, 40000.0)]
+
+
+# cuBLAS FP16 at sizes around 4096 (its 4096³ row, 700 TFLOP/s, is SQUARE's), TFLOP/s by size: the
+# sizes not divisible by 8 slower (a median of 460 against 700), multiples of 16 as fast as multiples
+# of 8 only (715 against 695: within 5%); torch.mm at 99% of it at each size but 4095³ (not timed).
+AROUND_4096 = {4088: 700, 4092: 500, 4095: 400, 4097: 420, 4100: 520, 4104: 690, 4112: 730}
+DIVISIBLE = [*(row("cublas_gemm_fp16", n, n, n, 1000.0 * t) for n, t in AROUND_4096.items()),
+             *(row("torch_mm_fp16", n, n, n, 990.0 * t) for n, t in {**AROUND_4096, N: 700}.items() if n != 4095)]
 
 
 # An autotuning sweep around the registry's defaults (whatever they are): blocktile_1d's default

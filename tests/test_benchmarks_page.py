@@ -241,10 +241,22 @@ def test_rows_a_claim_needs_and_the_run_lacks_are_named(monkeypatch, tmp_path):
     at = _open_over(monkeypatch, tmp_path, without_16x16)
     captions = " ".join(str(c.value) for c in at.caption)
     assert "Naive CUDA: the document's own configuration is not in this run; naive_x_cols 32x32 is shown" in captions
-    assert "cuBLAS FP16: the catalog has no FP16 kernel yet" in captions
+    assert "Sizes around 4096 this run lacks for cublas_gemm_fp16: 4088³, 4092³" in captions
     assert ("Not in this run at 4096×4096×128: naive_transposed_b, shared_bank_conflicts T16, shared_bank_conflicts "
             "T16 pad1, shared_bank_conflicts T32, shared_bank_conflicts T32 pad1, any rung of the ladder, "
             "cublas_sgemm") in captions
+
+
+def test_the_tensor_core_claims_are_measured_from_the_run(monkeypatch, tmp_path):
+    at = _open_over(monkeypatch, tmp_path, synthetic_runs.SQUARE + synthetic_runs.DIVISIBLE)
+    text = _page_text(at)
+    assert "cuBLAS FP16 (cublas_gemm_fp16) 700.0 TFLOP/s, 70.7% of this GPU's FP16 peak" in text
+    assert "against its datasheet peaks (TF32 495.0, FP16 989.4 TFLOP/s): cuBLAS TF32 80.8%; cuBLAS FP16 70.7%" in text
+    assert "'Check if tensor cores are being used: Dimensions divisible by 8 (ideal: 16)" in text
+    assert "Divisible by 8 matters here, as the document says" in text and "16 is no better than 8 here" in text
+    sizes = next(d.value for d in at.dataframe if "divisible by" in d.value.columns).set_index("N")
+    assert sizes.loc[4095, "divisible by"] == "odd" and sizes.loc[4095, "cublas_gemm_fp16 TFLOP/s"] == 400.0
+    assert "Sizes around 4096 this run lacks" not in " ".join(str(c.value) for c in at.caption)
 
 
 def test_the_autotuning_sweep_ranks_each_rung_and_flags_a_default_that_loses(monkeypatch, tmp_path):

@@ -1,14 +1,15 @@
 """The documents' speed figures, checked, beside the same kernels of a recorded run: every figure of
 this GPU comes from the run's rows (here a made-up run whose numbers the tests know), and what the
 run lacks is named."""
+import pandas as pd
 import pytest
 
 from engine.bench import benchmark, claimed
-from tests.synthetic_runs import PEAKS, SKINNY, SQUARE, document, row
+from tests.synthetic_runs import DIVISIBLE, PEAKS, SKINNY, SQUARE, document, row
 
 
-def _load(rows):
-    df, prov = benchmark.load_document(document(rows))
+def _load(rows, **prov):
+    df, prov = benchmark.load_document(document(rows, **prov))
     return df, prov["peaks"]
 
 
@@ -21,8 +22,11 @@ def test_the_a100_table_is_set_beside_the_same_kernels_at_4096_on_this_gpu():
     assert t.loc["Tiled", "kernel here"] == "tiled_guarded T16" and t.loc["Tiled", "TFLOP/s here"] == 8.0
     assert t.loc["cuBLAS FP32", claimed.PCT_HERE] == pytest.approx(100 * 50000 / PEAKS["fp32_gflops"])
     assert t.loc["cuBLAS TF32", claimed.PCT_HERE] == pytest.approx(100 * 400000 / PEAKS["tf32_gflops_datasheet"])
-    assert t.loc["cuBLAS FP16", "kernel here"] == "—"
-    assert m.missing == ["cuBLAS FP16: the catalog has no FP16 kernel yet, so it is not measured here"]
+    # a run recorded without an FP16 peak: the H200's from the datasheet table, by its name
+    assert t.loc["cuBLAS FP16", "kernel here"] == "cublas_gemm_fp16" and t.loc["cuBLAS FP16", "TFLOP/s here"] == 700.0
+    assert t.loc["cuBLAS FP16", claimed.PCT_HERE] == pytest.approx(100 * 700 / 989.4)
+    assert t.loc["cuBLAS FP16", claimed.PEAK_HERE] == 989.4 and t.loc["cuBLAS TF32", claimed.PEAK_HERE] == 495.0
+    assert m.missing == []
     here = claimed.cuda_table_here(m)
     assert here.startswith("On the NVIDIA H200 at 4096³: Naive CUDA (naive_x_cols 16x16) 5.0 TFLOP/s, ")
     assert f"cuBLAS FP32 (cublas_sgemm) 50.0 TFLOP/s, {100 * 50000 / PEAKS['fp32_gflops']:.1f}% of this GPU's FP32 peak" \
@@ -48,7 +52,72 @@ def test_without_4096_cubed_the_largest_square_size_is_used_and_missing_kernels_
     assert m.missing == ["Naive CUDA: the document's own configuration is not in this run; naive_x_cols 32x32 is shown",
                          "Tiled: tiled_guarded is not in this run at 2048³",
                          "cuBLAS TF32: cublas_sgemm_tf32 is not in this run at 2048³",
-                         "cuBLAS FP16: the catalog has no FP16 kernel yet, so it is not measured here"]
+                         "cuBLAS FP16: cublas_gemm_fp16 is not in this run at 2048³"]
+
+
+def test_the_tensor_core_rows_are_each_against_their_own_precisions_peak_there_and_here():
+    m = claimed.cuda_table(*_load(SQUARE, peaks={**PEAKS, "fp16_gflops_datasheet": 1000000.0}))
+    t = m.table.set_index("as printed")
+    assert t.loc["cuBLAS FP16", claimed.PCT_HERE] == pytest.approx(70.0)   # the peak the run recorded
+    text = claimed.tensor_cores_here(m)
+    assert text.startswith("On the A100, cuBLAS TF32 (about 150 TFLOP/s) is 96% of its TF32 peak (156) and cuBLAS "
+                           "FP16 (about 300) 96% of its FP16 peak (312): FP16 2.0× TF32, the peaks 2.0× apart. ")
+    assert text.endswith("On the NVIDIA H200 at 4096³, against its datasheet peaks (TF32 495.0, FP16 1,000.0 "
+                         "TFLOP/s): cuBLAS TF32 80.8%; cuBLAS FP16 70.0%; FP16 1.75× TF32, the peaks 2.0× apart.")
+    # a run without the TF32 row: what it has, and no ratio
+    m = claimed.cuda_table(*_load([r for r in SQUARE if r["kernel"] != "cublas_sgemm_tf32"]))
+    assert claimed.tensor_cores_here(m).endswith("at 4096³, against its datasheet peaks (FP16 989.4 TFLOP/s): "
+                                                 "cuBLAS FP16 70.7%.")
+
+
+def test_a_gpu_without_a_datasheet_peak_says_so_instead_of_a_percentage():
+    m = claimed.cuda_table(*_load(SQUARE, gpu="Some Other GPU", peaks={"fp32_gflops": 50000.0, "bandwidth_gbs": 1000.0}))
+    assert "cuBLAS FP16 (cublas_gemm_fp16) 700.0 TFLOP/s, no FP16 peak known for this GPU (not in the datasheet " \
+        "table)." in claimed.cuda_table_here(m)
+    assert claimed.tensor_cores_here(m).endswith("On the Some Other GPU at 4096³: cuBLAS TF32: no TF32 peak known for "
+                                                 "this GPU (not in the datasheet table); cuBLAS FP16: no FP16 peak known "
+                                                 "for this GPU (not in the datasheet table); FP16 1.75× TF32.")
+
+
+def test_cublas_fp16_around_4096_says_what_divisible_by_8_is_worth_here():
+    m = claimed.divisible(_load(SQUARE + DIVISIBLE)[0])
+    assert m.missing == []
+    t = m.table.set_index("N")
+    assert list(t["divisible by"]) == ["÷8", "÷4", "odd", "÷16", "odd", "÷4", "÷8", "÷16"]
+    assert t.loc[4095, "cublas_gemm_fp16 TFLOP/s"] == 400.0
+    assert t.loc[4092, claimed.OF_4096] == pytest.approx(100 * 500 / 700)
+    assert t.loc[4100, "torch_mm_fp16 TFLOP/s"] == pytest.approx(0.99 * 520) and pd.isna(t.loc[4095, "torch_mm_fp16 TFLOP/s"])
+    assert t.loc[4100, claimed.TORCH_SHARE] == pytest.approx(99.0)
+    text = claimed.divisible_here(m)
+    assert text == ("On the NVIDIA H200, cublas_gemm_fp16: sizes not divisible by 8 (4092, 4095, 4097, 4100) ran a "
+                    "median 460.0 TFLOP/s against 700.0 for multiples of 8 (4088, 4096, 4104, 4112), 66% as fast; the "
+                    "slowest, 4095³ (odd), 400.0. Divisible by 8 matters here, as the document says. Multiples of 16 "
+                    "(4096, 4112) against multiples of 8 only (4088, 4104): 715.0 against 695.0 TFLOP/s, the same "
+                    "within 5%: 16 is no better than 8 here. torch.mm (FP16) at the same sizes ran 99% of cuBLAS "
+                    "FP16's speed (the document: it calls cuBLAS GEMM).")
+
+
+@pytest.mark.parametrize("scale, verdict, sixteen", [
+    # every size as fast as 4096³ (700), but 4112³ 12% faster: no difference for 8, 16 better
+    ({4088: 1.0, 4092: 1.0, 4095: 0.97, 4097: 1.0, 4100: 1.02, 4104: 1.0, 4112: 1.12},
+     "as fast; the slowest, 4095³ (odd), 679.0. Divisible by 8 made no difference beyond 5% here.", "+6%: 16 is better"),
+    # the sizes not divisible by 8 faster, and multiples of 8 only faster than multiples of 16
+    ({4088: 1.3, 4092: 1.5, 4095: 1.5, 4097: 1.5, 4100: 1.5, 4104: 1.3, 4112: 1.0},
+     "1.30× as fast; the slowest, 4096³ (÷16), 700.0. The reverse of the claim here", "-23%: 16 is worse")])
+def test_the_verdicts_follow_the_rows(scale, verdict, sixteen):
+    rows = [row("cublas_gemm_fp16", n, n, n, 700000.0 * f) for n, f in scale.items()]
+    text = claimed.divisible_here(claimed.divisible(_load(SQUARE + rows)[0]))
+    assert verdict in text and sixteen in text and "torch.mm" not in text
+
+
+def test_a_run_without_the_sizes_around_4096_says_so_in_one_line():
+    m = claimed.divisible(_load(SQUARE)[0])   # cuBLAS FP16 at 4096³ only
+    assert m.missing == ["Sizes around 4096 this run lacks for cublas_gemm_fp16: 4088³, 4092³, 4095³, 4097³, 4100³, "
+                         "4104³, 4112³"]
+    assert claimed.divisible_here(m).startswith("This run cannot say")
+    m = claimed.divisible(_load([r for r in SQUARE if r["kernel"] != "cublas_gemm_fp16"])[0])
+    assert m.table.empty and m.missing == ["This run has no cublas_gemm_fp16 row at the sizes around 4096 (4088³, "
+                                           "4092³, 4095³, 4096³, 4097³, 4100³, 4104³, 4112³): the claim is not measured here"]
 
 
 def test_the_v100_headline_is_checked_and_set_beside_its_kernels_at_its_exact_shape():

@@ -2,6 +2,7 @@
 module, so its request table, its no-GPU answers, its exit after a fault that poisons a CUDA
 context, and the one launcher that its traces and its timings share are tested on every machine
 (the device runs the real thing: tests/test_gpu.py)."""
+import functools
 import hashlib
 import itertools
 import json
@@ -47,8 +48,8 @@ def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
         def get_attribute(self, attribute):
             return 1000
 
-        def make_context(self):
-            return types.SimpleNamespace(pop=lambda: None)
+        def retain_primary_context(self):
+            return types.SimpleNamespace(push=lambda: None, pop=lambda: None)
 
     def init():
         if not works:
@@ -152,14 +153,101 @@ def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
     return cuda
 
 
-def _serve(conn, works: bool, memory_works: bool = False) -> None:
+def _log(entry: dict) -> None:
+    with open(os.environ["STAND_IN_GPU_LOG"], "a") as log:
+        log.write(json.dumps(entry) + "\n")
+
+
+class _StandInCublas:
+    """libcublas as timing.Cublas calls it through ctypes (this machine may have none): version 13.0.1,
+    and GEMMs that compute as cuBLAS does, column-major with the leading dimensions given, on the
+    stand-in's device memory, in the element types given (cudaDataType: 0 float, 2 half, 14
+    bfloat16); each GEMM is logged to $STAND_IN_GPU_LOG with its types and leading dimensions."""
+
+    TYPES = {0: np.float32, 2: np.float16, 14: np.uint16}   # bfloat16: its 16 bits
+
+    def __init__(self, cuda):
+        self.cuda, self.math_mode = cuda, None
+
+    def cublasCreate_v2(self, handle):
+        return 0
+
+    def cublasGetVersion_v2(self, handle, version):
+        version._obj.value = 130001
+        return 0
+
+    def cublasSetMathMode(self, handle, mode):
+        self.math_mode = mode
+        return 0
+
+    def cublasSgemm_v2(self, handle, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        return self._gemm("cublasSgemm_v2", (ta, tb, m, n, k), (a, 0, lda), (b, 0, ldb), (c, 0, ldc), None, None)
+
+    def cublasGemmEx(self, handle, ta, tb, m, n, k, alpha, a, a_type, lda, b, b_type, ldb, beta, c, c_type, ldc,
+                     compute, algo):
+        return self._gemm("cublasGemmEx", (ta, tb, m, n, k), (a, a_type, lda), (b, b_type, ldb), (c, c_type, ldc),
+                          compute, algo)
+
+    def _read(self, pointer, cuda_type: int, rows: int, cols: int, ld: int) -> np.ndarray:
+        """A column-major rows x cols matrix with leading dimension ld, as float32."""
+        host = np.empty(cols * ld, dtype=self.TYPES[cuda_type])
+        self.cuda.memcpy_dtoh(host, pointer.value)
+        if cuda_type == 14:
+            host = (host.astype(np.uint32) << 16).view(np.float32)
+        return host.astype(np.float32).reshape(cols, ld)[:, :rows].T
+
+    def _gemm(self, name, dims, a, b, c, compute, algo) -> int:
+        ta, tb, m, n, k = dims
+        _log({"kernel": name, "dims": [m, n, k], "transposes": [ta, tb], "types": [a[1], b[1], c[1]],
+              "leading": [a[2], b[2], c[2]], "compute": compute, "algo": algo, "math_mode": self.math_mode})
+        product = self._read(a[0], a[1], m, k, a[2]) @ self._read(b[0], b[1], k, n, b[2])
+        self.cuda.memcpy_htod(c[0].value, np.ascontiguousarray(product.T, dtype=self.TYPES[c[1]]))
+        return 0
+
+
+def _stand_in_torch() -> types.ModuleType:
+    """PyTorch as timing.TorchMm uses it: a tensor is a numpy array and the device it names; torch.mm
+    computes in float32, stores in the output's type and is logged to $STAND_IN_GPU_LOG."""
+    torch = types.ModuleType("torch")
+
+    class Tensor:
+        def __init__(self, array, device="cpu"):
+            self.array, self.device = array, device
+
+        def to(self, device, dtype):
+            return Tensor(self.array.astype(dtype), device)
+
+        def float(self):
+            return Tensor(self.array.astype(np.float32), self.device)
+
+        def cpu(self):
+            return Tensor(self.array)
+
+        def numpy(self):
+            assert self.device == "cpu", "PyTorch makes no numpy array of a GPU tensor"
+            return self.array
+
+    def mm(a, b, out):
+        _log({"kernel": "torch.mm", "types": [str(t.array.dtype) for t in (a, b, out)],
+              "devices": [t.device for t in (a, b, out)]})
+        out.array[:] = a.array.astype(np.float32) @ b.array.astype(np.float32)
+
+    torch.float16, torch.mm, torch.from_numpy = np.float16, mm, Tensor
+    torch.device = lambda kind, index: f"{kind}:{index}"
+    torch.full = lambda shape, value, device, dtype: Tensor(np.full(shape, value, dtype=dtype), device)
+    torch.cuda = types.SimpleNamespace(is_available=lambda: True, empty_cache=lambda: _log({"kernel": "empty_cache"}))
+    return torch
+
+
+def _serve(conn, works: bool, memory_works: bool = False, torch: bool = False) -> None:
     package = types.ModuleType("pycuda")
     package.driver = _fake_driver(works, memory_works)
     sys.modules["pycuda"], sys.modules["pycuda.driver"] = package, package.driver
+    # PyTorch only where a test stands one in: None makes `import torch` fail, as where it is missing.
+    sys.modules["torch"] = _stand_in_torch() if torch else None
     from engine.bench import timing
     from engine.devices import gpu_worker
-    # cuBLAS 13.0.1, as cublasGetVersion numbers it (this machine may have no libcublas)
-    timing.cublas = lambda: types.SimpleNamespace(version=130001)
+    timing.cublas = functools.cache(lambda: timing.Cublas(_StandInCublas(package.driver)))
     gpu_worker.serve(conn)
 
 
@@ -169,6 +257,10 @@ def serve_with_a_gpu(conn) -> None:       # worker targets: module-level, so a s
 
 def serve_with_a_working_gpu(conn) -> None:
     _serve(conn, True, memory_works=True)
+
+
+def serve_with_a_working_gpu_and_pytorch(conn) -> None:
+    _serve(conn, True, memory_works=True, torch=True)
 
 
 def serve_without_a_gpu(conn) -> None:
@@ -290,3 +382,49 @@ def test_every_timed_sample_is_queued_behind_a_hold_kernel(launch_log, worker):
     holds = [t["args"][0] for t in launches if t["kernel"] == "hold"]
     assert holds[:2] == [2_000_000] * 2                       # calibration: 2 ms, in nanoseconds
     assert holds[2:] == sorted(holds[2:]) and holds[-1] == int(out["hold_ms"] * 1e6) and out["hold_ms"] >= 1.0
+
+
+# cuBLAS as each entry calls it for row-major C = A B (C^T = B^T A^T column-major, so cuBLAS's m is N
+# and B comes first): the function, A's and B's type and C's (cudaDataType), the compute type and the
+# math mode. 0 float, 2 half, 14 bfloat16; 68 CUBLAS_COMPUTE_32F; 3 TF32 tensor-op math.
+CUBLAS_CALLS = {"cublas_sgemm": ("cublasSgemm_v2", [0, 0, 0], None, 0),
+                "cublas_sgemm_tf32": ("cublasSgemm_v2", [0, 0, 0], None, 3),
+                "cublas_gemm_fp16": ("cublasGemmEx", [2, 2, 0], 68, 0),
+                "cublas_gemm_bf16": ("cublasGemmEx", [14, 14, 0], 68, 0)}
+
+
+@pytest.mark.parametrize("worker", [serve_with_a_working_gpu], indirect=True)
+def test_each_cublas_entry_calls_its_function_with_its_types_on_the_same_row_major_buffers(launch_log, worker):
+    p = make_problem(40, 24, 8)   # M, N, K
+    for kernel, (function, types_, compute, math_mode) in CUBLAS_CALLS.items():
+        out = worker.call("bench", {"kernel": kernel, "problem": p, "warmup": 1, "reps": 2}, 120)
+        calls = [t for t in _launches(launch_log) if t["kernel"].startswith("cublas")]
+        assert {t["kernel"] for t in calls} == {function}, kernel
+        first = calls[0]
+        assert first["dims"] == [24, 40, 8] and first["transposes"] == [0, 0]
+        assert first["leading"] == [24, 8, 24]   # B (K x N) first, ld N; A (M x K), ld K; C, ld N
+        assert first["types"] == types_ and first["compute"] == compute and first["math_mode"] == math_mode
+        if function == "cublasGemmEx":
+            assert first["algo"] == -1   # CUBLAS_GEMM_DEFAULT
+        # The stand-in computes what cuBLAS would from what was uploaded: half inputs read as half
+        assert out["correct"] and out["times_ms"], kernel
+
+
+@pytest.mark.parametrize("worker", [serve_with_a_working_gpu_and_pytorch], indirect=True)
+def test_torch_mm_is_timed_on_half_tensors_of_the_same_inputs_and_checked_like_the_rest(launch_log, worker):
+    p = make_problem(40, 24, 8)
+    out = worker.call("bench", {"kernel": "torch_mm_fp16", "problem": p, "warmup": 2, "reps": 3}, 120)
+    logged = _launches(launch_log)
+    mms = [t for t in logged if t["kernel"] == "torch.mm"]
+    assert mms[0]["types"] == ["float16"] * 3 and mms[0]["devices"] == ["cuda:0"] * 3
+    assert out["correct"] and 1e-6 < out["rel_error"] < 5e-3 and len(out["times_ms"]) == 3
+    names = [t["kernel"] for t in logged]
+    assert names[:2] == ["torch.mm"] * 2 and names[2] == "hold"   # warm-up, then held samples like every row's
+    assert names[-1] == "empty_cache"   # PyTorch's cached memory given back after the point
+
+
+@pytest.mark.parametrize("worker", [serve_with_a_working_gpu], indirect=True)
+def test_torch_mm_without_pytorch_is_one_line(worker):
+    with pytest.raises(EngineError, match="^PyTorch is not installed on the GPU machine$"):
+        worker.call("bench", {"kernel": "torch_mm_fp16", "problem": make_problem(40, 24, 8)}, 120)
+    assert worker.alive()

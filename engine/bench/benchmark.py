@@ -29,8 +29,12 @@ from engine.tracing.plan import array_bytes, check_fits_gpu, global_shapes
 
 FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128, "10.0": 128,
                      "12.0": 128}
-# Dense TF32 tensor-core peaks from NVIDIA's datasheets (not derivable from device attributes).
-TF32_DATASHEET_TFLOPS = {"H100": 495.0, "H200": 495.0, "A100": 156.0}
+# Dense tensor-core peaks in TFLOP/s from NVIDIA's datasheets, by the precision of the multiply (not
+# derivable from device attributes), for the GPUs whose names contain the key: the H100 and H200 SXM
+# (half their "with sparsity" figures), the A100.
+DATASHEET_TFLOPS = {"H100": {"tf32": 494.7, "fp16": 989.4, "bf16": 989.4},
+                    "H200": {"tf32": 494.7, "fp16": 989.4, "bf16": 989.4},
+                    "A100": {"tf32": 156.0, "fp16": 312.0, "bf16": 312.0}}
 # The recorded runs shown without a GPU: the shipped ones, or a folder of one's own (its autotuning
 # sweeps in its tuning/); a folder of their own, so recorded_runs() does not list the sweeps.
 RECORDED = Path(os.environ.get("MATMUL_EXPLORER_RECORDED") or Path(__file__).parent / "recorded")
@@ -71,8 +75,15 @@ def device_peaks(info: dict) -> dict:
     lanes = FP32_LANES_PER_SM.get(info.get("compute_capability", ""), 128)
     fp32 = info["sm_count"] * lanes * 2 * info["sm_clock_mhz"] * 1e6 / 1e9
     bandwidth = info["memory_clock_mhz"] * 1e6 * 2 * info["memory_bus_bits"] / 8 / 1e9
-    tf32 = next((v * 1e3 for key, v in TF32_DATASHEET_TFLOPS.items() if key in info.get("name", "")), None)
-    return {"fp32_gflops": fp32, "bandwidth_gbs": bandwidth, "tf32_gflops_datasheet": tf32}
+    return {"fp32_gflops": fp32, "bandwidth_gbs": bandwidth,
+            **{f"{p}_gflops_datasheet": datasheet_gflops(info.get("name"), p) for p in schema.TENSOR_PRECISIONS}}
+
+
+def datasheet_gflops(gpu: str | None, precision: str) -> float | None:
+    """A GPU's dense tensor-core peak at a precision (tf32, fp16, bf16), in GFLOP/s, from its name;
+    None for a GPU the datasheet table does not have."""
+    peaks = next((v for key, v in DATASHEET_TFLOPS.items() if key in (gpu or "")), {})
+    return peaks[precision] * 1e3 if precision in peaks else None
 
 
 def provenance(info: dict, settings: Settings) -> dict:
@@ -185,8 +196,12 @@ def sweep(kernels: list[str], sizes: list[tuple[int, int, int]], settings: Setti
             yield measure(kernel, m, n, k, settings, params, (blocks or {}).get(kernel))
 
 
-# % of cuBLAS is against cuBLAS at the row's own precision.
-CUBLAS_AT = {str(k.precision): k.name for k in registry.CATALOG if k.kind is registry.Kind.CUBLAS}
+# % of cuBLAS is against cuBLAS at the row's own precision: one cuBLAS entry for each (a torch.mm row
+# is measured against it, never the other way round).
+_CUBLAS = [k for k in registry.CATALOG if k.kind is registry.Kind.CUBLAS]
+CUBLAS_AT = {str(k.precision): k.name for k in _CUBLAS}
+if len(CUBLAS_AT) != len(_CUBLAS):
+    raise ValueError("two cuBLAS entries of the registry share a precision: % of cuBLAS would be against either")
 
 
 def derive(df: pd.DataFrame, peaks: dict) -> pd.DataFrame:
@@ -224,13 +239,13 @@ def _cublas_gflops(df: pd.DataFrame) -> np.ndarray:
 # The results table's columns, in order, with readable names; the kernel column is the charts' label
 # (kernel, block shape, compile-time parameters). Beside % of cuBLAS: the SM clock, the cuBLAS and the
 # toolkit it depends on.
-TABLE_COLUMNS = {"gpu": "GPU", "label": "kernel", "m": "M", "n": "N", "k": "K", "status": "status", "gflops": "GFLOP/s",
+TABLE_COLUMNS = {"gpu": "GPU", "label": "kernel", "precision": "precision", "m": "M", "n": "N", "k": "K", "status": "status", "gflops": "GFLOP/s",
                  "pct_cublas": "% of cuBLAS", "sm_clock_mhz": "SM clock (MHz)", "cublas": "cuBLAS",
                  "toolkit": "toolkit", "pct_fp32_peak": "% of FP32 peak", "median_ms": "median (ms)",
                  "spread": "spread (IQR/median)", "reps": "repetitions", "bandwidth_gbs": "bandwidth (GB/s)",
                  "intensity": "FLOP per byte", "rel_error": "relative error", "power_w": "power (W)",
                  "temperature_c": "temperature (°C)", "error": "error"}
-TEXT_COLUMNS = ("gpu", "label", "status", "cublas", "toolkit", "error")
+TEXT_COLUMNS = ("gpu", "label", "precision", "status", "cublas", "toolkit", "error")
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:

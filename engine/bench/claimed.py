@@ -1,9 +1,11 @@
 """The speed figures two source documents print, checked, and set beside the same kernels in a run
 recorded here.
 
-"Matrix Multiplication in CUDA" prints rough A100 throughputs, each with a % of peak; "CUDA Kernel for
-Non-Square Matrix Multiplication" a V100 headline for n = 4096, k = 128. Their figures are typed in
-below as the documents print them, with the datasheet peaks of those GPUs. Everything said about
+"Matrix Multiplication in CUDA" prints rough A100 throughputs, each with a % of peak, and says that
+tensor cores want dimensions divisible by 8 (ideal: 16); "CUDA Kernel for Non-Square Matrix
+Multiplication" a V100 headline for n = 4096, k = 128. Their figures are typed in below as the
+documents print them, with the datasheet peaks of those GPUs (the tensor-core ones are
+engine/bench/benchmark.py's DATASHEET_TFLOPS, as this GPU's are). Everything said about
 them (their arithmetic, the peak a % implies) is computed from those, and every figure of this GPU
 from the rows of the run shown: nothing measured is typed in. Where the run lacks a row, `missing`
 says which. Imports no Streamlit; the claims' own words are pages/lib/claims.py's.
@@ -20,11 +22,12 @@ from engine.kernels import registry
 from engine.plots import charts
 
 # NVIDIA's A100 datasheet, dense (TF32 and FP16 on tensor cores), in TFLOP/s by the multiply's precision.
-A100_PEAK_TFLOPS = {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0}
+A100_PEAK_TFLOPS = {"fp32": 19.5, **{p: benchmark.DATASHEET_TFLOPS["A100"][p] for p in ("tf32", "fp16")}}
 V100_FP32_PEAK_TFLOPS = 15.7   # the V100 SXM2's datasheet (the PCIe card's: 14)
 SQUARE = 4096                  # the size the documents' figures are compared at (else the largest square run)
 # Columns of the tables that the words below also read.
 PCT_HERE, FP32_PCT_HERE = "% of this GPU's peak", "% of this GPU's FP32 peak"
+PEAK_HERE = "this GPU's peak at its precision"
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class Printed:
     tflops: float
     pct_of_peak: float
     precision: str
-    kernel: str | None                                   # None: the catalog has none yet
+    kernel: str                                          # the catalog's kernel that does the same
     config: dict = field(default_factory=dict)           # the document's own: {"block": "16x16"}, {"TILE": 16}
     why: str = ""                                        # why that kernel and configuration
 
@@ -59,7 +62,7 @@ CUDA_TABLE = (
     Printed("Tiled", 5, 3, "fp32", "tiled_guarded", {"TILE": 16}, "its tiled kernel has boundary guards, TILE_SIZE 16"),
     Printed("cuBLAS FP32", 19, 12, "fp32", "cublas_sgemm", why="cublasSgemm, default math"),
     Printed("cuBLAS TF32", 150, 50, "tf32", "cublas_sgemm_tf32", why="the same call with TF32 tensor-op math"),
-    Printed("cuBLAS FP16", 300, 95, "fp16", None),
+    Printed("cuBLAS FP16", 300, 95, "fp16", "cublas_gemm_fp16", why="cublasGemmEx, FP16 inputs, FP32 accumulate"),
 )
 
 
@@ -116,6 +119,11 @@ def _timed(df: pd.DataFrame) -> pd.DataFrame:
     return ok.assign(label=charts.labels(ok) if len(ok) else [])
 
 
+def _gpu(ok: pd.DataFrame) -> str | None:
+    """The GPU the timed rows are from (_timed keeps the first one's)."""
+    return ok["gpu"].iloc[0] if "gpu" in ok and len(ok) else None
+
+
 def _matches(row, config: dict) -> bool:
     params = row.get("params") if isinstance(row.get("params"), dict) else {}
     return all(row.get(key) == value if key in ("kernel", "block") else params.get(key) == value
@@ -135,9 +143,12 @@ def _shape_text(shape: tuple[int, int, int]) -> str:
     return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
 
 
-def this_gpu_peaks(peaks: dict) -> dict[str, float | None]:
-    """This GPU's peaks in GFLOP/s by precision: FP32 from its attributes, TF32 from NVIDIA's datasheet."""
-    return {"fp32": peaks["fp32_gflops"], "tf32": peaks.get("tf32_gflops_datasheet"), "fp16": None}
+def this_gpu_peaks(peaks: dict, gpu: str | None) -> dict[str, float | None]:
+    """This GPU's peaks in GFLOP/s by precision: FP32 from its attributes, the tensor-core ones from
+    NVIDIA's datasheet (as the run recorded them, or by the GPU's name for a run recorded before it
+    recorded them); None where the datasheet table lacks the GPU."""
+    return {"fp32": peaks["fp32_gflops"],
+            **{p: peaks.get(f"{p}_gflops_datasheet") or benchmark.datasheet_gflops(gpu, p) for p in ("tf32", "fp16")}}
 
 
 def cuda_table(df: pd.DataFrame, peaks: dict) -> Measured:
@@ -145,13 +156,12 @@ def cuda_table(df: pd.DataFrame, peaks: dict) -> Measured:
     ok = _timed(df)
     n = benchmark.square_size(ok, SQUARE)
     here = ok[(ok["m"] == n) & (ok["n"] == n) & (ok["k"] == n)] if n else ok.iloc[:0]
-    mine = this_gpu_peaks(peaks)
+    gpu = _gpu(ok)
+    mine = this_gpu_peaks(peaks, gpu)
     rows, missing = [], []
     for p in CUDA_TABLE:
-        row = _pick(here[here["kernel"] == p.kernel], p.config) if p.kernel else None
-        if p.kernel is None:
-            missing.append(f"{p.name}: the catalog has no {p.precision.upper()} kernel yet, so it is not measured here")
-        elif row is None:
+        row = _pick(here[here["kernel"] == p.kernel], p.config)
+        if row is None:
             missing.append(f"{p.name}: {p.kernel} is not in this run" + (f" at {_shape_text((n, n, n))}" if n else ""))
         elif p.config and not _matches(row, p.config):
             missing.append(f"{p.name}: the document's own configuration is not in this run; {row['label']} is shown")
@@ -161,16 +171,15 @@ def cuda_table(df: pd.DataFrame, peaks: dict) -> Measured:
         rows.append({"as printed": p.name, "A100 TFLOP/s": p.tflops, "% of peak": p.pct_of_peak,
                      "kernel here": row["label"] if row is not None else "—", "TFLOP/s here": gflops / 1e3,
                      PCT_HERE: 100 * gflops / peak if peak else math.nan,
+                     PEAK_HERE: peak / 1e3 if peak else math.nan,
                      "peak that % implies": p.implied_peak, "A100 peak at its precision": A100_PEAK_TFLOPS[p.precision],
                      "% of that peak": p.own_peak_pct})
-    gpu = ok["gpu"].iloc[0] if "gpu" in ok and len(ok) else None
     return Measured(pd.DataFrame(rows), gpu, (n, n, n) if n else None, missing)
 
 
 def cuda_table_kernels() -> str:
     """Which kernel of the catalog stands for each printed row, and why."""
-    return "; ".join(f"{p.name}: {_config_label({'kernel': p.kernel, **p.config})} ({p.why})"
-                     for p in CUDA_TABLE if p.kernel) + "."
+    return "; ".join(f"{p.name}: {_config_label({'kernel': p.kernel, **p.config})} ({p.why})" for p in CUDA_TABLE) + "."
 
 
 def _nearest_peak(tflops: float) -> str:
@@ -209,9 +218,136 @@ def cuda_table_here(m: Measured, escape=str) -> str:
         return "This run has no square size to compare at."
     t = m.table[m.table["TFLOP/s here"].notna()]
     figures = "; ".join(f"{r['as printed']} ({r['kernel here']}) {r['TFLOP/s here']:,.1f} TFLOP/s, "
-                        f"{r[PCT_HERE]:.1f}% of this GPU's {CUDA_TABLE[i].precision.upper()} peak" for i, r in t.iterrows())
-    where = f"On the {escape(m.gpu)}" if m.gpu else "Here"
-    return f"{where} at {_shape_text(m.shape)}: {figures or 'none of these kernels was timed'}."
+                        + _of_peak(r[PCT_HERE], "this GPU's", CUDA_TABLE[i].precision) for i, r in t.iterrows())
+    return f"{_where(m, escape)} at {_shape_text(m.shape)}: {figures or 'none of these kernels was timed'}."
+
+
+def _where(m: Measured, escape=str) -> str:
+    return f"On the {escape(m.gpu)}" if m.gpu else "Here"
+
+
+def _of_peak(pct: float, whose: str, precision: str) -> str:
+    """'80.9% of <whose> TF32 peak', or that the datasheet table has no such peak for this GPU."""
+    return f"{pct:.1f}% of {whose} {precision.upper()} peak" if pd.notna(pct) else _no_peak(precision)
+
+
+def _no_peak(precision: str) -> str:
+    return f"no {precision.upper()} peak known for this GPU (not in the datasheet table)"
+
+
+TENSOR_ROWS = ("cuBLAS TF32", "cuBLAS FP16")   # the table's tensor-core rows, TF32 first
+
+
+def tensor_cores_here(m: Measured, escape=str) -> str:
+    """The tensor-core rows each against the peak of its own precision, on the A100 (as printed) and on
+    this GPU (its TFLOP/s are cuda_table_here's), and FP16 over TF32 beside the ratio of the two peaks."""
+    tf32, fp16 = (next(p for p in CUDA_TABLE if p.name == name) for name in TENSOR_ROWS)
+    a100 = (f"On the A100, {tf32.name} (about {tf32.tflops:g} TFLOP/s) is {tf32.own_peak_pct:.0f}% of its TF32 peak "
+            f"({A100_PEAK_TFLOPS['tf32']:g}) and {fp16.name} (about {fp16.tflops:g}) {fp16.own_peak_pct:.0f}% of its "
+            f"FP16 peak ({A100_PEAK_TFLOPS['fp16']:g}): FP16 {fp16.tflops / tf32.tflops:.1f}× TF32, the peaks "
+            f"{A100_PEAK_TFLOPS['fp16'] / A100_PEAK_TFLOPS['tf32']:.1f}× apart.")
+    t = m.table.set_index("as printed")
+    rows = [(p, t.loc[p.name]) for p in (tf32, fp16) if m.shape and pd.notna(t.loc[p.name, "TFLOP/s here"])]
+    if not rows:
+        return a100
+    peaks = ", ".join(f"{p.precision.upper()} {r[PEAK_HERE]:,.1f}" for p, r in rows if pd.notna(r[PEAK_HERE]))
+    text = f"{_where(m, escape)} at {_shape_text(m.shape)}" + (f", against its datasheet peaks ({peaks} TFLOP/s)"
+                                                               if peaks else "") + ": " + "; ".join(
+        f"{p.name} {r[PCT_HERE]:.1f}%" if pd.notna(r[PCT_HERE]) else f"{p.name}: {_no_peak(p.precision)}"
+        for p, r in rows)
+    if len(rows) == 2:
+        (_, a), (_, b) = rows
+        text += f"; FP16 {b['TFLOP/s here'] / a['TFLOP/s here']:.2f}× TF32" + (
+            f", the peaks {b[PEAK_HERE] / a[PEAK_HERE]:.1f}× apart" if pd.notna(a[PEAK_HERE]) and pd.notna(b[PEAK_HERE])
+            else "")
+    return f"{a100} {text}."
+
+
+# Its "PyTorch Connection": torch.mm and the like "eventually call cuBLAS GEMM", and tensor cores are
+# used with "dimensions divisible by 8 (ideal: 16)" and FP16 or BF16. Measured with cuBLAS FP16 (and
+# torch.mm FP16 where the run has it) at n³ for sizes around 4096 that are, and are not, multiples of 8.
+DIVISIBLE_SIZES = (4088, 4092, 4095, 4096, 4097, 4100, 4104, 4112)
+DIVISIBLE_KERNEL, TORCH_KERNEL = "cublas_gemm_fp16", "torch_mm_fp16"
+# The columns of its table that the words below read.
+SPEED, OF_4096 = f"{DIVISIBLE_KERNEL} TFLOP/s", "% of 4096³"
+TORCH_SPEED, TORCH_SHARE = f"{TORCH_KERNEL} TFLOP/s", "torch.mm: % of cuBLAS FP16"
+# Speeds closer than this are called the same: a point's own spread is under 1% in the recorded runs,
+# but a tensor-core load can move the clock by a few %.
+SAME_WITHIN = 0.05
+
+
+def divides_by(n: int) -> str:
+    """The largest of 16, 8, 4 and 2 that divides n ('÷16' sizes are multiples of 8 too), or 'odd'."""
+    return next((f"÷{d}" for d in (16, 8, 4, 2) if n % d == 0), "odd")
+
+
+def divisible(df: pd.DataFrame) -> Measured:
+    """cuBLAS FP16 at each size of DIVISIBLE_SIZES cubed: what the size divides by, TFLOP/s, and against
+    4096³; torch.mm FP16 beside it, where timed, as TFLOP/s and % of cuBLAS FP16 at that size."""
+    ok = _timed(df)
+    square = ok[(ok["m"] == ok["n"]) & (ok["n"] == ok["k"]) & ok["m"].isin(DIVISIBLE_SIZES)]
+
+    def tflops(kernel: str) -> pd.Series:
+        return square[square["kernel"] == kernel].drop_duplicates("m").set_index("m")["gflops"] / 1e3
+
+    table = pd.DataFrame({"N": DIVISIBLE_SIZES, "divisible by": [divides_by(n) for n in DIVISIBLE_SIZES]})
+    cublas, torch = tflops(DIVISIBLE_KERNEL), tflops(TORCH_KERNEL)
+    table[SPEED] = table["N"].map(cublas)
+    table[OF_4096] = 100 * table[SPEED] / cublas.get(4096, math.nan)
+    if len(torch):
+        table[TORCH_SPEED] = table["N"].map(torch)
+        table[TORCH_SHARE] = 100 * table[TORCH_SPEED] / table[SPEED]
+    have = table[SPEED].notna()
+    lacking = ", ".join(f"{n}³" for n in table.loc[~have, "N"])
+    gpu = _gpu(ok)
+    if not have.any():   # nothing to show but the one line
+        return Measured(table.iloc[:0], gpu, None, [f"This run has no {DIVISIBLE_KERNEL} row at the sizes around "
+                                                    f"4096 ({lacking}): the claim is not measured here"])
+    return Measured(table, gpu, None, [f"Sizes around 4096 this run lacks for {DIVISIBLE_KERNEL}: {lacking}"] if lacking else [])
+
+
+def _group(t: pd.DataFrame, pick: pd.Series, column: str) -> tuple[list[int], float]:
+    """The sizes of t that `pick` selects and the median of their `column`."""
+    return list(t.loc[pick, "N"]), float(t.loc[pick, column].median())
+
+
+def _compared(ratio: float) -> str:
+    return "as fast" if abs(ratio - 1) <= SAME_WITHIN else f"{ratio:.0%} as fast" if ratio < 1 else f"{ratio:.2f}× as fast"
+
+
+def divisible_here(m: Measured, escape=str) -> str:
+    """What the run says of the claim, computed from its rows: the sizes not divisible by 8 against
+    those that are, and multiples of 16 against multiples of 8 only (medians of each group)."""
+    t = m.table[m.table[SPEED].notna()]
+    of8, of16 = t["N"] % 8 == 0, t["N"] % 16 == 0
+    by8, not8, by16, only8 = (_group(t, pick, SPEED) for pick in (of8, ~of8, of16, of8 & ~of16))
+    if not by8[0] or not not8[0]:
+        return "This run cannot say: it needs cuBLAS FP16 at sizes both divisible and not divisible by 8."
+    ratio = not8[1] / by8[1]
+    slowest = t.loc[t[SPEED].idxmin()]
+    if abs(ratio - 1) <= SAME_WITHIN:
+        verdict = f"Divisible by 8 made no difference beyond {SAME_WITHIN:.0%} here"
+    elif ratio < 1:
+        verdict = "Divisible by 8 matters here, as the document says"
+    else:
+        verdict = "The reverse of the claim here: the sizes not divisible by 8 ran faster"
+    text = (f"{_where(m, escape)}, {DIVISIBLE_KERNEL}: sizes not divisible by 8 ({_sizes(not8[0])}) ran a median "
+            f"{not8[1]:,.1f} TFLOP/s against {by8[1]:,.1f} for multiples of 8 ({_sizes(by8[0])}), {_compared(ratio)}; "
+            f"the slowest, {int(slowest['N'])}³ ({slowest['divisible by']}), {slowest[SPEED]:,.1f}. {verdict}.")
+    if by16[0] and only8[0]:
+        gain = by16[1] / only8[1]
+        text += (f" Multiples of 16 ({_sizes(by16[0])}) against multiples of 8 only ({_sizes(only8[0])}): "
+                 f"{by16[1]:,.1f} against {only8[1]:,.1f} TFLOP/s, " + (
+                     f"the same within {SAME_WITHIN:.0%}: 16 is no better than 8 here." if abs(gain - 1) <= SAME_WITHIN else
+                     f"{gain - 1:+.0%}: 16 is {'better' if gain > 1 else 'worse'} than 8 here."))
+    if TORCH_SHARE in t and t[TORCH_SHARE].notna().any():
+        text += (f" torch.mm (FP16) at the same sizes ran {_span(list(t[TORCH_SHARE].dropna()))}% of cuBLAS FP16's "
+                 "speed (the document: it calls cuBLAS GEMM).")
+    return text
+
+
+def _sizes(ns: list[int]) -> str:
+    return ", ".join(map(str, ns))
 
 
 def non_square_check() -> str:
@@ -243,7 +379,7 @@ def non_square(df: pd.DataFrame, peaks: dict) -> Measured:
         TIMES_PRINTED: shown["gflops"] / h.gflops,
         FP32_PCT_HERE: 100 * shown["gflops"] / peaks["fp32_gflops"],
         "% of cuBLAS": shown["pct_cublas"] if "pct_cublas" in shown else math.nan}).reset_index(drop=True)
-    gpu = ok["gpu"].iloc[0] if "gpu" in ok and len(ok) else None
+    gpu = _gpu(ok)
     lines = [f"Not in this run at {_shape_text(shape)}: {', '.join(missing)}"] if missing else []
     return Measured(table, gpu, shape, lines)
 
@@ -258,7 +394,7 @@ def _config_label(config: dict) -> str:
 def non_square_here(m: Measured, escape=str) -> str:
     """The best of the document's kernels here, the ladder's best and cuBLAS, in words."""
     h, t = NON_SQUARE, m.table
-    where = f"On the {escape(m.gpu)}" if m.gpu else "Here"
+    where = _where(m, escape)
     parts = []
     for role, name in (("the document's kernel", "its fastest kernel"), ("the ladder's best", "the ladder's best"),
                        ("cuBLAS", "cuBLAS")):

@@ -66,8 +66,10 @@ class Field:
         return self.expected or KINDS[self.kind][1]
 
 
+# The precisions whose tensor-core peaks come from NVIDIA's datasheets (engine/bench/benchmark.py).
+TENSOR_PRECISIONS = ("tf32", "fp16", "bf16")
 PEAKS = {"fp32_gflops": Field("positive", True), "bandwidth_gbs": Field("positive", True),
-         "tf32_gflops_datasheet": Field("positive")}
+         **{f"{p}_gflops_datasheet": Field("positive") for p in TENSOR_PRECISIONS}}
 SETTINGS = {"warmup": Field("count"), "reps": Field("count"), "flush_l2": Field("flag"),
             "seconds_per_point": Field("number")}
 # Nested objects, by name; each of their fields is a scalar, so a valid document nests three deep (a

@@ -7,6 +7,11 @@ hold kernel, so the host's submission time is never timed), after warm-up launch
 an L2 flush (a memset over twice the L2) before each repetition, outside the timed region.
 Correctness gate: the result is checked against float64 numpy (NaN-aware: outputs start as NaN)
 before any time is reported; a wrong kernel comes back as wrong, never as fast.
+
+Library entries: cuBLAS through ctypes on the launcher's buffers; torch.mm (Kind.TORCH) on PyTorch's
+own tensors made from the same host inputs, where the GPU machine has PyTorch (imported here only,
+when such a row is timed). Both run in the worker's context, the device's primary one, on its
+default stream, so the same events time them.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import numpy as np
 import pycuda.driver as cuda
 
 from engine.devices import gpu
+from engine.errors import EngineError
 from engine.kernels import reference, registry
 from engine.kernels.problem import Problem, make_inputs
 from engine.tracing.plan import global_shapes, size_arguments
@@ -34,24 +40,29 @@ class Cublas:
     """cuBLAS through ctypes, in the worker's current context (one per worker: cublas())."""
 
     DEFAULT_MATH, TF32_TENSOR_OP_MATH = 0, 3
+    # cudaDataType (library_types.h) of A and B by the entry's input precision; C is CUDA_R_32F.
+    DATA_TYPE = {registry.Precision.FP16: 2, registry.Precision.BF16: 14}   # CUDA_R_16F, CUDA_R_16BF
+    R_32F, COMPUTE_32F, GEMM_DEFAULT = 0, 68, -1   # CUDA_R_32F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT
 
-    def __init__(self):
-        names = [ctypes.util.find_library("cublas"), *sorted(glob.glob("/usr/local/cuda/lib64/libcublas.so*")),
-                 *sorted(glob.glob(sysconfig.get_paths()["purelib"] + "/nvidia/*/lib/libcublas.so*"))]
-        for name in filter(None, names):
-            try:
-                self.lib = ctypes.CDLL(name)
-                self.path = name
-                break
-            except OSError:
-                continue
-        else:
-            raise RuntimeError("libcublas was not found")
+    def __init__(self, lib=None):
+        """lib: libcublas loaded already (tests: a stand-in); by default the first one found."""
+        self.lib, self.path = (lib, "given") if lib is not None else self._load()
         self.handle = ctypes.c_void_p()
         self._check(self.lib.cublasCreate_v2(ctypes.byref(self.handle)), "cublasCreate")
         version = ctypes.c_int()
         self.lib.cublasGetVersion_v2(self.handle, ctypes.byref(version))
         self.version = version.value
+
+    @staticmethod
+    def _load() -> tuple[ctypes.CDLL, str]:
+        names = [ctypes.util.find_library("cublas"), *sorted(glob.glob("/usr/local/cuda/lib64/libcublas.so*")),
+                 *sorted(glob.glob(sysconfig.get_paths()["purelib"] + "/nvidia/*/lib/libcublas.so*"))]
+        for name in filter(None, names):
+            try:
+                return ctypes.CDLL(name), name
+            except OSError:
+                continue
+        raise RuntimeError("libcublas was not found")
 
     @staticmethod
     def _check(status: int, what: str) -> None:
@@ -66,6 +77,17 @@ class Cublas:
         p = ctypes.c_void_p
         self._check(self.lib.cublasSgemm_v2(self.handle, 0, 0, n, m, k, ctypes.byref(alpha), p(int(b)), n,
                                             p(int(a)), k, ctypes.byref(beta), p(int(c)), n), "cublasSgemm")
+
+    def gemm_ex(self, a, b, c, m: int, n: int, k: int, inputs: registry.Precision) -> None:
+        """Row-major C (float32) = A B with A and B in `inputs` (FP16 or BF16), summed in FP32 on tensor
+        cores: cublasGemmEx, with the same swap as sgemm (column-major C^T = B^T A^T)."""
+        # The handle's math mode outlives a call: a TF32 sgemm before must not change this one.
+        self._check(self.lib.cublasSetMathMode(self.handle, self.DEFAULT_MATH), "cublasSetMathMode")
+        alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)   # float scalars: CUBLAS_COMPUTE_32F's
+        p, t = ctypes.c_void_p, self.DATA_TYPE[inputs]
+        self._check(self.lib.cublasGemmEx(self.handle, 0, 0, n, m, k, ctypes.byref(alpha), p(int(b)), t, n,
+                                          p(int(a)), t, k, ctypes.byref(beta), p(int(c)), self.R_32F, n,
+                                          self.COMPUTE_32F, self.GEMM_DEFAULT), "cublasGemmEx")
 
 
 @functools.cache
@@ -97,13 +119,57 @@ def telemetry() -> dict:
         return {}
 
 
+# PyTorch's element type of A and B by the entry's input precision.
+TORCH_TYPES = {registry.Precision.FP16: "float16", registry.Precision.BF16: "bfloat16"}
+TORCH_DEVICE = 0   # the worker's device (gpu_worker: cuda.Device(0))
+
+
+def _torch():
+    """PyTorch, imported only here, in the GPU worker, when a torch row is timed; one line where it is
+    missing (it is never a requirement)."""
+    try:
+        import torch  # noqa: PLC0415 - optional, GPU machines only
+    except ImportError:
+        raise EngineError("PyTorch is not installed on the GPU machine") from None
+    if not torch.cuda.is_available():
+        raise EngineError("PyTorch on the GPU machine was built without CUDA")
+    return torch
+
+
+class TorchMm:
+    """torch.mm on PyTorch's own tensors, made from the same host inputs as every other row's (A and B
+    rounded to the entry's input type), on the worker's device; C starts as NaN like the launcher's
+    outputs. Calling it runs one torch.mm into C."""
+
+    def __init__(self, spec: registry.KernelSpec, problem: Problem, a: np.ndarray, b: np.ndarray):
+        self.torch = torch = _torch()
+        dtype, device = getattr(torch, TORCH_TYPES[spec.inputs]), torch.device("cuda", TORCH_DEVICE)
+        self.a, self.b = (torch.from_numpy(x).to(device=device, dtype=dtype) for x in (a, b))
+        self.c = torch.full((problem.m, problem.n), float("nan"), device=device, dtype=dtype)
+
+    def __call__(self) -> None:
+        self.torch.mm(self.a, self.b, out=self.c)
+
+    def result(self) -> np.ndarray:
+        """C on the host as float32 (torch.mm on half tensors returns half), for the same check."""
+        return self.c.float().cpu().numpy()
+
+    def free(self) -> None:
+        """Gives PyTorch's cached memory back, so the free memory the next point is checked against is true."""
+        del self.a, self.b, self.c
+        self.torch.cuda.empty_cache()
+
+
 def _calls(launcher: gpu.Launcher, spec: registry.KernelSpec, problem: Problem, source_override: str | None) -> list:
     """What one run of the kernel launches: its launches in order (plain build, registry geometry), or
-    the cuBLAS call on the same buffers."""
+    the cuBLAS call on the same buffers (SGEMM for FP32 inputs, GemmEx for half-precision ones)."""
     if spec.kind is registry.Kind.CUBLAS:
         a, b, c = (launcher.buffer(name) for name in ("A", "B", "C"))
+        m, n, k = problem.m, problem.n, problem.k
+        if spec.inputs in Cublas.DATA_TYPE:
+            return [lambda: cublas().gemm_ex(a, b, c, m, n, k, spec.inputs)]
         tf32 = spec.compute is registry.Precision.TF32
-        return [lambda: cublas().sgemm(a, b, c, problem.m, problem.n, problem.k, tf32)]
+        return [lambda: cublas().sgemm(a, b, c, m, n, k, tf32)]
     last = len(spec.launches) - 1
     return [launcher.kernel(source_override if source_override and i == last else launch.file, problem.params,
                             launch.grid(problem), launch.block(problem), traced=False,
@@ -119,17 +185,21 @@ def run_bench(modules: dict, info: dict, kernel: str, problem: Problem, warmup: 
     problem = registry.bind(spec, problem)
     a, b = make_inputs(problem)
     launcher = gpu.Launcher(modules, global_shapes(problem), size_arguments(problem), spec.inputs)
-    flush = None
+    flush = mm = None
     try:
-        launcher.upload({"A": a, "B": b})
-        calls = _calls(launcher, spec, problem, source_override)
+        if spec.kind is registry.Kind.TORCH:
+            mm = TorchMm(spec, problem, a, b)
+            calls, result = [mm], mm.result
+        else:
+            launcher.upload({"A": a, "B": b})
+            calls, result = _calls(launcher, spec, problem, source_override), lambda: launcher.download("C")
         if flush_l2:
             flush_words = 2 * info["l2_bytes"] // 4
             flush = cuda.mem_alloc(4 * flush_words)
         # Correctness gate on the result of the warm-up (or of a first run).
         launcher.run(calls, max(warmup, 1))
         cuda.Context.synchronize()
-        c = launcher.download("C")
+        c = result()
         rows = np.arange(problem.m) if problem.m <= CHECK_ROWS else \
             np.random.default_rng(1).choice(problem.m, CHECK_ROWS, replace=False)
         expected = a[rows].astype(np.float64) @ b.astype(np.float64)
@@ -176,5 +246,7 @@ def run_bench(modules: dict, info: dict, kernel: str, problem: Problem, warmup: 
                 "tolerance": spec.tolerance, "checked_rows": int(len(rows)), "telemetry": telemetry()}
     finally:
         launcher.free()
+        if mm is not None:
+            mm.free()
         if flush is not None:
             flush.free()

@@ -52,7 +52,11 @@ def serve(conn) -> None:
         import pycuda.driver as cuda  # noqa: PLC0415 - only ever here, in the worker process
         cuda.init()
         dev = cuda.Device(0)
-        ctx = dev.make_context()
+        # The device's primary context, the one the CUDA runtime uses: cuBLAS and PyTorch (runtime
+        # libraries) run in the same context as the events that time them, and PyTorch finds the
+        # context it expects (its calls can fail in a context of PyCUDA's own, make_context's).
+        ctx = dev.retain_primary_context()
+        ctx.push()
         info = device_info(cuda, dev)
     except Exception as exc:  # no driver, no GPU, no PyCUDA: the app runs in CPU mode
         info = {"available": False, "reason": f"{type(exc).__name__}: {exc}".strip()}

@@ -6,8 +6,9 @@ of engine/kernels/documents.py, whose titles are what users read), the lesson it
 - its compile-time parameters by name, with their allowed values (`params`, `defaults`) and rules
   between them or on the sizes (`rules`); each name is a macro its source uses, set with -D;
 - its kind (Kind): CUDA kernels run from cuda/ sources and can be traced; CUBLAS entries call cuBLAS
-  on the same buffers (timed, not traced); REFERENCE is the float64 numpy product every result is
-  checked against;
+  on the same buffers (timed, not traced); TORCH entries call torch.mm where the GPU machine has
+  PyTorch (timed, not traced); REFERENCE is the float64 numpy product every result is checked
+  against;
 - its number types (`inputs`, `compute` (the multiply), `accumulate`): what the tolerance of its
   result check follows;
 - its launch geometry (Launch.grid/block, read from the problem's sizes, block and params; kept
@@ -39,6 +40,7 @@ class Kind(enum.StrEnum):
     OPAQUE = "opaque"         # a cuda/ source whose loads the hardware addresses (WMMA fragments,
                               # wgmma descriptors, TMA): timed and checked, not traced
     CUBLAS = "cublas"         # a cuBLAS call on the same buffers: timed, not traced
+    TORCH = "torch"           # torch.mm on the GPU where PyTorch is installed: timed, not traced
     REFERENCE = "reference"   # float64 numpy on the host: what results are checked against
 
 
@@ -135,7 +137,7 @@ class KernelSpec:
 
     @property
     def timed(self) -> bool:
-        return self.kind in (Kind.CUDA, Kind.OPAQUE, Kind.CUBLAS)
+        return self.kind in (Kind.CUDA, Kind.OPAQUE, Kind.CUBLAS, Kind.TORCH)
 
     @property
     def compiled(self) -> bool:
@@ -622,6 +624,37 @@ CATALOG: tuple[KernelSpec, ...] = (
         lesson="The same call with TF32 tensor cores allowed: FP32 storage, a 10-bit-mantissa multiply.",
         kind=Kind.CUBLAS,
         compute=Precision.TF32,
+        shows=frozenset({"benchmarks"}),
+    ),
+    KernelSpec(
+        name="cublas_gemm_fp16",
+        title="cuBLAS GemmEx, FP16 inputs, FP32 accumulate",
+        seeds=("002",),
+        lesson="Half-precision A and B on tensor cores, summed in FP32: the cuBLAS FP16 row of the A100 table.",
+        kind=Kind.CUBLAS,
+        inputs=Precision.FP16,
+        compute=Precision.FP16,
+        shows=frozenset({"benchmarks"}),
+    ),
+    KernelSpec(
+        name="cublas_gemm_bf16",
+        title="cuBLAS GemmEx, BF16 inputs, FP32 accumulate",
+        seeds=("002",),
+        lesson="The same call on bfloat16 A and B: FP32's exponent range with 7 mantissa bits, on the same tensor cores.",
+        kind=Kind.CUBLAS,
+        inputs=Precision.BF16,
+        compute=Precision.BF16,
+        shows=frozenset({"benchmarks"}),
+    ),
+    KernelSpec(
+        name="torch_mm_fp16",
+        title="torch.mm, FP16",
+        seeds=("002",),
+        lesson="torch.mm on half tensors, which the PyTorch connection says ends in a cuBLAS GEMM: timed where the GPU "
+               "machine has PyTorch.",
+        kind=Kind.TORCH,
+        inputs=Precision.FP16,
+        compute=Precision.FP16,
         shows=frozenset({"benchmarks"}),
     ),
     KernelSpec(

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine.bench import schema
 from engine.kernels import registry
 from engine.plots import style
 from engine.plots.style import EXPORT_FONT, PALETTE
@@ -245,9 +246,14 @@ def roofline(df: pd.DataFrame, peaks: dict, font: int = EXPORT_FONT, note: str =
     bw = peaks["bandwidth_gbs"]
     roofs = [(peaks["fp32_gflops"], f"FP32 roof {peaks['fp32_gflops'] / 1e3:.1f} TFLOP/s · {bw / 1e3:.2f} TB/s",
               "solid")]
-    if peaks.get("tf32_gflops_datasheet"):
-        roofs.append((peaks["tf32_gflops_datasheet"],
-                      f"TF32 tensor roof {peaks['tf32_gflops_datasheet'] / 1e3:.0f} TFLOP/s (datasheet)", "dash"))
+    # The TF32 tensor roof always; the FP16 and BF16 ones under rows of theirs (one line where equal).
+    tensor: dict[float, list[str]] = {}
+    for precision in schema.TENSOR_PRECISIONS:
+        peak = peaks.get(f"{precision}_gflops_datasheet")
+        if peak and (precision == "tf32" or ("precision" in ok and (ok["precision"] == precision).any())):
+            tensor.setdefault(peak, []).append(precision.upper())
+    roofs += [(peak, f"{'/'.join(names)} tensor roof {peak / 1e3:.0f} TFLOP/s (datasheet)", "dash")
+              for peak, names in tensor.items()]
     for peak, name, dash in roofs:
         fig.add_scatter(x=ai, y=np.minimum(ai * bw, peak), mode="lines", name=name, showlegend=False,
                         line={"color": style.ROOF if dash == "solid" else style.SECOND_ROOF, "dash": dash}, hoverinfo="name")

@@ -69,6 +69,9 @@ MEASURED = {
     "cuda_table": _by(claimed.CUDA_DOC) + "'Performance Comparison (Rough)' on an A100: " + "; ".join(
         # (a tilde escaped: GitHub-flavoured Markdown strikes text through between single tildes)
         f"{p.name} \\~{p.tflops:g} TFLOPS, {p.pct_of_peak:g}% of peak" for p in claimed.CUDA_TABLE) + ".",
+    "divisible": _by(claimed.CUDA_DOC) + "'PyTorch Connection': torch.mm(A, B), torch.matmul(A, B), A @ B and "
+    "F.linear 'all ... eventually call cuBLAS GEMM'; 'Check if tensor cores are being used: Dimensions divisible by 8 "
+    "(ideal: 16), FP16 or BF16 dtype, Compute capability ≥ 7.0'.",
     "non_square": _by(claimed.NON_SQUARE_DOC) + f"on a {_HEADLINE.gpu}, matrix size n = {_HEADLINE.n} and kernel size "
     f"k = {_HEADLINE.k} (C = A·B with A {_HEADLINE.n}×{_HEADLINE.k} and B {_HEADLINE.k}×{_HEADLINE.n}): multiplication "
     f"time {_HEADLINE.seconds:g} s, performance {_HEADLINE.gflops:g} GFLOPS.",
