@@ -33,6 +33,9 @@ def test_every_kernel_result_matches_float64_numpy(spec, size):
     # Not the defaults: the last allowed choice of its parameters (the largest TILE, PAD 1, ...).
     p = make_problem(m, n, k, block=spec.default_block, params=spec.combinations()[-1] if spec.params else {})
     out = _bench_or_skip(spec, p)
+    if spec.name == "wmma_seed":   # the document's kernel reads B's 16 x 16 blocks transposed: wrong, as shown
+        assert not out["correct"] and out["rel_error"] > 1e-2, out
+        return
     assert out["correct"], out
     # FP32 well inside its tolerance; rounded inputs (TF32, FP16, BF16) within theirs
     assert out["rel_error"] < (1e-5 if spec.tolerance == registry.TOLERANCE[registry.Precision.FP32] else spec.tolerance)
