@@ -14,7 +14,6 @@ from engine.metrics.tensor import OPERANDS, Hierarchy, LdmatrixRows, SeedEvidenc
 from engine.plots import style
 from engine.plots.traces import CONTROLS_PX, AnimatedFigure, _axis, _controls, _headline_trace, _rects, _with_frames
 
-
 # --------------------------------------------------------------------------- 1. the document's kernel
 
 def seed_table(ev: SeedEvidence) -> pd.DataFrame:
@@ -135,7 +134,7 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
             level = depth.get(b // 4, 0)
             depth[b // 4] = level + 1
             boxes.append((b, b + 4, level, level + 0.9))
-            labels.append((b + 2, level + 0.45, f"row {int(r.rows[j])}, chunk {int(r.cols[j]) // 8}"))
+            labels.append((b + 2, level + 0.45, f"r{int(r.rows[j])}"))
         xs, ys = _rects(boxes)
         fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=style.BLUE_FILL, line={"color": style.BLUE},
                                  mode="lines", hoverinfo="skip"), row=i, col=1)
@@ -163,4 +162,4 @@ def speed_figure(s: TensorSpeeds, note: str, presenter: bool = False) -> go.Figu
     fig.update_yaxes(title_text="TFLOP/s", rangemode="tozero")
     return style.apply(fig, st.chart if presenter else st.base + 1, height=380,
                        title={"text": f"TFLOP/s at {s.size:,}³ · {s.label}<br><sup>{note}</sup>", "x": 0},
-                       margin={"t": 70, "b": 8, "l": 8, "r": 8}, showlegend=False)
+                       margin={"t": 50 + 16 * note.count("<br>"), "b": 8, "l": 8, "r": 8}, showlegend=False)
