@@ -74,6 +74,7 @@ PAGES = [
     st.Page("pages/tile_phases.py", title="Tile phases", icon=":material/grid_view:"),
     st.Page("pages/bank_conflicts.py", title="Bank conflicts", icon=":material/view_column:"),
     st.Page("pages/ladder.py", title="Ladder", icon=":material/stairs:"),
+    st.Page("pages/tensor_cores.py", title="Tensor cores", icon=":material/apps:"),
     st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:"),
 ]
 

@@ -1,0 +1,165 @@
+"""The Tensor cores page's figures, from engine/metrics/tensor.py's plain data: the document's WMMA
+kernel's evidence as a table, the tile hierarchy of a rung, the fragment map animated lane by lane,
+ldmatrix's rows on the banks without and with the swizzle, and the rungs' speeds. Fonts, colours and
+sizes are engine/plots/style.py's, the player controls engine/plots/traces.py's; no Streamlit here.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from engine.metrics.tensor import OPERANDS, Hierarchy, LdmatrixRows, SeedEvidence, TensorSpeeds
+from engine.plots import style
+from engine.plots.traces import CONTROLS_PX, AnimatedFigure, _axis, _controls, _headline_trace, _rects, _with_frames
+
+# --------------------------------------------------------------------------- 1. the document's kernel
+
+def seed_table(ev: SeedEvidence) -> pd.DataFrame:
+    """The evidence, one row per size, as displayed (numbers formatted)."""
+    t = ev.table
+    return pd.DataFrame({
+        "M = N = K": [f"{n:,}" for n in t["M = N = K"]],
+        "error vs A·B": [f"{e:.1%}" for e in t["error vs A·B"]],
+        "error vs A·(B, 16×16 blocks transposed)": [f"{e:.0e}" for e in t["error vs A·(B, 16x16 blocks transposed)"]],
+        "warps launched / tiles of C": [f"{w:,} / {n:,} = {w // n}" for w, n in zip(t["warps launched"], t["tiles of C"])],
+        "time (ms)": [f"{v:.2f}" for v in t["time (ms)"]],
+        "wmma_warp (ms)": [f"{v:.2f}" for v in t["wmma_warp time (ms)"]],
+        "slower by": [f"{v:.1f}×" for v in t["slower by"]],
+    })
+
+
+# --------------------------------------------------------------------------- 2. the hierarchy
+
+def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
+    """Three panels, left to right: the block's tile of C split into warp tiles, one warp tile split
+    into instruction tiles, one instruction M x N x K; each drawn to its own scale, labelled."""
+    st = style.sizes(presenter)
+    fig = make_subplots(1, 3, horizontal_spacing=0.06, subplot_titles=(
+        f"block: {h.block[0]} × {h.block[1]} of C, {h.threads} threads",
+        f"one {h.unit}: {h.warp[0]} × {h.warp[1]}",
+        f"one {h.instruction}: {h.mma[0]} × {h.mma[1]} × {h.mma[2]}"))
+
+    def grid(col, rows, cols, tile_r, tile_c, fill, label):
+        for i in range(rows // tile_r):
+            for j in range(cols // tile_c):
+                fig.add_shape(type="rect", x0=j * tile_c, x1=(j + 1) * tile_c, y0=i * tile_r, y1=(i + 1) * tile_r,
+                              line={"color": style.CELL_LINE, "width": 1.5}, fillcolor=fill, row=1, col=col)
+        fig.add_annotation(x=cols / 2, y=rows + max(rows, cols) * 0.06, text=label, showarrow=False,
+                           yanchor="top", font={"size": st.base}, row=1, col=col)
+        fig.update_xaxes(range=[-1, max(rows, cols) + 1], row=1, col=col)
+        fig.update_yaxes(range=[max(rows, cols) * 1.15, -1], scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
+
+    br, bc = h.block
+    wr, wc = h.warp
+    mr, mc, mk = h.mma
+    grid(1, br, bc, wr, wc, style.BLUE_FILL, f"{(br // wr) * (bc // wc)} {h.unit} tiles of {wr} × {wc}")
+    grid(2, wr, wc, mr, mc, style.RED_FILL, f"{(wr // mr) * (wc // mc)} instruction tiles of {mr} × {mc}, "
+                                            f"K in steps of {mk}")
+    grid(3, mr, mc, mr, mc, "rgba(44,160,44,0.35)", f"A {mr} × {mk} · B {mk} × {mc} → C {mr} × {mc}")
+    fig.update_xaxes(visible=False, fixedrange=True)
+    fig.update_yaxes(visible=False, fixedrange=True)
+    for a in fig.layout.annotations[:3]:
+        a.font = {"size": st.headline, "color": style.INK}
+    return style.apply(fig, st.base, height=330 if presenter else 300, margin={"t": 40, "b": 8, "l": 8, "r": 8},
+                       showlegend=False, dragmode=False)
+
+
+# --------------------------------------------------------------------------- 3. fragment maps
+
+def fragment_headline(operand: str, lane: int, held: np.ndarray) -> str:
+    rows = sorted({int(r) for r, _ in held})
+    cols = sorted({int(c) for _, c in held})
+    return (f"lane {lane} of 32 holds {len({(int(r), int(c)) for r, c in held})} elements of "
+            f"{OPERANDS[operand].label.split(' (')[0]}: rows {', '.join(map(str, rows))} × "
+            f"columns {', '.join(map(str, cols))}")
+
+
+def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane: int = 0, presenter: bool = False,
+                    duration: int = 600) -> AnimatedFigure:
+    """The operand's tile, every cell labelled with the lane(s) that hold it (as recorded on the GPU);
+    one frame per lane, that lane's cells filled and labelled with its element order (x0, x1, ...)."""
+    st = style.sizes(presenter)
+    rows, cols = OPERANDS[operand].shape
+    head_px, cell = 40, (22 if presenter else 20)
+    body_px = rows * cell + 8
+    plot_px = head_px + body_px
+    fig = AnimatedFigure()
+    frac = head_px / plot_px
+    hx, hy = _axis(fig, 1, (0, 1), (1 - frac, 1), (0, 1), (0, 1))
+    # Left-aligned square cells: the tile's width in px is cols * cell, of the figure's planned width.
+    width = cols * cell / st.width
+    gx, gy = _axis(fig, 2, (0, min(1.0, width * 1.02)), (0, 1 - frac), (-0.5, cols - 0.5), (rows - 0.5, -0.5))
+    fig.add_trace(_headline_trace("", hx, hy, st.headline))
+    yy, xx = np.mgrid[0:rows, 0:cols]
+    fig.add_trace(go.Scatter(x=xx.ravel(), y=yy.ravel(), xaxis=gx, yaxis=gy, mode="markers+text",
+                             text=list(owners.ravel()), textfont={"size": max(st.base - 3, 9), "color": style.NOTE_INK},
+                             marker={"symbol": "square", "size": cell - 2, "color": style.MATRIX_FILL},
+                             hovertemplate="row %{y}, col %{x}: lane %{text}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[], y=[], xaxis=gx, yaxis=gy, mode="markers+text", text=[],
+                             textfont={"size": max(st.base - 3, 9), "color": style.BAR_TEXT},
+                             marker={"symbol": "square", "size": cell - 2, "color": style.BLUE}, hoverinfo="skip"))
+    frames = []
+    for each in range(32):
+        held = recorded[each]
+        frames.append({"name": str(each), "traces": [0, 2], "data": [
+            {"text": [fragment_headline(operand, each, held)]},
+            {"x": [int(c) for _, c in held], "y": [int(r) for r, _ in held],
+             "text": [f"x{e}" for e in range(len(held))]}]})
+    fig.data[0].text = frames[lane]["data"][0]["text"]   # opens on the chosen lane
+    fig.data[2].update(frames[lane]["data"][1])
+    style.apply(fig, st.base, margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8}, showlegend=False, dragmode=False,
+                height=plot_px + CONTROLS_PX + 8)
+    controls = _controls([f["name"] for f in frames], [f["name"] for f in frames], duration, st, False, plot_px)
+    controls["sliders"][0]["active"] = lane
+    return _with_frames(fig, frames, controls)
+
+
+
+# --------------------------------------------------------------------------- 4. ldmatrix banks
+
+def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False) -> go.Figure:
+    """For each kernel, matrix 0 of one ldmatrix.x4: its 8 rows (lanes 0-7 name them) as 16-byte bars
+    over the 32 banks, stacked where rows share banks; the title says the wavefronts per matrix."""
+    st = style.sizes(presenter)
+    fig = make_subplots(len(panels), 1, vertical_spacing=0.2, subplot_titles=[
+        f"<b>{name}</b>: {r.wavefronts()[0]} wavefront{'s' if r.wavefronts()[0] > 1 else ''} per matrix, "
+        f"{sum(r.wavefronts())} per ldmatrix.x4" for name, r in panels])
+    for i, (_, r) in enumerate(panels, 1):
+        depth: dict[int, int] = {}
+        boxes, labels = [], []
+        for j in range(8):
+            b = int(r.bank[j])
+            level = depth.get(b // 4, 0)
+            depth[b // 4] = level + 1
+            boxes.append((b, b + 4, level, level + 0.9))
+            labels.append((b + 2, level + 0.45, f"r{int(r.rows[j])}"))
+        xs, ys = _rects(boxes)
+        fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=style.BLUE_FILL, line={"color": style.BLUE},
+                                 mode="lines", hoverinfo="skip"), row=i, col=1)
+        fig.add_trace(go.Scatter(x=[a for a, _, _ in labels], y=[b for _, b, _ in labels], mode="text",
+                                 text=[t for _, _, t in labels], textfont={"size": max(st.base - 2, 9)},
+                                 hoverinfo="skip"), row=i, col=1)
+        fig.update_yaxes(range=[-0.2, 4.2], title_text="rows on a bank", tickvals=[0.45, 1.45, 2.45, 3.45],
+                         ticktext=["1", "2", "3", "4"], row=i, col=1)
+        fig.update_xaxes(range=[0, 32], dtick=4, title_text="bank", row=i, col=1)
+    for a in fig.layout.annotations:
+        a.font = {"size": st.headline, "color": style.INK}
+    return style.apply(fig, st.base, height=420 if presenter else 380, margin={"t": 40, "b": 8, "l": 8, "r": 8},
+                       showlegend=False, dragmode=False)
+
+
+# --------------------------------------------------------------------------- 5. speeds
+
+def speed_figure(s: TensorSpeeds, note: str, presenter: bool = False) -> go.Figure:
+    st = style.sizes(presenter)
+    colors = [style.RED if k.startswith("cublas") else style.BLUE for k in s.bars["kernel"]]
+    fig = go.Figure(go.Bar(x=s.bars["kernel"], y=s.bars["tflops"], marker_color=colors,
+                           text=[f"{v:,.0f}" for v in s.bars["tflops"]], textposition="outside",
+                           customdata=np.stack([s.bars["title"], s.bars["params"]], -1),
+                           hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>%{y:,.0f} TFLOP/s<extra></extra>"))
+    fig.update_yaxes(title_text="TFLOP/s", rangemode="tozero")
+    return style.apply(fig, st.chart if presenter else st.base + 1, height=380,
+                       title={"text": f"TFLOP/s at {s.size:,}³ · {s.label}<br><sup>{note}</sup>", "x": 0},
+                       margin={"t": 50 + 16 * note.count("<br>"), "b": 8, "l": 8, "r": 8}, showlegend=False)

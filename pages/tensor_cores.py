@@ -1,0 +1,106 @@
+"""Tensor cores: the document's WMMA kernel diagnosed from recorded evidence, the tile hierarchy of the
+tensor rungs, which lane holds which element of a fragment (recorded on the GPU, against the PTX ISA),
+ldmatrix's banks without and with the swizzle, and the rungs' speed against cuBLAS."""
+import streamlit as st
+
+from engine.bench import benchmark
+from engine.kernels import documents, registry
+from engine.metrics import ladder, tensor
+from engine.plots import charts
+from engine.plots import tensor as figures
+from pages.lib import ui
+
+ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 x 8 x 16 per instruction: what the "
+              "document's WMMA kernel gets wrong, how the faster rungs split the work, and who holds which element.")
+CHART = {"displaylogo": False, "displayModeBar": False}
+rungs = list(registry.TENSOR_RUNGS)
+operands = list(tensor.OPERANDS)
+with ui.controls():
+    c0, c1, c2, c3 = st.columns([2.6, 2.6, 0.9, 1.1])
+    rung = c0.selectbox("Rung (hierarchy)", rungs, key=ui.state("rung", "mma_swizzled", rungs),
+                        format_func=lambda r: f"{rungs.index(r) + 1}. {r}: {registry.get(r).title}")
+    operand = c1.selectbox("Fragment", operands, key=ui.state("operand", "mma_a", operands),
+                           format_func=lambda o: tensor.OPERANDS[o].label)
+    lane = c2.number_input("Lane", 0, 31, key=ui.state("lane", 0, lo=0, hi=31))
+    speed = ui.speed_control(c3, {"slow": 1200, "normal": 600, "fast": 250})
+    ui.remember(rung=rung, operand=operand, lane=lane)
+
+# ------------------------------------------------------------------ 1. the document's WMMA kernel
+doc = documents.cite("002")
+ev = tensor.seed_evidence()
+st.subheader(f"1. The WMMA kernel of {doc}, as written")
+st.markdown(f"Its results are off by **{ev.table['error vs A·B'].min():.0%} to {ev.table['error vs A·B'].max():.0%}** "
+            f"against A·B, but match A·B' (B with each 16 × 16 block transposed) to rounding; its launch starts "
+            f"**{int(ev.table['warps per tile'].iloc[0])} warps per tile of C**, and Nsight Compute counts "
+            f"**{ev.hmma_seed:,} HMMA** instructions at 128³ where {ev.hmma_needed:,} do the product "
+            f"(wmma_warp: {ev.hmma_warp:,}).")
+st.table(figures.seed_table(ev))
+st.caption(f"Recorded {ev.device} run, not measured now. Warps launched: from the launch the document writes "
+           "(blocks of 32 × 4 threads, 8 × M/16 blocks in y), which the recorded count equals. wmma_warp: the same "
+           "instructions, one warp per 16 × 16 tile. HMMA: one WMMA 16×16×16 mma_sync is 2 HMMA.16816 on sm_90.")
+
+# ------------------------------------------------------------------ 2. hierarchy
+h = tensor.hierarchy(rung)
+st.subheader(f"2. Grid → block → {h.unit} → instruction: {rung}")
+st.plotly_chart(figures.hierarchy_figure(h, ui.presenter()), width="stretch", config=CHART, key="tc-hierarchy")
+st.caption(f"{registry.get(rung).lesson} Tiles of the rung's defaults (the winners of the recorded 4096³ sweep); "
+           "the grid is one block per tile of C.")
+
+# ------------------------------------------------------------------ 3. fragment map
+op = tensor.OPERANDS[operand]
+st.subheader(f"3. Who holds what: {op.label}")
+same = tensor.matches_ptx(operand)
+if same is None:
+    st.markdown("WMMA's fragment layout is **not documented** (CUDA calls it opaque): this is the layout the H200 "
+                "recorded, which a kernel must not rely on.")
+else:
+    st.markdown(f"The recorded GPU map **{'equals' if same else 'differs from'}** the PTX ISA's documented layout "
+                "for mma.m16n8k16, element for element.")
+recorded = tensor.recorded_map(operand)
+
+
+st.plotly_chart(ui.cached_figure(lambda: figures.fragment_figure(operand, recorded, tensor.owners(operand), lane,
+                                                                ui.presenter(), speed)), width="stretch", config=CHART, key="tc-fragment")
+st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
+           "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ...")
+
+# ------------------------------------------------------------------ 4. ldmatrix banks
+st.subheader("4. ldmatrix's rows on the banks, without and with the swizzle")
+panels = [(k, tensor.ldmatrix_rows(k)) for k in ("mma_ldmatrix", "mma_swizzled")]
+cols = st.columns([1.2, 1])
+cols[0].plotly_chart(figures.banks_figure(panels, ui.presenter()), width="stretch", config=CHART, key="tc-banks")
+rows = []
+for k in ("mma_ldmatrix", "mma_swizzled"):
+    waves, conflicts, inst = tensor.ncu_wavefronts(k)
+    rows.append({"kernel": k, "LDSM": f"{inst:,}", "wavefronts counted": f"{tensor.ldmatrix_wavefronts_at(k):,}",
+                 "ncu": f"{waves:,}", "conflicts (ncu)": f"{conflicts:,}"})
+cols[1].table(rows)
+cols[1].caption("At 128³, one block, defaults; LDSM: ldmatrix instructions. Counted: every ldmatrix of A and B from the kernels' index "
+                "arithmetic (As rows 64 bytes, Bs rows BN × 2 bytes; the swizzle XORs the 16-byte chunk with the "
+                "row). ncu: Nsight Compute on the H200, recorded.")
+
+# ------------------------------------------------------------------ 5. speed
+st.subheader("5. TFLOP/s per rung against cuBLAS")
+runs = [benchmark.load_document(p.read_text()) for p in benchmark.recorded_runs()]
+shown = tensor.speeds(runs, None, "") if runs else None
+if shown is not None:
+    provs = [prov for _, prov in runs]
+    label = ladder.run_label(provs[-1], False)
+    shown = tensor.speeds(runs, None, label)
+    mode = "Recorded run"
+else:
+    sweeps = [run for run in (benchmark.load_document(p.read_text()) for p in benchmark.tuning_runs())
+              if run[0]["kernel"].isin(rungs).any()]
+    provs = [prov for _, prov in sweeps]
+    label = f"best of the recorded {provs[-1].get('gpu', 'GPU')} autotuning sweeps" if provs else ""
+    shown = tensor.speeds(sweeps, None, label) if sweeps else None
+    mode = "Autotuning sweep (no recorded run of the tensor rungs yet)"
+if shown is None:
+    st.info("No recorded run or sweep of the tensor rungs ships with this copy.", icon=":material/history:")
+else:
+    st.markdown(f"**{mode}** · {shown.label}, not measured now.")
+    st.plotly_chart(figures.speed_figure(shown, charts.notes(provs), ui.presenter()), width="stretch",
+                    config={"displaylogo": False}, key="tc-speed")
+    if shown.missing:
+        st.caption(f"Not in it: {', '.join(shown.missing)}. cublas_sgemm is FP32 (cuBLAS FP16 is not timed here); "
+                   f"cuBLAS FP16 ran {tensor.cublas_fp16_kernel()} (Nsight Compute: wgmma on the gmma pipe).")

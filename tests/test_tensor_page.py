@@ -1,0 +1,55 @@
+"""The Tensor cores page, run with Streamlit's AppTest: its numbers against engine/metrics/tensor.py's,
+the documented-or-not line per operand, its view in the URL, and the speeds' label."""
+import json
+
+from engine.metrics import tensor
+from tests.test_pages import open_page
+
+PAGE = "pages/tensor_cores.py"
+
+
+def _texts(at) -> str:
+    return " ".join(str(e.value) for e in list(at.markdown) + list(at.caption) + list(at.info))
+
+
+def test_the_document_kernel_is_cited_by_title_and_diagnosed_from_the_evidence():
+    at = open_page(PAGE)
+    assert at.subheader[0].value == "1. The WMMA kernel of “Matrix Multiplication in CUDA”, as written"
+    assert "seed" not in (at.subheader[0].value + at.markdown[0].value).lower()   # the document by its title
+    seed = at.table[0].value
+    assert list(seed["warps launched / tiles of C"]) == ["8,192 / 256 = 32", "131,072 / 4,096 = 32",
+                                                         "524,288 / 16,384 = 32"]
+    assert "32,768 HMMA" in _texts(at) and "2% to 6%" in _texts(at)
+
+
+def test_the_computed_ldmatrix_wavefronts_are_what_nsight_compute_measured():
+    at = open_page(PAGE)
+    banks = at.table[1].value
+    assert list(banks["wavefronts counted"]) == list(banks["ncu"]) == ["6,144", "1,024"]
+    assert tensor.ldmatrix_rows("mma_ldmatrix").wavefronts() == [4, 4, 4, 4]
+    assert tensor.ldmatrix_rows("mma_swizzled").wavefronts() == [1, 1, 1, 1]
+
+
+def test_a_link_opens_its_operand_and_lane_and_says_whether_the_layout_is_documented():
+    at = open_page(PAGE, {"operand": "mma_c", "lane": "9", "rung": "wgmma_tma"})
+    assert "equals** the PTX ISA's documented layout" in _texts(at)
+    assert at.subheader[1].value.startswith("2. Grid → block → consumer warpgroup")
+    fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "frames" in json.loads(c.proto.spec))
+    assert fig["layout"]["sliders"][0]["active"] == 9 and len(fig["frames"]) == 32
+    assert fig["data"][0]["text"] == ["lane 9 of 32 holds 4 elements of mma.sync C/D accumulator: rows 2, 10 × columns 2, 3"]
+    at.selectbox(key="tensor_cores.operand").set_value("wmma_b").run()
+    assert not at.exception and at.query_params["operand"] == "wmma_b"
+    assert "not documented" in _texts(at)
+
+
+def test_the_recorded_fragment_maps_are_the_ptx_isas_and_wmma_a_shares_mma_as():
+    for op in ("mma_a", "mma_b", "mma_c"):
+        assert tensor.matches_ptx(op)
+    # A lane's first 8 WMMA A elements are the mma.sync A fragment's: WMMA is two m16n8k16 per mma_sync.
+    assert (tensor.recorded_map("wmma_a")[:, :8] == tensor.recorded_map("mma_a")).all()
+
+
+def test_the_speeds_say_what_they_are():
+    at = open_page(PAGE)
+    assert "Autotuning sweep" in _texts(at) or "Recorded run" in _texts(at)
+    assert "not measured now" in _texts(at)
