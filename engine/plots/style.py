@@ -27,6 +27,7 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e
 BLUE, RED, GREEN = PALETTE[0], PALETTE[1], PALETTE[2]
 BLUE_FILL = "rgba(31,119,180,0.25)"        # BLUE, see-through: a tile being loaded
 RED_FILL = "rgba(214,39,40,0.25)"          # RED, see-through: a tile's zero-filled overhang
+GREEN_FILL = "rgba(44,160,44,0.35)"        # GREEN, see-through: one tensor-core instruction's tile
 NO_FILL = "rgba(0,0,0,0)"
 INK = "#1a1a1a"                            # headlines
 NOTE_INK = "#444"                          # provenance notes above a chart

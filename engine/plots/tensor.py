@@ -57,7 +57,7 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
     grid(1, br, bc, wr, wc, style.BLUE_FILL, f"{(br // wr) * (bc // wc)} {h.unit} tiles of {wr} × {wc}")
     grid(2, wr, wc, mr, mc, style.RED_FILL, f"{(wr // mr) * (wc // mc)} instruction tiles of {mr} × {mc}, "
                                             f"K in steps of {mk}")
-    grid(3, mr, mc, mr, mc, "rgba(44,160,44,0.35)", f"A {mr} × {mk} · B {mk} × {mc} → C {mr} × {mc}")
+    grid(3, mr, mc, mr, mc, style.GREEN_FILL, f"A {mr} × {mk} · B {mk} × {mc} → C {mr} × {mc}")
     fig.update_xaxes(visible=False, fixedrange=True)
     fig.update_yaxes(visible=False, fixedrange=True)
     for a in fig.layout.annotations[:3]:
@@ -143,7 +143,7 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
                                  hoverinfo="skip"), row=i, col=1)
         fig.update_yaxes(range=[-0.2, 4.2], title_text="rows on a bank", tickvals=[0.45, 1.45, 2.45, 3.45],
                          ticktext=["1", "2", "3", "4"], row=i, col=1)
-        fig.update_xaxes(range=[0, 32], dtick=4, title_text="bank", row=i, col=1)
+        fig.update_xaxes(range=[0, 32], dtick=4, title_text="bank" if i == len(panels) else None, row=i, col=1)
     for a in fig.layout.annotations:
         a.font = {"size": st.headline, "color": style.INK}
     return style.apply(fig, st.base, height=420 if presenter else 380, margin={"t": 40, "b": 8, "l": 8, "r": 8},
