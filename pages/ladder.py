@@ -67,7 +67,7 @@ if traced:
 # ------------------------------------------------------------------ measured speed
 st.subheader("Measured speed against cuBLAS SGEMM")
 status = ui.device_status()
-runs = benchmark.recorded_runs()
+runs = benchmark.recorded_runs(rungs)
 if status.available and st.button(f"Time every rung and cuBLAS now at {size:,}³ on this {status.name}"):
     settings = benchmark.Settings()
     with st.spinner("Timing"):

@@ -3,7 +3,7 @@ tensor rungs, which lane holds which element of a fragment (recorded on the GPU,
 ldmatrix's banks without and with the swizzle, and the rungs' speed against cuBLAS."""
 import streamlit as st
 
-from engine.bench import benchmark
+from engine.bench import benchmark, schema
 from engine.kernels import documents, registry
 from engine.metrics import ladder, tensor
 from engine.plots import charts
@@ -80,27 +80,38 @@ cols[1].caption("At 128³, one block, defaults; LDSM: ldmatrix instructions. Cou
                 "row). ncu: Nsight Compute on the H200, recorded.")
 
 # ------------------------------------------------------------------ 5. speed
-st.subheader("5. TFLOP/s per rung against cuBLAS")
-runs = [benchmark.load_document(p.read_text()) for p in benchmark.recorded_runs()]
-shown = tensor.speeds(runs, None, "") if runs else None
-if shown is not None:
-    provs = [prov for _, prov in runs]
-    label = ladder.run_label(provs[-1], False)
-    shown = tensor.speeds(runs, None, label)
-    mode = "Recorded run"
+st.subheader("5. TFLOP/s per rung against cuBLAS FP16")
+status = ui.device_status()
+paths = benchmark.recorded_runs(rungs)
+if status.available and st.button(f"Time every rung and cuBLAS FP16 now at 4,096³ on this {status.name}"):
+    settings = benchmark.Settings()
+    with st.spinner("Timing"):
+        rows = list(benchmark.sweep(rungs[1:] + ["cublas_gemm_fp16"], [(4096, 4096, 4096)], settings))
+    st.session_state["tc_live"] = (rows, benchmark.provenance(status.info, settings))
+live = st.session_state.get("tc_live") if status.available else None
+if live:
+    rows, prov = live
+    df, label = benchmark.derive(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"]), ladder.run_label(prov, True)
+elif paths:
+    names = [p.name for p in paths]
+    chosen = st.selectbox("Recorded run", names, key=ui.state("run", names[-1], names)) if len(names) > 1 else names[0]
+    df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
+    label = ladder.run_label(prov, False)
 else:
-    sweeps = [run for run in (benchmark.load_document(p.read_text()) for p in benchmark.tuning_runs())
-              if run[0]["kernel"].isin(rungs).any()]
-    provs = [prov for _, prov in sweeps]
-    label = f"best of the recorded {provs[-1].get('gpu', 'GPU')} autotuning sweeps" if provs else ""
-    shown = tensor.speeds(sweeps, None, label) if sweeps else None
-    mode = "Autotuning sweep (no recorded run of the tensor rungs yet)"
-if shown is None:
-    st.info("No recorded run or sweep of the tensor rungs ships with this copy.", icon=":material/history:")
-else:
-    st.markdown(f"**{mode}** · {shown.label}, not measured now.")
-    st.plotly_chart(figures.speed_figure(shown, charts.notes(provs), ui.presenter()), width="stretch",
+    df = None
+    st.info("No recorded run of the tensor rungs ships with this copy.", icon=":material/history:")
+sizes = tensor.square_sizes(df) if df is not None else []
+if df is not None and not sizes:
+    st.warning(f"This run ({label}) has no row for any tensor rung.", icon=":material/warning:")
+elif sizes:
+    at = st.select_slider("Timed at M = N = K", sizes, key=ui.state("timed", 4096 if 4096 in sizes else sizes[-1], sizes))
+    ui.remember(timed=at)
+    shown = tensor.speeds(df, at, label)
+    st.plotly_chart(figures.speed_figure(shown, rung, charts.notes([prov]), ui.presenter()), width="stretch",
                     config={"displaylogo": False}, key="tc-speed")
-    if shown.missing:
-        st.caption(f"Not in it: {', '.join(shown.missing)}. cublas_sgemm is FP32 (cuBLAS FP16 is not timed here); "
-                   f"cuBLAS FP16 ran {tensor.cublas_fp16_kernel()} (Nsight Compute: wgmma on the gmma pipe).")
+    for k, why in shown.failed.items():
+        st.warning(f"{k} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
+    st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Under each rung, its share of "
+               f"cuBLAS FP16 (the same product: FP16 in, FP32 sums; it ran {tensor.cublas_fp16_kernel()}, wgmma "
+               "on Hopper's tensor cores). Grey: cuBLAS BF16, PyTorch's torch.mm in FP16, and FP32 cuBLAS with "
+               "and without TF32. " + (f"No row in this run for {', '.join(shown.missing)} at this size." if shown.missing else ""))

@@ -7,11 +7,12 @@ clocks, power and temperature the GPU reported right after the point.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import platform
 import statistics
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
@@ -319,9 +320,16 @@ def of_run(frame: pd.DataFrame, prov: dict) -> pd.DataFrame:
                         cublas=charts.cublas_text(prov), toolkit=charts.toolkit_text(prov))
 
 
-def recorded_runs() -> list[Path]:
-    """The recorded runs of kernels against sizes (not the autotuning sweeps: tuning_runs)."""
-    return sorted(RECORDED.glob("*.json"))
+def recorded_runs(holding: Iterable[str] | None = None) -> list[Path]:
+    """The recorded runs of kernels against sizes (not the autotuning sweeps: tuning_runs); with
+    holding, only the runs that have a row of one of those kernels. Runs are recorded per topic (the
+    FP32 kernels, the tensor rungs, odd sizes), so a page that draws one topic offers only its runs:
+    the newest file is not necessarily one it can draw."""
+    runs = sorted(RECORDED.glob("*.json"))
+    if holding is None:
+        return runs
+    wanted = set(holding)
+    return [p for p in runs if wanted & {r.get("kernel") for r in json.loads(p.read_text()).get("results", [])}]
 
 
 def tuning_runs() -> list[Path]:

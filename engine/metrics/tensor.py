@@ -258,29 +258,45 @@ def ncu_wavefronts(kernel: str) -> tuple[int, int, int]:
 
 # --------------------------------------------------------------------------- 5. speeds
 
+# What the rungs are measured against, in this order after them: the same product on cuBLAS's tensor
+# cores (FP16 and BF16 in, FP32 sums), PyTorch's call of it, and FP32 cuBLAS with and without TF32.
+BASELINES = ("cublas_gemm_fp16", "cublas_gemm_bf16", "torch_mm_fp16", "cublas_sgemm_tf32", "cublas_sgemm")
+REFERENCE = "cublas_gemm_fp16"   # the product the rungs compute: the % column reads against it
+
+
 @dataclass(frozen=True)
 class TensorSpeeds:
-    """Best TFLOP/s of each tensor rung (and the cuBLAS baselines present), from one kind of source."""
-    bars: pd.DataFrame      # kernel, title, tflops, params
-    label: str              # what the numbers are: "recorded H200 run of ..." or "autotuning sweep ..."
+    """Each tensor rung's and baseline's TFLOP/s at one square size of one run."""
+    bars: pd.DataFrame      # kernel, title, tflops, pct (of cuBLAS FP16; NaN if it was not timed), params
+    label: str              # what the numbers are: "recorded NVIDIA H200 run of ..." or "live on ..."
     size: int
-    missing: list[str]
+    missing: list[str]      # tensor rungs the run has no row for at this size
+    failed: dict[str, str]  # kernel -> why its row is not a time (wrong result, refused size, ...)
 
 
-def speeds(frames: list[tuple[pd.DataFrame, dict]], size: int | None, label: str) -> TensorSpeeds | None:
-    """The fastest ok row of each tensor rung and cuBLAS kernel at size³ (the largest square size present
-    if None) across the given runs, or None if none of them times a tensor rung."""
-    df = pd.concat([f for f, _ in frames], ignore_index=True)
-    df = df[(df["m"] == df["n"]) & (df["n"] == df["k"]) & (df["status"] == "ok")]
-    tensor = df[df["kernel"].isin(registry.TENSOR_RUNGS)]
-    if tensor.empty:
-        return None
-    size = size if size in set(tensor["m"]) else int(tensor["m"].max())
-    at = df[(df["m"] == size) & (df["kernel"].isin(registry.TENSOR_RUNGS) | df["kernel"].str.startswith("cublas"))]
-    best = at.loc[at.groupby("kernel")["gflops"].idxmax()]
-    order = {k: i for i, k in enumerate(registry.TENSOR_RUNGS)}
-    best = best.assign(order=best["kernel"].map(lambda k: order.get(k, 99))).sort_values("order")
-    bars = pd.DataFrame({"kernel": best["kernel"], "title": best["title"], "tflops": best["gflops"] / 1000,
-                         "params": best["params"].map(lambda p: ", ".join(f"{k} {v}" for k, v in (p or {}).items()))})
-    missing = [r for r in registry.TENSOR_RUNGS if r not in set(bars["kernel"])]
-    return TensorSpeeds(bars.reset_index(drop=True), label, size, missing)
+def square_sizes(df: pd.DataFrame) -> list[int]:
+    """The N of the N x N x N sizes at which a tensor rung has a row, ascending."""
+    mine = df[df["kernel"].isin(registry.TENSOR_RUNGS) & (df["m"] == df["n"]) & (df["n"] == df["k"])]
+    return sorted(int(n) for n in set(mine["n"]))
+
+
+def speeds(df: pd.DataFrame, size: int, label: str) -> TensorSpeeds:
+    """df: rows of one benchmark run (benchmark.load_document). Each kernel's fastest ok row at size³."""
+    at = df[(df["m"] == size) & (df["n"] == size) & (df["k"] == size)]
+    shown = [k for k in registry.TENSOR_RUNGS + BASELINES if k in set(at["kernel"])]
+    ok = at[at["status"] == "ok"]
+    best = ok.loc[ok.groupby("kernel")["gflops"].idxmax()].set_index("kernel")
+    failed = {k: _why(at[at["kernel"] == k].iloc[0]) for k in shown if k not in best.index}
+    kept = [k for k in shown if k in best.index]
+    tflops = best.loc[kept, "gflops"] / 1000
+    ref = tflops.get(REFERENCE, np.nan)
+    bars = pd.DataFrame({"kernel": kept, "title": best.loc[kept, "title"].tolist(), "tflops": tflops.tolist(),
+                         "pct": (100 * tflops / ref).tolist(),
+                         "params": [", ".join(f"{a} {v}" for a, v in (p or {}).items()) if isinstance(p, dict) else ""
+                                    for p in best.loc[kept, "params"]]})
+    missing = [r for r in registry.TENSOR_RUNGS if r not in shown]
+    return TensorSpeeds(bars, label, size, missing, failed)
+
+
+def _why(row: pd.Series) -> str:
+    return str(row["error"]) if isinstance(row.get("error"), str) else str(row["status"])

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.metrics.tensor import OPERANDS, Hierarchy, LdmatrixRows, SeedEvidence, TensorSpeeds
+from engine.metrics.tensor import BASELINES, OPERANDS, REFERENCE, Hierarchy, LdmatrixRows, SeedEvidence, TensorSpeeds
 from engine.plots import style
 from engine.plots.traces import CONTROLS_PX, AnimatedFigure, _axis, _controls, _headline_trace, _rects, _with_frames
 
@@ -152,14 +152,34 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
 
 # --------------------------------------------------------------------------- 5. speeds
 
-def speed_figure(s: TensorSpeeds, note: str, presenter: bool = False) -> go.Figure:
+def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = False) -> go.Figure:
+    """TFLOP/s of each rung and baseline at one size; each rung's share of cuBLAS FP16 (the same
+    product) under its figure and on the right axis; the rung the page is on in its own colour, cuBLAS
+    FP16 in red, the other baselines grey; a rung without a time keeps its place, marked why."""
     st = style.sizes(presenter)
-    colors = [style.RED if k.startswith("cublas") else style.BLUE for k in s.bars["kernel"]]
-    fig = go.Figure(go.Bar(x=s.bars["kernel"], y=s.bars["tflops"], marker_color=colors,
-                           text=[f"{v:,.0f}" for v in s.bars["tflops"]], textposition="outside",
-                           customdata=np.stack([s.bars["title"], s.bars["params"]], -1),
+    names = list(s.bars["kernel"]) + list(s.failed)
+    rows = s.bars.set_index("kernel")
+    tflops = [rows["tflops"].get(k) for k in names]
+    pct = [rows["pct"].get(k) for k in names]
+    rung = [k not in BASELINES for k in names]
+    text = ["" if t is None else f"{t:,.0f}" + (f"<br>{p:.0f}%" if r and p is not None and pd.notna(p) else "")
+            for t, p, r in zip(tflops, pct, rung)]
+    colors = [style.PALETTE[4] if k == chosen else style.RED if k == REFERENCE else style.BLUE if r
+              else style.SECOND_ROOF for k, r in zip(names, rung)]
+    fig = go.Figure(go.Bar(x=names, y=[t or 0 for t in tflops], marker_color=colors, text=text,
+                           textposition="outside", cliponaxis=False, showlegend=False,
+                           customdata=np.array([[rows["title"].get(k, ""), rows["params"].get(k, "")] for k in names]),
                            hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>%{y:,.0f} TFLOP/s<extra></extra>"))
-    fig.update_yaxes(title_text="TFLOP/s", rangemode="tozero")
-    return style.apply(fig, st.chart if presenter else st.base + 1, height=380,
+    top = max([t or 0 for t in tflops]) * 1.3 or 1
+    ref = rows["tflops"].get(REFERENCE)
+    if ref:
+        fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 100 * top / ref], "showgrid": False,
+                                  "title": "% of cuBLAS FP16", "tick0": 0, "dtick": 20, "ticksuffix": "%"})
+        fig.add_trace(go.Scatter(x=[], y=[], yaxis="y2", showlegend=False))   # draws the right axis
+    for k in s.failed:
+        fig.add_annotation(x=k, y=0, text="not timed", showarrow=False, yanchor="bottom",
+                           font={"color": style.RED, "size": st.base})
+    return style.apply(fig, st.chart if presenter else st.base + 1, height=420 * st.scale,
                        title={"text": f"TFLOP/s at {s.size:,}³ · {s.label}<br><sup>{note}</sup>", "x": 0},
+                       yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category"},
                        margin={"t": 50 + 16 * note.count("<br>"), "b": 8, "l": 8, "r": 8}, showlegend=False)
