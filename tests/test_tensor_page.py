@@ -3,7 +3,6 @@ the documented-or-not line per operand, its view in the URL, and the speeds' lab
 import json
 
 from engine.bench import benchmark
-
 from engine.metrics import tensor
 from tests.test_pages import open_page
 
