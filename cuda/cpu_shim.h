@@ -114,7 +114,7 @@ static inline __half __ushort_as_half(unsigned short u) { __half h; h.x = u; ret
 static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat16 b; b.x = u; return b; }
 static inline unsigned short __half_as_ushort(__half h) { return h.x; }
 static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
-#define __align__(n) __attribute__((aligned(n)))   // alignas cannot follow `static thread_local`
+#define __align__(n) __attribute__((aligned(n)))   // alignas cannot follow `thread_local`
 
 #define __global__
 #define __device__
@@ -122,7 +122,10 @@ static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x;
 #define __host__
 #define __forceinline__ inline
 #define __restrict__ __restrict
-#define __shared__ static thread_local
+// A block's threads are fibers of one host thread, so a host-thread static is the block's shared
+// memory (thread_local at block scope is static). `extern __shared__` (the dynamic shared memory)
+// then names the buffer the build defines at namespace scope, sized as the launch would be.
+#define __shared__ thread_local
 #define TRACE_FN static inline
 #define TRACE_GLOBAL static thread_local
 

@@ -96,13 +96,33 @@ def test_an_access_the_trace_would_get_wrong_is_refused_with_its_line(tmp_path, 
     ("  __shared__ volatile float red[32];\n  red[threadIdx.x] = 1.0f;", "red is indexed directly"),
     ("  __shared__ unsigned int hist[32];\n  hist[threadIdx.x] = 1;", "hist is indexed directly"),
     ("  extern __shared__ float smem[];\n  STS(smem, threadIdx.x, 1.0f);", "smem has no size"),
+    # Dynamic shared memory is traced through its typed views, laid end to end, and nothing else.
+    ("  extern __shared__ unsigned char smem[];\n  smem[threadIdx.x] = 1;", "without a typed view"),
+    ("  extern __shared__ unsigned char smem[];\n  auto &Xs = *reinterpret_cast<float (*)[32]>(smem);\n"
+     "  STS(Xs, threadIdx.x, 1.0f); smem[0] = 1;", "k.cu:5: the dynamic shared memory smem is used outside"),
+    ("  extern __shared__ unsigned char smem[];\n  auto &Xs = *reinterpret_cast<float (*)[32]>(smem);\n"
+     "  auto &Ys = *reinterpret_cast<float (*)[32]>(smem);\n  STS(Xs, 0, 1.0f);\n  STS(Ys, 0, 1.0f);",
+     r"Ys must start where the views before it end, at \(smem \+ sizeof\(Xs\)\)"),
+    ("  extern __shared__ unsigned char smem[];\n  auto &Xs = *reinterpret_cast<float (*)[32]>(smem);\n"
+     "  float *p = Xs[0];\n  STS(Xs, 0, 1.0f);", "Xs is indexed directly"),
     # A // in a string is the string's.
     ('  printf("//"); float v = A[threadIdx.x];\n  STG(C, 0, v);', "k.cu:3: A is"),
 ], ids=["post-increment-index", "move-as-value", "move-as-argument", "move-copied", "post-increment-store",
-        "declaration-line", "volatile", "unsigned-int", "extern", "string-comment"])
+        "declaration-line", "volatile", "unsigned-int", "extern", "dynamic-no-view", "dynamic-used-raw",
+        "views-overlap", "view-indexed", "string-comment"])
 def test_what_the_first_rules_let_through_is_refused(tmp_path, body, says):
     with pytest.raises(ValueError, match=says):
         sources.load(_kernel(tmp_path, body))
+
+
+def test_views_of_dynamic_shared_memory_are_shared_arrays_and_size_the_launch(tmp_path):
+    src = sources.load(_kernel(tmp_path, "  extern __shared__ __align__(128) unsigned char smem[];\n"
+                                         "  auto &Xs = *reinterpret_cast<float (*)[2 * BM][BK]>(smem);\n"
+                                         "  auto &Ys = *reinterpret_cast<__half (*)[BK]>(smem + sizeof(Xs));\n"
+                                         "  STS(Xs, 0, 0, 1.0f);\n  STS(Ys, 1, __float2half(1.0f));"))
+    assert src.shared == ("Xs", "Ys") and src.dynamic == "smem"
+    assert src.shared_shape("Xs", {"BM": 64, "BK": 32}) == (128, 32)
+    assert src.dynamic_shared_bytes({"BM": 64, "BK": 32}) == 128 * 32 * 4 + 32 * 2
 
 
 @pytest.mark.parametrize("bounds", ["256", "BM * BN / (TM * TN)"])

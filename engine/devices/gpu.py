@@ -174,6 +174,7 @@ class Launcher:
         shared: its dynamic shared memory; arch: where it needs more than the default; boxes: its
         tensor maps' boxes (registry Launch.tensor_maps)."""
         src = sources.load(file)
+        shared = shared or src.dynamic_shared_bytes(defines)   # a traced source's views say it themselves
         cubin = build.build_cubin(file, defines, traced, arch)
         module = load_module(self.modules, cubin)
         function = module.get_function(src.name)

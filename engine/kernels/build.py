@@ -248,6 +248,16 @@ def _kernel_call(src: sources.KernelSource) -> str:
     return f"{src.name}({', '.join(args)})"
 
 
+def _cpu_dynamic_shared(src: sources.KernelSource, params: Mapping[str, int]) -> list[str]:
+    """On the GPU the launch sizes the dynamic shared memory; on the CPU it is a per-thread static
+    buffer of the same size, which the kernel's `extern __shared__` declaration then names (a block's
+    threads run as fibers on one host thread, so they share it as a block's threads do)."""
+    if not src.dynamic:
+        return []
+    size = max(src.dynamic_shared_bytes(params), 1)
+    return [f"thread_local __attribute__((aligned(128))) unsigned char {src.dynamic}[{size}];"]
+
+
 def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
     """The kernel's own source, compiled for the host with cuda/cpu_shim.h: the CPU trace source."""
     src = sources.load(file)
@@ -262,6 +272,7 @@ def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
         *(f"#define {k} {v}" for k, v in defines.items()),
         _trace_header(src),
         f'#include "{cuda / "cpu_shim.h"}"',
+        *_cpu_dynamic_shared(src, params),
         f'#include "{src.path}"',
         f"#define CPU_KERNEL_CALL {_kernel_call(src)}",
         f'#include "{cuda / "cpu_entry.h"}"', ""])

@@ -373,7 +373,7 @@ LADDER = (
 # rung needs M, N and K multiples of 16 (a fragment, and an mma, is a whole 16-wide tile); tiles
 # that overhang C are zero-filled and not stored.
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
-TENSOR_K = 32            # the K step of the mma.sync rungs' shared tiles (kBK in their sources)
+TENSOR_K = 32            # the K step of mma_ldmatrix's and mma_swizzled's shared tiles (kBK in their sources)
 WGMMA_K = 64             # wgmma_tma's: one 128-byte swizzle row of halves
 SHARED_LIMIT_DYNAMIC = 227 * 1024   # per block on sm_90, with the opt-in attribute
 
@@ -412,19 +412,30 @@ def _warp_shapes(p: Problem) -> str | None:
 
 def _mma_shared(p: Problem) -> str | None:
     q = p.params
-    need = 2 * q.get("STAGES", 1) * TENSOR_K * (q["BM"] + q["BN"])
+    need = 2 * TENSOR_K * (q["BM"] + q["BN"])
     return f"needs {need // 1024} KB of shared memory (48 KB is the static limit)" if need > SHARED_LIMIT else None
+
+
+def _ring_bytes(p: Problem) -> int:
+    """mma_pipelined's dynamic shared memory: what its source's views of it add up to."""
+    return sources.load("mma_pipelined.cu").dynamic_shared_bytes(p.params)
+
+
+def _ring_fits(p: Problem) -> str | None:
+    need = _ring_bytes(p)
+    return (f"needs {need // 1024} KB of shared memory ({SHARED_LIMIT_DYNAMIC // 1024} KB is a block's most)"
+            if need > SHARED_LIMIT_DYNAMIC else None)
 
 
 def _mma_records(p: Problem) -> int:
     """Per thread at most: per K tile its 16-byte copies of A's and B's tiles (two records each: a
-    load and a store, or a cp.async's pair), its lane's ldmatrix rows (two k steps of 16), then its
-    outputs (two float2 stores per 16 x 8 tile)."""
+    load and a store, or a cp.async's pair), its lane's ldmatrix rows (BK / 16 k steps of 16), then
+    its outputs (two float2 stores per 16 x 8 tile)."""
     q = p.params
-    threads = 32 * _warps_of(p)
+    threads, bk = 32 * _warps_of(p), q.get("BK", TENSOR_K)
     tiles_m, tiles_n = q["WM"] // 16, q["WN"] // 8
-    copies = _cdiv(q["BM"] * TENSOR_K // 8, threads) + _cdiv(TENSOR_K * q["BN"] // 8, threads)
-    return _cdiv(p.k, TENSOR_K) * (2 * copies + 2 * (tiles_m + tiles_n // 2)) + 2 * tiles_m * tiles_n
+    copies = _cdiv(q["BM"] * bk // 8, threads) + _cdiv(bk * q["BN"] // 8, threads)
+    return _cdiv(p.k, bk) * (2 * copies + bk // 16 * (tiles_m + tiles_n // 2)) + 2 * tiles_m * tiles_n
 
 
 def _tensor_block(p: Problem) -> tuple[int, int]:
@@ -438,14 +449,16 @@ def _tensor_grid(p: Problem) -> tuple[int, int]:
 _MMA_PARAMS = {"BM": (64, 128, 256), "BN": (64, 128, 256), "WM": (32, 64), "WN": (32, 64)}
 
 
-def _mma_rung(name: str, title: str, lesson: str, defaults: dict, stages: tuple[int, ...] = ()) -> KernelSpec:
-    params = {**_MMA_PARAMS, **({"STAGES": stages} if stages else {})}
+def _mma_rung(name: str, title: str, lesson: str, defaults: dict, ring: dict | None = None) -> KernelSpec:
+    """An mma.sync rung; ring: the parameters of a cp.async ring in dynamic shared memory (STAGES, BK)."""
+    fits = Rule("fits a block's shared memory", _ring_fits) if ring else \
+        Rule("fits 48 KB of static shared memory", _mma_shared)
     return KernelSpec(
         name=name, title=title, seeds=("002",), lesson=lesson,
-        launches=(Launch(f"{name}.cu", grid=_tensor_grid, block=_tensor_block, records_per_thread=_mma_records),),
-        params=params, defaults=defaults,
-        rules=(Rule("warp shapes", _warp_shapes), Rule("fits 48 KB of static shared memory", _mma_shared),
-               Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
+        launches=(Launch(f"{name}.cu", grid=_tensor_grid, block=_tensor_block, records_per_thread=_mma_records,
+                         shared_bytes=_ring_bytes if ring else (lambda p: 0)),),
+        params={**_MMA_PARAMS, **(ring or {})}, defaults=defaults,
+        rules=(Rule("warp shapes", _warp_shapes), fits, Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
         inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS)
 
 
@@ -502,7 +515,8 @@ TENSOR_LADDER = (
               "wavefront per matrix.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64}),
     _mma_rung("mma_pipelined", "mma.sync with a cp.async pipeline",
               "STAGES tiles in flight: the copies of the next tiles overlap the multiply of this one, one barrier "
-              "per tile.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3}, stages=(2, 3, 4)),
+              "per tile.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 32},
+              ring={"STAGES": (2, 3, 4, 5), "BK": (32, 64)}),
     KernelSpec(
         name="wgmma_tma", title="wgmma with TMA and warp specialisation",
         seeds=("002",),

@@ -10,9 +10,10 @@ A source that does not include trace.cuh is not traced (WMMA, wgmma and TMA kern
 addresses their fragment, descriptor and tensor-map loads, no lane names an address): of it only
 the signature is read, and none of the rules below apply.
 
-The traced arrays of a kernel are its pointer parameters (global memory) and its __shared__ arrays,
-numbered in that order: the build passes each number as TRACE_ID_<name>, so a kernel may name its
-arrays as it likes. Each has an element type (float, __half, ...): records count elements of it.
+The traced arrays of a kernel are its pointer parameters (global memory) and its __shared__ arrays
+(a view of the dynamic shared memory is one: see _VIEW_RE), numbered in that order: the build
+passes each number as TRACE_ID_<name>, so a kernel may name its arrays as it likes. Each has an
+element type (float, __half, ...): records count elements of it.
 """
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ _ALIGN = r"(?:__align__\(\s*\d+\s*\)\s+)?"
 # to be refused by name.
 _SHARED_RE = re.compile(rf"(extern\s+)?__shared__\s+{_ALIGN}(?:volatile\s+)?((?:unsigned\s+)?\w+)\s+{_ALIGN}(\w+)\s*"
                         r"((?:\[[^\]]*\]\s*)+)")
+# Dynamic shared memory (sized at launch; a block must use it for more than 48 KB) is one buffer,
+#   extern __shared__ __align__(128) unsigned char smem[];
+# that the kernel sees only through typed views, each starting where the one before ends:
+#   auto &As = *reinterpret_cast<__half (*)[STAGES * BM][kBK]>(smem);
+#   auto &Bs = *reinterpret_cast<__half (*)[STAGES * kBK][BN]>(smem + sizeof(As));
+# A view is a reference to an array of known shape, so it is traced as a __shared__ array of that
+# shape (records count from its own first element), and the launch's size is the views' sum.
+_VIEW_RE = re.compile(r"auto\s*&\s*(\w+)\s*=\s*\*\s*reinterpret_cast<\s*((?:unsigned\s+)?\w+)\s*\(\s*\*\s*\)\s*"
+                      r"((?:\[[^\]]*\]\s*)+)>\s*\(\s*(\w+)\s*((?:\+\s*sizeof\s*\(\s*\w+\s*\)\s*)*)\)\s*;")
 # A kernel has at most this many access sites: a record's site is one byte (TRACE_DTYPE).
 MAX_SITES = 255
 
@@ -61,6 +71,7 @@ class Array:
     space: str                  # "global" or "shared"
     element: str                # C type of its elements
     dims: tuple[str, ...] = ()  # shared arrays: each dimension's size, as written (in parameter names)
+    dynamic: bool = False       # a view of the dynamic shared memory (_VIEW_RE)
 
     @property
     def element_bytes(self) -> int:
@@ -92,6 +103,7 @@ class KernelSource:
     sites: tuple[Site, ...]
     arrays: tuple[Array, ...]                   # traced arrays: pointer parameters, then __shared__ arrays
     traced: bool = True                         # includes trace.cuh: its accesses can be recorded
+    dynamic: str = ""                           # the dynamic shared memory buffer's name, if it has one
 
     def uses(self, name: str) -> bool:
         """Whether the code names the macro (comments aside): a parameter it does not name cannot
@@ -120,6 +132,10 @@ class KernelSource:
         dims = [_eval_int(d, params) for d in self.array(array).dims]
         return (dims[0], dims[1]) if len(dims) == 2 else (1, dims[0])
 
+    def dynamic_shared_bytes(self, params: Mapping[str, int]) -> int:
+        """The dynamic shared memory a launch must give the block: its views, one after the other."""
+        return sum(a.element_bytes * _product(a.dims, params) for a in self.arrays if a.dynamic)
+
     def trace_defines(self) -> dict[str, int | str]:
         """What a traced build defines (cuda/trace.cuh): each traced array's number and how many
         there are; each access site's number (TRACE_SITE_OF, which folds to a constant in every
@@ -129,6 +145,13 @@ class KernelSource:
                           for i, s in enumerate(self.sites))
         return {**{f"TRACE_ID_{name}": i for name, i in ids.items()}, "TRACE_ARRAY_COUNT": len(ids),
                 "TRACE_SITE_COUNT": len(self.sites), "TRACE_SITE_OF(l,a,o)": f"({site_of}{len(self.sites)})"}
+
+
+def _product(dims: tuple[str, ...], params: Mapping[str, int]) -> int:
+    n = 1
+    for d in dims:
+        n *= _eval_int(d, params)
+    return n
 
 
 def _eval_int(expr: str, env: Mapping[str, int]) -> int:
@@ -157,15 +180,21 @@ def load(file: str) -> KernelSource:
     arrays = [Array(name, "global", _element(ctype) or "") for ctype, name in params if "*" in ctype]
     if not re.search(r'^\s*#include\s+"trace\.cuh"', text, re.M):
         return KernelSource(sig.group(1), path, text, tuple(params), (), tuple(arrays), traced=False)
-    for m in _SHARED_RE.finditer("\n".join(_code_lines(text))):
+    code = "\n".join(_code_lines(text))
+    buffer = ""
+    for m in _SHARED_RE.finditer(code):
         extern, element, name = m.group(1), " ".join(m.group(2).split()), m.group(3)
         dims = tuple(d.strip() for d in re.findall(r"\[([^\]]*)\]", m.group(4)))
+        if extern and element == "unsigned char" and dims == ("",) and not buffer:
+            buffer = name   # the dynamic shared memory, traced through its views
+            continue
         if extern or not all(dims):
             raise ValueError(f"{file}: shared array {name} has no size (extern __shared__, dynamic shared memory): "
                              "the trace needs its shape; declare it with one")
         if len(dims) > 2:
             raise ValueError(f"{file}: shared array {name} has {len(dims)} dimensions; traced arrays have 1 or 2")
         arrays.append(Array(name, "shared", element if element in ELEMENT_TYPES else "", dims))
+    arrays += _views(file, code, buffer)
     names = [a.name for a in arrays]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -177,7 +206,7 @@ def load(file: str) -> KernelSource:
                              f"{', '.join(ELEMENT_TYPES)}")
     spaces = {a.name: a for a in arrays}
     _check_traced_arrays(file, text, [a.name for a in arrays if a.space == "global"],
-                         [a.name for a in arrays if a.space == "shared"])
+                         [a.name for a in arrays if a.space == "shared"], buffer)
 
     def traced(number: int, name: str, space: str) -> Array:
         if name not in spaces:
@@ -225,7 +254,32 @@ def load(file: str) -> KernelSource:
     keys = [(s.line, s.array, s.op) for s in sites]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{file}: two accesses of one array on one line cannot be told apart in a trace")
-    return KernelSource(sig.group(1), path, text, tuple(params), tuple(sites), tuple(arrays))
+    return KernelSource(sig.group(1), path, text, tuple(params), tuple(sites), tuple(arrays), dynamic=buffer)
+
+
+def _views(file: str, code: str, buffer: str) -> list[Array]:
+    """The typed views of the dynamic shared memory buffer (_VIEW_RE), in order, each checked to start
+    where the ones before it end: then the buffer's size is their sum, and no two overlap."""
+    views = []
+    for m in _VIEW_RE.finditer(code):
+        name, element, shape, base, offset = m.groups()
+        if base != buffer:
+            raise ValueError(f"{file}: view {name} is of {base}, which is not the kernel's dynamic shared memory "
+                             "(extern __shared__ __align__(128) unsigned char NAME[];)")
+        after = re.findall(r"sizeof\s*\(\s*(\w+)\s*\)", offset)
+        if after != [v.name for v in views]:
+            want = " + ".join([base] + [f"sizeof({v.name})" for v in views])
+            raise ValueError(f"{file}: view {name} must start where the views before it end, at ({want}), so the "
+                             "launch's dynamic shared memory is their sum and no two overlap")
+        dims = tuple(d.strip() for d in re.findall(r"\[([^\]]*)\]", shape))
+        if len(dims) > 2 or not all(dims):
+            raise ValueError(f"{file}: view {name} has shape {shape.strip()}; traced arrays have 1 or 2 sized dimensions")
+        element = " ".join(element.split())
+        views.append(Array(name, "shared", element if element in ELEMENT_TYPES else "", dims, dynamic=True))
+    if buffer and not views:
+        raise ValueError(f"{file}: the dynamic shared memory {buffer} is used without a typed view (auto &As = "
+                         f"*reinterpret_cast<T (*)[rows][cols]>({buffer});), so the trace cannot know its shape")
+    return views
 
 
 # Any function's parameter list (a kernel's, a __device__ helper's), however many lines it spans.
@@ -347,7 +401,7 @@ def _moves_blanked(line: str, ptr: str) -> str:
     return line
 
 
-def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list[str]) -> None:
+def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list[str], buffer: str = "") -> None:
     """The rules a kernel must follow for its trace to be the truth, checked when it is loaded.
     A record names its element by the array it was made through and the element's distance from
     the start of that array's allocation, so:
@@ -358,7 +412,8 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
         pointer (accesses through the copy would not be recorded at all): move the parameter itself;
       - a traced array may be passed whole to a __device__ helper (a template too) that takes it
         under the same name, a shared array as a reference to the array (float (&As)[BM * BK]):
-        its macros then record as the caller's would."""
+        its macros then record as the caller's would;
+      - the dynamic shared memory buffer is named only where its views are declared."""
     names = [*pointers, *shared]
     if not names:
         return
@@ -395,6 +450,10 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
             raise ValueError(f"{file}:{number}: declare each shared array as __shared__ TYPE name[size] (or "
                              f"[rows][cols]), one per statement, so the trace knows its shape: {line.strip()}")
         line = _SHARED_RE.sub(lambda m: " " * len(m.group(0)), line)   # a declaration, not an access
+        line = _VIEW_RE.sub(lambda m: " " * len(m.group(0)), line)     # so is a view's
+        if buffer and re.search(rf"\b{re.escape(buffer)}\b", line):
+            raise ValueError(f"{file}:{number}: the dynamic shared memory {buffer} is used outside the declarations "
+                             f"of its views, where the trace cannot see it: {line.strip()}")
         for rule, why in rules:
             m = rule.search(line)
             if m:

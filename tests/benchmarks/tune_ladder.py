@@ -28,7 +28,10 @@ from engine.kernels.problem import Problem  # noqa: E402
 
 
 def candidates(spec: registry.KernelSpec) -> list[dict[str, int]]:
-    if spec not in registry.LADDER:   # the tensor-core rungs: few enough to time every one
+    if spec.name == "mma_pipelined":   # 4 or 8 warps, block tiles of 128 x 128 or more, warp tiles 64 x 32 or 64 x 64
+        return [q for q in spec.combinations() if registry._warps_of(Problem(1, 1, 1, params=q)) in (4, 8)
+                and min(q["BM"], q["BN"]) >= 128 and q["WM"] == 64]
+    if spec not in registry.LADDER:   # the other tensor-core rungs: few enough to time every one
         return spec.combinations()
     out = []
     for params in spec.combinations():

@@ -5,7 +5,7 @@ zero-filled edges are covered. record_golden.py (run on the device) writes golde
 one array per case and field ("case/field"): columns compress far better than packed records.
 """
 CASES = [
-    # (case name, kernel, M, N, K, tile, pad, block, blocks)
+    # (case name, kernel, M, N, K, tile, pad, block, blocks[, parameters pinned])
     ("naive_x_rows_16x16", "naive_x_rows", 37, 45, 29, 16, 0, (16, 16), None),
     ("naive_x_rows_32x8", "naive_x_rows", 64, 40, 33, 16, 0, (32, 8), None),
     ("naive_x_cols_16x16", "naive_x_cols", 37, 45, 29, 16, 0, (16, 16), None),
@@ -28,13 +28,22 @@ CASES = [
     *[case for rung in ("blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_buffered", "prefetched")
       for case in ((f"{rung}_odd", rung, 150, 135, 37, 16, 0, (16, 16), None),
                    (f"{rung}_float4", rung, 136, 260, 72, 16, 0, (16, 16), None))],
+    # The traced tensor-core rungs (FP16 in, FP32 out): multiples of 16 with partial block tiles, so
+    # the zero-filled copies and the unstored overhang are covered. mma_pipelined at pinned
+    # parameters (a tuned default may move): its old 48 KB ring, and a 192 KB one in dynamic shared memory.
+    ("mma_ldmatrix_partial", "mma_ldmatrix", 208, 144, 272, 16, 0, (16, 16), None),
+    ("mma_swizzled_partial", "mma_swizzled", 208, 144, 272, 16, 0, (16, 16), None),
+    ("mma_pipelined_48k", "mma_pipelined", 208, 144, 272, 16, 0, (16, 16), None,
+     {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 32}),
+    ("mma_pipelined_dynamic", "mma_pipelined", 144, 272, 208, 16, 0, (16, 16), None,
+     {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "BK": 64}),
 ]
 
 
 def trace_case(case, source):
     from engine.kernels import problem, registry
     from engine.tracing import tracer
-    _, kernel, m, n, k, tile, pad, block, blocks = case
-    params = registry.get(kernel).takes({"TILE": tile, "PAD": pad})   # every case names both
+    _, kernel, m, n, k, tile, pad, block, blocks, *pinned = case
+    params = {**registry.get(kernel).takes({"TILE": tile, "PAD": pad}), **(pinned[0] if pinned else {})}
     p = problem.make_problem(m, n, k, block=block, params=params)
     return tracer.trace(kernel, p, blocks, source)
