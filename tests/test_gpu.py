@@ -76,7 +76,8 @@ def test_gpu_trace_equals_cpu_trace(case):
     gpu = trace_case(case, "gpu")
     cpu = trace_case(case, "cpu")
     assert gpu.source == "gpu" and gpu.device.startswith("NVIDIA")
-    assert gpu.rel_error < 1e-5
+    spec = registry.get(case[1])   # FP16 inputs round A and B to 11 bits: FP32's bar of 1e-5 is not theirs
+    assert gpu.rel_error < (1e-5 if spec.inputs is registry.Precision.FP32 else spec.tolerance)
     assert np.array_equal(gpu.records, cpu.records)
 
 
