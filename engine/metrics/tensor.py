@@ -286,5 +286,37 @@ def speeds(df: pd.DataFrame, size: int, label: str) -> TensorSpeeds:
     return TensorSpeeds(bars, label, size, missing, failed)
 
 
+# NVIDIA's A100 architecture whitepaper: 256 dense FP16 FMA per clock per tensor core, 4 tensor cores per
+# SM, so 1,024 per SM (x 2 FLOP x 108 SMs x 1,410 MHz = 312 TFLOP/s, the datasheet's dense FP16 peak).
+A100_FMA_PER_TENSOR_CORE = 256
+A100_TENSOR_CORES_PER_SM = 4
+A100_FMA_PER_SM = A100_FMA_PER_TENSOR_CORE * A100_TENSOR_CORES_PER_SM
+
+
+@dataclass(frozen=True)
+class PerCycle:
+    """What one SM did per clock cycle in cuBLAS FP16's row of a run, beside the A100's figure."""
+    tflops: float           # cuBLAS FP16's TFLOP/s at the size shown
+    sm_count: int
+    clock_mhz: float        # the run's max_sm_clock_mhz: the most the SMs can run at
+    flop: float             # FLOP per cycle per SM
+    fma: float              # FMA (2 FLOP each) per cycle per SM
+    vs_a100: float          # fma / A100_FMA_PER_SM
+
+
+def per_sm_cycle(shown: TensorSpeeds, prov: dict) -> PerCycle | None:
+    """cuBLAS FP16's speed in shown as work per SM per clock cycle: TFLOP/s * 1e12 / (sm_count *
+    max_sm_clock_mhz * 1e6), from the run's provenance. At the maximum clock, so the SMs did at least
+    this much per cycle they actually ran. None when cuBLAS FP16 has no timed row at that size or the
+    provenance lacks the SM count or clock."""
+    row = shown.bars[shown.bars["kernel"] == REFERENCE]
+    sms, mhz = prov.get("sm_count"), prov.get("max_sm_clock_mhz")
+    if row.empty or not sms or not mhz:
+        return None
+    tflops = float(row["tflops"].iloc[0])
+    flop = tflops * 1e12 / (sms * mhz * 1e6)
+    return PerCycle(tflops, int(sms), float(mhz), flop, flop / 2, flop / 2 / A100_FMA_PER_SM)
+
+
 def _why(row: pd.Series) -> str:
     return str(row["error"]) if isinstance(row.get("error"), str) else str(row["status"])
