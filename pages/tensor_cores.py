@@ -115,8 +115,7 @@ elif sizes:
         st.markdown(f"**Per SM and clock cycle.** {doc} says a single Ampere SM can do '256 tensor core ops per "
                     f"cycle'; the A100's whitepaper figure is {tensor.A100_FMA_PER_SM:,} dense FP16 FMA per cycle per "
                     f"SM ({tensor.A100_FMA_PER_TENSOR_CORE} per tensor core, {tensor.A100_TENSOR_CORES_PER_SM} tensor cores "
-                    "per SM)."
-                    f" Measured: cuBLAS FP16 at {at:,}³, {pc.tflops:,.0f} TFLOP/s on {pc.sm_count} SMs at up to "
+                    f"per SM). Measured: cuBLAS FP16 at {at:,}³, {pc.tflops:,.0f} TFLOP/s on {pc.sm_count} SMs at up to "
                     f"{pc.clock_mhz:,.0f} MHz, is **{pc.flop:,.0f} FLOP = {pc.fma:,.0f} FMA per cycle per SM**, "
                     f"{pc.vs_a100:.2f}x the A100's.")
     st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Under each rung, its share of "
