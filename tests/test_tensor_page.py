@@ -76,3 +76,25 @@ def test_the_speeds_are_the_recorded_tensor_run_against_cublas_fp16_at_4096():
     assert at.query_params["timed"] == "1024"
     fig = next(f for f in _figures(at) if "TFLOP/s at" in f["layout"].get("title", {}).get("text", ""))
     assert fig["layout"]["title"]["text"].startswith("TFLOP/s at 1,024³")
+
+
+def test_work_per_sm_and_cycle_is_computed_from_the_run_and_set_beside_the_a100s():
+    """cuBLAS FP16's TFLOP/s at the size shown over the run's SMs and maximum clock, against the
+    A100's 1,024 dense FP16 FMA per cycle per SM (256 per tensor core; 312 TFLOP/s on 108 SMs at 1,410 MHz)."""
+    doc = json.loads((benchmark.RECORDED / "h200-tensor-2026-11-22.json").read_text())
+    prov = doc["provenance"]
+
+    def expected(n: int) -> str:
+        best = max(2 * n**3 / (r["median_ms"] * 1e-3) for r in doc["results"] if r["kernel"] == "cublas_gemm_fp16"
+                   and r["m"] == r["n"] == r["k"] == n and r["status"] == "ok")
+        flop = best / (prov["sm_count"] * prov["max_sm_clock_mhz"] * 1e6)
+        return f"**{flop:,.0f} FLOP = {flop / 2:,.0f} FMA per cycle per SM**, {flop / 2 / 1024:.2f}x the A100's"
+
+    assert abs(2 * tensor.A100_FMA_PER_SM * 108 * 1410e6 / 1e12 - benchmark.DATASHEET_TFLOPS["A100"]["fp16"]) < 1
+    at = open_page(PAGE)
+    assert expected(4096) in _texts(at) and "**2,955 FLOP = 1,477 FMA per cycle per SM**, 1.44x" in _texts(at)
+    assert "at 4,096³, 772 TFLOP/s on 132 SMs at up to 1,980 MHz" in _texts(at)
+    at.select_slider(key="tensor_cores.timed").set_value(1024).run()
+    assert expected(1024) in _texts(at)
+    df, _ = benchmark.load_document(json.dumps(doc))
+    assert tensor.per_sm_cycle(tensor.speeds(df, 4096, ""), {}) is None   # no SM count or clock: no claim

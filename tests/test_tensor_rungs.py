@@ -1,18 +1,17 @@
 """The tensor-core rungs against what the H200 measured: ldmatrix's shared wavefronts and bank
-conflicts from the CPU trace against Nsight Compute's counters (tests/golden/ncu_tensor_h200.json,
+conflicts from the CPU trace against Nsight Compute's counters (engine/bench/recorded/ncu/ncu_tensor_h200.json,
 recorded by tests/benchmarks/ncu_tensor.py), and the registry's rules for the sizes they accept."""
 import json
-from pathlib import Path
 
 import pytest
 
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis
+from engine.metrics import analysis, tensor
 from engine.tracing import tracer
 
-GOLDEN = json.loads((Path(__file__).parent / "golden" / "ncu_tensor_h200.json").read_text())
+GOLDEN = json.loads(tensor.NCU.read_text())
 LDSM = ("smsp__inst_executed_op_ldsm.sum", "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
         "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum")
 

@@ -5,7 +5,8 @@ swizzle, and the rungs' speeds.
 
 The recorded data it reads: engine/bench/recorded/fragments/ (cuda/fragment_probe.cu's output and the
 document kernel's errors and times, both from an H200) and Nsight Compute's counts of the tensor
-rungs (tests/golden/ncu_tensor_h200.json, the file the engine's ncu tests check against).
+rungs (engine/bench/recorded/ncu/, from tests/benchmarks/ncu_tensor.py on an H200; the engine's ncu
+tests check against it too). Both folders sit apart from the recorded runs of kernels against sizes.
 """
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ import pandas as pd
 
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
+from engine.metrics import fragments
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAGMENTS = ROOT / "engine" / "bench" / "recorded" / "fragments"
-NCU = ROOT / "tests" / "golden" / "ncu_tensor_h200.json"
+NCU = ROOT / "engine" / "bench" / "recorded" / "ncu" / "ncu_tensor_h200.json"
 CUBLAS_FP16 = "cuBLAS FP16 (torch.mm)"
 
 
@@ -129,21 +131,6 @@ OPERANDS = {
 }
 
 
-def ptx_m16n8k16(operand: str) -> np.ndarray:
-    """The PTX ISA's layout ("Matrix Fragments for mma.m16n8k16 with floating point type"):
-    (32 lanes, elements, 2) -> (row, col). groupID = lane >> 2, threadID_in_group = lane % 4."""
-    out = []
-    for lane in range(32):
-        g, t = lane >> 2, lane % 4
-        if operand == "a":      # 4 registers of 2 halves
-            out.append([(g + 8 * (i % 2), 2 * t + h + 8 * (i // 2)) for i in range(4) for h in range(2)])
-        elif operand == "b":    # 2 registers of 2 halves: (k, n)
-            out.append([(2 * t + h + 8 * i, g) for i in range(2) for h in range(2)])
-        else:                   # 4 floats
-            out.append([(g + 8 * (e // 2), 2 * t + e % 2) for e in range(4)])
-    return np.array(out)
-
-
 def recorded_map(operand: str) -> np.ndarray:
     """(32 lanes, elements, 2) -> (row, col) each lane held, as the GPU recorded it."""
     d = _json(FRAGMENTS / "h200.json")
@@ -169,10 +156,11 @@ def recorded_map(operand: str) -> np.ndarray:
 
 
 def matches_ptx(operand: str) -> bool | None:
-    """Whether the recorded map is the PTX ISA's, element for element; None where none is documented."""
+    """Whether the recorded map is the PTX ISA's (engine/metrics/fragments.py), element for element; None
+    where none is documented."""
     if not OPERANDS[operand].documented:
         return None
-    return bool(np.array_equal(recorded_map(operand), ptx_m16n8k16(operand[-1])))
+    return bool(np.array_equal(recorded_map(operand), fragments.ptx_mma_m16n8k16(operand[-1])))
 
 
 def owners(operand: str) -> np.ndarray:
@@ -296,6 +284,38 @@ def speeds(df: pd.DataFrame, size: int, label: str) -> TensorSpeeds:
                                     for p in best.loc[kept, "params"]]})
     missing = [r for r in registry.TENSOR_RUNGS if r not in shown]
     return TensorSpeeds(bars, label, size, missing, failed)
+
+
+# NVIDIA's A100 architecture whitepaper: 256 dense FP16 FMA per clock per tensor core, 4 tensor cores per
+# SM, so 1,024 per SM (x 2 FLOP x 108 SMs x 1,410 MHz = 312 TFLOP/s, the datasheet's dense FP16 peak).
+A100_FMA_PER_TENSOR_CORE = 256
+A100_TENSOR_CORES_PER_SM = 4
+A100_FMA_PER_SM = A100_FMA_PER_TENSOR_CORE * A100_TENSOR_CORES_PER_SM
+
+
+@dataclass(frozen=True)
+class PerCycle:
+    """What one SM did per clock cycle in cuBLAS FP16's row of a run, beside the A100's figure."""
+    tflops: float           # cuBLAS FP16's TFLOP/s at the size shown
+    sm_count: int
+    clock_mhz: float        # the run's max_sm_clock_mhz: the most the SMs can run at
+    flop: float             # FLOP per cycle per SM
+    fma: float              # FMA (2 FLOP each) per cycle per SM
+    vs_a100: float          # fma / A100_FMA_PER_SM
+
+
+def per_sm_cycle(shown: TensorSpeeds, prov: dict) -> PerCycle | None:
+    """cuBLAS FP16's speed in shown as work per SM per clock cycle: TFLOP/s * 1e12 / (sm_count *
+    max_sm_clock_mhz * 1e6), from the run's provenance. At the maximum clock, so the SMs did at least
+    this much per cycle they actually ran. None when cuBLAS FP16 has no timed row at that size or the
+    provenance lacks the SM count or clock."""
+    row = shown.bars[shown.bars["kernel"] == REFERENCE]
+    sms, mhz = prov.get("sm_count"), prov.get("max_sm_clock_mhz")
+    if row.empty or not sms or not mhz:
+        return None
+    tflops = float(row["tflops"].iloc[0])
+    flop = tflops * 1e12 / (sms * mhz * 1e6)
+    return PerCycle(tflops, int(sms), float(mhz), flop, flop / 2, flop / 2 / A100_FMA_PER_SM)
 
 
 def _why(row: pd.Series) -> str:

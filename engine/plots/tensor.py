@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from engine.metrics.tensor import BASELINES, OPERANDS, REFERENCE, Hierarchy, LdmatrixRows, SeedEvidence, TensorSpeeds
 from engine.plots import style
-from engine.plots.traces import CONTROLS_PX, AnimatedFigure, _axis, _controls, _headline_trace, _rects, _with_frames
+from engine.plots.traces import CONTROLS_PX, AnimatedFigure, axis, controls, headline_trace, rects, with_frames
 
 # --------------------------------------------------------------------------- 1. the document's kernel
 
@@ -87,11 +87,11 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     plot_px = head_px + body_px
     fig = AnimatedFigure()
     frac = head_px / plot_px
-    hx, hy = _axis(fig, 1, (0, 1), (1 - frac, 1), (0, 1), (0, 1))
+    hx, hy = axis(fig, 1, (0, 1), (1 - frac, 1), (0, 1), (0, 1))
     # Left-aligned square cells: the tile's width in px is cols * cell, of the figure's planned width.
     width = cols * cell / st.width
-    gx, gy = _axis(fig, 2, (0, min(1.0, width * 1.02)), (0, 1 - frac), (-0.5, cols - 0.5), (rows - 0.5, -0.5))
-    fig.add_trace(_headline_trace("", hx, hy, st.headline))
+    gx, gy = axis(fig, 2, (0, min(1.0, width * 1.02)), (0, 1 - frac), (-0.5, cols - 0.5), (rows - 0.5, -0.5))
+    fig.add_trace(headline_trace("", hx, hy, st.headline))
     yy, xx = np.mgrid[0:rows, 0:cols]
     fig.add_trace(go.Scatter(x=xx.ravel(), y=yy.ravel(), xaxis=gx, yaxis=gy, mode="markers+text",
                              text=list(owners.ravel()), textfont={"size": max(st.base - 3, 9), "color": style.NOTE_INK},
@@ -111,9 +111,9 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     fig.data[2].update(frames[lane]["data"][1])
     style.apply(fig, st.base, margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8}, showlegend=False, dragmode=False,
                 height=plot_px + CONTROLS_PX + 8)
-    controls = _controls([f["name"] for f in frames], [f["name"] for f in frames], duration, st, False, plot_px)
-    controls["sliders"][0]["active"] = lane
-    return _with_frames(fig, frames, controls)
+    player = controls([f["name"] for f in frames], [f["name"] for f in frames], duration, st, False, plot_px)
+    player["sliders"][0]["active"] = lane
+    return with_frames(fig, frames, player)
 
 
 
@@ -135,7 +135,7 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
             depth[b // 4] = level + 1
             boxes.append((b, b + 4, level, level + 0.9))
             labels.append((b + 2, level + 0.45, f"r{int(r.rows[j])}"))
-        xs, ys = _rects(boxes)
+        xs, ys = rects(boxes)
         fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=style.BLUE_FILL, line={"color": style.BLUE},
                                  mode="lines", hoverinfo="skip"), row=i, col=1)
         fig.add_trace(go.Scatter(x=[a for a, _, _ in labels], y=[b for _, b, _ in labels], mode="text",

@@ -35,8 +35,10 @@ def source_lines(file: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- shared parts
+# (public: engine/plots/tensor.py draws the Tensor cores page's figures with them too)
 
-def _rects(boxes) -> tuple[list, list]:
+def rects(boxes) -> tuple[list, list]:
+    """The outlines of boxes (x0, x1, y0, y1) as one scatter trace's x and y, split by None gaps."""
     xs, ys = [], []
     for x0, x1, y0, y1 in boxes:
         xs += [x0, x1, x1, x0, x0, None]
@@ -44,8 +46,8 @@ def _rects(boxes) -> tuple[list, list]:
     return xs, ys
 
 
-def _axis(fig: go.Figure, n: int, x_domain, y_domain, x_range, y_range, anchor_square: bool = False) -> tuple[str, str]:
-    """Adds axis pair n (1-based) with the given paper domains and ranges; returns trace refs."""
+def axis(fig: go.Figure, n: int, x_domain, y_domain, x_range, y_range, anchor_square: bool = False) -> tuple[str, str]:
+    """One panel of a figure: hidden axis pair n (1-based) at these paper domains; returns its trace refs."""
     sx = sy = "" if n == 1 else str(n)
     clamp = lambda d: [round(min(max(v, 0.0), 1.0), 6) for v in d]   # noqa: E731 - float dust off the ends
     x_domain, y_domain = clamp(x_domain), clamp(y_domain)
@@ -59,7 +61,7 @@ def _axis(fig: go.Figure, n: int, x_domain, y_domain, x_range, y_range, anchor_s
     return f"x{sx}", f"y{sy}"
 
 
-def _headline_trace(text: str, xref: str, yref: str, size: int) -> go.Scatter:
+def headline_trace(text: str, xref: str, yref: str, size: int) -> go.Scatter:
     """The frame's headline, as a text trace so it moves with the frames (see the module note)."""
     return go.Scatter(x=[0], y=[0.5], xaxis=xref, yaxis=yref, mode="text", text=[text],
                       textposition="middle right", textfont={"size": size, "color": style.INK}, hoverinfo="skip",
@@ -160,8 +162,8 @@ def _chars_fitting(px: float, font: int) -> int:
     return int(px / (0.62 * font)) - 1   # monospace glyphs are about 0.6 em wide
 
 
-def _controls(names: list[str], labels: list[str], duration: int, st: Sizes, redraw: bool,
-              plot_px: float) -> dict:
+def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redraw: bool,
+             plot_px: float) -> dict:
     """Play / Pause / one step back / one step on (pages/lib/player.js does the steps), and a slider
     whose steps are the frames themselves, so it follows the animation and scrubs it."""
     args = lambda d: {"frame": {"duration": d, "redraw": redraw}, "mode": "immediate",  # noqa: E731
@@ -220,8 +222,9 @@ class AnimatedFigure(go.Figure):
         return self
 
 
-def _with_frames(fig: AnimatedFigure, frames: list[dict], controls: dict) -> AnimatedFigure:
-    fig._plain_frames, fig._controls = frames, controls
+def with_frames(fig: AnimatedFigure, frames: list[dict], player: dict) -> AnimatedFigure:
+    """Gives fig its frames and its player (the layout part controls() returns), unchecked; returns fig."""
+    fig._plain_frames, fig._controls = frames, player
     return fig
 
 
@@ -235,8 +238,8 @@ def _headed_figure(head_px: int, body_px: int, st: Sizes):
     plot_px = head_px + body_px
     frac = lambda px: px / plot_px   # noqa: E731
     fig = AnimatedFigure()
-    hx, hy = _axis(fig, 1, (0, 1), (1 - frac(head_px), 1), (0, 1), (0, 1))
-    fig.add_trace(_headline_trace("", hx, hy, st.headline))
+    hx, hy = axis(fig, 1, (0, 1), (1 - frac(head_px), 1), (0, 1), (0, 1))
+    fig.add_trace(headline_trace("", hx, hy, st.headline))
     fig.layout.height = plot_px + CONTROLS_PX + 8
     return fig, plot_px, frac
 
@@ -264,7 +267,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
     x_mat, x_strip, x_code = (0, .47), (.49, .60), (.625, 1)
     fig = AnimatedFigure()
     fig.layout.height = plot_px + CONTROLS_PX + 8
-    ox, oy = _axis(fig, 1, (0, 1), (0, 1), (0, 1), (plot_px, 0))      # the overlay: x paper, y px from the top
+    ox, oy = axis(fig, 1, (0, 1), (0, 1), (0, 1), (plot_px, 0))      # the overlay: x paper, y px from the top
     fig.add_trace(go.Scatter(x=[0] * n, y=[r * (head_px + body_px + gap_px) + head_px / 2 for r in range(n)],
                              xaxis=ox, yaxis=oy, mode="text", text=[""] * n, textposition="middle right",
                              textfont={"size": st.headline, "color": style.INK}, hoverinfo="skip", showlegend=False,
@@ -281,7 +284,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
             titles.append((name, x, rows, cols))
             x += cols + max(2, cols // 8)
         mrows = max(rows for rows, _ in p.arrays.values())
-        mx, my = _axis(fig, 2 + r, x_mat, y_dom, (-1, x - 1), (mrows - .5, -.5), anchor_square=True)
+        mx, my = axis(fig, 2 + r, x_mat, y_dom, (-1, x - 1), (mrows - .5, -.5), anchor_square=True)
         cell = min((x_mat[1] - x_mat[0]) * st.width / max(x, 1), (body_px - title_px) / max(mrows, 1))
         for name, x0, rows, cols in titles:
             fig.add_shape(type="rect", xref=mx, yref=my, x0=x0 - .5, x1=x0 + cols - .5, y0=-.5, y1=rows - .5,
@@ -353,7 +356,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
         fig.data[t].update(d)
     _layout(fig, st)
     first = panels[0].steps[0].index
-    return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
+    return with_frames(fig, frames, controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
                                                duration, st, False, plot_px))
 
 
@@ -434,7 +437,7 @@ def _sectors_on(offsets: dict[str, int], arrays: dict[str, tuple[int, int]]):
     def fn(step: Step) -> dict:
         boxes = [(x0 + offsets[step.array], x1 + offsets[step.array], y0, y1)
                  for x0, x1, y0, y1 in _sector_boxes(step.sector_ids, arrays[step.array][1])]
-        xs, ys = _rects(boxes)
+        xs, ys = rects(boxes)
         return {"x": xs, "y": ys}
     return fn
 
@@ -454,7 +457,7 @@ def _strip_slots(step: Step, place: _StripPlace | None = None) -> dict:
     """Every sector slot of every touched line, faint: the four sectors one line holds."""
     at = place.at if place else (lambda u, r: (u, r))
     lines, _ = strip_layout(step)
-    xs, ys = _rects([_slot_box(r, s, at) for r in range(len(lines)) for s in range(4)])
+    xs, ys = rects([_slot_box(r, s, at) for r in range(len(lines)) for s in range(4)])
     return {"x": xs, "y": ys}
 
 
@@ -462,7 +465,7 @@ def _strip_sectors(step: Step, place: _StripPlace | None = None) -> dict:
     at = place.at if place else (lambda u, r: (u, r))
     _, row_of = strip_layout(step)
     sectors = np.unique(step.offsets // 32)
-    xs, ys = _rects([_slot_box(row_of[int(s) // 4], int(s) % 4, at) for s in sectors])
+    xs, ys = rects([_slot_box(row_of[int(s) // 4], int(s) % 4, at) for s in sectors])
     return {"x": xs, "y": ys}
 
 
@@ -512,7 +515,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     x_banks, x_code = (0.035, .6), (.63, 1)
     body = (0, 1 - frac(head_px) - frac(st.base + 12))   # room for the bank numbers above
     rows = max_layer + 1 + 3          # lanes at -2.5, a gap, then one row per wavefront
-    bx_, by_ = _axis(fig, 2, x_banks, body, (-1, 32), (max_layer + .6, -3.2))
+    bx_, by_ = axis(fig, 2, x_banks, body, (-1, 32), (max_layer + .6, -3.2))
     fig.layout.xaxis2.update(visible=True, side="top", tickvals=list(range(0, 32, 4)) + [31],
                              showgrid=False, zeroline=False, tickfont={"size": st.base - 1}, ticklabelstandoff=0)
     fig.layout.yaxis2.update(visible=True, tickvals=[-2.4] + list(range(max_layer + 1)),
@@ -534,7 +537,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
                              hovertemplate="%{customdata}<extra></extra>", showlegend=False))
     view, font = fit_code(source_lines(shown.file), {s.line for s in steps}, (x_code[1] - x_code[0]) * st.width,
                           body_px, st)
-    cx, cy = _axis(fig, 3, x_code, body, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
+    cx, cy = axis(fig, 3, x_code, body, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(_highlight_trace(view, steps[0].line, cx, cy))
     fig.add_trace(_code_trace(view, cx, cy, font))
     frames = []
@@ -556,7 +559,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     _layout(fig, st)
-    return _with_frames(fig, frames, _controls([f["name"] for f in frames], [str(s.index + 1) for s in steps], duration, st,
+    return with_frames(fig, frames, controls([f["name"] for f in frames], [str(s.index + 1) for s in steps], duration, st,
                                   False, plot_px))
 
 
@@ -608,7 +611,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
     for i, ((rows, cols), w, title) in enumerate(zip((shape_a, shape_b, shape_c), widths,
                                                      (f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n})"))):
         dom = (x0, x0 + w * scale)
-        xr, yr = _axis(fig, 2 + i, dom, body, (-.5, span(cols) - .5), (span(rows) - .5, -.5), anchor_square=True)
+        xr, yr = axis(fig, 2 + i, dom, body, (-.5, span(cols) - .5), (span(rows) - .5, -.5), anchor_square=True)
         refs.append((xr, yr))
         fig.add_shape(type="rect", xref=xr, yref=yr, x0=-.5, x1=cols - .5, y0=-.5, y1=rows - .5,
                       fillcolor=style.MATRIX_FILL, line={"color": style.MATRIX_EDGE, "width": 1}, layer="below")
@@ -626,7 +629,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
             dynamic.append(len(fig.data) - 1)
     r0, r1 = c_rows
     c0, c1 = c_cols
-    xs, ys = _rects([(c0 - .5, min(c1, n) - .5, r0 - .5, min(r1, m) - .5)])
+    xs, ys = rects([(c0 - .5, min(c1, n) - .5, r0 - .5, min(r1, m) - .5)])
     fig.add_trace(go.Scatter(x=xs, y=ys, xaxis=cx, yaxis=cy, mode="lines", line={"color": style.BLUE, "width": 3},
                              hoverinfo="skip", showlegend=False))
     final = partials[-1]
@@ -643,7 +646,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
     sums = len(fig.data) - 1
     x_code = (.64, 1)
     view, font = fit_code(source, {load_line, compute_line}, (x_code[1] - x_code[0]) * st.width, body_px, st)
-    sx, sy = _axis(fig, 5, x_code, (0, 1 - frac(head_px)), (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
+    sx, sy = axis(fig, 5, x_code, (0, 1 - frac(head_px)), (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(_highlight_trace(view, load_line, sx, sy))
     lit = len(fig.data) - 1
     fig.add_trace(_code_trace(view, sx, sy, font))
@@ -652,10 +655,10 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
         for stage in ("load", "compute"):
             data = [{"text": [tile_note(ph, stage, len(phases), load_line if stage == "load" else compute_line)]}]
             for (rr, cc), (rows, cols) in (((ph.a_rows, ph.a_cols), shape_a), ((ph.b_rows, ph.b_cols), shape_b)):
-                xs, ys = _rects([(cc[0] - .5, cc[1] - .5, rr[0] - .5, rr[1] - .5)])
+                xs, ys = rects([(cc[0] - .5, cc[1] - .5, rr[0] - .5, rr[1] - .5)])
                 data.append({"x": xs, "y": ys, "fillcolor": style.BLUE_FILL if stage == "load" else style.NO_FILL})
                 over = [(max(cc[0], cols), cc[1], rr[0], rr[1]), (cc[0], cc[1], max(rr[0], rows), rr[1])]
-                xs, ys = _rects([(x_0 - .5, x_1 - .5, y_0 - .5, y_1 - .5) for x_0, x_1, y_0, y_1 in over
+                xs, ys = rects([(x_0 - .5, x_1 - .5, y_0 - .5, y_1 - .5) for x_0, x_1, y_0, y_1 in over
                                  if x_1 > x_0 and y_1 > y_0])   # the overhang: zero-filled
                 data.append({"x": xs, "y": ys})
             done = part if stage == "compute" else (partials[ph.phase - 1] if ph.phase > 0 else None)
@@ -671,7 +674,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     _layout(fig, st)
-    return _with_frames(fig, frames, _controls([f["name"] for f in frames], labels, duration, st, False, plot_px))
+    return with_frames(fig, frames, controls([f["name"] for f in frames], labels, duration, st, False, plot_px))
 
 
 def tile_note(ph, stage: str, n_phases: int, line: int) -> str:

@@ -1,7 +1,8 @@
 """Nsight Compute on the tensor-core rungs: ldmatrix's shared wavefronts and bank conflicts without
-and with the swizzle (the golden data of tests/golden/ncu_tensor_h200.json), the tensor-core
-instructions one WMMA mma_sync and one mma.sync become, and the kernel cuBLAS runs for FP16 (asked
-of torch.mm where PyTorch is installed: it calls cuBLAS).
+and with the swizzle, the tensor-core instructions one WMMA mma_sync and one mma.sync become, and the
+kernel cuBLAS runs for FP16 (asked of torch.mm where PyTorch is installed: it calls cuBLAS). Its output
+is shipped as engine/bench/recorded/ncu/ncu_tensor_h200.json: the Tensor cores page reads it and
+tests/test_tensor_rungs.py checks the CPU trace against it.
 
     python3 tests/benchmarks/ncu_tensor.py OUT.json
 """
