@@ -113,9 +113,9 @@ elif sizes:
         st.warning(f"{k} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
     if (pc := tensor.per_sm_cycle(shown, prov)) is not None:
         st.markdown(f"**Per SM and clock cycle.** {doc} says a single Ampere SM can do '256 tensor core ops per "
-                    f"cycle'; the A100's whitepaper figure is {tensor.A100_FMA_PER_SM:,} dense FP16 FMA per cycle per "
-                    f"SM ({tensor.A100_FMA_PER_TENSOR_CORE} per tensor core, {tensor.A100_TENSOR_CORES_PER_SM} tensor cores "
-                    f"per SM). Measured: cuBLAS FP16 at {at:,}³, {pc.tflops:,.0f} TFLOP/s on {pc.sm_count} SMs at up to "
+                    f"cycle'. That is NVIDIA's A100 figure per tensor core ({tensor.A100_FMA_PER_TENSOR_CORE} dense FP16 "
+                    f"FMA); an SM has {tensor.A100_TENSOR_CORES_PER_SM}, so {tensor.A100_FMA_PER_SM:,} per cycle. "
+                    f"Measured: cuBLAS FP16 at {at:,}³, {pc.tflops:,.0f} TFLOP/s on {pc.sm_count} SMs at up to "
                     f"{pc.clock_mhz:,.0f} MHz, is **{pc.flop:,.0f} FLOP = {pc.fma:,.0f} FMA per cycle per SM**, "
                     f"{pc.vs_a100:.2f}x the A100's.")
     st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Under each rung, its share of "

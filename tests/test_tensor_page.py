@@ -1,6 +1,7 @@
 """The Tensor cores page, run with Streamlit's AppTest: its numbers against engine/metrics/tensor.py's,
 the documented-or-not line per operand, its view in the URL, and the speeds' label."""
 import json
+import re
 
 from engine.bench import benchmark
 from engine.metrics import tensor
@@ -92,8 +93,9 @@ def test_work_per_sm_and_cycle_is_computed_from_the_run_and_set_beside_the_a100s
 
     assert abs(2 * tensor.A100_FMA_PER_SM * 108 * 1410e6 / 1e12 - benchmark.DATASHEET_TFLOPS["A100"]["fp16"]) < 1
     at = open_page(PAGE)
-    assert expected(4096) in _texts(at) and "**2,955 FLOP = 1,477 FMA per cycle per SM**, 1.44x" in _texts(at)
-    assert "at 4,096³, 772 TFLOP/s on 132 SMs at up to 1,980 MHz" in _texts(at)
+    assert expected(4096) in _texts(at) and " TFLOP/s on 132 SMs at up to 1,980 MHz" in _texts(at)
+    fma = float(re.search(r"= ([\d,]+) FMA per cycle per SM", _texts(at)).group(1).replace(",", ""))
+    assert 1.3 < fma / 1024 < 1.6   # an H200 SM does about 1.45x an A100 SM's tensor work per cycle
     at.select_slider(key="tensor_cores.timed").set_value(1024).run()
     assert expected(1024) in _texts(at)
     df, _ = benchmark.load_document(json.dumps(doc))
