@@ -2,7 +2,7 @@
 counts that explains its speed, and how fast it ran against cuBLAS."""
 import streamlit as st
 
-from engine.bench import benchmark, schema
+from engine.bench import schema
 from engine.kernels import registry
 from engine.metrics import ladder
 from engine.plots import charts
@@ -66,26 +66,9 @@ if traced:
 
 # ------------------------------------------------------------------ measured speed
 st.subheader("Measured speed against cuBLAS SGEMM")
-status = ui.device_status()
-runs = benchmark.recorded_runs(rungs)
-if status.available and st.button(f"Time every rung and cuBLAS now at {size:,}³ on this {status.name}"):
-    settings = benchmark.Settings()
-    with st.spinner("Timing"):
-        rows = list(benchmark.sweep(rungs + ["cublas_sgemm"], [(size, size, size)], settings))
-    st.session_state["ladder_live"] = (rows, benchmark.provenance(status.info, settings))
-live = st.session_state.get("ladder_live") if status.available else None
-if live:
-    rows, prov = live
-    df, label = benchmark.derive(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"]), ladder.run_label(prov, True)
-elif runs:
-    names = [p.name for p in runs]
-    chosen = st.selectbox("Recorded run", names, key=ui.state("run", names[-1], names)) if len(names) > 1 else names[0]
-    df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
-    label = ladder.run_label(prov, False)
-else:
-    df = None
-    st.info("No recorded benchmark run ships with this copy.", icon=":material/history:")
-if df is not None:
+run = ui.speed_run(rungs, ["cublas_sgemm"], size, "every rung and cuBLAS", "ladder_live")
+if run:
+    df, prov, label, live = run
     sizes = ladder.square_sizes(df)
     if not sizes:
         st.warning(f"This run ({label}) has no row for any rung of the ladder.", icon=":material/warning:")

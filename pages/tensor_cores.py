@@ -3,9 +3,9 @@ tensor rungs, which lane holds which element of a fragment (recorded on the GPU,
 ldmatrix's banks without and with the swizzle, and the rungs' speed against cuBLAS."""
 import streamlit as st
 
-from engine.bench import benchmark, schema
+from engine.bench import schema
 from engine.kernels import documents, registry
-from engine.metrics import ladder, tensor
+from engine.metrics import tensor
 from engine.plots import charts
 from engine.plots import tensor as figures
 from pages.lib import ui
@@ -81,25 +81,9 @@ cols[1].caption("At 128³, one block, defaults; LDSM: ldmatrix instructions. Cou
 
 # ------------------------------------------------------------------ 5. speed
 st.subheader("5. TFLOP/s per rung against cuBLAS FP16")
-status = ui.device_status()
-paths = benchmark.recorded_runs(rungs)
-if status.available and st.button(f"Time every rung and cuBLAS FP16 now at 4,096³ on this {status.name}"):
-    settings = benchmark.Settings()
-    with st.spinner("Timing"):
-        rows = list(benchmark.sweep(rungs[1:] + ["cublas_gemm_fp16"], [(4096, 4096, 4096)], settings))
-    st.session_state["tc_live"] = (rows, benchmark.provenance(status.info, settings))
-live = st.session_state.get("tc_live") if status.available else None
-if live:
-    rows, prov = live
-    df, label = benchmark.derive(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"]), ladder.run_label(prov, True)
-elif paths:
-    names = [p.name for p in paths]
-    chosen = st.selectbox("Recorded run", names, key=ui.state("run", names[-1], names)) if len(names) > 1 else names[0]
-    df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
-    label = ladder.run_label(prov, False)
-else:
-    df = None
-    st.info("No recorded run of the tensor rungs ships with this copy.", icon=":material/history:")
+# The document's kernel is left out of a live run: it is refused at 4,096 (see its rule).
+run = ui.speed_run(rungs[1:], ["cublas_gemm_fp16"], 4096, "every rung and cuBLAS FP16", "tc_live")
+df, prov, label, live = run or (None, None, "", False)
 sizes = tensor.square_sizes(df) if df is not None else []
 if df is not None and not sizes:
     st.warning(f"This run ({label}) has no row for any tensor rung.", icon=":material/warning:")

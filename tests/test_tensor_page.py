@@ -4,6 +4,7 @@ import json
 import re
 
 from engine.bench import benchmark
+from engine.kernels import registry
 from engine.metrics import tensor
 from tests.test_pages import open_page
 
@@ -100,3 +101,29 @@ def test_work_per_sm_and_cycle_is_computed_from_the_run_and_set_beside_the_a100s
     assert expected(1024) in _texts(at)
     df, _ = benchmark.load_document(json.dumps(doc))
     assert tensor.per_sm_cycle(tensor.speeds(df, 4096, ""), {}) is None   # no SM count or clock: no claim
+
+
+def test_a_live_run_times_the_rungs_and_cublas_fp16_at_4096_and_says_live(monkeypatch):
+    """The live branch with the GPU stood in for: a status that has one, and a sweep that answers with
+    the recorded run's rows at the size asked."""
+    from engine.devices.gpu_client import GpuStatus
+    from pages.lib import ui
+    info = {"name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "sm_clock_mhz": 1980,
+            "memory_clock_mhz": 3201, "memory_bus_bits": 6144, "driver": 13000, "cuda": "13.0.0", "l2_bytes": 2**26,
+            "total_bytes": 2**37}
+    monkeypatch.setattr(ui, "device_status", lambda: GpuStatus(True, "NVIDIA H200", info=info))
+    recorded = json.loads((benchmark.RECORDED / "h200-tensor-2026-11-22.json").read_text())["results"]
+    asked = []
+
+    def sweep(kernels, sizes, settings, params=None, blocks=None):
+        asked.append((kernels, sizes))
+        return iter([r for r in recorded if r["kernel"] in kernels and (r["m"], r["n"], r["k"]) == sizes[0]])
+    monkeypatch.setattr(benchmark, "sweep", sweep)
+    at = open_page(PAGE)
+    next(b for b in at.button if b.label.startswith("Time every rung")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert asked == [(list(registry.TENSOR_RUNGS[1:]) + ["cublas_gemm_fp16"], [(4096, 4096, 4096)])]
+    fig = next(f for f in _figures(at) if "TFLOP/s at" in f["layout"].get("title", {}).get("text", ""))
+    assert fig["layout"]["title"]["text"].startswith("TFLOP/s at 4,096³ · live on this NVIDIA H200")
+    assert fig["data"][0]["x"] == list(registry.TENSOR_RUNGS[1:]) + ["cublas_gemm_fp16"]
+    assert "Speeds: live on this NVIDIA H200" in _texts(at) and "Speeds: recorded" not in _texts(at)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from engine.bench import benchmark, schema
 from engine.devices import gpu_client, memo
 from engine.errors import EngineError
 from engine.kernels import build, registry, sass
@@ -377,3 +378,28 @@ def trace_or_stop(kernel: str, m: int, n: int, k: int, params: dict[str, int], b
 def kernel_label(name: str) -> str:
     spec = registry.get(name)
     return f"{spec.title} — from {spec.source_titles}"
+
+
+def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key: str):
+    """The run a speed section draws: timed now (a button, where there is a GPU: the rungs and their
+    baselines at size³) or recorded (a choice among the shipped runs that hold one of the rungs, the
+    newest first chosen). (rows as benchmark.derive gives them, provenance, label, live) or None, said
+    on the page, where no run of them ships. what: the button's words for what it times."""
+    status = device_status()
+    if status.available and st.button(f"Time {what} now at {size:,}³ on this {status.name}"):
+        settings = benchmark.Settings()
+        with st.spinner("Timing"):
+            rows = list(benchmark.sweep(rungs + baselines, [(size, size, size)], settings))
+        st.session_state[key] = (rows, benchmark.provenance(status.info, settings))
+    live = st.session_state.get(key) if status.available else None
+    if live:
+        rows, prov = live
+        df = benchmark.derive(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"])
+        return df, prov, ladder.run_label(prov, True), True
+    names = [p.name for p in benchmark.recorded_runs(rungs)]
+    if not names:
+        st.info("No recorded benchmark run of these kernels ships with this copy.", icon=":material/history:")
+        return None
+    chosen = st.selectbox("Recorded run", names, key=state("run", names[-1], names)) if len(names) > 1 else names[0]
+    df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
+    return df, prov, ladder.run_label(prov, False), False
