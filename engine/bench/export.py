@@ -108,6 +108,12 @@ def figures(rows: list[dict], prov: dict, font: int = style.EXPORT_FONT) -> dict
     return charts.all_charts(df, prov["peaks"], font, note=charts.notes([prov], df)) if len(df) else {}
 
 
+def write_json(rows: list[dict], prov: dict, path: Path) -> Path:
+    """The run as the JSON document the explorer reads back (recorded runs, uploads)."""
+    path.write_text(json.dumps(to_document(rows, prov), indent=1, default=float))
+    return path
+
+
 def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: int = 1200,
               height: int = 700) -> tuple[list[Path], list[str]]:
     """Writes the exports into `out`; returns the files written and what could not be (one line each)."""
@@ -117,8 +123,7 @@ def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: i
         (out / "results.csv").write_text(results_csv(rows, prov))
         written.append(out / "results.csv")
     if "json" in formats:
-        (out / "results.json").write_text(json.dumps(to_document(rows, prov), indent=1, default=float))
-        written.append(out / "results.json")
+        written.append(write_json(rows, prov, out / "results.json"))
     figs = figures(rows, prov)
     if "html" in formats:
         for name, fig in figs.items():

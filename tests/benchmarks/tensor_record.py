@@ -56,12 +56,7 @@ def main() -> int:
             pct = f"{100 * r['gflops'] / ref:6.1f}% of cuBLAS FP16" if ref else ""
             print(f"   {name:20} {r['gflops'] / 1000:8.1f} TFLOP/s {pct}")
     print(f"timed in {time.perf_counter() - start:.0f} s")
-    out = Path(args.out)
-    written, _ = export.write_all(rows, benchmark.provenance(status.info, settings), out.parent / "tensor-record",
-                                  ["json"])
-    for path in written:
-        path.rename(out)
-        print(f"wrote {out}")
+    print(f"wrote {export.write_json(rows, benchmark.provenance(status.info, settings), Path(args.out))}")
     return 0
 
 

@@ -94,11 +94,7 @@ def main() -> int:
     prov = benchmark.provenance(status.info, settings)
     ladder = "tensor-core" if any(s in registry.TENSOR_LADDER for s in specs) else "FP32"
     prov["sweep"] = f"autotuning of the {ladder} ladder at {m}x{n}x{k}"
-    out = Path(args.out)
-    written, _ = export.write_all(rows, prov, out.parent, ["json"])
-    for path in written:
-        path.rename(out)
-        print(f"wrote {out}")
+    print(f"wrote {export.write_json(rows, prov, Path(args.out))}")
     return 0
 
 
