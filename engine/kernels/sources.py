@@ -48,8 +48,8 @@ _SHARED_RE = re.compile(rf"(extern\s+)?__shared__\s+{_ALIGN}(?:volatile\s+)?((?:
 # Dynamic shared memory (sized at launch; a block must use it for more than 48 KB) is one buffer,
 #   extern __shared__ __align__(128) unsigned char smem[];
 # that the kernel sees only through typed views, each starting where the one before ends:
-#   auto &As = *reinterpret_cast<__half (*)[STAGES * BM][kBK]>(smem);
-#   auto &Bs = *reinterpret_cast<__half (*)[STAGES * kBK][BN]>(smem + sizeof(As));
+#   auto &As = *reinterpret_cast<__half (*)[STAGES * BM][BK]>(smem);
+#   auto &Bs = *reinterpret_cast<__half (*)[STAGES * BK][BN]>(smem + sizeof(As));
 # A view is a reference to an array of known shape, so it is traced as a __shared__ array of that
 # shape (records count from its own first element), and the launch's size is the views' sum.
 _VIEW_RE = re.compile(r"auto\s*&\s*(\w+)\s*=\s*\*\s*reinterpret_cast<\s*((?:unsigned\s+)?\w+)\s*\(\s*\*\s*\)\s*"

@@ -155,7 +155,7 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
 def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = False) -> go.Figure:
     """TFLOP/s of each rung and baseline at one size; each rung's share of cuBLAS FP16 (the same
     product) under its figure and on the right axis; the rung the page is on in its own colour, cuBLAS
-    FP16 in red, the other baselines grey; a rung without a time keeps its place, marked why."""
+    FP16 in red, the other baselines grey; a kernel whose row is not a time comes last, marked "not timed"."""
     st = style.sizes(presenter)
     names = list(s.bars["kernel"]) + list(s.failed)
     rows = s.bars.set_index("kernel")
