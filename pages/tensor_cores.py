@@ -37,7 +37,13 @@ st.markdown(f"Its results are off by **{ev.table['error vs A·B'].min():.0%} to 
 st.table(figures.seed_table(ev))
 st.caption(f"Recorded {ev.device} run, not measured now. Warps launched: from the launch the document writes "
            "(blocks of 32 × 4 threads, 8 × M/16 blocks in y), which the recorded count equals. wmma_warp: the same "
-           "instructions, one warp per 16 × 16 tile. HMMA: one WMMA 16×16×16 mma_sync is 2 HMMA.16816 on sm_90.")
+           "instructions, one warp per 16 × 16 tile.")
+st.markdown("**One operation, how many instructions?** The document's words beside what Nsight Compute counted on "
+            "the tensor pipe for kernels whose number of operations follows from their shape.")
+st.table(figures.instruction_table(tensor.tensor_instructions()))
+st.caption("Tensor instructions: sm__inst_executed_pipe_tensor_op_hmma, warp-level (a wgmma counts once per warp of "
+           "its warpgroup), recorded on the H200. One WMMA 16×16×16 mma_sync is two HMMA.16816: the hardware's "
+           "instruction is 16×8×16, and on Hopper wgmma does 64×256×16 per warpgroup instruction.")
 
 # ------------------------------------------------------------------ 2. hierarchy
 h = tensor.hierarchy(rung)

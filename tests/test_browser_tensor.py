@@ -60,7 +60,8 @@ def test_the_fragment_map_steps_lane_by_lane_and_a_link_reopens_its_view(server,
     assert settled(page) == want("mma_a", 31)
     page.screenshot(path=str(shots / "tensor-fragment-lane31-1280x720.png"))
 
-    seed, banks = tables(page)
+    seed, instructions, banks = tables(page)
+    assert [(row[0], row[-1]) for row in instructions] == [("wmma_warp", "2"), ("mma_ldmatrix", "1"), ("wgmma_tma", "1")]
     assert [row[3] for row in seed] == ["8,192 / 256 = 32", "131,072 / 4,096 = 32", "524,288 / 16,384 = 32"]
     assert banks == [["mma_ldmatrix", "256", "6,144", "6,144", "5,120"], ["mma_swizzled", "256", "1,024", "1,024", "0"]]
     page.locator("h3", has_text="rows on the banks").evaluate("h => h.scrollIntoView()")

@@ -29,9 +29,25 @@ def test_the_document_kernel_is_cited_by_title_and_diagnosed_from_the_evidence()
     assert "32,768 HMMA" in _texts(at) and "2% to 6%" in _texts(at)
 
 
+def test_the_documents_one_instruction_claims_are_set_beside_nsight_computes_counts():
+    """Per operation, the tensor instructions ncu counted over the operations each kernel's shape
+    implies: a WMMA 16x16x16 is two, an mma.sync m16n8k16 one, a wgmma one per warp of its warpgroup."""
+    cases = json.loads(tensor.NCU.read_text())["cases"]
+    hmma = "sm__inst_executed_pipe_tensor_op_hmma.sum"
+    want = {"wmma_warp": cases["wmma_warp 128x128x128"][hmma] / 8**3,
+            "mma_ldmatrix": cases["mma_ldmatrix 128x128x128"][hmma] / (8 * 16 * 8),
+            "wgmma_tma": cases["wgmma_tma 256x256x256"][hmma] / (4 * 1 * 16 * 4)}
+    assert want == {"wmma_warp": 2, "mma_ldmatrix": 1, "wgmma_tma": 1}
+    at = open_page(PAGE)
+    table = next(t.value for t in at.table if "per operation, per warp" in t.value.columns)
+    assert table["per operation, per warp"].to_dict() == {k: f"{v:g}" for k, v in want.items()}
+    assert table.loc["mma_ldmatrix", "the document says"] == "Hardware does 16×8×16 in one instruction"
+    assert "where 1,024 do the product" in _texts(at)   # the seed's 32,768 against 512 WMMA x 2 measured
+
+
 def test_the_computed_ldmatrix_wavefronts_are_what_nsight_compute_measured():
     at = open_page(PAGE)
-    banks = at.table[1].value
+    banks = next(t.value for t in at.table if "wavefronts counted" in t.value.columns)
     assert list(banks["wavefronts counted"]) == list(banks["ncu"]) == ["6,144", "1,024"]
     assert tensor.ldmatrix_rows("mma_ldmatrix").wavefronts() == [4, 4, 4, 4]
     assert tensor.ldmatrix_rows("mma_swizzled").wavefronts() == [1, 1, 1, 1]

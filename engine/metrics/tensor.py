@@ -43,16 +43,13 @@ def cublas_fp16_kernel() -> str:
 
 # --------------------------------------------------------------------------- 1. the document's kernel
 
-HMMA_PER_WMMA = 2   # one WMMA 16x16x16 mma_sync is two HMMA.16816 on sm_90
-
-
 @dataclass(frozen=True)
 class SeedEvidence:
     device: str
     table: pd.DataFrame      # one row per size
     hmma_seed: int           # ncu, at 128³
     hmma_warp: int
-    hmma_needed: int         # (128/16)^3 WMMA multiplies, 2 HMMA each
+    hmma_needed: int         # (128/16)^3 WMMA multiplies, times the HMMA one takes (tensor_instructions)
 
 
 def seed_warps(n: int) -> tuple[int, int]:
@@ -77,8 +74,37 @@ def seed_evidence() -> SeedEvidence:
                      "time (ms)": r["ms"], "wmma_warp time (ms)": r["wmma_warp_ms"],
                      "slower by": r["ms"] / r["wmma_warp_ms"]})
     seed, warp = ncu_case("wmma_seed 128x128x128"), ncu_case("wmma_warp 128x128x128")
+    per_wmma = int(tensor_instructions().loc["wmma_warp", "per operation, per warp"])
     return SeedEvidence(data["device"], pd.DataFrame(rows), int(seed["sm__inst_executed_pipe_tensor_op_hmma.sum"]),
-                        int(warp["sm__inst_executed_pipe_tensor_op_hmma.sum"]), HMMA_PER_WMMA * (128 // 16) ** 3)
+                        int(warp["sm__inst_executed_pipe_tensor_op_hmma.sum"]), per_wmma * (128 // 16) ** 3)
+
+
+# What the document says one operation is, and the kernels whose operations count it: each kernel's
+# count of them follows from its shape alone (every warp, or warpgroup, steps through K by 16).
+INSTRUCTION_CLAIMS = (
+    ("wmma_warp", 128, "mma_sync … does a 16×16×16 matmul in one operation", "WMMA mma_sync, 16×16×16",
+     lambda n: (n // 16) ** 3, 1),
+    ("mma_ldmatrix", 128, "Hardware does 16×8×16 in one instruction", "mma.sync.m16n8k16",
+     lambda n: (n // 16) * (n // 8) * (n // 16), 1),
+    # Profiled with BN = 256: a warpgroup's instruction is 64 x 256 x 16, issued by its 4 warps.
+    ("wgmma_tma", 256, "(Hopper's own instruction, not in the document)", "wgmma.m64n256k16, one per warpgroup",
+     lambda n: (n // 64) * (n // 256) * (n // 16), 4),
+)
+
+
+def tensor_instructions() -> pd.DataFrame:
+    """Per kernel of INSTRUCTION_CLAIMS: the operations its source issues at n³ (one warp's, or one
+    warpgroup's, instruction), the warp-level tensor-pipe instructions Nsight Compute counted on the
+    GPU (sm__inst_executed_pipe_tensor_op_hmma: wgmma counts there too, once per warp of the
+    warpgroup), and so how many each operation is, per warp."""
+    rows = []
+    for kernel, n, claim, operation, count, warps in INSTRUCTION_CLAIMS:
+        ops = count(n)
+        counted = int(ncu_case(f"{kernel} {n}x{n}x{n}")["sm__inst_executed_pipe_tensor_op_hmma.sum"])
+        rows.append({"kernel": kernel, "the document says": claim, "operation": operation, "at": f"{n}³",
+                     "operations": ops, "tensor instructions (ncu)": counted,
+                     "per operation, per warp": counted / (ops * warps)})
+    return pd.DataFrame(rows).set_index("kernel")
 
 
 # --------------------------------------------------------------------------- 2. the hierarchy

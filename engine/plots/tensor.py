@@ -30,6 +30,15 @@ def seed_table(ev: SeedEvidence) -> pd.DataFrame:
     })
 
 
+def instruction_table(t: pd.DataFrame) -> pd.DataFrame:
+    """tensor_instructions() as displayed: counts with thousands separators, the ratio as 'N per warp'."""
+    out = t.copy()
+    for col in ("operations", "tensor instructions (ncu)"):
+        out[col] = out[col].map(lambda v: f"{v:,}")
+    out["per operation, per warp"] = out["per operation, per warp"].map(lambda v: f"{v:g}")
+    return out
+
+
 # --------------------------------------------------------------------------- 2. the hierarchy
 
 def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
