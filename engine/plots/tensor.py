@@ -41,37 +41,48 @@ def instruction_table(t: pd.DataFrame) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- 2. the hierarchy
 
+def _tiles(n: int, what: str) -> str:
+    return f"{n} {what}" + ("s" if n != 1 else "")
+
+
 def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
     """Three panels, left to right: the block's tile of C split into warp tiles, one warp tile split
-    into instruction tiles, one instruction M x N x K; each drawn to its own scale, labelled."""
+    into instruction tiles, one instruction M x N x K; each drawn to its own scale, labelled. The
+    figure is as tall as its most upright panel needs, so a wide tile leaves no blank band below."""
     st = style.sizes(presenter)
     fig = make_subplots(1, 3, horizontal_spacing=0.06, subplot_titles=(
         f"block: {h.block[0]} × {h.block[1]} of C, {h.threads} threads",
         f"one {h.unit}: {h.warp[0]} × {h.warp[1]}",
-        f"one {h.instruction}: {h.mma[0]} × {h.mma[1]} × {h.mma[2]}"))
+        f"one instruction: {h.mma[0]} × {h.mma[1]} × {h.mma[2]}"))
+    aspects = []
 
     def grid(col, rows, cols, tile_r, tile_c, fill, label):
         for i in range(rows // tile_r):
             for j in range(cols // tile_c):
                 fig.add_shape(type="rect", x0=j * tile_c, x1=(j + 1) * tile_c, y0=i * tile_r, y1=(i + 1) * tile_r,
                               line={"color": style.CELL_LINE, "width": 1.5}, fillcolor=fill, row=1, col=col)
-        fig.add_annotation(x=cols / 2, y=rows + max(rows, cols) * 0.06, text=label, showarrow=False,
-                           yanchor="top", font={"size": st.base}, row=1, col=col)
-        fig.update_xaxes(range=[-1, max(rows, cols) + 1], row=1, col=col)
-        fig.update_yaxes(range=[max(rows, cols) * 1.15, -1], scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
+        room = max(rows, cols) * 0.25   # below the tile, for its label (two lines)
+        fig.add_annotation(x=cols / 2, y=rows + room * 0.15, text=label, showarrow=False, yanchor="top",
+                           font={"size": st.base}, row=1, col=col)
+        fig.update_xaxes(range=[-1, cols + 1], row=1, col=col)
+        fig.update_yaxes(range=[rows + room, -1], scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
+        aspects.append((rows + room + 1) / (cols + 2))
 
     br, bc = h.block
     wr, wc = h.warp
     mr, mc, mk = h.mma
-    grid(1, br, bc, wr, wc, style.BLUE_FILL, f"{(br // wr) * (bc // wc)} {h.unit} tiles of {wr} × {wc}")
-    grid(2, wr, wc, mr, mc, style.RED_FILL, f"{(wr // mr) * (wc // mc)} instruction tiles of {mr} × {mc}, "
-                                            f"K in steps of {mk}")
-    grid(3, mr, mc, mr, mc, style.GREEN_FILL, f"A {mr} × {mk} · B {mk} × {mc} → C {mr} × {mc}")
+    grid(1, br, bc, wr, wc, style.BLUE_FILL, f"{_tiles((br // wr) * (bc // wc), h.unit + ' tile')} of {wr} × {wc}")
+    grid(2, wr, wc, mr, mc, style.RED_FILL, f"{_tiles((wr // mr) * (wc // mc), 'instruction tile')} of {mr} × {mc},"
+                                            f"<br>K in steps of {mk}")
+    grid(3, mr, mc, mr, mc, style.GREEN_FILL, f"{h.instruction}<br>A {mr} × {mk} · B {mk} × {mc} → C {mr} × {mc}")
     fig.update_xaxes(visible=False, fixedrange=True)
     fig.update_yaxes(visible=False, fixedrange=True)
     for a in fig.layout.annotations[:3]:
         a.font = {"size": st.headline, "color": style.INK}
-    return style.apply(fig, st.base, height=330 if presenter else 300, margin={"t": 40, "b": 8, "l": 8, "r": 8},
+    panel_px = st.width * 0.29   # a third of the planned width, less the spacing
+    top, bottom = 40, 8
+    height = top + bottom + panel_px * min(max(aspects), 1.3)
+    return style.apply(fig, st.base, height=round(height), margin={"t": top, "b": bottom, "l": 8, "r": 8},
                        showlegend=False, dragmode=False)
 
 
@@ -190,5 +201,5 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = Fals
                            font={"color": style.RED, "size": st.base})
     return style.apply(fig, st.chart if presenter else st.base + 1, height=420 * st.scale,
                        title={"text": f"TFLOP/s at {s.size:,}³ · {s.label}<br><sup>{note}</sup>", "x": 0},
-                       yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category"},
+                       yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category", "automargin": True},
                        margin={"t": 50 + 16 * note.count("<br>"), "b": 8, "l": 8, "r": 8}, showlegend=False)
