@@ -76,7 +76,7 @@ if run:
         at = st.select_slider("Timed at M = N = K", sizes, key=ui.state("timed", max(sizes), sizes))
         ui.remember(timed=at)
         speeds = ladder.ladder_speeds(df, at)
-        st.plotly_chart(figures.speed_figure(speeds, rung, label, charts.notes([prov]), ui.presenter()), width="stretch",
+        st.plotly_chart(figures.speed_figure(speeds, rung, label, charts.notes([prov], df), ui.presenter()), width="stretch",
                         config={"displaylogo": False}, key="ladder-speed")
         if speeds.missing:
             st.warning(f"No row for {', '.join(speeds.missing)} at {at:,}³ in this run ({label}).",

@@ -97,7 +97,7 @@ elif sizes:
     at = st.select_slider("Timed at M = N = K", sizes, key=ui.state("timed", 4096 if 4096 in sizes else sizes[-1], sizes))
     ui.remember(timed=at)
     shown = tensor.speeds(df, at, label)
-    st.plotly_chart(figures.speed_figure(shown, rung, charts.notes([prov]), ui.presenter()), width="stretch",
+    st.plotly_chart(figures.speed_figure(shown, rung, charts.notes([prov], df), ui.presenter()), width="stretch",
                     config={"displaylogo": False}, key="tc-speed")
     for k, why in shown.failed.items():
         st.warning(f"{k} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")

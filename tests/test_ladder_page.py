@@ -95,6 +95,7 @@ def test_the_shipped_recorded_run_is_labelled_and_its_missing_rungs_named():
     fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
     df, run = benchmark.load_document(benchmark.recorded_runs(registry.LADDER_RUNGS)[-1].read_text())
     assert f"recorded {run['gpu']} run of {run['date'][:10]}" in fig["layout"]["title"]["text"]
+    assert "SM clock not recorded" not in fig["layout"]["title"]["text"]   # the run's rows carry their clock
     missing = ladder.ladder_speeds(df, at.select_slider(key="ladder.timed").value).missing
     assert not missing or f"No row for {', '.join(missing)}" in _texts(at)
 

@@ -83,6 +83,8 @@ def test_the_speeds_are_the_recorded_tensor_run_against_cublas_fp16_at_4096():
     at = open_page(PAGE)
     fig = next(f for f in _figures(at) if "TFLOP/s at" in f["layout"].get("title", {}).get("text", ""))
     assert fig["layout"]["title"]["text"].startswith("TFLOP/s at 4,096³ · recorded NVIDIA H200 run of 2026-11-22")
+    clocks = {r["sm_clock_mhz"] for r in doc["results"]}   # the note reads the run's own rows
+    assert f"SM clock {min(clocks):,.0f}" in fig["layout"]["title"]["text"] and "not recorded" not in fig["layout"]["title"]["text"]
     bars = dict(zip(fig["data"][0]["x"], fig["data"][0]["y"]))
     assert list(bars)[:6] == ["wmma_warp", "wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "wgmma_tma"]
     for k, t in bars.items():
