@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <ucontext.h>
+#include <algorithm>
 
 struct dim3 {
     unsigned int x, y, z;
@@ -122,6 +123,8 @@ static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x;
 #define __host__
 #define __forceinline__ inline
 #define __restrict__ __restrict
+using std::max;   // min and max of two ints or floats: built-ins in CUDA device code
+using std::min;
 // A block's threads are fibers of one host thread, so a host-thread static is the block's shared
 // memory (thread_local at block scope is static). `extern __shared__` (the dynamic shared memory)
 // then names the buffer the build defines at namespace scope, sized as the launch would be.

@@ -3,6 +3,7 @@ conflicts from the CPU trace against Nsight Compute's counters (engine/bench/rec
 recorded by tests/benchmarks/ncu_tensor.py), and the registry's rules for the sizes they accept."""
 import json
 
+import numpy as np
 import pytest
 
 from engine.errors import EngineError
@@ -64,3 +65,24 @@ def test_the_ring_in_dynamic_shared_memory_is_sized_by_the_sources_views():
     assert spec.launches[0].shared_bytes(p) == 4 * (128 * 64 + 64 * 256) * 2 == 196608
     with pytest.raises(EngineError, match="needs 240 KB of shared memory"):
         registry.bind(spec, make_problem(256, 256, 256, params={"BN": 256, "STAGES": 5, "BK": 64}))
+
+
+def test_grouped_blocks_store_every_tile_of_c_once_and_right():
+    """mma_pipelined hands tiles out in groups of 8 block rows: with 10 block rows (a group of 8 and
+    a partial one of 2, the last block row itself partial) every element of C is stored by exactly
+    one block, the block the grouping names, and the product is float64's."""
+    params = {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "STAGES": 2, "BK": 32}
+    spec = registry.get("mma_pipelined")
+    trace = tracer.trace("mma_pipelined", registry.bind(spec, make_problem(592, 80, 48, params=params)), None, "cpu")
+    assert trace.rel_error < spec.tolerance and trace.checked_outputs == 592 * 80
+    r = trace.records
+    c = r[(r["array"] == trace.arrays.index("C")) & (r["op"] == 1)]
+    elements = c["offset"] // 4   # float2 stores: each record names its first element
+    assert len(np.unique(elements)) == len(elements) == 592 * 80 // 2
+    gx, per_group = 2, 8 * 2
+    block = c["block_y"].astype(int) * gx + c["block_x"]
+    rows = np.minimum(10 - block // per_group * 8, 8)
+    tile_row = block // per_group * 8 + block % per_group % rows
+    tile_col = block % per_group // rows
+    assert np.array_equal(c["row"] // 64, tile_row) and np.array_equal(c["col"] // 64, tile_col)
+    assert set(zip(tile_row.tolist(), tile_col.tolist())) == {(y, x) for y in range(10) for x in range(2)}

@@ -427,6 +427,18 @@ def _ring_fits(p: Problem) -> str | None:
             if need > SHARED_LIMIT_DYNAMIC else None)
 
 
+def _copy_passes(p: Problem) -> str | None:
+    """mma_pipelined's copies: each thread takes one 16-byte column of the A and B tiles, every
+    pass of all the block's threads covering whole rows; A's passes must be a multiple of 8 rows
+    apart (so the swizzle is the same in each) and divide BM, and B's divide BK."""
+    q, threads = p.params, 32 * _warps_of(p)
+    rows_a, rows_b = threads // (q["BK"] // 8), threads // (q["BN"] // 8)
+    if rows_a % 8 or q["BM"] % rows_a or q["BK"] % rows_b:
+        return (f"needs its {threads} threads to copy whole rows per pass ({rows_a} rows of A, {rows_b} of B, "
+                f"for tiles of {q['BM']} x {q['BK']} and {q['BK']} x {q['BN']})")
+    return None
+
+
 def _mma_records(p: Problem) -> int:
     """Per thread at most: per K tile its 16-byte copies of A's and B's tiles (two records each: a
     load and a store, or a cp.async's pair), its lane's ldmatrix rows (BK / 16 k steps of 16), then
@@ -451,14 +463,14 @@ _MMA_PARAMS = {"BM": (64, 128, 256), "BN": (64, 128, 256), "WM": (32, 64), "WN":
 
 def _mma_rung(name: str, title: str, lesson: str, defaults: dict, ring: dict | None = None) -> KernelSpec:
     """An mma.sync rung; ring: the parameters of a cp.async ring in dynamic shared memory (STAGES, BK)."""
-    fits = Rule("fits a block's shared memory", _ring_fits) if ring else \
-        Rule("fits 48 KB of static shared memory", _mma_shared)
+    fits = (Rule("fits a block's shared memory", _ring_fits), Rule("copies in whole passes", _copy_passes)) if ring \
+        else (Rule("fits 48 KB of static shared memory", _mma_shared),)
     return KernelSpec(
         name=name, title=title, seeds=("002",), lesson=lesson,
         launches=(Launch(f"{name}.cu", grid=_tensor_grid, block=_tensor_block, records_per_thread=_mma_records,
                          shared_bytes=_ring_bytes if ring else (lambda p: 0)),),
         params={**_MMA_PARAMS, **(ring or {})}, defaults=defaults,
-        rules=(Rule("warp shapes", _warp_shapes), fits, Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
+        rules=(Rule("warp shapes", _warp_shapes), *fits, Rule("sizes multiple of 16", _multiples_of_16, sizes=True)),
         inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS)
 
 
@@ -515,7 +527,7 @@ TENSOR_LADDER = (
               "wavefront per matrix.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64}),
     _mma_rung("mma_pipelined", "mma.sync with a cp.async pipeline",
               "STAGES tiles in flight: the copies of the next tiles overlap the multiply of this one, one barrier "
-              "per tile.", {"BM": 128, "BN": 128, "WM": 64, "WN": 32, "STAGES": 3, "BK": 64},
+              "per tile.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 64},
               ring={"STAGES": (2, 3, 4, 5), "BK": (32, 64)}),
     KernelSpec(
         name="wgmma_tma", title="wgmma with TMA and warp specialisation",
