@@ -10,7 +10,7 @@ from engine.plots import charts
 from engine.plots import tensor as figures
 from pages.lib import ui
 
-ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 x 8 x 16 per instruction: what the "
+ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 × 16 per instruction: what the "
               "document's WMMA kernel gets wrong, how the faster rungs split the work, and who holds which element.")
 CHART = {"displaylogo": False, "displayModeBar": False}
 rungs = list(registry.TENSOR_RUNGS)
@@ -18,10 +18,12 @@ operands = list(tensor.OPERANDS)
 with ui.controls():
     c0, c1, c2, c3 = st.columns([2.6, 2.6, 0.9, 1.1])
     rung = c0.selectbox("Rung (hierarchy)", rungs, key=ui.state("rung", "mma_swizzled", rungs),
-                        format_func=lambda r: f"{rungs.index(r) + 1}. {r}: {registry.get(r).title}")
+                        format_func=lambda r: f"{rungs.index(r) + 1}. {r}")   # its title would not fit at 1280 px
     operand = c1.selectbox("Fragment", operands, key=ui.state("operand", "mma_a", operands),
                            format_func=lambda o: tensor.OPERANDS[o].label)
-    lane = c2.number_input("Lane", 0, 31, key=ui.state("lane", 0, lo=0, hi=31))
+    lane = c2.number_input("Lane", 0, 31, key=ui.state("lane", 0, lo=0, hi=31),
+                           help="The lane the map opens on. Play, Step and the slider move on from it, and the "
+                                "page's link follows the lane shown.")
     speed = ui.speed_control(c3, {"slow": 1200, "normal": 600, "fast": 250})
     ui.remember(rung=rung, operand=operand, lane=lane)
 
@@ -47,10 +49,10 @@ st.caption("Tensor instructions: sm__inst_executed_pipe_tensor_op_hmma, warp-lev
 
 # ------------------------------------------------------------------ 2. hierarchy
 h = tensor.hierarchy(rung)
-st.subheader(f"2. Grid → block → {h.unit} → instruction: {rung}")
+st.subheader(f"2. Block → {h.unit} → instruction: {rung}")
 st.plotly_chart(figures.hierarchy_figure(h, ui.presenter()), width="stretch", config=CHART, key="tc-hierarchy")
 st.caption(f"{registry.get(rung).lesson} Tiles of the rung's defaults (the winners of the recorded 4096³ sweep); "
-           "the grid is one block per tile of C.")
+           "above them, the grid: one block per tile of C.")
 
 # ------------------------------------------------------------------ 3. fragment map
 op = tensor.OPERANDS[operand]
@@ -81,9 +83,12 @@ for k in ("mma_ldmatrix", "mma_swizzled"):
     rows.append({"kernel": k, "LDSM": f"{inst:,}", "wavefronts counted": f"{tensor.ldmatrix_wavefronts_at(k):,}",
                  "ncu": f"{waves:,}", "conflicts (ncu)": f"{conflicts:,}"})
 cols[1].table(rows)
-cols[1].caption("At 128³, one block, defaults; LDSM: ldmatrix instructions. Counted: every ldmatrix of A and B from the kernels' index "
-                "arithmetic (As rows 64 bytes, Bs rows BN × 2 bytes; the swizzle XORs the 16-byte chunk with the "
-                "row). ncu: Nsight Compute on the H200, recorded.")
+b_waves = {k: tensor.ldmatrix_rows(k, "B").wavefronts()[0] for k in ("mma_ldmatrix", "mma_swizzled")}
+cols[1].caption("At 128³, one block, defaults; LDSM: ldmatrix instructions. Counted: every ldmatrix of A and B from "
+                "the kernels' index arithmetic (As rows 64 bytes, Bs rows BN × 2 bytes; the swizzle XORs the 16-byte "
+                "chunk with the row). The chart shows A's; B's ldmatrix.x4.trans takes "
+                f"{b_waves['mma_ldmatrix']} wavefronts per matrix without the swizzle and {b_waves['mma_swizzled']} "
+                "with it. ncu: Nsight Compute on the H200, recorded.")
 
 # ------------------------------------------------------------------ 5. speed
 st.subheader("5. TFLOP/s per rung against cuBLAS FP16")
@@ -107,8 +112,11 @@ elif sizes:
                     f"FMA); an SM has {tensor.A100_TENSOR_CORES_PER_SM}, so {tensor.A100_FMA_PER_SM:,} per cycle. "
                     f"Measured: cuBLAS FP16 at {at:,}³, {pc.tflops:,.0f} TFLOP/s on {pc.sm_count} SMs at up to "
                     f"{pc.clock_mhz:,.0f} MHz, is **{pc.flop:,.0f} FLOP = {pc.fma:,.0f} FMA per cycle per SM**, "
-                    f"{pc.vs_a100:.2f}x the A100's.")
-    st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Under each rung, its share of "
-               f"cuBLAS FP16 (the same product: FP16 in, FP32 sums; it ran {tensor.cublas_fp16_kernel()}, wgmma "
-               "on Hopper's tensor cores). Grey: cuBLAS BF16, PyTorch's torch.mm in FP16, and FP32 cuBLAS with "
-               "and without TF32. " + (f"No row in this run for {', '.join(shown.missing)} at this size." if shown.missing else ""))
+                    f"{pc.vs_a100:.2f}× the A100's.")
+    missing = [k for k in shown.missing if k != "wmma_seed"]
+    st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Orange: the rung chosen above; "
+               "blue: the other rungs, with their share of cuBLAS FP16 under the figure; red: cuBLAS FP16 itself "
+               f"(the same product: FP16 in, FP32 sums; it ran {tensor.cublas_fp16_kernel()}, wgmma on Hopper's "
+               "tensor cores). Grey: cuBLAS BF16, PyTorch's torch.mm in FP16, and FP32 cuBLAS with and without "
+               "TF32. The document's WMMA kernel is not timed: it launches 32 warps per tile of C (section 1), so "
+               "it does 32 times the work." + (f" This run did not time {', '.join(missing)} at {at:,}³." if missing else ""))

@@ -161,12 +161,12 @@ def test_the_shipped_run_has_no_kernel_above_the_percent_cap(page):
 def test_provenance_is_in_every_chart(page):
     for title, c in _run_charts(page).items():
         notes = " ".join(a["text"] for a in c["layout"].get("annotations", []))
-        assert f"NVIDIA H200 · {DAY} · driver CUDA 13.0 · CUDA 13.0.0" in notes, title
+        assert f"NVIDIA H200 · {DAY} · CUDA 13.0.0 · driver's CUDA 13.0" in notes, title
 
 
 def test_toolkit_cublas_and_clock_stand_beside_every_percent_of_cublas(page):
     """Under the chart and in the table: the shipped run's cuBLAS and toolkit, and its clock."""
-    line = "% of cuBLAS with cuBLAS 13.1.0 · toolkit nvcc 13.0.88 · driver 580.159.04 · SM clock 1,980 MHz"
+    line = "% of cuBLAS 13.1.0 · toolkit nvcc 13.0.88 · driver 580.159.04 · SM clock 1,980 MHz"
     assert SHIPPED["cublas_version"] == 130100 and SHIPPED["toolkit"].endswith("V13.0.88")
     assert line in " ".join(str(c.value).replace("\\", "") for c in page.caption)
     share = next(c for t, c in _charts(page).items() if t.startswith("Share of cuBLAS"))

@@ -114,7 +114,7 @@ def test_outlier_is_explained_and_provenance_drawn(drawn):
     # 187% was the host's gaps between tiny cuBLAS calls: tests/test_benchmarks_page.py).
     assert not any("launch latency" in n for n in share["notes"])
     for title, c in drawn["charts"].items():
-        assert any(n.startswith(f"NVIDIA H200 · {DAY} · driver CUDA 13.0") for n in c["notes"]), title
+        assert any(n.startswith(f"NVIDIA H200 · {DAY} · CUDA 13.0.0 · driver's CUDA 13.0") for n in c["notes"]), title
 
 
 def test_table_has_readable_headers_and_no_none(drawn):

@@ -43,7 +43,8 @@ def tables(page) -> list[list[list[str]]]:
 
 
 def want(operand: str, lane: int) -> str:
-    return fragment_headline(operand, lane, tensor.recorded_map(operand)[lane])
+    """The headline as drawn: its lines' text run together."""
+    return fragment_headline(operand, lane, tensor.recorded_map(operand)[lane]).replace("<br>", "")
 
 
 def test_the_fragment_map_steps_lane_by_lane_and_a_link_reopens_its_view(server, page, shots):
@@ -68,10 +69,53 @@ def test_the_fragment_map_steps_lane_by_lane_and_a_link_reopens_its_view(server,
     page.screenshot(path=str(shots / "tensor-banks-1280x720.png"))
     assert "4 wavefronts per matrix" in " ".join(browser.figure_texts(page))
 
+    # The link follows the lane the map was left on: a reload opens there.
+    link_on(page, 31)
     page.reload()
     ready(page)
-    assert "operand=mma_a" in page.url and "lane=5" in page.url and "rung=mma_ldmatrix" in page.url
-    assert headline(page) == want("mma_a", 5)
+    assert "operand=mma_a" in page.url and "lane=31" in page.url and "rung=mma_ldmatrix" in page.url
+    assert headline(page) == want("mma_a", 31)
+    assert not page.errors, page.errors
+
+
+def link_on(page, lane: int) -> None:
+    """Until the page's link names `lane` (the player updates it a few times a second)."""
+    page.wait_for_function(f"() => new URL(window.location.href).searchParams.get('lane') === '{lane}'", timeout=5000)
+
+
+def register_cells(page) -> list[str]:
+    """The texts of the fragment map's filled cells as drawn (a cell's lines run together)."""
+    return page.evaluate("""(i) => Array.from(document.querySelectorAll('.js-plotly-plot')[i]
+        .querySelectorAll('.scatterlayer .textpoint text')).map(t => t.textContent).filter(t => /^x\\d/.test(t))""",
+                         FRAGMENT)
+
+
+def shown_lane(page) -> int:
+    return int(headline(page).split()[1])
+
+
+def test_play_goes_on_from_the_lane_a_link_opened_and_wmma_cells_name_both_registers(server, page, shots):
+    page.goto(f"{server}/tensor_cores?operand=wmma_a&lane=20&speed=fast")
+    ready(page)
+    assert headline(page) == want("wmma_a", 20)
+    assert "each of them in two of its 16 registers (x0 and x8, x1 and x9, ...)" in headline(page)
+    # WMMA's A holds each of a lane's 8 elements in two registers: 8 cells, both names legible in each.
+    assert sorted(register_cells(page), key=lambda t: int(t[1:].split("x")[0])) == [f"x{e}x{e + 8}" for e in range(8)]
+    page.locator(".js-plotly-plot").nth(FRAGMENT).scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "tensor-fragment-wmma-a-lane20-1280x720.png"))
+    browser.click_button(page, "Play", FRAGMENT)
+    page.wait_for_timeout(400)
+    seen = [shown_lane(page)]
+    for _ in range(4):
+        page.wait_for_timeout(250)
+        seen.append(shown_lane(page))
+    browser.click_button(page, "Pause", FRAGMENT)
+    assert seen == sorted(seen) and 20 < seen[0] and seen[-1] > seen[0], seen   # on from 20, not from 0
+    lane = int(settled(page).split()[1])
+    link_on(page, lane)
+    page.reload()
+    ready(page)
+    assert headline(page) == want("wmma_a", lane)
     assert not page.errors, page.errors
 
 
@@ -81,9 +125,23 @@ def test_a_wmma_operand_says_its_layout_is_undocumented(server, page, shots):
     assert headline(page) == want("wmma_c", 0)
     assert page.get_by_text("not documented", exact=True).count() == 1
     page.screenshot(path=str(shots / "tensor-top-1280x720.png"))
-    page.locator("h3", has_text="Grid").evaluate("h => h.scrollIntoView()")
+    page.locator("h3", has_text="Block →").evaluate("h => h.scrollIntoView()")
     page.screenshot(path=str(shots / "tensor-hierarchy-1280x720.png"))
     page.locator("h3", has_text="TFLOP/s").evaluate("h => h.scrollIntoView()")
     page.screenshot(path=str(shots / "tensor-speed-1280x720.png"))
     assert any("TFLOP/s at 4,096³" in t for t in browser.figure_texts(page))
+    assert not page.errors, page.errors
+
+
+def test_presenter_mode_enlarges_the_tables_and_the_speed_chart_note(server, page, shots):
+    page.goto(f"{server}/tensor_cores?presenter=1&operand=wmma_b&lane=3")
+    ready(page)
+    sizes = page.evaluate("""() => Array.from(document.querySelectorAll("[data-testid='stTable'] td"))
+        .map(td => parseFloat(getComputedStyle(td).fontSize))""")
+    assert sizes and min(sizes) >= 18, sizes   # the app's 14 px is too small at the back of a room
+    assert headline(page) == want("wmma_b", 3)
+    page.locator(".js-plotly-plot").nth(FRAGMENT).scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "tensor-fragment-presenter-1280x720.png"))
+    page.locator("h3", has_text="TFLOP/s").evaluate("h => h.scrollIntoView()")
+    page.screenshot(path=str(shots / "tensor-speed-presenter-1280x720.png"))
     assert not page.errors, page.errors

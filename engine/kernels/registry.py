@@ -527,7 +527,8 @@ TENSOR_LADDER = (
               "wavefront per matrix.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64}),
     _mma_rung("mma_pipelined", "mma.sync with a cp.async pipeline",
               "STAGES tiles in flight: the copies of the next tiles overlap the multiply of this one, one barrier "
-              "per tile; blocks run in groups of 8 block rows, sharing B's tiles in L2.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 64},
+              "per tile; blocks run in groups of 8 block rows, sharing B's tiles in L2.",
+              {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 64},
               ring={"STAGES": (2, 3, 4, 5), "BK": (32, 64)}),
     KernelSpec(
         name="wgmma_tma", title="wgmma with TMA and warp specialisation",

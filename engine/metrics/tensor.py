@@ -148,12 +148,12 @@ class Operand:
 
 
 OPERANDS = {
-    "mma_a": Operand("mma_a", "mma.sync A (16 x 16, via ldmatrix.x4)", (16, 16), True),
-    "mma_b": Operand("mma_b", "mma.sync B (16 x 8, via ldmatrix.x2.trans)", (16, 8), True),
-    "mma_c": Operand("mma_c", "mma.sync C/D accumulator (16 x 8)", (16, 8), True),
-    "wmma_a": Operand("wmma_a", "WMMA matrix_a (16 x 16, row_major)", (16, 16), False),
-    "wmma_b": Operand("wmma_b", "WMMA matrix_b (16 x 16, row_major)", (16, 16), False),
-    "wmma_c": Operand("wmma_c", "WMMA accumulator (16 x 16)", (16, 16), False),
+    "mma_a": Operand("mma_a", "mma.sync A (16 × 16, via ldmatrix.x4)", (16, 16), True),
+    "mma_b": Operand("mma_b", "mma.sync B (16 × 8, via ldmatrix.x2.trans)", (16, 8), True),
+    "mma_c": Operand("mma_c", "mma.sync C/D accumulator (16 × 8)", (16, 8), True),
+    "wmma_a": Operand("wmma_a", "WMMA matrix_a (16 × 16, row_major)", (16, 16), False),
+    "wmma_b": Operand("wmma_b", "WMMA matrix_b (16 × 16, row_major)", (16, 16), False),
+    "wmma_c": Operand("wmma_c", "WMMA accumulator (16 × 16)", (16, 16), False),
 }
 
 

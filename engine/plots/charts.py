@@ -345,8 +345,8 @@ def provenance_note(prov: dict) -> str:
     s = prov.get("settings") or {}
     timing = (f"median of {s['reps']} reps after {s.get('warmup', 0)} warm-up, L2 "
               f"{'flushed' if s.get('flush_l2') else 'not flushed'}") if "reps" in s else ""
-    parts = [prov.get("gpu"), (prov.get("date") or "")[:10], driver and f"driver CUDA {driver}",
-             prov.get("cuda") and f"CUDA {prov['cuda']}", timing]
+    parts = [prov.get("gpu"), (prov.get("date") or "")[:10], prov.get("cuda") and f"CUDA {prov['cuda']}",
+             driver and f"driver's CUDA {driver}", timing]
     return " · ".join(str(p) for p in parts if p)
 
 
@@ -385,10 +385,12 @@ def measured_with(prov: dict, rows: pd.DataFrame | None) -> str:
     """What a run's % of cuBLAS depends on beyond the kernels, on one line: the cuBLAS it is against,
     the toolkit that built the kernels, the driver and the SM clock during the run. Every part is
     there, 'not recorded' where the file is older than the field."""
-    parts = [f"cuBLAS {cublas_text(prov)}", f"toolkit {toolkit_text(prov)}"]
+    version = cublas_text(prov)
+    parts = [f"% of cuBLAS {version}" if version != NOT_RECORDED else f"% of cuBLAS (version {NOT_RECORDED})",
+             f"toolkit {toolkit_text(prov)}"]
     if prov.get("driver"):
         parts.append(f"driver {prov['driver']}")
-    return "% of cuBLAS with " + " · ".join(parts + [clock_text(rows)])
+    return " · ".join(parts + [clock_text(rows)])
 
 
 def run_rows(df: pd.DataFrame | None, prov: dict) -> pd.DataFrame | None:

@@ -91,9 +91,22 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
 def fragment_headline(operand: str, lane: int, held: np.ndarray) -> str:
     rows = sorted({int(r) for r, _ in held})
     cols = sorted({int(c) for _, c in held})
-    return (f"lane {lane} of 32 holds {len({(int(r), int(c)) for r, c in held})} elements of "
-            f"{OPERANDS[operand].label.split(' (')[0]}: rows {', '.join(map(str, rows))} × "
-            f"columns {', '.join(map(str, cols))}")
+    distinct = len({(int(r), int(c)) for r, c in held})
+    pairs = [label.replace("<br>", " and ") for label in cell_registers(held)[2][:2]]
+    twice = (f"<br>each of them in two of its {len(held)} registers ({', '.join(pairs)}, ...)"
+             if len(held) > distinct else "")
+    return (f"lane {lane} of 32 holds {distinct} elements of {OPERANDS[operand].label.split(' (')[0]}: "
+            f"rows {', '.join(map(str, rows))} × columns {', '.join(map(str, cols))}{twice}")
+
+
+def cell_registers(held: np.ndarray) -> tuple[list[int], list[int], list[str]]:
+    """One lane's registers grouped by the cell they hold: x, y and a label per distinct cell ("x0" or,
+    where WMMA's fragment holds an element twice, "x0<br>x8"), in the order of the first register."""
+    cells: dict[tuple[int, int], list[int]] = {}
+    for e, (r, c) in enumerate(held):
+        cells.setdefault((int(r), int(c)), []).append(e)
+    return ([c for _, c in cells], [r for r, _ in cells],
+            ["<br>".join(f"x{e}" for e in regs) for regs in cells.values()])
 
 
 def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane: int = 0, presenter: bool = False,
@@ -102,31 +115,41 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     one frame per lane, that lane's cells filled and labelled with its element order (x0, x1, ...)."""
     st = style.sizes(presenter)
     rows, cols = OPERANDS[operand].shape
-    head_px, cell = 40, (22 if presenter else 20)
+    # Cells big enough to read across a room: 16 rows of 30 px (34 presenting) fill most of a
+    # 720 px screen's height, with room for two register names in a cell.
+    twice = len(recorded[0]) > len({(int(r), int(c)) for r, c in recorded[0]})   # WMMA's A and B: a second line
+    head_px, tick_px, cell = (64 if twice else 40), 24, (34 if presenter else 30)
     body_px = rows * cell + 8
-    plot_px = head_px + body_px
+    plot_px = head_px + tick_px + body_px
     fig = AnimatedFigure()
     frac = head_px / plot_px
     hx, hy = axis(fig, 1, (0, 1), (1 - frac, 1), (0, 1), (0, 1))
-    # Left-aligned square cells: the tile's width in px is cols * cell, of the figure's planned width.
+    # Square cells, left-aligned after the row numbers: the tile's width in px is cols * cell, of the
+    # figure's planned width.
+    left = tick_px / st.width
     width = cols * cell / st.width
-    gx, gy = axis(fig, 2, (0, min(1.0, width * 1.02)), (0, 1 - frac), (-0.5, cols - 0.5), (rows - 0.5, -0.5))
+    gx, gy = axis(fig, 2, (left, min(1.0, left + width * 1.02)), (0, 1 - (head_px + tick_px) / plot_px),
+                  (-0.5, cols - 0.5), (rows - 0.5, -0.5))
+    ticks = {"visible": True, "showgrid": False, "zeroline": False, "showline": False, "ticks": "",
+             "tickmode": "linear", "tick0": 0, "dtick": 1, "tickfont": {"size": max(st.base - 3, 9), "color": style.NOTE_INK}}
+    fig.layout[gx.replace("x", "xaxis")].update(side="top", **ticks)
+    fig.layout[gy.replace("y", "yaxis")].update(**ticks)
     fig.add_trace(headline_trace("", hx, hy, st.headline))
     yy, xx = np.mgrid[0:rows, 0:cols]
+    label = max(st.base - 2, 10)
     fig.add_trace(go.Scatter(x=xx.ravel(), y=yy.ravel(), xaxis=gx, yaxis=gy, mode="markers+text",
-                             text=list(owners.ravel()), textfont={"size": max(st.base - 3, 9), "color": style.NOTE_INK},
+                             text=list(owners.ravel()), textfont={"size": label, "color": style.NOTE_INK},
                              marker={"symbol": "square", "size": cell - 2, "color": style.MATRIX_FILL},
                              hovertemplate="row %{y}, col %{x}: lane %{text}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[], y=[], xaxis=gx, yaxis=gy, mode="markers+text", text=[],
-                             textfont={"size": max(st.base - 3, 9), "color": style.BAR_TEXT},
+                             textfont={"size": label, "color": style.BAR_TEXT},
                              marker={"symbol": "square", "size": cell - 2, "color": style.BLUE}, hoverinfo="skip"))
     frames = []
     for each in range(32):
         held = recorded[each]
+        x, y, text = cell_registers(held)
         frames.append({"name": str(each), "traces": [0, 2], "data": [
-            {"text": [fragment_headline(operand, each, held)]},
-            {"x": [int(c) for _, c in held], "y": [int(r) for r, _ in held],
-             "text": [f"x{e}" for e in range(len(held))]}]})
+            {"text": [fragment_headline(operand, each, held)]}, {"x": x, "y": y, "text": text}]})
     fig.data[0].text = frames[lane]["data"][0]["text"]   # opens on the chosen lane
     fig.data[2].update(frames[lane]["data"][1])
     style.apply(fig, st.base, margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8}, showlegend=False, dragmode=False,
@@ -140,12 +163,12 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
 # --------------------------------------------------------------------------- 4. ldmatrix banks
 
 def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False) -> go.Figure:
-    """For each kernel, matrix 0 of one ldmatrix.x4: its 8 rows (lanes 0-7 name them) as 16-byte bars
+    """For each kernel, matrix 0 of one ldmatrix.x4 of A: its 8 rows (lanes 0-7 name them) as 16-byte bars
     over the 32 banks, stacked where rows share banks; the title says the wavefronts per matrix."""
     st = style.sizes(presenter)
     fig = make_subplots(len(panels), 1, vertical_spacing=0.2, subplot_titles=[
-        f"<b>{name}</b>: {r.wavefronts()[0]} wavefront{'s' if r.wavefronts()[0] > 1 else ''} per matrix, "
-        f"{sum(r.wavefronts())} per ldmatrix.x4" for name, r in panels])
+        f"<b>{name}</b>, A's ldmatrix.x4: {r.wavefronts()[0]} wavefront{'s' if r.wavefronts()[0] > 1 else ''} "
+        f"per matrix, {sum(r.wavefronts())} per instruction" for name, r in panels])
     for i, (_, r) in enumerate(panels, 1):
         depth: dict[int, int] = {}
         boxes, labels = [], []
@@ -199,7 +222,12 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = Fals
     for k in s.failed:
         fig.add_annotation(x=k, y=0, text="not timed", showarrow=False, yanchor="bottom",
                            font={"color": style.RED, "size": st.base})
+    # The note in the Ladder page's size and colour (engine/plots/ladder.py), not <sup>'s 70%: it is read
+    # from the back of a room too. Each of its lines gets its height in the top margin.
+    title = (f"TFLOP/s at {s.size:,}³ · {s.label}<br><span style='font-size: {st.base - 1}px; "
+             f"color: {style.NOTE_INK}'>{note}</span>")
     return style.apply(fig, st.chart if presenter else st.base + 1, height=420 * st.scale,
-                       title={"text": f"TFLOP/s at {s.size:,}³ · {s.label}<br><sup>{note}</sup>", "x": 0},
+                       title={"text": title, "x": 0, "xanchor": "left"},
                        yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category", "automargin": True},
-                       margin={"t": 50 + 16 * note.count("<br>"), "b": 8, "l": 8, "r": 8}, showlegend=False)
+                       margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": 8, "l": 8, "r": 8},
+                       showlegend=False)

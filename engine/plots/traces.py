@@ -171,7 +171,9 @@ def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redr
     font = st.base
     below = lambda px: -px / plot_px   # noqa: E731 - paper coordinates of a point px below the plot
     return {
-        "updatemenus": [{"type": "buttons", "direction": "left", "x": 0, "y": below(48), "xanchor": "left",
+        # (the buttons sit lower as the fonts grow, so presenter mode's slider labels stay clear of them)
+        "updatemenus": [{"type": "buttons", "direction": "left", "x": 0, "y": below(48 + 2 * max(0, font - 12)),
+                         "xanchor": "left",
                          "yanchor": "top", "showactive": False, "font": {"size": font}, "pad": {"t": 0, "r": 6},
                          "buttons": [{"label": "▶ Play", "method": "animate",
                                       "args": [None, {**args(duration), "fromcurrent": True}]},

@@ -161,7 +161,10 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     st.html("<style>.block-container {padding-top: 3.2rem !important; padding-bottom: 1rem !important;}"
             + ("h1 {font-size: 1.7rem !important; padding: 0 0 .2rem 0 !important;}"
                ".stMarkdown p, .stMarkdown li {font-size: 1.3rem !important;}"
-               ".stCode code {font-size: 1.2rem !important;}" if on else
+               ".stCode code {font-size: 1.2rem !important;}"
+               # st.table's cells and captions stay at the app's 14 px otherwise: too small on a projector
+               "[data-testid='stTable'] td, [data-testid='stTable'] th {font-size: 1.15rem !important;}"
+               "[data-testid='stCaptionContainer'] {font-size: 1.05rem !important;}" if on else
                "h1 {font-size: 2.2rem !important; padding: 0 0 .3rem 0 !important;}") + "</style>")
     st.title(title)
     if not on:   # in presenter mode the figure's own headline says it, in bigger letters
