@@ -22,8 +22,8 @@ with ui.controls():
     operand = c1.selectbox("Fragment", operands, key=ui.state("operand", "mma_a", operands),
                            format_func=lambda o: tensor.OPERANDS[o].label)
     lane = c2.number_input("Lane", 0, 31, key=ui.state("lane", 0, lo=0, hi=31),
-                           help="The lane the map opens on. Play, Step and the slider move on from it, and the "
-                                "page's link follows the lane shown.")
+                           help="The lane the map shows. Play, Step and the slider move on from it; once the map "
+                                "stands still, this box and the page's link follow it.")
     speed = ui.speed_control(c3, {"slow": 1200, "normal": 600, "fast": 250})
     ui.remember(rung=rung, operand=operand, lane=lane)
 
@@ -68,7 +68,7 @@ recorded = tensor.recorded_map(operand)
 
 
 st.plotly_chart(ui.cached_figure(lambda: figures.fragment_figure(operand, recorded, tensor.owners(operand), lane,
-                                                                ui.presenter(), speed)), width="stretch", config=CHART, key="tc-fragment")
+                                                                ui.presenter(), speed, "Lane")), width="stretch", config=CHART, key="tc-fragment")
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
            "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ...")
 

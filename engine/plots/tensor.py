@@ -110,7 +110,7 @@ def cell_registers(held: np.ndarray) -> tuple[list[int], list[int], list[str]]:
 
 
 def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane: int = 0, presenter: bool = False,
-                    duration: int = 600) -> AnimatedFigure:
+                    duration: int = 600, control: str = "") -> AnimatedFigure:
     """The operand's tile, every cell labelled with the lane(s) that hold it (as recorded on the GPU);
     one frame per lane, that lane's cells filled and labelled with its element order (x0, x1, ...)."""
     st = style.sizes(presenter)
@@ -154,7 +154,7 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     fig.data[2].update(frames[lane]["data"][1])
     style.apply(fig, st.base, margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8}, showlegend=False, dragmode=False,
                 height=plot_px + CONTROLS_PX + 8)
-    player = controls([f["name"] for f in frames], [f["name"] for f in frames], duration, st, False, plot_px)
+    player = controls([f["name"] for f in frames], [f["name"] for f in frames], duration, st, False, plot_px, control)
     player["sliders"][0]["active"] = lane
     return with_frames(fig, frames, player)
 

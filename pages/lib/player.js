@@ -6,6 +6,11 @@
 //  - Pausing or scrubbing while a figure plays makes Plotly reject the interrupted animation's
 //    promise with `undefined` and nobody catches it: that is the expected end of an animation, not
 //    an error, so it is not reported as one. Every other rejection still is;
+//  - Play continues from the frame shown: Plotly's "fromcurrent" starts after the last frame it
+//    animated itself, which a figure opened on a frame (a shared link) has not got, so Play began at 0;
+//  - a figure whose layout.meta.control names a number input (its label) keeps that input on the
+//    frame shown once it stands still (paused, stepped, scrubbed, played to the end): the page then
+//    reruns on that value and puts it in the URL, so a reload or a shared link shows the same frame;
 //  - it starts loading Streamlit's Plotly module straight away (see pages/lib/ui.py), next to the
 //    app's own script, so a first visit does not wait for it after the server has answered.
 (() => {
@@ -35,6 +40,43 @@
     }).catch(() => {});
   }
 
+  const active = (gd) => (((gd._fullLayout || {}).sliders || [])[0] || {}).active || 0;
+
+  // Before Plotly's own handler (capture phase): Play's "fromcurrent" starts after this frame.
+  function fromShown(gd) {
+    const names = frameNames(gd);
+    if (names.length && gd._fullLayout) gd._fullLayout._currentFrame = names[active(gd)];
+  }
+
+  // The number input labelled `label`, committed to `value` as a person typing it and pressing Enter would.
+  function setInput(label, value) {
+    const box = Array.from(document.querySelectorAll("[data-testid='stNumberInput']"))
+      .find((b) => (b.querySelector("label") || {}).textContent === label);
+    const input = box && box.querySelector("input");
+    if (!input || input.value === value) return;
+    Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set.call(input, value);
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", code: "Enter", bubbles: true }));
+  }
+
+  // Polled rather than hooked on Plotly's events: Streamlit replaces a figure's div when the page
+  // reruns, and a poll needs no listener re-attached. Only a move of the slider is followed, so a
+  // lane typed in the box is never overwritten by the figure it is about to replace.
+  const seen = new WeakMap();
+  setInterval(() => {
+    document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
+      const control = ((gd.layout || {}).meta || {}).control;
+      const trans = gd._transitionData;
+      if (!control || !trans || trans._animationRaf || (trans._frameQueue || []).length) return;
+      const now = active(gd);
+      if (!seen.has(gd)) seen.set(gd, now);
+      if (seen.get(gd) === now) return;
+      seen.set(gd, now);
+      const name = frameNames(gd)[now];
+      if (name !== undefined) setInput(control, name);
+    });
+  }, 300);
+
   let lastPlot = null;
   document.addEventListener("mouseover", (e) => {
     const gd = e.target.closest && e.target.closest(".js-plotly-plot");
@@ -46,7 +88,8 @@
     if (!button) return;
     const label = button.textContent || "";
     const gd = button.closest(".js-plotly-plot");
-    if (label.includes("◀")) step(gd, -1);
+    if (label.includes("Play")) fromShown(gd);
+    else if (label.includes("◀")) step(gd, -1);
     else if (label.includes("▶") && label.includes("Step")) step(gd, 1);
   }, true);
 
