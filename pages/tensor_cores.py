@@ -51,8 +51,9 @@ st.caption("Tensor instructions: sm__inst_executed_pipe_tensor_op_hmma, warp-lev
 h = tensor.hierarchy(rung)
 st.subheader(f"2. Block → {h.unit} → instruction: {rung}")
 st.plotly_chart(figures.hierarchy_figure(h, ui.presenter()), width="stretch", config=CHART, key="tc-hierarchy")
-st.caption(f"{registry.get(rung).lesson} Tiles of the rung's defaults (the winners of the recorded 4096³ sweep); "
-           "above them, the grid: one block per tile of C.")
+st.caption(f"{registry.get(rung).lesson} Tiles of the rung's defaults ("
+           + ("the winners of a recorded 4096³ sweep, on the Benchmarks page" if tensor.swept(rung) else
+              "chosen by hand: this rung was not swept") + "); above them, the grid: one block per tile of C.")
 
 # ------------------------------------------------------------------ 3. fragment map
 op = tensor.OPERANDS[operand]

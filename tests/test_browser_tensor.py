@@ -103,7 +103,7 @@ def test_wmma_cells_name_both_registers_that_hold_an_element(server, page, shots
 
 
 def test_a_wmma_operand_says_its_layout_is_undocumented(server, page, shots):
-    page.goto(f"{server}/tensor_cores?operand=wmma_c&lane=0")
+    page.goto(f"{server}/tensor_cores?operand=wmma_c&lane=0&rung=wgmma_tma")
     ready(page)
     assert headline(page) == want("wmma_c", 0)
     assert page.get_by_text("not documented", exact=True).count() == 1

@@ -148,3 +148,10 @@ def test_a_live_run_times_the_rungs_and_cublas_fp16_at_4096_and_says_live(monkey
     assert fig["layout"]["title"]["text"].startswith("TFLOP/s at 4,096³ · live on this NVIDIA H200")
     assert fig["data"][0]["x"] == list(registry.TENSOR_RUNGS[1:]) + ["cublas_gemm_fp16"]
     assert "Speeds: live on this NVIDIA H200" in _texts(at) and "Speeds: recorded" not in _texts(at)
+
+
+def test_the_hierarchy_says_which_rungs_tiles_a_recorded_sweep_chose():
+    """Only the swept rungs' tiles are a sweep's winners; the others were chosen by hand, and say so."""
+    assert [r for r in registry.TENSOR_RUNGS if tensor.swept(r)] == ["wmma_block", "mma_pipelined", "wgmma_tma"]
+    assert "chosen by hand: this rung was not swept" in _texts(open_page(PAGE, {"rung": "mma_swizzled"}))
+    assert "the winners of a recorded 4096³ sweep" in _texts(open_page(PAGE, {"rung": "mma_pipelined"}))

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from engine.bench import benchmark
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
 from engine.metrics import fragments
@@ -118,6 +119,12 @@ class Hierarchy:
     unit: str                       # "warp" or "warpgroup"
     instruction: str
     threads: int
+
+
+def swept(rung: str) -> bool:
+    """Whether a recorded autotuning sweep (engine/bench/recorded/tuning/) timed this rung's configurations."""
+    return any(r.get("kernel") == rung for path in benchmark.tuning_runs()
+               for r in json.loads(path.read_text()).get("results", []))
 
 
 def hierarchy(rung: str) -> Hierarchy:

@@ -55,14 +55,16 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
         f"one {h.unit}: {h.warp[0]} × {h.warp[1]}",
         f"one instruction: {h.mma[0]} × {h.mma[1]} × {h.mma[2]}"))
     aspects = []
+    panel_px = st.width * 0.29   # a third of the planned width, less the spacing
+    label_px = 2 * st.base * 1.4 + 6
 
     def grid(col, rows, cols, tile_r, tile_c, fill, label):
         for i in range(rows // tile_r):
             for j in range(cols // tile_c):
                 fig.add_shape(type="rect", x0=j * tile_c, x1=(j + 1) * tile_c, y0=i * tile_r, y1=(i + 1) * tile_r,
                               line={"color": style.CELL_LINE, "width": 1.5}, fillcolor=fill, row=1, col=col)
-        room = max(rows, cols) * 0.25   # below the tile, for its label (two lines)
-        fig.add_annotation(x=cols / 2, y=rows + room * 0.15, text=label, showarrow=False, yanchor="top",
+        room = label_px * (cols + 2) / panel_px   # below the tile, its label's two lines, in the panel's units
+        fig.add_annotation(x=cols / 2, y=rows + room * 0.1, text=label, showarrow=False, yanchor="top",
                            font={"size": st.base}, row=1, col=col)
         fig.update_xaxes(range=[-1, cols + 1], row=1, col=col)
         fig.update_yaxes(range=[rows + room, -1], scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
@@ -79,7 +81,6 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
     fig.update_yaxes(visible=False, fixedrange=True)
     for a in fig.layout.annotations[:3]:
         a.font = {"size": st.headline, "color": style.INK}
-    panel_px = st.width * 0.29   # a third of the planned width, less the spacing
     top, bottom = 40, 8
     height = top + bottom + panel_px * min(max(aspects), 1.3)
     return style.apply(fig, st.base, height=round(height), margin={"t": top, "b": bottom, "l": 8, "r": 8},
