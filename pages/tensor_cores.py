@@ -22,8 +22,9 @@ with ui.controls():
     operand = c1.selectbox("Fragment", operands, key=ui.state("operand", "mma_a", operands),
                            format_func=lambda o: tensor.OPERANDS[o].label)
     lane = c2.number_input("Lane", 0, 31, key=ui.state("lane", 0, lo=0, hi=31),
-                           help="The lane the map shows. Play, Step and the slider move on from it; once the map "
-                                "stands still, this box and the page's link follow it.")
+                           help="The lane the map opens on. Play, Step and the slider move on from it; once the "
+                                "map stands still, the page's link follows it, so a reload or a copied link opens "
+                                "on the lane shown.")
     speed = ui.speed_control(c3, {"slow": 1200, "normal": 600, "fast": 250})
     ui.remember(rung=rung, operand=operand, lane=lane)
 
@@ -69,9 +70,10 @@ recorded = tensor.recorded_map(operand)
 
 
 st.plotly_chart(ui.cached_figure(lambda: figures.fragment_figure(operand, recorded, tensor.owners(operand), lane,
-                                                                ui.presenter(), speed, "Lane")), width="stretch", config=CHART, key="tc-fragment")
+                                                                ui.presenter(), speed, "lane")), width="stretch", config=CHART, key="tc-fragment")
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
-           "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ...")
+           "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ... (two names in a "
+           "cell where WMMA's fragment holds the element twice)")
 
 # ------------------------------------------------------------------ 4. ldmatrix banks
 st.subheader("4. ldmatrix's rows on the banks, without and with the swizzle")

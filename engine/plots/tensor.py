@@ -111,7 +111,7 @@ def cell_registers(held: np.ndarray) -> tuple[list[int], list[int], list[str]]:
 
 
 def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane: int = 0, presenter: bool = False,
-                    duration: int = 600, control: str = "") -> AnimatedFigure:
+                    duration: int = 600, url_key: str = "") -> AnimatedFigure:
     """The operand's tile, every cell labelled with the lane(s) that hold it (as recorded on the GPU);
     one frame per lane, that lane's cells filled and labelled with its element order (x0, x1, ...)."""
     st = style.sizes(presenter)
@@ -155,7 +155,7 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     fig.data[2].update(frames[lane]["data"][1])
     style.apply(fig, st.base, margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8}, showlegend=False, dragmode=False,
                 height=plot_px + CONTROLS_PX + 8)
-    player = controls([f["name"] for f in frames], [f["name"] for f in frames], duration, st, False, plot_px, control)
+    player = controls([f["name"] for f in frames], [f["name"] for f in frames], duration, st, False, plot_px, url_key)
     player["sliders"][0]["active"] = lane
     return with_frames(fig, frames, player)
 
@@ -167,8 +167,9 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
     """For each kernel, matrix 0 of one ldmatrix.x4 of A: its 8 rows (lanes 0-7 name them) as 16-byte bars
     over the 32 banks, stacked where rows share banks; the title says the wavefronts per matrix."""
     st = style.sizes(presenter)
-    fig = make_subplots(len(panels), 1, vertical_spacing=0.2, subplot_titles=[
-        f"<b>{name}</b>, A's ldmatrix.x4: {r.wavefronts()[0]} wavefront{'s' if r.wavefronts()[0] > 1 else ''} "
+    # Titles on two lines: one line ran past the chart's half of a 1280 px page.
+    fig = make_subplots(len(panels), 1, vertical_spacing=0.28, subplot_titles=[
+        f"<b>{name}</b>, A's ldmatrix.x4:<br>{r.wavefronts()[0]} wavefront{'s' if r.wavefronts()[0] > 1 else ''} "
         f"per matrix, {sum(r.wavefronts())} per instruction" for name, r in panels])
     for i, (_, r) in enumerate(panels, 1):
         depth: dict[int, int] = {}
@@ -190,7 +191,7 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
         fig.update_xaxes(range=[0, 32], dtick=4, title_text="bank" if i == len(panels) else None, row=i, col=1)
     for a in fig.layout.annotations:
         a.font = {"size": st.headline, "color": style.INK}
-    return style.apply(fig, st.base, height=420 if presenter else 380, margin={"t": 40, "b": 8, "l": 8, "r": 8},
+    return style.apply(fig, st.base, height=480 if presenter else 440, margin={"t": 60, "b": 8, "l": 8, "r": 8},
                        showlegend=False, dragmode=False)
 
 

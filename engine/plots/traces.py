@@ -163,11 +163,11 @@ def _chars_fitting(px: float, font: int) -> int:
 
 
 def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redraw: bool,
-             plot_px: float, control: str = "") -> dict:
+             plot_px: float, url_key: str = "") -> dict:
     """Play / Pause / one step back / one step on (pages/lib/player.js does the steps), and a slider
-    whose steps are the frames themselves, so it follows the animation and scrubs it. control: the
-    label of the page's number input that names the frame shown (frame names are its values), which
-    the player keeps on the frame the figure stands still at."""
+    whose steps are the frames themselves, so it follows the animation and scrubs it. url_key: the
+    page's query parameter that names the frame shown (frame names are its values), which the player
+    keeps at the frame the figure stands still at."""
     args = lambda d: {"frame": {"duration": d, "redraw": redraw}, "mode": "immediate",  # noqa: E731
                       "transition": {"duration": 0}}
     font = st.base
@@ -187,7 +187,7 @@ def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redr
                      "font": {"size": max(font - 3, 9)},
                      "steps": [{"label": lab, "method": "animate", "args": [[name], args(0)]}
                                for name, lab in zip(names, _sparse(labels))]}],
-        **({"meta": {"control": control}} if control else {}),
+        **({"meta": {"url_key": url_key}} if url_key else {}),
     }
 
 

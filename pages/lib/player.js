@@ -8,9 +8,9 @@
 //    an error, so it is not reported as one. Every other rejection still is;
 //  - Play continues from the frame shown: Plotly's "fromcurrent" starts after the last frame it
 //    animated itself, which a figure opened on a frame (a shared link) has not got, so Play began at 0;
-//  - a figure whose layout.meta.control names a number input (its label) keeps that input on the
-//    frame shown once it stands still (paused, stepped, scrubbed, played to the end): the page then
-//    reruns on that value and puts it in the URL, so a reload or a shared link shows the same frame;
+//  - a figure whose layout.meta.url_key names a query parameter keeps it at the frame shown once it
+//    stands still (paused, stepped, scrubbed, played to the end), so a reload or a copied link opens
+//    there;
 //  - it starts loading Streamlit's Plotly module straight away (see pages/lib/ui.py), next to the
 //    app's own script, so a first visit does not wait for it after the server has answered.
 (() => {
@@ -48,32 +48,19 @@
     if (names.length && gd._fullLayout) gd._fullLayout._currentFrame = names[active(gd)];
   }
 
-  // The number input labelled `label`, committed to `value` as a person typing it and pressing Enter would.
-  function setInput(label, value) {
-    const box = Array.from(document.querySelectorAll("[data-testid='stNumberInput']"))
-      .find((b) => (b.querySelector("label") || {}).textContent === label);
-    const input = box && box.querySelector("input");
-    if (!input || input.value === value) return;
-    Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set.call(input, value);
-    input.dispatchEvent(new Event("input", { bubbles: true }));
-    input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", code: "Enter", bubbles: true }));
-  }
-
   // Polled rather than hooked on Plotly's events: Streamlit replaces a figure's div when the page
-  // reruns, and a poll needs no listener re-attached. Only a move of the slider is followed, so a
-  // lane typed in the box is never overwritten by the figure it is about to replace.
-  const seen = new WeakMap();
+  // reruns, and a poll needs no listener re-attached. Only the address changes (replaceState): a
+  // rerun to move the page's own control would redraw the figure under a person still scrubbing it.
   setInterval(() => {
     document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
-      const control = ((gd.layout || {}).meta || {}).control;
+      const key = ((gd.layout || {}).meta || {}).url_key;
       const trans = gd._transitionData;
-      if (!control || !trans || trans._animationRaf || (trans._frameQueue || []).length) return;
-      const now = active(gd);
-      if (!seen.has(gd)) seen.set(gd, now);
-      if (seen.get(gd) === now) return;
-      seen.set(gd, now);
-      const name = frameNames(gd)[now];
-      if (name !== undefined) setInput(control, name);
+      if (!key || !trans || trans._animationRaf || (trans._frameQueue || []).length) return;
+      const name = frameNames(gd)[active(gd)];
+      const url = new URL(window.location.href);
+      if (name === undefined || url.searchParams.get(key) === name) return;
+      url.searchParams.set(key, name);
+      window.history.replaceState(window.history.state, "", url);
     });
   }, 300);
 
