@@ -10,6 +10,7 @@ tests check against it too). Both folders sit apart from the recorded runs of ke
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,7 @@ class Hierarchy:
     threads: int
 
 
+@functools.cache   # the shipped sweeps do not change while the server runs; read them once, not per rerun
 def swept(rung: str) -> bool:
     """Whether a recorded autotuning sweep (engine/bench/recorded/tuning/) timed this rung's configurations."""
     return any(r.get("kernel") == rung for path in benchmark.tuning_runs()
