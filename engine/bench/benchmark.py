@@ -325,16 +325,20 @@ def recorded_runs(holding: Iterable[str] | None = None) -> list[Path]:
     holding, only the runs that have a row of one of those kernels. Runs are recorded per topic (the
     FP32 kernels, the tensor rungs, odd sizes), so a page that draws one topic offers only its runs:
     the newest file is not necessarily one it can draw."""
-    runs = sorted(RECORDED.glob("*.json"))
-    if holding is None:
+    return _holding(sorted(RECORDED.glob("*.json")), holding)
+
+
+def tuning_runs(holding: Iterable[str] | None = None) -> list[Path]:
+    """Recorded autotuning sweeps: many configurations of each ladder rung at one size (engine/bench/tuning.py);
+    with holding, only the sweeps that timed one of those kernels."""
+    return _holding(sorted(TUNING.glob("*.json")), holding)
+
+
+def _holding(runs: list[Path], kernels: Iterable[str] | None) -> list[Path]:
+    if kernels is None:
         return runs
-    wanted = set(holding)
+    wanted = set(kernels)
     return [p for p in runs if wanted & {r.get("kernel") for r in json.loads(p.read_text()).get("results", [])}]
-
-
-def tuning_runs() -> list[Path]:
-    """Recorded autotuning sweeps: many configurations of each ladder rung at one size (engine/bench/tuning.py)."""
-    return sorted(TUNING.glob("*.json"))
 
 
 def square_size(df: pd.DataFrame, n: int) -> int | None:

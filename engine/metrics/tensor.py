@@ -125,8 +125,7 @@ class Hierarchy:
 @functools.cache   # the shipped sweeps do not change while the server runs; read them once, not per rerun
 def swept(rung: str) -> bool:
     """Whether a recorded autotuning sweep (engine/bench/recorded/tuning/) timed this rung's configurations."""
-    return any(r.get("kernel") == rung for path in benchmark.tuning_runs()
-               for r in json.loads(path.read_text()).get("results", []))
+    return bool(benchmark.tuning_runs(holding=[rung]))
 
 
 def hierarchy(rung: str) -> Hierarchy:

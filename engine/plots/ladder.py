@@ -157,9 +157,7 @@ def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "", p
             why = "not timed" if name in speeds.failed else "no row"
             fig.add_annotation(x=name, y=0, text=why, showarrow=False, yanchor="bottom",
                                font={"color": style.RED, "size": st.base})
-    title = f"Measured GFLOP/s at {speeds.size:,}³ · {html.escape(mode)}"
-    if note:
-        title += f"<br><span style='font-size: {st.base - 1}px; color: {style.NOTE_INK}'>{note}</span>"
+    title = style.with_note(f"Measured GFLOP/s at {speeds.size:,}³ · {html.escape(mode)}", note, st)
     return style.apply(fig, st.chart, height=440 * st.scale, margin={"t": 80 if note else 50, "l": 10, "r": 10, "b": 40},
                        title={"text": title, "x": 0, "xanchor": "left"},
                        yaxis={"title": "GFLOP/s", "range": [0, top]}, xaxis={"type": "category"})

@@ -73,6 +73,12 @@ def sizes(presenter: bool) -> Sizes:
     return PRESENTER if presenter else SCREEN
 
 
+def with_note(title: str, note: str, st: Sizes) -> str:
+    """A chart title with its provenance note below it, a point smaller and in the note colour (not
+    <sup>'s 70%: the note is read from the back of a room too)."""
+    return f"{title}<br><span style='font-size: {st.base - 1}px; color: {NOTE_INK}'>{note}</span>" if note else title
+
+
 def apply(fig: go.Figure, font: int, **layout) -> go.Figure:
     """The template, text of `font` points (hover labels too), and the figure's own layout on top."""
     fig.update_layout(template=TEMPLATE, font={"family": FONT_FAMILY, "size": font},

@@ -224,10 +224,7 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = Fals
     for k in s.failed:
         fig.add_annotation(x=k, y=0, text="not timed", showarrow=False, yanchor="bottom",
                            font={"color": style.RED, "size": st.base})
-    # The note in the Ladder page's size and colour (engine/plots/ladder.py), not <sup>'s 70%: it is read
-    # from the back of a room too. Each of its lines gets its height in the top margin.
-    title = (f"TFLOP/s at {s.size:,}³ · {s.label}<br><span style='font-size: {st.base - 1}px; "
-             f"color: {style.NOTE_INK}'>{note}</span>")
+    title = style.with_note(f"TFLOP/s at {s.size:,}³ · {s.label}", note, st)   # each note line gets its margin
     return style.apply(fig, st.chart if presenter else st.base + 1, height=420 * st.scale,
                        title={"text": title, "x": 0, "xanchor": "left"},
                        yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category", "automargin": True},
