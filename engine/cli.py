@@ -13,7 +13,7 @@ import numpy as np
 
 from engine.devices import gpu_client
 from engine.errors import EngineError
-from engine.kernels import documents, registry, sass
+from engine.kernels import cache, documents, registry, sass
 from engine.kernels.problem import make_problem, parse_block, parse_param
 from engine.metrics import analysis
 from engine.tracing import tracer
@@ -141,6 +141,19 @@ def cmd_trace(args) -> int:
     return 0
 
 
+def cmd_cache(args) -> int:
+    """The compile cache: where it is, how big against its budget, and `--clear` to empty it."""
+    path = cache.cache_dir()
+    if args.clear:
+        nbytes, count = cache.clear(path)
+        print(f"cleared {count} builds ({nbytes / 2**20:.1f} MB) from {path}")
+        return 0
+    nbytes, count = cache.usage(path)
+    print(f"{path}: {count} builds, {nbytes / 2**20:.1f} MB of {cache.budget_bytes() / 2**20:.0f} MB "
+          f"(${cache.BUDGET_ENV}; the least recently used go first)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine", description="CUDA Matmul Explorer engine")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -164,6 +177,9 @@ def main(argv=None) -> int:
                    help="most records a trace may hold (default: $MATMUL_EXPLORER_RECORD_CAP, else 30,000,000)")
     t.add_argument("--out", help="write the full trace: .npz (compressed) or .csv")
     t.set_defaults(fn=cmd_trace)
+    c = sub.add_parser("cache", help="the compile cache: its size, or --clear to empty it")
+    c.add_argument("--clear", action="store_true", help="remove every build (they are made again when needed)")
+    c.set_defaults(fn=cmd_cache)
     from engine.bench import cli as bench_cli  # noqa: PLC0415 - registers `bench`
     bench_cli.register(sub)
     args = parser.parse_args(argv)

@@ -7,24 +7,56 @@ one core takes for a fraction of it. One pool per process, as many threads as co
 from __future__ import annotations
 
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Callable, Iterable, TypeVar
 
 THREADS = os.cpu_count() or 1
 _PREFIX = "engine-pool"
-_POOL: ThreadPoolExecutor | None = None
-_LOCK = threading.Lock()
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def pool() -> ThreadPoolExecutor:
+class _Pool:
+    """THREADS daemon threads taking (fn, item, future) from one queue. Not a ThreadPoolExecutor:
+    Python joins those threads at exit, after every piece already queued, so a process asked to stop
+    in the middle of a big pass would wait for all of it; a daemon thread ends with the process."""
+
+    def __init__(self, threads: int):
+        self._todo: queue.SimpleQueue = queue.SimpleQueue()
+        for i in range(threads):
+            threading.Thread(target=self._work, name=f"{_PREFIX}-{i}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            fn, item, future = self._todo.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(item))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
+                future.set_exception(exc)
+
+    def map(self, fn: Callable[[T], R], items: list[T]) -> list[R]:
+        futures = []
+        for item in items:
+            future: Future = Future()
+            self._todo.put((fn, item, future))
+            futures.append(future)
+        return [f.result() for f in futures]
+
+
+_POOL: _Pool | None = None
+_LOCK = threading.Lock()
+
+
+def pool() -> _Pool:
     global _POOL
     with _LOCK:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(THREADS, thread_name_prefix=_PREFIX)
+            _POOL = _Pool(THREADS)
         return _POOL
 
 
@@ -35,7 +67,7 @@ def each(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     items = list(items)
     if len(items) < 2 or THREADS < 2 or threading.current_thread().name.startswith(_PREFIX):
         return [fn(item) for item in items]
-    return list(pool().map(fn, items))
+    return pool().map(fn, items)
 
 
 def spans(n: int, parts: int = THREADS) -> list[tuple[int, int]]:

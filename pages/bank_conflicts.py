@@ -4,7 +4,7 @@ import streamlit as st
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import traces
-from pages.lib import claims, ui
+from pages.lib import cached, claims, server, ui, view_state
 
 ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes "
               "reading different words of one bank are served one after another: each extra word is one more "
@@ -15,37 +15,39 @@ shared = registry.showing("bank_conflicts")
 padded_first = next((name for name in shared if "PAD" in registry.get(name).params), shared[0])
 with ui.controls():
     c0, c1, c2, c3 = st.columns([2.2, 1, 1, 1])
-    kernel = c0.selectbox("Kernel", shared, key=ui.state("kernel", padded_first, shared),
+    kernel = c0.selectbox("Kernel", shared, key=view_state.state("kernel", padded_first, shared),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
     tiles = spec.params.get("TILE", registry.TILES)
     # A ladder rung has no TILE: it runs with its own tile shape (its defaults), the select stays put.
-    tile = c1.selectbox("TILE", tiles, key=ui.state("tile", 32, tiles), disabled="TILE" not in spec.params,
+    tile = c1.selectbox("TILE", tiles, key=view_state.state("tile", 32, tiles), disabled="TILE" not in spec.params,
                         help=None if "TILE" in spec.params else f"{kernel} runs with its own tile shape: "
                         + ", ".join(f"{k} {v}" for k, v in spec.default_params().items()))
     padded = "PAD" in spec.params
     if not padded:   # a kernel without padding: the toggle shows it off, not a stale "on"
-        st.session_state[ui.state("pad", False)] = False
-    pad = int(c2.toggle("Pad rows by one word", disabled=not padded, key=ui.state("pad", False),
+        st.session_state[view_state.state("pad", False)] = False
+    pad = int(c2.toggle("Pad rows by one word", disabled=not padded, key=view_state.state("pad", False),
                         help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
     params = spec.takes({"TILE": tile, "PAD": pad})
     step = tile if "TILE" in spec.params else 32
-    size = c3.number_input("M = N = K", step, 128, step=step, key=ui.state("size", 64, lo=step, hi=128))
-    ui.remember(kernel=kernel, tile=tile, pad=pad, size=size)
+    size = c3.number_input("M = N = K", step, 128, step=step, key=view_state.state("size", 64, lo=step, hi=128))
+    view_state.remember(kernel=kernel, tile=tile, pad=pad, size=size)
     # The animation shows block (0, 0): tracing that block alone draws it quickly.
     trace, inst = ui.trace_or_stop(kernel, size, size, size, params, spec.default_block, ((0, 0),))
+    # The other kernels, TILEs and padding, compiled ahead (with the SASS their as-compiled counts read).
+    server.offer(shared, {"TILE": registry.TILES, "PAD": (0, 1)}, listing=True)
     d1, d2, d3 = st.columns([1, 1, 2])
     warps = views.warps_of(trace, 0, 0)
-    warp = d1.selectbox("Warp of block (0, 0)", warps, key=ui.state("warp", 0, warps))
+    warp = d1.selectbox("Warp of block (0, 0)", warps, key=view_state.state("warp", 0, warps))
     shows = ["loads", "loads and stores"]
-    kinds = d2.radio("Show", shows, horizontal=True, key=ui.state("show", "loads", shows))
-    duration = ui.speed_control(d3, {"slow": 900, "normal": 400, "fast": 80})
-    ui.remember(warp=warp, show=kinds)
+    kinds = d2.radio("Show", shows, horizontal=True, key=view_state.state("show", "loads", shows))
+    duration = view_state.speed_control(d3, {"slow": 900, "normal": 400, "fast": 80})
+    view_state.remember(warp=warp, show=kinds)
 
 shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
 if shown.steps:
     label = kernel + (f", TILE {tile}" if "TILE" in spec.params else "") + (f", PAD {pad}" if padded else "") + f", warp {warp}"
-    fig = ui.cached_figure(lambda: traces.bank_figure(shown, label, ui.presenter(), duration))
+    fig = cached.figure(lambda: traces.bank_figure(shown, label, view_state.presenter(), duration))
     st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
     st.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "
@@ -54,10 +56,10 @@ if shown.steps:
                "lanes 0-15's wavefronts, then lanes 16-31's; red then marks those beyond the fewest its words need.")
 
 st.subheader("The whole kernel")
-whole = ui.or_stop("Counting wavefronts as written and as compiled", ui.cached_shared_kernel, kernel, size, size,
+whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shared_kernel, kernel, size, size,
                    size, params, spec.default_block)
 left, right = st.columns([1.3, 1])
-left.plotly_chart(traces.ways_histogram(whole, ui.presenter()), width="stretch")
+left.plotly_chart(traces.ways_histogram(whole, view_state.presenter()), width="stretch")
 right.dataframe(whole.table, hide_index=True, width="stretch")
 right.caption("As written: one 32-bit read per access. As compiled: what `" +
               views.ncu_command("shared", "load", ("requests", "wavefronts", "bank_conflicts")) + "` reads.")

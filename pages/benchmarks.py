@@ -9,7 +9,7 @@ from engine.bench import benchmark, claimed, export, schema, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
-from pages.lib import claims, ui
+from pages.lib import claims, ui, view_state
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
               "repetitions after warm-up, each result checked against float64 numpy before it is shown.")
@@ -21,7 +21,7 @@ SIZE_PRESETS = {
 }
 timeable = registry.showing("benchmarks")
 status = ui.device_status()
-font = style.sizes(ui.presenter()).chart
+font = style.sizes(view_state.presenter()).chart
 
 
 NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "%.1f", "median (ms)": "%.4f",

@@ -4,7 +4,7 @@ import streamlit as st
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import traces
-from pages.lib import claims, ui
+from pages.lib import cached, claims, server, ui, view_state
 
 ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "
               "instruction: the 32-byte sectors their addresses fall in decide how many memory transactions one "
@@ -16,41 +16,42 @@ shapes = [f"{x}x{y}" for x, y in registry.NAIVE_BLOCKS]
 with ui.controls():
     c0, c1, c2, c3, c4, c5 = st.columns([2.2, 2.2, 1, 1, 1, 1])
     # The catalog lists the lanes-on-rows mapping first and the coalesced one second: the lesson, side by side.
-    first = c0.selectbox("Kernel", kernels, key=ui.state("kernel", kernels[0], kernels),
+    first = c0.selectbox("Kernel", kernels, key=view_state.state("kernel", kernels[0], kernels),
                          format_func=ui.kernel_label)
     options = ["(none)"] + kernels
-    second = c1.selectbox("Side by side with", options, key=ui.state("compare", kernels[1], options),
+    second = c1.selectbox("Side by side with", options, key=view_state.state("compare", kernels[1], options),
                           format_func=lambda k: k if k == "(none)" else ui.kernel_label(k))
     # 32x32 by default: a warp is then one row of the block, so lanes-on-rows touches 32 rows of A
     # (32 sectors) while lanes-on-columns reads one 128-byte line of B (4 sectors).
-    block_text = c2.selectbox("Block", shapes, key=ui.state("block", "32x32", shapes),
+    block_text = c2.selectbox("Block", shapes, key=view_state.state("block", "32x32", shapes),
                               help="threads per block, x by y, for the naive kernels; tiled kernels use TILE x TILE")
-    m = c3.number_input("M", 1, 128, key=ui.state("m", 32, lo=1, hi=128), help="rows of A and C")
-    n = c4.number_input("N", 1, 128, key=ui.state("n", 32, lo=1, hi=128), help="columns of B and C")
-    k = c5.number_input("K", 1, 128, key=ui.state("k", 16, lo=1, hi=128), help="columns of A, rows of B")
+    m = c3.number_input("M", 1, 128, key=view_state.state("m", 32, lo=1, hi=128), help="rows of A and C")
+    n = c4.number_input("N", 1, 128, key=view_state.state("n", 32, lo=1, hi=128), help="columns of B and C")
+    k = c5.number_input("K", 1, 128, key=view_state.state("k", 16, lo=1, hi=128), help="columns of A, rows of B")
     block = tuple(int(v) for v in block_text.split("x"))
     chosen = [first] + ([second] if second != "(none)" else [])
     d0, d1, d2, d3, d4, d5 = st.columns([1, 1, 1, 1, 1, 1.4])
-    tile = d0.selectbox("TILE", registry.TILES, key=ui.state("tile", 16, registry.TILES), help="tiled kernels only")
-    ui.remember(kernel=first, compare=second, m=m, n=n, k=k, block=block_text, tile=tile)
+    tile = d0.selectbox("TILE", registry.TILES, key=view_state.state("tile", 16, registry.TILES), help="tiled kernels only")
+    view_state.remember(kernel=first, compare=second, m=m, n=n, k=k, block=block_text, tile=tile)
     # The TILE select applies to the kernels that take it; the others ignore it (and share one trace).
     params = {name: registry.get(name).takes({"TILE": tile}) for name in chosen}
     grids = {name: ui.grid_of(name, m, n, k, params[name], block) for name in chosen}
     grid = grids[first]
-    bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", 0, lo=0, hi=grid[0] - 1))
-    by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", 0, lo=0, hi=grid[1] - 1))
+    bx = d1.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))
+    by = d2.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", 0, lo=0, hi=grid[1] - 1))
     # The animation needs one block of each kernel (the same block index, within each one's grid).
     one = {name: ((min(bx, g[0] - 1), min(by, g[1] - 1)),) for name, g in grids.items()}
     traced = {name: ui.trace_or_stop(name, m, n, k, params[name], block, one[name]) for name in chosen}
+    server.offer(kernels, {"TILE": registry.TILES})   # what the selects above lead to, compiled ahead
     t0, inst0 = traced[first]
     warps = views.warps_of(t0, bx, by)
-    warp = d3.selectbox("Warp", warps, key=ui.state("warp", warps[0], warps), help="warp of that block")
+    warp = d3.selectbox("Warp", warps, key=view_state.state("warp", warps[0], warps), help="warp of that block")
     total0 = views.count_steps(t0, inst0, bx, by, warp, "global")
     first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW,
-                                 key=ui.state("from", 1, lo=1, hi=max(total0, 1)),
+                                 key=view_state.state("from", 1, lo=1, hi=max(total0, 1)),
                                  help=f"the animation shows up to {WINDOW} instructions at a time") - 1
-    duration = ui.speed_control(d5, {"slow": 700, "normal": 300, "fast": 60})
-    ui.remember(bx=bx, by=by, warp=warp, **{"from": first_step + 1})
+    duration = view_state.speed_control(d5, {"slow": 700, "normal": 300, "fast": 60})
+    view_state.remember(bx=bx, by=by, warp=warp, **{"from": first_step + 1})
 
 panels = []
 for name in chosen:
@@ -62,7 +63,7 @@ for name in chosen:
         st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
 
 if panels:
-    st.plotly_chart(ui.cached_figure(lambda: traces.coalescing_figure(panels, ui.presenter(), duration)), width="stretch",
+    st.plotly_chart(cached.figure(lambda: traces.coalescing_figure(panels, view_state.presenter(), duration)), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "
@@ -70,7 +71,7 @@ if panels:
 
 st.subheader("Whole kernel, as Nsight Compute counts it")
 whole = {name: ui.trace_or_stop(name, m, n, k, params[name], block) for name in chosen}
-st.dataframe(views.global_accesses({name: ui.cached_site_summary(name, m, n, k, params[name], block)
+st.dataframe(views.global_accesses({name: cached.site_summary(name, m, n, k, params[name], block)
                                     for name in chosen}), hide_index=True, width="stretch")
 t0 = whole[first][0]
 st.caption(f"Traced {len(t0):,} accesses of {first} on {t0.device} ({t0.source.upper()} mode); "

@@ -7,7 +7,7 @@ from engine.kernels import registry
 from engine.metrics import ladder
 from engine.plots import charts
 from engine.plots import ladder as figures
-from pages.lib import ui
+from pages.lib import cached, server, speed_runs, ui, view_state
 
 ui.setup_page("ladder", "The FP32 ladder", "From the tiled kernel towards cuBLAS one fix at a time: each rung's "
               "source against the rung before, what one block's trace counts, and the measured speed.")
@@ -16,27 +16,28 @@ rungs = list(registry.LADDER_RUNGS)
 SIZES = [128, 256, 512, 1024, 2048, 4096]
 with ui.controls():
     c0, c1, c2, c3 = st.columns([2.8, 2.2, 0.9, 0.9])
-    rung = c0.selectbox("Rung", rungs, key=ui.state("rung", rungs[1], rungs),
+    rung = c0.selectbox("Rung", rungs, key=view_state.state("rung", rungs[1], rungs),
                         format_func=lambda r: f"{rungs.index(r) + 1}. {r}: {registry.get(r).title}")
-    size = c1.select_slider("M = N = K (traced)", SIZES, key=ui.state("size", 512, SIZES),
+    size = c1.select_slider("M = N = K (traced)", SIZES, key=view_state.state("size", 512, SIZES),
                             help="the size of the product whose one block is traced, for every rung")
     spec = registry.get(rung)
     grid = ui.grid_of(rung, size, size, size, {}, spec.default_block)
-    bx = c2.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", 0, lo=0, hi=grid[0] - 1))
-    by = c3.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", 0, lo=0, hi=grid[1] - 1))
-    ui.remember(rung=rung, size=size, bx=bx, by=by)
+    bx = c2.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))
+    by = c3.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", 0, lo=0, hi=grid[1] - 1))
+    view_state.remember(rung=rung, size=size, bx=bx, by=by)
+    server.offer(rungs, listing=True)   # every rung is traced below: their builds first in the background
 
 # ------------------------------------------------------------------ the rung and what it changed
 st.subheader(f"Rung {rungs.index(rung) + 1} of {len(rungs)}: {spec.title}")
 st.markdown(f"**{spec.lesson}**")
-st.html(figures.source_html(ladder.rung_source(rung), ui.presenter()))
+st.html(figures.source_html(ladder.rung_source(rung), view_state.presenter()))
 
 # ------------------------------------------------------------------ what one block's trace counts
 st.subheader(f"What one block's trace counts, at {size:,}³")
 # Each rung's block (bx, by), within its own grid (rungs own tiles of different sizes).
 blocks = {r: tuple(min(b, g - 1) for b, g in zip((bx, by), ui.grid_of(r, size, size, size, {}, registry.get(r).default_block)))
           for r in rungs}
-counts = {r: ui.or_stop(f"Tracing block {blocks[r]} of {r} at {size}³", ui.cached_rung, r, size, blocks[r]) for r in rungs}
+counts = {r: ui.or_stop(f"Tracing block {blocks[r]} of {r} at {size}³", cached.rung, r, size, blocks[r]) for r in rungs}
 st.table(figures.metrics_styler(ladder.metrics_table(counts), rung))
 for r, c in counts.items():
     if isinstance(c, str):
@@ -53,11 +54,11 @@ traced = [counts[r] for r in (previous, rung) if r and not isinstance(counts[r],
 if traced:
     with ui.controls("Warp"):
         warps = list(range(-(-traced[-1].threads // 32)))
-        warp = st.columns(4)[0].selectbox("Warp", warps, key=ui.state("warp", 0, warps),
+        warp = st.columns(4)[0].selectbox("Warp", warps, key=view_state.state("warp", 0, warps),
                                           help="the warp of the block whose barrier intervals are drawn")
-        ui.remember(warp=warp)
+        view_state.remember(warp=warp)
     shown = [ladder.timeline(c, warp) for c in traced]
-    st.plotly_chart(figures.intervals_figure(shown, ui.presenter()), width="stretch",
+    st.plotly_chart(figures.intervals_figure(shown, view_state.presenter()), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="ladder-intervals")
     st.caption("Each column is one barrier interval (the trace's epoch: the __syncthreads the warp has passed). Top row: "
                "the warp's global loads of a K tile (for double_buffered, B's cp.async copies, their commit group in "
@@ -66,17 +67,17 @@ if traced:
 
 # ------------------------------------------------------------------ measured speed
 st.subheader("Measured speed against cuBLAS SGEMM")
-run = ui.speed_run(rungs, ["cublas_sgemm"], size, "every rung and cuBLAS", "ladder_live")
+run = speed_runs.speed_run(rungs, ["cublas_sgemm"], size, "every rung and cuBLAS", "ladder_live")
 if run:
     df, prov, label, live = run
     sizes = ladder.square_sizes(df)
     if not sizes:
         st.warning(f"This run ({label}) has no row for any rung of the ladder.", icon=":material/warning:")
     else:
-        at = st.select_slider("Timed at M = N = K", sizes, key=ui.state("timed", max(sizes), sizes))
-        ui.remember(timed=at)
+        at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", max(sizes), sizes))
+        view_state.remember(timed=at)
         speeds = ladder.ladder_speeds(df, at)
-        st.plotly_chart(figures.speed_figure(speeds, rung, label, charts.notes([prov], df), ui.presenter()), width="stretch",
+        st.plotly_chart(figures.speed_figure(speeds, rung, label, charts.notes([prov], df), view_state.presenter()), width="stretch",
                         config={"displaylogo": False}, key="ladder-speed")
         if speeds.missing:
             st.warning(f"No row for {', '.join(speeds.missing)} at {at:,}³ in this run ({label}).",

@@ -8,7 +8,7 @@ from engine.kernels import documents, registry
 from engine.metrics import tensor
 from engine.plots import charts
 from engine.plots import tensor as figures
-from pages.lib import ui
+from pages.lib import cached, speed_runs, ui, view_state
 
 ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 × 16 per instruction: what the "
               "document's WMMA kernel gets wrong, how the faster rungs split the work, and who holds which element.")
@@ -17,16 +17,16 @@ rungs = list(registry.TENSOR_RUNGS)
 operands = list(tensor.OPERANDS)
 with ui.controls():
     c0, c1, c2, c3 = st.columns([2.6, 2.6, 0.9, 1.1])
-    rung = c0.selectbox("Rung (hierarchy)", rungs, key=ui.state("rung", "mma_swizzled", rungs),
+    rung = c0.selectbox("Rung (hierarchy)", rungs, key=view_state.state("rung", "mma_swizzled", rungs),
                         format_func=lambda r: f"{rungs.index(r) + 1}. {r}")   # its title would not fit at 1280 px
-    operand = c1.selectbox("Fragment", operands, key=ui.state("operand", "mma_a", operands),
+    operand = c1.selectbox("Fragment", operands, key=view_state.state("operand", "mma_a", operands),
                            format_func=lambda o: tensor.OPERANDS[o].label)
-    lane = c2.number_input("Lane", 0, 31, key=ui.state("lane", 0, lo=0, hi=31),
+    lane = c2.number_input("Lane", 0, 31, key=view_state.state("lane", 0, lo=0, hi=31),
                            help="The lane the map opens on. Play, Step and the slider move on from it; once the "
                                 "map stands still, the page's link follows it, so a reload or a copied link opens "
                                 "on the lane shown.")
-    speed = ui.speed_control(c3, {"slow": 1200, "normal": 600, "fast": 250})
-    ui.remember(rung=rung, operand=operand, lane=lane)
+    speed = view_state.speed_control(c3, {"slow": 1200, "normal": 600, "fast": 250})
+    view_state.remember(rung=rung, operand=operand, lane=lane)
 
 # ------------------------------------------------------------------ 1. the document's WMMA kernel
 doc = documents.cite("002")
@@ -51,7 +51,7 @@ st.caption("Tensor instructions: sm__inst_executed_pipe_tensor_op_hmma, warp-lev
 # ------------------------------------------------------------------ 2. hierarchy
 h = tensor.hierarchy(rung)
 st.subheader(f"2. Block → {h.unit} → instruction: {rung}")
-st.plotly_chart(figures.hierarchy_figure(h, ui.presenter()), width="stretch", config=CHART, key="tc-hierarchy")
+st.plotly_chart(figures.hierarchy_figure(h, view_state.presenter()), width="stretch", config=CHART, key="tc-hierarchy")
 st.caption(f"{registry.get(rung).lesson} Tiles of the rung's defaults ("
            + ("the winners of a recorded 4096³ sweep, on the Benchmarks page" if tensor.swept(rung) else
               "chosen by hand: this rung was not swept") + "); above them, the grid: one block per tile of C.")
@@ -69,8 +69,9 @@ else:
 recorded = tensor.recorded_map(operand)
 
 
-st.plotly_chart(ui.cached_figure(lambda: figures.fragment_figure(operand, recorded, tensor.owners(operand), lane,
-                                                                ui.presenter(), speed, "lane")), width="stretch", config=CHART, key="tc-fragment")
+fragment_map = cached.figure(lambda: figures.fragment_figure(operand, recorded, tensor.owners(operand), lane,
+                                                           view_state.presenter(), speed, "lane"))
+st.plotly_chart(fragment_map, width="stretch", config=CHART, key="tc-fragment")
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
            "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ... (two names in a "
            "cell where WMMA's fragment holds the element twice)")
@@ -79,7 +80,7 @@ st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded a
 st.subheader("4. ldmatrix's rows on the banks, without and with the swizzle")
 panels = [(k, tensor.ldmatrix_rows(k)) for k in ("mma_ldmatrix", "mma_swizzled")]
 cols = st.columns([1.2, 1])
-cols[0].plotly_chart(figures.banks_figure(panels, ui.presenter()), width="stretch", config=CHART, key="tc-banks")
+cols[0].plotly_chart(figures.banks_figure(panels, view_state.presenter()), width="stretch", config=CHART, key="tc-banks")
 rows = []
 for k in ("mma_ldmatrix", "mma_swizzled"):
     waves, conflicts, inst = tensor.ncu_wavefronts(k)
@@ -96,16 +97,16 @@ cols[1].caption("At 128³, one block, defaults; LDSM: ldmatrix instructions. Cou
 # ------------------------------------------------------------------ 5. speed
 st.subheader("5. TFLOP/s per rung against cuBLAS FP16")
 # The document's kernel is left out of a live run: it is refused at 4,096 (see its rule).
-run = ui.speed_run(rungs[1:], ["cublas_gemm_fp16"], 4096, "every rung and cuBLAS FP16", "tc_live")
+run = speed_runs.speed_run(rungs[1:], ["cublas_gemm_fp16"], 4096, "every rung and cuBLAS FP16", "tc_live")
 df, prov, label, live = run or (None, None, "", False)
 sizes = tensor.square_sizes(df) if df is not None else []
 if df is not None and not sizes:
     st.warning(f"This run ({label}) has no row for any tensor rung.", icon=":material/warning:")
 elif sizes:
-    at = st.select_slider("Timed at M = N = K", sizes, key=ui.state("timed", 4096 if 4096 in sizes else sizes[-1], sizes))
-    ui.remember(timed=at)
+    at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", 4096 if 4096 in sizes else sizes[-1], sizes))
+    view_state.remember(timed=at)
     shown = tensor.speeds(df, at, label)
-    st.plotly_chart(figures.speed_figure(shown, rung, charts.notes([prov], df), ui.presenter()), width="stretch",
+    st.plotly_chart(figures.speed_figure(shown, rung, charts.notes([prov], df), view_state.presenter()), width="stretch",
                     config={"displaylogo": False}, key="tc-speed")
     for k, why in shown.failed.items():
         st.warning(f"{k} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")

@@ -4,7 +4,7 @@ import streamlit as st
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import traces
-from pages.lib import claims, ui
+from pages.lib import cached, claims, server, ui, view_state
 
 ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "
               "load one tile of A and one of B into shared memory, wait at a barrier, multiply them, wait again, "
@@ -13,26 +13,27 @@ ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block o
 tiled = registry.showing("tile_phases")
 with ui.controls():
     c0, c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1, 1])
-    kernel = c0.selectbox("Kernel", tiled, key=ui.state("kernel", tiled[0], tiled),
+    kernel = c0.selectbox("Kernel", tiled, key=view_state.state("kernel", tiled[0], tiled),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
-    m = c1.number_input("M", 1, 128, key=ui.state("m", 40, lo=1, hi=128))
-    n = c2.number_input("N", 1, 128, key=ui.state("n", 40, lo=1, hi=128))
-    k = c3.number_input("K", 1, 128, key=ui.state("k", 40, lo=1, hi=128))
-    tile = c4.selectbox("TILE", spec.params["TILE"], key=ui.state("tile", 16, spec.params["TILE"]))
-    ui.remember(kernel=kernel, m=m, n=n, k=k, tile=tile)
+    m = c1.number_input("M", 1, 128, key=view_state.state("m", 40, lo=1, hi=128))
+    n = c2.number_input("N", 1, 128, key=view_state.state("n", 40, lo=1, hi=128))
+    k = c3.number_input("K", 1, 128, key=view_state.state("k", 40, lo=1, hi=128))
+    tile = c4.selectbox("TILE", spec.params["TILE"], key=view_state.state("tile", 16, spec.params["TILE"]))
+    view_state.remember(kernel=kernel, m=m, n=n, k=k, tile=tile)
     params = {"TILE": tile}
     grid = ui.grid_of(kernel, m, n, k, params, spec.default_block)
     d1, d2, d3 = st.columns([1, 1, 2])
     # The last block by default: it overhangs the matrices when sizes are not multiples of TILE.
-    bx = d1.number_input("Block x", 0, grid[0] - 1, key=ui.state("bx", grid[0] - 1, lo=0, hi=grid[0] - 1))
-    by = d2.number_input("Block y", 0, grid[1] - 1, key=ui.state("by", grid[1] - 1, lo=0, hi=grid[1] - 1))
-    duration = ui.speed_control(d3, {"slow": 1600, "normal": 900, "fast": 300})
-    ui.remember(bx=bx, by=by)
+    bx = d1.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", grid[0] - 1, lo=0, hi=grid[0] - 1))
+    by = d2.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", grid[1] - 1, lo=0, hi=grid[1] - 1))
+    duration = view_state.speed_control(d3, {"slow": 1600, "normal": 900, "fast": 300})
+    view_state.remember(bx=bx, by=by)
     trace, _ = ui.trace_or_stop(kernel, m, n, k, params, spec.default_block, ((bx, by),))   # the block shown
+    server.offer(tiled, {"TILE": spec.params["TILE"]})   # the other kernel and TILEs, compiled ahead
 
 view = views.tile_view(trace, bx, by)
-fig = ui.cached_figure(lambda: traces.tile_phase_figure(view, ui.presenter(), duration))
+fig = cached.figure(lambda: traces.tile_phase_figure(view, view_state.presenter(), duration))
 st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
 (r0, r1), (c0, c1) = view.rows, view.cols
 st.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}-{min(c1, n) - 1} of C. "
@@ -43,10 +44,10 @@ st.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}
 
 st.subheader("Global reads: tiled against naive, counted in the traces")
 reads = ui.or_stop(f"Counting the global reads of {kernel} and of the naive kernel at {m}x{n}x{k}",
-                   ui.cached_reads_against_naive, kernel, m, n, k, params)
+                   cached.reads_against_naive, kernel, m, n, k, params)
 reads_naive, reads_tiled = reads.values()
 a, b = st.columns([1, 1.4])
-a.plotly_chart(traces.reads_bar(reads, ui.presenter()), width="stretch")
+a.plotly_chart(traces.reads_bar(reads, view_state.presenter()), width="stretch")
 b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {m}x{n}x{k} product (2·M·N·K); the "
            f"tiled kernel **{reads_tiled:,}**: **{reads_naive / max(reads_tiled, 1):.1f}x fewer** "
            f"(TILE = {tile}). Each element a block loads is used {tile} times from shared memory. "

@@ -6,9 +6,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-# No background compiling of every kernel variant in tests (or in the app servers they start): each
-# test's timings and CPU are its own. tests/test_engine_speed.py tests prebuild() itself.
-os.environ.setdefault("MATMUL_EXPLORER_PREBUILD", "0")
+# No background compiles in tests (or in the app servers they start): each test's CPU is its own.
+# tests/test_warmup.py and tests/test_stop.py turn them on where they are what is tested.
+os.environ.setdefault("MATMUL_EXPLORER_WARMUP", "0")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 
 from engine import cli
 from engine.errors import EngineError
-from engine.kernels import build, registry, sources
+from engine.kernels import build, registry, sources, warmup
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis
 from engine.tracing import tracer
@@ -77,10 +77,10 @@ def test_a_new_kernel_is_a_source_and_an_entry():
         assert t.rel_error < 1e-6                  # ... against float64 numpy
         default = tracer.trace("rows_1d", make_problem(m, n, k), source="cpu")
         assert default.launches[-1].block == (64, 1) and default.rel_error < 1e-6
-        # the pages, the prebuild and the catalog see it too
+        # the pages, the background compiles and the catalog see it too
         assert "rows_1d" in registry.showing("coalescing") and "rows_1d" not in registry.showing("tile_phases")
-        assert set(build.variants(["rows_1d"])) == {("cpu", CONTRACT_CU, (("BS", 64),)),
-                                                             ("cpu", CONTRACT_CU, (("BS", 128),))}
+        assert set(warmup.jobs("rows_1d", warmup.choices_of({"BS": (64, 128, 96)}), "cpu")) == {
+            warmup.Job("cpu", CONTRACT_CU, (("BS", 64),)), warmup.Job("cpu", CONTRACT_CU, (("BS", 128),))}
         assert cli.parameters(spec) == ["BS 64/128"]
         with pytest.raises(EngineError, match=re.escape("rows_1d takes BS 64, 128, not 96")):
             tracer.trace("rows_1d", make_problem(m, n, k, params={"BS": 96}), source="cpu")

@@ -63,13 +63,13 @@ def test_its_figures_are_in_the_one_style_at_its_sizes(presenter):
 
 
 def test_a_trace_over_the_record_cap_is_its_one_line_and_the_rest_is_shown(monkeypatch):
-    from pages.lib import ui
     monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", "300000")
-    ui.RESULTS.clear()
+    from pages.lib import cached
+    cached.RESULTS.clear()
     try:
         at = open_page(PAGE, {"size": "256"})
     finally:
-        ui.RESULTS.clear()
+        cached.RESULTS.clear()
     warnings = [str(w.value) for w in at.warning]
     assert any(w.startswith("blocktile_1d: this trace would hold up to") and "over the cap of 300,000" in w
                for w in warnings), warnings

@@ -5,6 +5,7 @@ import os
 from streamlit.testing.v1 import AppTest
 
 from engine.kernels import registry
+from pages.lib import cached
 
 APP = __import__("pathlib").Path(__file__).resolve().parent.parent / "app.py"
 
@@ -116,13 +117,12 @@ def test_bank_conflicts_histogram_counts_the_whole_kernel():
 def test_bank_conflicts_says_when_the_sass_listing_failed(failing_nvcc):
     """A failing nvcc is one line on the page (the counts as written still shown), never an error
     that stops the page, nor "SASS matches the source"."""
-    from pages.lib import ui
     from tests.conftest import FAILING_NVCC
-    ui.RESULTS.clear()
+    cached.RESULTS.clear()
     try:
         at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
     finally:
-        ui.RESULTS.clear()
+        cached.RESULTS.clear()
     assert not at.error, [e.value for e in at.error]
     captions = [str(c.value) for c in at.caption]
     assert f"SASS listing unavailable: nvcc on shared_bank_conflicts.cu failed: {FAILING_NVCC}" in captions

@@ -8,6 +8,7 @@ import streamlit as st
 
 from engine.devices import memo
 from engine.tracing import tracer
+from pages.lib import cached
 
 
 def _mb(n):
@@ -73,14 +74,13 @@ def test_a_trace_is_weighed_by_its_arrays():
 
 
 def test_a_clients_clear_cache_does_not_clear_the_shared_traces(monkeypatch):
-    from pages.lib import ui
     args = ("naive_x_cols", 24, 24, 8, {}, (16, 16), None, "cpu")
-    ui.cached_trace(*args)
+    cached.trace(*args)
     # What Streamlit does with the "clear_cache" message any browser may send (AppSession).
     st.cache_data.clear()
     st.cache_resource.clear()
     monkeypatch.setattr(tracer, "trace", lambda *a, **k: pytest.fail("traced again after a client cleared caches"))
-    ui.cached_trace(*args)
+    cached.trace(*args)
 
 
 def test_a_result_the_caller_does_not_keep_is_asked_for_again():

@@ -58,12 +58,12 @@ def test_the_app_process_never_loads_a_kernel_library():
     # A fresh process, as the app's is (other tests here load libraries on purpose).
     script = (
         "import sys; from pathlib import Path\n"
-        "from engine.kernels import build; from engine.tracing import tracer; from engine.kernels.problem import make_problem\n"
+        "from engine.kernels import cache; from engine.tracing import tracer; from engine.kernels.problem import make_problem\n"
         "t = tracer.trace('tiled_guarded', make_problem(40, 40, 40, tile=8), source='cpu')\n"
         "assert t.rel_error < 1e-6\n"
         "maps = Path('/proc/self/maps').read_text()\n"
         "assert '.so' in maps, 'the check must see libraries (numpy has some)'\n"
-        "kernels = [l for l in maps.splitlines() if str(build.cache_dir()) in l or '-cpu-' in l]\n"
+        "kernels = [l for l in maps.splitlines() if str(cache.cache_dir()) in l or '-cpu-' in l]\n"
         "assert not kernels, f'a kernel library is loaded in the app process: {kernels[0]}'\n"
         "assert 'pycuda' not in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent, capture_output=True,

@@ -18,7 +18,7 @@ from engine import parallel
 from engine.devices import memo, shm, workers
 from engine.devices.shm import SharedArray
 from engine.errors import EngineError
-from engine.kernels import build, sources
+from engine.kernels import build, cache, sources
 from engine.kernels.registry import Precision
 from engine.tracing.execute import execute
 from engine.tracing.plan import LaunchPlan, array_dtype, to_storage
@@ -34,7 +34,7 @@ def _load(path: Path) -> ctypes.CDLL:
     """Loads the bytes the cache's digest vouches for, from a private in-memory copy: what is
     checked is what runs, and a cache file truncated or replaced later cannot pull pages out from
     under this process (a mapped file cut short is a bus error on its next call)."""
-    data = build.checked_bytes(path)
+    data = cache.checked_bytes(path)
     if not hasattr(os, "memfd_create"):
         return ctypes.CDLL(str(path))
     # The descriptor stays open for the life of the process, like the library: dlopen takes a path

@@ -20,7 +20,7 @@ import pycuda.driver as cuda
 
 from engine.devices.shm import SharedArray
 from engine.errors import EngineError
-from engine.kernels import build, sources
+from engine.kernels import build, cache, sources
 from engine.kernels.registry import Precision
 from engine.tracing.plan import NAN_BITS, LaunchPlan, array_dtype, to_storage
 from engine.tracing.records import RAW_DTYPE
@@ -31,7 +31,7 @@ def load_module(modules: dict, path) -> "cuda.Module":
     checked is what runs: the file is not read a second time)."""
     key = str(path)
     if key not in modules:
-        modules[key] = cuda.module_from_buffer(build.checked_bytes(path))
+        modules[key] = cuda.module_from_buffer(cache.checked_bytes(path))
     return modules[key]
 
 
@@ -182,7 +182,7 @@ class Launcher:
             function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
         args = self.args(src.params, boxes)
         if any("CUtensorMap" in ctype for ctype, _ in src.params):
-            args = placed(args, param_layout(build.checked_bytes(cubin), src.name))
+            args = placed(args, param_layout(cache.checked_bytes(cubin), src.name))
         return Kernel(module, function, args, grid, block, shared)
 
     @staticmethod

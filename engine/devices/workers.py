@@ -17,6 +17,7 @@ import queue
 import signal
 import threading
 import traceback
+import weakref
 from collections.abc import Mapping
 from multiprocessing.reduction import ForkingPickler
 from typing import Callable
@@ -79,6 +80,17 @@ def _death(code: int | None) -> str:
     return f"exit code {code}"
 
 
+def _child(target: Callable, conn) -> None:
+    """A worker's first step: a Ctrl-C in the terminal reaches every process of its group, workers
+    included; the app decides what stops (it stops its workers itself), so a worker ignores it
+    rather than dying mid-request with a traceback in the terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    target(conn)
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()     # every Worker of this process, for stop_all()
+
+
 class Worker:
     """One spawned worker process running target(conn), and one request at a time to it."""
 
@@ -86,10 +98,11 @@ class Worker:
         self.what = what          # "GPU worker", "CPU trace worker": how messages name it
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=target, args=(child,), daemon=True,
+        self.process = ctx.Process(target=_child, args=(target, child), daemon=True,
                                    name=f"matmul-explorer-{what.replace(' ', '-')}")
         self.process.start()
         child.close()
+        _LIVE.add(self)
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -131,6 +144,13 @@ class Worker:
         self.process.join(timeout=10)
         self.conn.close()
         shm.sweep(self.process.pid)   # what it was handing over when it died
+
+
+def stop_all() -> None:
+    """Kills every worker this process started (a request in progress gets WorkerCrashed) and frees
+    what they were handing over: for an app that is stopping, which waits for no request."""
+    for worker in list(_LIVE):
+        worker.stop()
 
 
 class Pool:

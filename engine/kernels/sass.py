@@ -13,13 +13,12 @@ import re
 import shutil
 import subprocess
 import sysconfig
-import threading
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
 from engine.errors import EngineError
-from engine.kernels import build, sources
+from engine.kernels import build, cache, sources
 
 _OP_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)")
 _LINE_RE = re.compile(r'line (\d+)')
@@ -91,10 +90,8 @@ def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
                            f"{lines[0].strip() if lines else f'exit status {done.returncode}'}")
     src = sources.load(file)
     info = _memory_instructions(done.stdout, src.path, frozenset(s.line for s in src.sites if s.width > 1))
-    tmp = saved.with_name(f"{saved.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        tmp.write_text(json.dumps(info))
-        os.replace(tmp, saved)
+        cache.write_atomic(saved, json.dumps(info).encode())
     except OSError:
         pass      # not kept: listed again next time
     return info

@@ -14,7 +14,7 @@ import numpy as np
 from engine.devices import cpu, gpu_client, workers
 from engine.devices.shm import SharedArray
 from engine.errors import EngineError
-from engine.kernels import sources
+from engine.kernels import build, sources
 from engine.kernels.problem import Problem
 from engine.tracing.plan import DEFAULT_RECORD_CAP, TracePlan, check_fits_gpu, check_fits_host, make_plan
 from engine.tracing.records import ArrayTable, LaunchInfo, Trace, TraceSite, assemble_launch, thread_warps
@@ -66,6 +66,17 @@ def run_plan(plan: TracePlan, source: str):
     return raw
 
 
+def compile_for(plan: TracePlan, source: str) -> None:
+    """Builds what the plan's launches need here, before a worker asks for them: the worker would
+    build them all the same, silently, while this process can say "Compiling ... for the CPU" (the
+    pages show it, build.ANNOUNCE) and a build it already has costs a check of the cache."""
+    for lp in plan.launches:
+        if source == "gpu":
+            build.build_cubin(lp.file, lp.defines, traced=True)
+        else:
+            build.build_cpu_library(lp.file, lp.defines)
+
+
 def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
           cap: int | None = DEFAULT_RECORD_CAP) -> Trace:
     start = time.perf_counter()
@@ -76,6 +87,7 @@ def trace(kernel: str, problem: Problem, blocks=None, source: str = "auto",
         if not st.available:
             raise EngineError(f"no GPU trace source: {st.reason}")
         check_fits_gpu(problem, kernel, st)
+    compile_for(plan, source)
     raw = run_plan(plan, source)
     ran = time.perf_counter()
     result = assemble(plan, raw, source)

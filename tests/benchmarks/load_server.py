@@ -23,14 +23,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-import websockets
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser import free_port  # noqa: E402
+from tests import server  # noqa: E402
+from tests.server import free_port  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -46,35 +43,8 @@ def children(pid: int) -> list[int]:
 
 
 async def session(port: int, page: str, query: str, timeout: float = 180) -> tuple[float, str]:
-    """Seconds until the page's first chart arrives, and what went wrong if it did not. The session
-    stays connected until its script has finished, as a student's browser would."""
-    start = time.perf_counter()
-    url = f"ws://127.0.0.1:{port}/_stcore/stream"
-    async with websockets.connect(url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as ws:
-        msg = BackMsg()
-        msg.rerun_script.query_string = query
-        msg.rerun_script.page_name = page
-        await ws.send(msg.SerializeToString())
-        problem, chart = "", None
-        while True:
-            raw = await asyncio.wait_for(ws.recv(), timeout - (time.perf_counter() - start))
-            fwd = ForwardMsg()
-            fwd.ParseFromString(raw)
-            kind = fwd.WhichOneof("type")
-            if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
-                element = fwd.delta.new_element
-                what = element.WhichOneof("type")
-                if what == "plotly_chart" and chart is None:
-                    chart = time.perf_counter() - start
-                if what == "exception":
-                    problem = f"exception: {element.exception.message[:100]}"
-                if what == "alert" and element.alert.format == 1:   # st.error
-                    problem = f"error: {element.alert.body[:100]}"
-            # The first run of a session can end early to rerun (ui._routed_by_app): wait for the rerun.
-            if kind == "script_finished" and fwd.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                if chart is None:
-                    return float("nan"), problem or "finished without a chart"
-                return chart, problem
+    """Seconds until the page's first chart arrives, and what went wrong if it did not."""
+    return await server._session(port, page, query, timeout)
 
 
 async def probe(port: int, stop: asyncio.Event, worst: list[float]) -> None:
@@ -123,18 +93,9 @@ def report(name: str, results, health, target: str) -> None:
 
 
 def start_server(port: int) -> subprocess.Popen:
-    env = {**os.environ, "MATMUL_EXPLORER_PREBUILD": "0", "MATMUL_EXPLORER_GPU": "0",
+    env = {"MATMUL_EXPLORER_WARMUP": "0", "MATMUL_EXPLORER_GPU": "0",
            **dict(kv.split("=", 1) for kv in os.environ.get("LOAD_SERVER_ENV", "").split() if "=" in kv)}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(240):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
-            return proc
-        except OSError:
-            time.sleep(0.25)
-    raise RuntimeError("the app server did not start")
+    return server.start(port, env)
 
 
 def distinct_views() -> list[tuple[str, str]]:

@@ -1,4 +1,6 @@
-"""The engine's speed-ups must not change an answer: each is checked against the plain way."""
+"""The engine's fast paths (blocks on several threads, one-block views, batched analysis, shared
+libraries and listings kept in the cache) must not change an answer: each is checked against the
+plain way. How fast they are is measured by tests/benchmarks/bench_engine.py, not here."""
 import json
 
 import numpy as np
@@ -6,7 +8,7 @@ import pytest
 
 from engine import parallel
 from engine.devices import cpu
-from engine.kernels import build, reference, registry, sass, sources
+from engine.kernels import build, reference, sass
 from engine.kernels.problem import make_inputs, make_problem
 from engine.metrics import analysis, views
 from engine.tracing import records, tracer
@@ -141,25 +143,6 @@ def test_kernels_without_tile_build_one_cpu_library():
     lib = build.build_cpu_library
     assert lib("naive_x_cols.cu", {"TILE": 8, "PAD": 0}) == lib("naive_x_cols.cu", {"TILE": 32, "PAD": 0})
     assert lib("tiled_guarded.cu", {"TILE": 8, "PAD": 0}) != lib("tiled_guarded.cu", {"TILE": 32, "PAD": 0})
-
-
-def test_prebuild_covers_every_variant_the_pages_ask_for(tmp_path, monkeypatch):
-    wanted = build.variants()
-    for spec in registry.traceable():
-        for params in spec.combinations():
-            for launch in spec.launches:
-                used = tuple(build.used_defines(sources.load(launch.file), params).items())
-                assert ("cpu", launch.file, used) in wanted
-            if "bank_conflicts" in spec.shows:
-                last = spec.launches[-1].file
-                assert ("sass", last, tuple(build.used_defines(sources.load(last), params).items())) in wanted
-    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
-    thread = build.prebuild(["naive_x_cols"], background=True, sass=False)
-    thread.join(120)
-    assert not thread.is_alive()
-    built = sorted(p.name for p in tmp_path.glob("*.so"))
-    assert built == [build.build_cpu_library("naive_x_cols.cu", {}).name]
-    assert sorted(p.name for p in tmp_path.glob("*.so")) == built       # nothing compiled again
 
 
 @pytest.mark.skipif(not (sass.nvdisasm() and build.nvcc()), reason="needs nvcc and nvdisasm")

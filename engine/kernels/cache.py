@@ -1,0 +1,316 @@
+"""The compile cache: where builds are kept, checked before they are loaded, and evicted.
+
+Builds live under $MATMUL_EXPLORER_CACHE or ~/.cache/cuda-matmul-explorer, named by a hash of
+everything that goes into them (engine/kernels/build.py makes the names). The server loads and runs
+what it finds here, so the directory is private to its user (0700) and every artefact has a digest
+file (size and sha256, written after it): an artefact whose digest is missing or does not match
+(truncated, overwritten, planted) is built again, never loaded.
+
+The cache is bounded in bytes ($MATMUL_EXPLORER_COMPILE_CACHE_MB, 200 by default): after each new
+build the least recently used entries go. Half-written entries never become visible (each build is
+made in a folder of its own and renamed into place), and what a killed process left behind is swept
+the next time a process opens the cache. `python -m engine cache` shows its size and clears it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.errors import EngineError
+
+ENV = "MATMUL_EXPLORER_CACHE"
+BUDGET_ENV = "MATMUL_EXPLORER_COMPILE_CACHE_MB"
+DEFAULT_BUDGET_MB = 200
+# Temporary names carry the pid of the process writing them, so that what a killed process left
+# behind can be told from what a live one is still writing.
+_BUILDING = ".building-"
+_WRITING = ".writing-"
+# An entry used this recently is never evicted: another process may be about to load it.
+_RECENT_S = 60.0
+
+_OPENED: set[Path] = set()
+_OPENED_LOCK = threading.Lock()
+_IN_FLIGHT: set[Path] = set()       # this process's build folders, removed at shutdown if still there
+_IN_FLIGHT_LOCK = threading.Lock()
+_TOUCHED: set[Path] = set()         # entries this process has marked as used (once is enough)
+_TARGET_LOCKS: dict[Path, threading.Lock] = {}
+_TARGET_LOCKS_LOCK = threading.Lock()
+_EVICT_LOCK = threading.Lock()
+
+
+def cache_dir() -> Path:
+    root = os.environ.get(ENV) or Path.home() / ".cache" / "cuda-matmul-explorer"
+    path = Path(root)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_private(path)
+    except OSError as exc:
+        raise EngineError(f"the compile cache {path} cannot be used ({exc.strerror or exc}); "
+                          f"set {ENV} to a directory of yours") from None
+    with _OPENED_LOCK:
+        first = path not in _OPENED
+        _OPENED.add(path)
+    if first:
+        sweep_stale(path)
+    return path
+
+
+def _make_private(path: Path) -> None:
+    """What is in the cache gets loaded and run: nobody else may write there."""
+    st = path.stat()
+    if st.st_uid != os.geteuid():
+        raise EngineError(f"the compile cache {path} belongs to another user (uid {st.st_uid}); "
+                          f"set {ENV} to a directory of yours")
+    if st.st_mode & 0o022:
+        if st.st_mode & stat.S_ISVTX:   # a shared directory like /tmp: not ours to lock up
+            raise EngineError(f"the compile cache {path} is a shared directory; "
+                              f"set {ENV} to a directory of yours")
+        path.chmod(0o700)
+
+
+def unwritable(path: Path, exc: OSError) -> EngineError:
+    return EngineError(f"the compile cache {path} is not writable ({exc.strerror or exc}); "
+                       f"set {ENV} to a writable directory")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _writer_pid(name: str) -> int | None:
+    for prefix in (_BUILDING, _WRITING):
+        if name.startswith(prefix):
+            head = name[len(prefix):].split("-", 1)[0]
+            return int(head) if head.isdigit() else None
+    return None
+
+
+def sweep_stale(path: Path) -> int:
+    """Removes the build folders and half-written files of processes that are gone (killed mid-build):
+    they are never loaded, but would otherwise stay for good. Returns how many were removed."""
+    removed = 0
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return 0
+    for name in names:
+        pid = _writer_pid(name)
+        if pid is None or pid == os.getpid() or _pid_alive(pid):
+            continue
+        target = path / name
+        try:
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _digest_file(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
+
+
+def _digest(data: bytes) -> str:
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}"
+
+
+def _touch(target: Path) -> None:
+    """Marks an entry as used, for least-recently-used eviction (once per process and entry: the
+    order only needs to be right between entries used minutes apart)."""
+    if target in _TOUCHED:
+        return
+    try:
+        os.utime(target)
+        _TOUCHED.add(target)
+    except OSError:
+        pass
+
+
+def verified_bytes(target: Path) -> bytes | None:
+    """The artefact's bytes if its digest file vouches for them, else None (missing, damaged,
+    or not written by this cache)."""
+    try:
+        # A digest shows damage, not who wrote the file: whoever can plant an artefact can plant its
+        # digest too. So the file must also be ours and writable by nobody else (the cache directory
+        # is private, but one that was not before may still hold what others put there).
+        for path in (target, _digest_file(target)):
+            st = path.stat()
+            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                return None
+        data = target.read_bytes()
+        if _digest_file(target).read_text().strip() != _digest(data):
+            return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    _touch(target)
+    return data
+
+
+def checked_bytes(target: Path) -> bytes:
+    """verified_bytes for a loader: what it will run, or a one-line error (the entry changed
+    between its build or check and this read; asking again rebuilds it)."""
+    data = verified_bytes(target)
+    if data is None:
+        raise EngineError(f"the compiled kernel {target.name} changed in the compile cache while it was "
+                          "being loaded; ask again")
+    return data
+
+
+def is_built(target: Path) -> bool:
+    return verified_bytes(target) is not None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Writes a file that readers see whole or not at all."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_WRITING}{os.getpid()}-{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_build(target: Path, build) -> Path:
+    """target, built by build(path) into a folder of its own first unless the cache already holds it.
+    One build per target in this process: a request that needs what the background is compiling
+    right now waits for it instead of compiling it a second time (other processes may still race;
+    the renames keep that safe: the digest is written after its artefact, so a reader sees either a
+    matching pair or a mismatch it rebuilds)."""
+    if is_built(target):
+        return target
+    with _TARGET_LOCKS_LOCK:
+        lock = _TARGET_LOCKS.setdefault(target, threading.Lock())
+    with lock:
+        if is_built(target):
+            return target
+        try:
+            folder = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{_BUILDING}{os.getpid()}-"))
+            with _IN_FLIGHT_LOCK:
+                _IN_FLIGHT.add(folder)
+            try:
+                out = folder / target.name
+                build(out)
+                data = out.read_bytes()
+                os.replace(out, target)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+                with _IN_FLIGHT_LOCK:
+                    _IN_FLIGHT.discard(folder)
+            write_atomic(_digest_file(target), _digest(data).encode())
+        except OSError as exc:   # the compilers' own failures arrive as EngineError
+            raise unwritable(target.parent, exc) from None
+    evict()
+    return target
+
+
+def discard_in_flight() -> None:
+    """At shutdown: the build folders of compilers that were just killed."""
+    with _IN_FLIGHT_LOCK:
+        folders = list(_IN_FLIGHT)
+        _IN_FLIGHT.clear()
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ size, eviction and clearing
+
+def budget_bytes() -> int:
+    raw = os.environ.get(BUDGET_ENV, str(DEFAULT_BUDGET_MB))
+    try:
+        mb = float(raw)
+    except ValueError:
+        raise EngineError(f"{BUDGET_ENV} must be a number of megabytes, got {raw!r}") from None
+    if not mb > 0:
+        raise EngineError(f"{BUDGET_ENV} must be a positive number of megabytes, got {raw!r}")
+    return int(mb * 2**20)
+
+
+@dataclass
+class Entry:
+    """One build and what sits beside it (digest, SASS listing): the unit that is evicted."""
+    stem: str
+    files: list[Path]
+    nbytes: int
+    used: float        # the newest modification time of its files (touched when loaded)
+
+
+def entries(path: Path | None = None) -> list[Entry]:
+    """The cache's entries, least recently used first."""
+    path = path or cache_dir()
+    groups: dict[str, Entry] = {}
+    try:
+        scan = list(os.scandir(path))
+    except OSError:
+        return []
+    for item in scan:
+        if item.name.startswith(".") or not item.is_file(follow_symlinks=False):
+            continue
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        # "<kernel>-<kind>-<key>.so", ".so.sha256", ".cubin.sass.json": one entry per stem
+        stem = item.name.split(".", 1)[0]
+        entry = groups.setdefault(stem, Entry(stem, [], 0, 0.0))
+        entry.files.append(Path(item.path))
+        entry.nbytes += st.st_size
+        entry.used = max(entry.used, st.st_mtime)
+    return sorted(groups.values(), key=lambda e: e.used)
+
+
+def usage(path: Path | None = None) -> tuple[int, int]:
+    """(bytes, entries) the cache holds."""
+    found = entries(path)
+    return sum(e.nbytes for e in found), len(found)
+
+
+def evict(budget: int | None = None, path: Path | None = None) -> int:
+    """Removes the least recently used entries until the cache is within its budget (entries used
+    in the last minute stay: another process may be loading them). Returns the bytes freed."""
+    budget = budget_bytes() if budget is None else budget
+    with _EVICT_LOCK:
+        found = entries(path)
+        total = sum(e.nbytes for e in found)
+        freed, now = 0, time.time()
+        for entry in found:
+            if total - freed <= budget:
+                break
+            if now - entry.used < _RECENT_S:
+                continue
+            for f in entry.files:
+                try:
+                    f.unlink()
+                except OSError:
+                    pass
+            freed += entry.nbytes
+        return freed
+
+
+def clear(path: Path | None = None) -> tuple[int, int]:
+    """Empties the cache (builds of processes still running are left to finish). Returns (bytes,
+    entries) removed."""
+    path = path or cache_dir()
+    found = entries(path)
+    for entry in found:
+        for f in entry.files:
+            try:
+                f.unlink()
+            except OSError:
+                pass
+    sweep_stale(path)
+    return sum(e.nbytes for e in found), len(found)

@@ -1,0 +1,94 @@
+"""What the app does once per server, beside the pages: background compiles, and stopping.
+
+At the first page view: the CPU trace workers start (a process takes about a second to import what
+it runs), every page's default view is queued for the background compiler, and a watcher waits
+for Streamlit to start stopping (Ctrl-C, SIGTERM) to end the engine's workers and compilers at
+once (engine/lifecycle.py), instead of at interpreter exit, after Streamlit's own shutdown.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import streamlit as st
+
+from engine import lifecycle
+from engine.kernels import build, registry, warmup
+from engine.tracing import tracer
+
+_STARTED = threading.Event()
+_LOCK = threading.Lock()
+# The pages whose as-compiled counts need each kernel's SASS listing as well as its trace.
+LISTING_VIEWS = ("bank_conflicts", "ladder")
+# How long Streamlit's own shutdown may take, after the engine's, before the process ends anyway.
+EXIT_GRACE_S = 1.5
+
+
+def enabled() -> bool:
+    """MATMUL_EXPLORER_WARMUP=0 turns the background compiles off (the tests do, to keep their CPU
+    and timings their own; tests/test_warmup.py tests it)."""
+    return os.environ.get("MATMUL_EXPLORER_WARMUP", "1") != "0"
+
+
+def device() -> str:
+    return "gpu" if tracer.resolve_source("auto") == "gpu" else "cpu"
+
+
+def start_once() -> None:
+    """Module state, not a Streamlit cache: a client's "clear cache" must not start it again."""
+    with _LOCK:
+        if _STARTED.is_set():
+            return
+        _STARTED.set()
+    if device() == "cpu":
+        tracer.CPU_WORKERS.warm()   # the first trace of a fresh server does not wait for them
+    _watch_for_stop()
+    if enabled():
+        warmup.QUEUE.ask(default_jobs(), warmup.DEFAULTS)
+
+
+def default_jobs() -> list[warmup.Job]:
+    """Every page's default view: each kernel a page that traces lists, at its default parameters."""
+    out = []
+    for view in registry.TRACED_VIEWS:
+        for kernel in registry.showing(view):
+            out += warmup.jobs(kernel, [{}], device(), view in LISTING_VIEWS)
+    return out
+
+
+def offer(kernels, options: dict | None = None, listing: bool = False) -> None:
+    """A page's on-screen choices (its kernels, and for each every combination of `options` it
+    takes, e.g. TILE and PAD), queued for the background compiler ahead of the other pages'."""
+    if not enabled():
+        return
+    choices = warmup.choices_of(options or {})
+    jobs = [j for k in kernels for j in warmup.jobs(k, choices, device(), listing)]
+    warmup.QUEUE.ask(jobs, warmup.NEARBY)
+
+
+def announce_compiles() -> None:
+    """This script thread's compiles say what they are doing ("Compiling warptile for the CPU...")
+    in a spinner while the page waits for them."""
+    build.ANNOUNCE.fn = lambda what: st.spinner(f"{what}...")
+
+
+def _watch_for_stop() -> None:
+    """Streamlit stops its runtime on SIGINT and SIGTERM (its own signal handlers, in the main
+    thread, which the app cannot add to): this thread sees it and stops the engine at once."""
+    from streamlit.runtime import Runtime, RuntimeState  # noqa: PLC0415 - only under a real server
+
+    if not Runtime.exists():   # AppTest, bare mode: atexit stops the engine (engine/lifecycle.py)
+        return
+    runtime = Runtime.instance()
+
+    def watch() -> None:
+        while runtime.state not in (RuntimeState.STOPPING, RuntimeState.STOPPED):
+            time.sleep(0.1)
+        lifecycle.shutdown()
+        # Streamlit's own shutdown is quick; this is the bound on it: a thread stuck in a C call
+        # must not keep a stopped server alive. Everything of ours has ended above.
+        time.sleep(EXIT_GRACE_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="matmul-explorer-stop-watch", daemon=True).start()

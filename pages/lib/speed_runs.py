@@ -1,0 +1,33 @@
+"""The run a speed section draws: timed now on this GPU (a button), or one of the recorded runs."""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.bench import benchmark, schema
+from engine.metrics import ladder
+from pages.lib import ui, view_state
+
+
+def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key: str):
+    """The run a speed section draws: timed now (a button, where there is a GPU: the rungs and their
+    baselines at size³) or recorded (a choice among the shipped runs that hold one of the rungs, the
+    newest first chosen). (rows as benchmark.derive gives them, provenance, label, live) or None, said
+    on the page, where no run of them ships. what: the button's words for what it times."""
+    status = ui.device_status()
+    if status.available and st.button(f"Time {what} now at {size:,}³ on this {status.name}"):
+        settings = benchmark.Settings()
+        with st.spinner("Timing"):
+            rows = list(benchmark.sweep(rungs + baselines, [(size, size, size)], settings))
+        st.session_state[key] = (rows, benchmark.provenance(status.info, settings))
+    live = st.session_state.get(key) if status.available else None
+    if live:
+        rows, prov = live
+        df = benchmark.derive(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"])
+        return df, prov, ladder.run_label(prov, True), True
+    names = [p.name for p in benchmark.recorded_runs(rungs)]
+    if not names:
+        st.info("No recorded benchmark run of these kernels ships with this copy.", icon=":material/history:")
+        return None
+    chosen = st.selectbox("Recorded run", names, key=view_state.state("run", names[-1], names)) if len(names) > 1 else names[0]
+    df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
+    return df, prov, ladder.run_label(prov, False), False

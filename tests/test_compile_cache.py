@@ -1,0 +1,225 @@
+"""The compile cache: the server loads and runs what it finds there, so it must never load a damaged
+or planted artefact, its failures are one-line errors, it stays within its budget (least recently
+used entries go first), and what a killed build left behind is swept."""
+import errno
+import json
+import os
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.errors import EngineError
+from engine.kernels import build
+from engine.kernels.cache import _digest, _digest_file, cache_dir, verified_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# The compile cache: the server loads and runs what it finds there, so it must never load a damaged
+# or planted artefact, and its failures are one-line errors.
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    path = tmp_path / "cache"
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(path))
+    return path
+
+
+def _truncated(data: bytes) -> bytes:
+    return data[:6000]
+
+
+def _garbage(data: bytes) -> bytes:
+    return bytes(range(256)) * (len(data) // 256)
+
+
+def _planted(data: bytes) -> bytes:
+    # Another kernel's library, put under this one's predictable name.
+    return build.build_cpu_library("naive_x_rows.cu", {}).read_bytes()
+
+
+def _builders():
+    out = []
+    if build.host_compiler():
+        out.append(pytest.param(lambda: build.build_cpu_library("naive_x_cols.cu", {}), id="cpu-so"))
+    if build.nvcc():
+        out.append(pytest.param(lambda: build.build_cubin("naive_x_cols.cu", {}, False), id="cubin"))
+    return out
+
+
+@pytest.mark.parametrize("damage", [_truncated, _garbage, _planted], ids=["truncated", "garbage", "planted"])
+@pytest.mark.parametrize("make", _builders())
+def test_a_damaged_cache_entry_is_rebuilt_not_returned(cache, make, damage):
+    target = make()
+    good = target.read_bytes()
+    bad = damage(good)
+    assert bad != good
+    target.write_bytes(bad)
+    again = make()
+    assert again == target and target.read_bytes() == good
+    assert verified_bytes(target) == good
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_the_cli_survives_a_truncated_library_after_a_restart(cache):
+    # Before: the truncated .so was loaded as is, a bus error that killed the process, every time.
+    import subprocess
+    import sys
+    cmd = [sys.executable, "-m", "engine", "trace", "naive_x_cols", "--m", "32", "--n", "32", "--k", "32",
+           "--source", "cpu"]
+    assert subprocess.run(cmd, cwd=ROOT, capture_output=True).returncode == 0
+    lib = next(cache.glob("naive_x_cols-cpu-*.so"))
+    lib.write_bytes(lib.read_bytes()[:6000])
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["relative_error"] < 1e-6
+
+
+def test_a_new_cache_directory_is_private(cache):
+    assert cache_dir() == cache
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+def test_a_cache_others_can_write_to_is_made_private(cache):
+    cache.mkdir()
+    cache.chmod(0o777)
+    cache_dir()
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")
+def test_a_cache_of_another_user_is_refused(cache):
+    cache.mkdir()
+    os.chown(cache, 12345, 12345)
+    with pytest.raises(EngineError, match=rf"compile cache {cache} belongs to another user.*MATMUL_EXPLORER_CACHE"):
+        cache_dir()
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_a_read_only_cache_is_a_one_line_error(cache, monkeypatch):
+    cache.mkdir(mode=0o700)
+    if os.geteuid() == 0:   # root writes through 0500: fail the write as a read-only mount does
+        def refuse(*args, **kwargs):
+            raise OSError(errno.EROFS, "Read-only file system")
+        monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    else:
+        cache.chmod(0o500)
+    with pytest.raises(EngineError) as err:
+        build.build_cpu_library("naive_x_cols.cu", {})
+    reason = "Read-only file system" if os.geteuid() == 0 else "Permission denied"
+    assert str(err.value) == (f"the compile cache {cache} is not writable ({reason}); "
+                              "set MATMUL_EXPLORER_CACHE to a writable directory")
+
+
+def test_a_hung_compiler_is_stopped_with_a_one_line_error(cache, tmp_path, monkeypatch):
+    fake = tmp_path / "hanging-g++"
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "hanging-g++ 1.0"; exit 0; fi\n'
+                    f'echo $$ > {tmp_path}/pid\nsleep 60\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    monkeypatch.setattr(build, "COMPILE_TIMEOUT", 1)
+    with pytest.raises(EngineError, match=r"^the C\+\+ compiler on naive_x_cols.cu took longer than 1 s and was stopped$"):
+        build.build_cpu_library("naive_x_cols.cu", {})
+    group = int((tmp_path / "pid").read_text())
+    assert _running_in_group(group) == []   # the compiler and what it started (sleep) are gone
+
+
+def _running_in_group(pgid: int) -> list[int]:
+    """Processes of a process group that are not zombies (a killed grandchild is reaped by init
+    a moment later)."""
+    alive = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(stat_file.parent.name))
+    return alive
+
+
+@pytest.mark.parametrize("make", _builders())
+def test_a_planted_entry_with_a_matching_digest_is_not_loaded(cache, make):
+    """A digest shows damage only: whoever plants an artefact can plant its digest. An entry others
+    could have written (here: writable by group and others, as in a cache that was not private
+    before) is rebuilt, never loaded, even though its digest matches."""
+    target = make()
+    planted = _garbage(target.read_bytes())
+    target.write_bytes(planted)
+    _digest_file(target).write_text(_digest(planted))
+    target.chmod(0o666)
+    assert verified_bytes(target) is None
+    make()
+    assert target.read_bytes() != planted and verified_bytes(target) is not None
+
+
+# ------------------------------------------------------------------ bounded, swept, shown and cleared
+
+def _entry(folder: Path, stem: str, nbytes: int, age_s: float) -> None:
+    for name, size in ((f"{stem}.so", nbytes), (f"{stem}.so.sha256", 72)):
+        path = folder / name
+        path.write_bytes(b"x" * size)
+        os.utime(path, (time.time() - age_s,) * 2)
+
+
+def test_the_cache_keeps_to_its_budget_least_recently_used_first(cache, monkeypatch):
+    from engine.kernels import cache as compile_cache
+    folder = cache_dir()
+    for i, age in enumerate([5000, 4000, 3000, 2000, 30]):
+        _entry(folder, f"k{i}-cpu-{i:020d}", 1_000_000, age)
+    monkeypatch.setenv(compile_cache.BUDGET_ENV, "2.5")      # MB: room for two of the five
+    compile_cache.evict()
+    left = sorted({p.name.split(".")[0] for p in folder.iterdir()})
+    # the oldest go first; the one used a moment ago stays whatever the budget (another process may
+    # be loading it)
+    assert left == ["k3-cpu-00000000000000000003", "k4-cpu-00000000000000000004"]
+    assert compile_cache.usage(folder) == (2 * (1_000_000 + 72), 2)
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_a_new_build_evicts_and_a_used_entry_counts_as_recent(cache, monkeypatch):
+    from engine.kernels import cache as compile_cache
+    old = build.build_cpu_library("naive_x_cols.cu", {})
+    keep = build.build_cpu_library("naive_x_rows.cu", {})
+    for p in cache.iterdir():
+        os.utime(p, (time.time() - 3600,) * 2)
+    compile_cache._TOUCHED.clear()
+    assert verified_bytes(keep) is not None                  # loaded: now the most recently used
+    monkeypatch.setenv(compile_cache.BUDGET_ENV, str((keep.stat().st_size * 2.5) / 2**20))
+    build.build_cpu_library("tiled_guarded.cu", {"TILE": 8})   # over budget now
+    assert not old.exists() and keep.exists()
+
+
+def test_what_a_killed_build_left_behind_is_swept_and_never_loaded(cache):
+    from engine.kernels import cache as compile_cache
+    folder = cache_dir()
+    dead = 2**22 + 12345      # above pid_max's default: no such process
+    (folder / f".building-{dead}-abc").mkdir()
+    (folder / f".building-{dead}-abc" / "naive_x_cols-cpu-1.so").write_bytes(b"half")
+    (folder / f".writing-{dead}-naive_x_cols-cpu-1.so.sha256.xyz").write_text("half")
+    mine = folder / f".building-{os.getpid()}-live"
+    mine.mkdir()
+    assert compile_cache.sweep_stale(folder) == 2
+    assert sorted(p.name for p in folder.iterdir()) == [mine.name]    # a live process's build stays
+
+
+def test_the_cli_shows_the_cache_and_clears_it(cache, capsys):
+    from engine.cli import main
+    folder = cache_dir()
+    _entry(folder, "k0-cpu-00000000000000000000", 3 * 2**20, 100)
+    assert main(["cache"]) == 0
+    out = capsys.readouterr().out
+    assert f"{folder}: 1 builds, 3.0 MB of 200 MB" in out
+    assert main(["cache", "--clear"]) == 0
+    assert "cleared 1 builds (3.0 MB)" in capsys.readouterr().out
+    assert list(folder.iterdir()) == []
+
+
+def test_a_budget_that_is_not_a_number_is_a_one_line_error(cache, monkeypatch):
+    from engine.kernels import cache as compile_cache
+    monkeypatch.setenv(compile_cache.BUDGET_ENV, "lots")
+    with pytest.raises(EngineError, match="MATMUL_EXPLORER_COMPILE_CACHE_MB must be a number of megabytes"):
+        compile_cache.budget_bytes()
