@@ -127,3 +127,31 @@ def test_a_python_process_that_used_the_engine_exits_promptly(tmp_path):
     proc.wait(timeout=60)
     assert time.monotonic() - start < PROMPTLY_S
     assert _wait_for(lambda: not _left_behind(pids, tmp_path / "cache"), 2), _left_behind(pids, tmp_path / "cache")
+
+
+@pytest.mark.gpu
+def test_a_signal_stops_a_gpu_server_while_it_traces_and_times(tmp_path):
+    """GPU mode: the GPU worker (PyCUDA) is killed with the rest, its shared memory freed."""
+    port = server.free_port()
+    cache = tmp_path / "cache"
+    proc = server.start(port, {"MATMUL_EXPLORER_CACHE": str(cache), "MATMUL_EXPLORER_WARMUP": "1"}, wait_s=120)
+    try:
+        seconds, problem = server.open_page(port, "coalescing")
+        assert not problem, problem
+        client = subprocess.Popen([sys.executable, "-c", "from tests import server; "
+                                   f"server.open_page({port}, 'ladder', 'size=4096')"], cwd=server.ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3)
+        pids = server.descendants(proc.pid)
+        assert any("spawn_main" in server.command(p) for p in pids)      # the GPU worker
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        assert time.monotonic() - start < PROMPTLY_S
+        assert _wait_for(lambda: not _left_behind(pids, cache), 2), _left_behind(pids, cache)
+        client.kill()
+        client.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from engine import parallel
-from engine.devices import memo, shm, workers
+from engine.devices import host_memory, shm, workers
 from engine.devices.shm import SharedArray
 from engine.errors import EngineError
 from engine.kernels import build, cache, sources
@@ -174,7 +174,7 @@ class CpuDevice:
 
 def serve(conn) -> None:
     """A CPU trace worker's main: runs TracePlans (op "execute") one at a time."""
-    memo.keep_large_blocks_separate()
+    host_memory.keep_large_blocks_separate()
     workers.serve(conn, "CPU trace worker", {"execute": _execute})
 
 
@@ -192,4 +192,4 @@ def _execute(plan, reply):
         for handle in handles:
             handle.release()
         del run, handles
-        memo.release_freed_memory()   # a worker lives long: give back what this request used
+        host_memory.release_freed_memory()   # a worker lives long: give back what this request used

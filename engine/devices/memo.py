@@ -9,8 +9,6 @@ being computed wait for that one computation instead of starting their own.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
 import os
 import sys
@@ -20,7 +18,8 @@ from concurrent.futures import Future
 from typing import Callable, Hashable
 
 import numpy as np
-import pandas as pd
+
+from engine.devices import host_memory
 
 
 def nbytes(obj, _seen: set | None = None) -> int:
@@ -32,7 +31,8 @@ def nbytes(obj, _seen: set | None = None) -> int:
     seen.add(id(obj))
     if isinstance(obj, np.ndarray):
         return int(obj.nbytes) if obj.base is None or id(obj.base) not in seen else 0
-    if isinstance(obj, (pd.DataFrame, pd.Series)):
+    pd = sys.modules.get("pandas")   # not imported, then no object here is a frame (workers need no pandas)
+    if pd is not None and isinstance(obj, (pd.DataFrame, pd.Series)):
         usage = obj.memory_usage(deep=True)
         return int(usage.sum() if isinstance(obj, pd.DataFrame) else usage)
     if isinstance(obj, dict):
@@ -44,36 +44,6 @@ def nbytes(obj, _seen: set | None = None) -> int:
     if hasattr(obj, "__dict__") and not isinstance(obj, type):
         return sys.getsizeof(obj) + nbytes(vars(obj), seen)
     return sys.getsizeof(obj)
-
-
-def _libc():
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
-    except OSError:   # not glibc: nothing to tune
-        return None
-
-
-_LIBC = _libc()
-_M_MMAP_THRESHOLD = -3   # glibc's malloc.h
-
-
-def release_freed_memory() -> None:
-    """Hands memory the process has freed back to the system. A trace is built from many large
-    temporary arrays on the server's many threads; glibc keeps what they freed in per-thread arenas
-    for reuse, and a long-running server's size then grows with every distinct view although the
-    caches themselves stay within their budgets."""
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
-
-
-def keep_large_blocks_separate() -> None:
-    """Allocations of 1 MiB and more get memory of their own from the system, handed back the moment
-    they are freed. glibc otherwise raises that threshold each time such a block is freed (up to
-    32 MiB), after which the large arrays of every trace come from the heap and stay there. For
-    long-running processes: the app server and its workers."""
-    if _LIBC is not None:
-        _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
 
 
 class Memo:
@@ -127,7 +97,7 @@ class Memo:
                     _, (_, dropped) = self._entries.popitem(last=False)
                     self.bytes -= dropped
         running.set_result(value)
-        release_freed_memory()
+        host_memory.release_freed_memory()
         return value
 
     def clear(self) -> None:

@@ -19,6 +19,8 @@ import threading
 import traceback
 import weakref
 from collections.abc import Mapping
+from contextlib import contextmanager
+from multiprocessing import spawn
 from multiprocessing.reduction import ForkingPickler
 from typing import Callable
 
@@ -88,6 +90,30 @@ def _child(target: Callable, conn) -> None:
     target(conn)
 
 
+_START_LOCK = threading.Lock()
+
+
+@contextmanager
+def _without_main():
+    """Starts a worker without the parent's main script. Python's spawn runs the parent's __main__
+    again in each new process (as __mp_main__) so that what it defines can be unpickled there; a
+    worker's target lives in the engine, so that would only cost it: `streamlit run app.py` would
+    run app.py (its imports and Streamlit calls) in every worker, and a script without an
+    `if __name__ == "__main__"` guard would trace again in each worker, which then dies. The
+    preparation data spawn sends loses its two init_main entries while this worker starts."""
+    real = spawn.get_preparation_data
+
+    def without_main(name):
+        return {k: v for k, v in real(name).items() if k not in ("init_main_from_name", "init_main_from_path")}
+
+    with _START_LOCK:
+        spawn.get_preparation_data = without_main
+        try:
+            yield
+        finally:
+            spawn.get_preparation_data = real
+
+
 _LIVE: weakref.WeakSet = weakref.WeakSet()     # every Worker of this process, for stop_all()
 
 
@@ -100,7 +126,8 @@ class Worker:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_child, args=(target, child), daemon=True,
                                    name=f"matmul-explorer-{what.replace(' ', '-')}")
-        self.process.start()
+        with _without_main():
+            self.process.start()
         child.close()
         _LIVE.add(self)
 

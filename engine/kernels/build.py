@@ -100,12 +100,11 @@ def _announced(what: str):
 
 
 def _built(target: Path, make, what: str) -> Path:
-    """target from the cache, or built by make(path) while saying `what` (also while this process's
-    background compiles the same target and the request waits for it)."""
+    """target from the cache, or built by make(path) while saying `what`."""
     if cache.is_built(target):
         return target
     with _announced(what):
-        return cache.atomic_build(target, make)
+        return cache.atomic_build(target, make, background=getattr(BACKGROUND, "on", False))
 
 
 def _kill(proc: subprocess.Popen) -> None:

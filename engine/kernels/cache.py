@@ -42,6 +42,7 @@ _IN_FLIGHT_LOCK = threading.Lock()
 _TOUCHED: set[Path] = set()         # entries this process has marked as used (once is enough)
 _TARGET_LOCKS: dict[Path, threading.Lock] = {}
 _TARGET_LOCKS_LOCK = threading.Lock()
+_BUILDERS: dict[Path, bool] = {}    # targets being built now: True where the background builds it
 _EVICT_LOCK = threading.Lock()
 
 
@@ -185,37 +186,51 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_build(target: Path, build) -> Path:
+def atomic_build(target: Path, build, background: bool = False) -> Path:
     """target, built by build(path) into a folder of its own first unless the cache already holds it.
-    One build per target in this process: a request that needs what the background is compiling
-    right now waits for it instead of compiling it a second time (other processes may still race;
-    the renames keep that safe: the digest is written after its artefact, so a reader sees either a
-    matching pair or a mismatch it rebuilds)."""
+    One build per target in this process: a request that needs what another request is compiling
+    right now waits for it instead of compiling it a second time. Never behind the background,
+    though: its compiler runs at the lowest priority, which a busy machine starves, so a view
+    that needs the same build compiles it itself, side by side (the renames keep that safe, as
+    with other processes racing: the digest is written after its artefact, so a reader sees either
+    a matching pair or a mismatch it rebuilds)."""
     if is_built(target):
         return target
     with _TARGET_LOCKS_LOCK:
         lock = _TARGET_LOCKS.setdefault(target, threading.Lock())
-    with lock:
-        if is_built(target):
-            return target
-        try:
-            folder = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{_BUILDING}{os.getpid()}-"))
-            with _IN_FLIGHT_LOCK:
-                _IN_FLIGHT.add(folder)
+        behind_background = _BUILDERS.get(target) is True and not background
+    if behind_background:
+        _build_into(target, build)
+    else:
+        with lock:
+            if is_built(target):
+                return target
+            _BUILDERS[target] = background
             try:
-                out = folder / target.name
-                build(out)
-                data = out.read_bytes()
-                os.replace(out, target)
+                _build_into(target, build)
             finally:
-                shutil.rmtree(folder, ignore_errors=True)
-                with _IN_FLIGHT_LOCK:
-                    _IN_FLIGHT.discard(folder)
-            write_atomic(_digest_file(target), _digest(data).encode())
-        except OSError as exc:   # the compilers' own failures arrive as EngineError
-            raise unwritable(target.parent, exc) from None
+                _BUILDERS.pop(target, None)
     evict()
     return target
+
+
+def _build_into(target: Path, build) -> None:
+    try:
+        folder = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{_BUILDING}{os.getpid()}-"))
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT.add(folder)
+        try:
+            out = folder / target.name
+            build(out)
+            data = out.read_bytes()
+            os.replace(out, target)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+            with _IN_FLIGHT_LOCK:
+                _IN_FLIGHT.discard(folder)
+        write_atomic(_digest_file(target), _digest(data).encode())
+    except OSError as exc:   # the compilers' own failures arrive as EngineError
+        raise unwritable(target.parent, exc) from None
 
 
 def discard_in_flight() -> None:

@@ -32,9 +32,12 @@ into Trace.sites and Trace.arrays.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from engine import parallel
 from engine.kernels.sources import Array, Site
@@ -168,6 +171,7 @@ class Trace:
 
     def to_dataframe(self) -> pd.DataFrame:
         """The records with names instead of codes, for display and export."""
+        import pandas as pd  # noqa: PLC0415 - here only: the trace workers import this module, and need no pandas
         df = pd.DataFrame(self.columns, copy=False)
         df.insert(list(TRACE_DTYPE.names).index("line"), "line", self.lines())
         df["space"] = pd.Categorical.from_codes(df["space"], SPACES)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.devices import memo
+from engine.devices import host_memory, memo
 from engine.errors import EngineError
 from engine.kernels import registry, sass
 from engine.kernels.problem import make_problem
@@ -19,7 +19,7 @@ from pages.lib.slots import whole_kernel_slot
 
 # A whole-kernel trace at 128^3 is ~4-5 M records (~150 MB with its warp
 # instructions): the default keeps two or three. MATMUL_EXPLORER_TRACE_CACHE_MB changes it.
-memo.keep_large_blocks_separate()
+host_memory.keep_large_blocks_separate()
 TRACES = memo.Memo("traces", memo.budget("MATMUL_EXPLORER_TRACE_CACHE_MB", 400))
 RESULTS = memo.Memo("results", memo.budget("MATMUL_EXPLORER_RESULT_CACHE_MB", 100))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine.devices import gpu_client, memo  # noqa: E402
+from engine.devices import gpu_client, host_memory  # noqa: E402
 from engine.kernels import registry, sass  # noqa: E402
 from engine.kernels.problem import make_problem  # noqa: E402
 from engine.metrics import analysis, ladder  # noqa: E402
@@ -99,7 +99,7 @@ def row(label, seconds, records, target=None):
 
 
 def main():
-    memo.keep_large_blocks_separate()   # as the app server does: large arrays come from the system and go back to it
+    host_memory.keep_large_blocks_separate()   # as the app server does: large arrays come from the system and go back to it
     print(f"bytes per trace record in memory: {STORED_BYTES} (target <= 32)")
     for source in ("cpu", "gpu"):
         if source == "gpu" and not gpu_client.status().available:
