@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -32,21 +33,29 @@ def healthy(port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def start(port: int, env: dict | None = None, output=subprocess.DEVNULL, wait_s: float = 60) -> subprocess.Popen:
-    """`streamlit run app.py` on 127.0.0.1:port, once it answers its health check."""
+def start(port: int, env: dict | None = None, wait_s: float = 60) -> subprocess.Popen:
+    """`streamlit run app.py` on 127.0.0.1:port, once it answers its health check. Its output goes to
+    a temporary file, whose end a failure to start quotes."""
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"], cwd=ROOT, env={**os.environ, **(env or {})},
-                            stdout=output, stderr=subprocess.STDOUT if output is not subprocess.DEVNULL else output)
+                            stdout=log, stderr=subprocess.STDOUT)
+    proc.log = log
+
+    def tail() -> str:
+        log.seek(0)
+        return log.read().decode(errors="replace")[-2000:]
+
     end = time.monotonic() + wait_s
     while time.monotonic() < end:
         if healthy(port):
             return proc
         if proc.poll() is not None:
-            raise RuntimeError(f"the app server exited at start (exit code {proc.returncode})")
+            raise RuntimeError(f"the app server exited at start (exit code {proc.returncode}):\n{tail()}")
         time.sleep(0.1)
     proc.kill()
-    raise RuntimeError("the app server did not start")
+    raise RuntimeError(f"the app server did not start:\n{tail()}")
 
 
 async def _session(port: int, page: str, query: str, timeout: float) -> tuple[float, str]:
