@@ -3,7 +3,7 @@ import streamlit as st
 
 from engine.kernels import registry
 from engine.metrics import views
-from engine.plots import traces
+from engine.plots import coalescing
 from pages.lib import claims, ui
 
 ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "
@@ -62,7 +62,7 @@ for name in chosen:
         st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
 
 if panels:
-    st.plotly_chart(ui.cached_figure(lambda: traces.coalescing_figure(panels, ui.presenter(), duration)), width="stretch",
+    st.plotly_chart(ui.cached_figure(lambda: coalescing.coalescing_figure(panels, ui.presenter(), duration)), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "

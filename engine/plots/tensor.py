@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from engine.metrics.tensor import BASELINES, OPERANDS, REFERENCE, Hierarchy, LdmatrixRows, SeedEvidence, TensorSpeeds
 from engine.plots import style
-from engine.plots.traces import CONTROLS_PX, AnimatedFigure, axis, controls, headline_trace, rects, with_frames
+from engine.plots.animation import CONTROLS_PX, AnimatedFigure, axis, controls, headline_trace, rects, with_frames
 
 # --------------------------------------------------------------------------- 1. the document's kernel
 
