@@ -303,6 +303,90 @@ static void cpu_no_result(CpuFiber *, unsigned int) {}
 // __syncwarp(): the warp's lanes wait for each other (the mask is taken to be the whole warp).
 static inline void __syncwarp(unsigned int = 0xffffffffu) { cpu_warp_collective(cpu_no_result, -1, 0); }
 
+// The tensor cores' warp instructions, as warp collectives: ldmatrix (trace.cuh's trace_load_matrix
+// records each lane's row, then meets its warp in cpu_ldmatrix) and mma.sync (MMA_16816).
+
+// Element e (16 bits, as memory holds it) of the row lane s named for an ldmatrix; 0 for a row
+// nobody valid named.
+static unsigned int cpu_named_element(CpuFiber *lanes, unsigned int count, unsigned int s, unsigned int e) {
+    const char *row = s < count ? (const char *)lanes[s].input : 0;
+    unsigned short element = 0;
+    if (row) memcpy(&element, row + 2 * e, 2);
+    return element;
+}
+
+// What ldmatrix hands each lane, computed by the last lane of the warp to arrive
+// (cpu_warp_collective) from the rows all lanes named. Row j of matrix m is the row lane 8m + j
+// named; lane t receives in regs[m] two elements of matrix m, the first in the low 16 bits:
+//   plain   elements 2 (t % 4) and 2 (t % 4) + 1 of row t / 4 (a 32-bit word of the row, as memory
+//           holds it);
+//   .trans  element t / 4 of rows 2 (t % 4) and 2 (t % 4) + 1: the same places of the transposed
+//           matrix (PTX ISA: .trans loads the matrix "in column-major format").
+template <int N, bool TRANS> static void cpu_ldmatrix(CpuFiber *lanes, unsigned int count) {
+    for (unsigned int t = 0; t < count; ++t) {
+        for (unsigned int m = 0; m < N; ++m) {
+            unsigned int i = t / 4, j = 2 * (t % 4), word = 0;   // (i, j) and (i, j + 1) of the matrix
+            for (unsigned int h = 0; h < 2; ++h) {
+                unsigned int element = TRANS ? cpu_named_element(lanes, count, 8 * m + j + h, i)
+                                             : cpu_named_element(lanes, count, 8 * m + i, j + h);
+                word |= element << (16 * h);
+            }
+            lanes[t].result[m] = word;
+        }
+    }
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, done by the last lane of the warp to arrive
+// from every lane's fragments. Which lane holds which element is the PTX ISA's table ("Matrix
+// Fragments for mma.m16n8k16 with floating point type"; engine/metrics/fragments.py has it too),
+// with g = lane / 4 and q = lane % 4, each register's first element in its low 16 bits:
+//   a[0] A(g, 2q .. 2q + 1)   a[1] A(g + 8, 2q ..)   a[2] A(g, 2q + 8 ..)   a[3] A(g + 8, 2q + 8 ..)
+//   b[0] B(2q .. 2q + 1, g)   b[1] B(2q + 8 .., g)
+//   d[0], d[1] D(g, 2q), D(g, 2q + 1)   d[2], d[3] D(g + 8, 2q), D(g + 8, 2q + 1)
+// Each new d is d plus the 16 products, summed in double (where each product of two halves is
+// exact) and rounded once to float. The tensor core's own order and rounding of the sum are not
+// documented and may differ in the last bits: results are compared within a tolerance; records do
+// not depend on them.
+struct CpuMmaOperands {
+    const unsigned int *a, *b;
+    const float *d;
+};
+
+static double cpu_half_of(unsigned int word, unsigned int h) {
+    return (double)__half2float(__ushort_as_half((unsigned short)(word >> (16 * h))));
+}
+
+static void cpu_mma_16816(CpuFiber *lanes, unsigned int count) {
+    double a[16][16] = {}, b[16][8] = {};   // a lane that never arrived holds zeros
+    for (unsigned int t = 0; t < count; ++t) {
+        const CpuMmaOperands *in = (const CpuMmaOperands *)lanes[t].input;
+        if (!in) continue;
+        unsigned int g = t / 4, q = t % 4;
+        for (unsigned int h = 0; h < 2; ++h) {
+            for (unsigned int r = 0; r < 4; ++r) a[g + 8 * (r % 2)][2 * q + h + 8 * (r / 2)] = cpu_half_of(in->a[r], h);
+            for (unsigned int r = 0; r < 2; ++r) b[2 * q + h + 8 * r][g] = cpu_half_of(in->b[r], h);
+        }
+    }
+    for (unsigned int t = 0; t < count; ++t) {
+        const CpuMmaOperands *in = (const CpuMmaOperands *)lanes[t].input;
+        if (!in) continue;
+        for (unsigned int i = 0; i < 4; ++i) {
+            unsigned int row = t / 4 + 8 * (i / 2), col = 2 * (t % 4) + i % 2;
+            double sum = in->d[i];
+            for (unsigned int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
+            lanes[t].result[i] = cpu_float_bits((float)sum);
+        }
+    }
+}
+
+// d += a b on the warp's fragments (trace.cuh's MMA_16816 on the CPU): a warp collective (its tag:
+// the source line) with no memory access, so nothing to record.
+static inline void cpu_mma_sync_16816(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2], int line) {
+    CpuMmaOperands mine = {a, b, d};
+    cpu_warp_collective(cpu_mma_16816, line, &mine);
+    for (int i = 0; i < 4; ++i) d[i] = cpu_bits_float(cpu.current->result[i]);
+}
+
 // Runs every thread of the current block to completion: round after round it resumes the threads
 // that are ready; when none is, either every live thread waits at the barrier (it opens) or the
 // block is stuck (cpu.stuck: threads wait at collectives their warp never completes).

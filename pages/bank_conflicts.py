@@ -3,7 +3,7 @@ import streamlit as st
 
 from engine.kernels import registry
 from engine.metrics import views
-from engine.plots import traces
+from engine.plots import bank_figures
 from pages.lib import cached, claims, server, ui, view_state
 
 ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes "
@@ -47,7 +47,7 @@ with ui.controls():
 shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
 if shown.steps:
     label = kernel + (f", TILE {tile}" if "TILE" in spec.params else "") + (f", PAD {pad}" if padded else "") + f", warp {warp}"
-    fig = cached.figure(lambda: traces.bank_figure(shown, label, view_state.presenter(), duration))
+    fig = cached.figure(lambda: bank_figures.bank_figure(shown, label, view_state.presenter(), duration))
     st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
     st.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "
@@ -59,7 +59,7 @@ st.subheader("The whole kernel")
 whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shared_kernel, kernel, size, size,
                    size, params, spec.default_block)
 left, right = st.columns([1.3, 1])
-left.plotly_chart(traces.ways_histogram(whole, view_state.presenter()), width="stretch")
+left.plotly_chart(bank_figures.ways_histogram(whole, view_state.presenter()), width="stretch")
 right.dataframe(whole.table, hide_index=True, width="stretch")
 right.caption("As written: one 32-bit read per access. As compiled: what `" +
               views.ncu_command("shared", "load", ("requests", "wavefronts", "bank_conflicts")) + "` reads.")

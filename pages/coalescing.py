@@ -3,7 +3,7 @@ import streamlit as st
 
 from engine.kernels import registry
 from engine.metrics import views
-from engine.plots import traces
+from engine.plots import coalescing_figures
 from pages.lib import cached, claims, server, ui, view_state
 
 ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "
@@ -63,7 +63,7 @@ for name in chosen:
         st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
 
 if panels:
-    st.plotly_chart(cached.figure(lambda: traces.coalescing_figure(panels, view_state.presenter(), duration)), width="stretch",
+    st.plotly_chart(cached.figure(lambda: coalescing_figures.coalescing_figure(panels, view_state.presenter(), duration)), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "

@@ -3,7 +3,7 @@ import streamlit as st
 
 from engine.kernels import registry
 from engine.metrics import views
-from engine.plots import traces
+from engine.plots import tile_phase_figures
 from pages.lib import cached, claims, server, ui, view_state
 
 ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "
@@ -33,7 +33,7 @@ with ui.controls():
     server.offer(tiled, {"TILE": spec.params["TILE"]})   # the other kernel and TILEs, compiled ahead
 
 view = views.tile_view(trace, bx, by)
-fig = cached.figure(lambda: traces.tile_phase_figure(view, view_state.presenter(), duration))
+fig = cached.figure(lambda: tile_phase_figures.tile_phase_figure(view, view_state.presenter(), duration))
 st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
 (r0, r1), (c0, c1) = view.rows, view.cols
 st.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}-{min(c1, n) - 1} of C. "
@@ -47,7 +47,7 @@ reads = ui.or_stop(f"Counting the global reads of {kernel} and of the naive kern
                    cached.reads_against_naive, kernel, m, n, k, params)
 reads_naive, reads_tiled = reads.values()
 a, b = st.columns([1, 1.4])
-a.plotly_chart(traces.reads_bar(reads, view_state.presenter()), width="stretch")
+a.plotly_chart(tile_phase_figures.reads_bar(reads, view_state.presenter()), width="stretch")
 b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {m}x{n}x{k} product (2·M·N·K); the "
            f"tiled kernel **{reads_tiled:,}**: **{reads_naive / max(reads_tiled, 1):.1f}x fewer** "
            f"(TILE = {tile}). Each element a block loads is used {tile} times from shared memory. "

@@ -1,4 +1,4 @@
-"""The kernel contract (engine/kernels/registry.py): every entry keeps it, requests are checked against it,
+"""The kernel contract (engine/kernels/contract.py): every entry keeps it, requests are checked against it,
 and a new kernel with a new parameter is a .cu file and a registry entry, nothing else."""
 import re
 from pathlib import Path

@@ -30,7 +30,7 @@ def figures(at: AppTest) -> list[dict]:
 
 
 def notes(fig: dict, frame: int = 0) -> str:
-    """The headlines a frame shows: text traces the frame updates (engine/plots/traces.py)."""
+    """The headlines a frame shows: text traces the frame updates (engine/plots/animation.py)."""
     return " ".join(t for d in fig["frames"][frame]["data"] if d.get("text") for t in d["text"] if isinstance(t, str))
 
 
@@ -211,7 +211,7 @@ def test_sector_strip_rows_are_128_byte_lines():
     import numpy as np
 
     from engine.metrics.views import Step
-    from engine.plots import traces as f
+    from engine.plots import coalescing_figures as f
     offsets = np.array([0, 64, 4 * 128 + 96, 4 * 128 + 100])        # lines 0 and 4; sectors 0, 2, 19
     step = Step(0, 0, 14, "k", "A", "global", "load", 0, np.arange(4), np.zeros(4, int), np.arange(4), offsets,
                 3, 2, 0)

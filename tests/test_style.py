@@ -10,7 +10,7 @@ import pytest
 from engine.bench import benchmark, export
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis, views
-from engine.plots import style, traces
+from engine.plots import bank_figures, style, tile_phase_figures
 from engine.tracing import tracer
 from tests.test_pages import figures, open_page
 
@@ -27,8 +27,8 @@ def _style_of(fig: dict) -> tuple[str, str]:
 def test_trace_figures_and_bench_exports_carry_the_one_style():
     t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, tile=32, pad=0), [(0, 0)], "cpu")
     inst = analysis.warp_instructions(t)
-    drawn = [traces.bank_figure(views.bank_steps(t, inst, 0, 0, 0, True), "label").to_dict(),
-             traces.reads_bar({"a": 1, "b": 2}).to_dict()]
+    drawn = [bank_figures.bank_figure(views.bank_steps(t, inst, 0, 0, 0, True), "label").to_dict(),
+             tile_phase_figures.reads_bar({"a": 1, "b": 2}).to_dict()]
     doc = json.loads(RECORDED.read_text())
     exported = [f.to_dict() for f in export.figures(doc["results"], doc["provenance"]).values()]
     one = _style_of(exported[0])

@@ -119,10 +119,6 @@ class KernelSource:
     def array(self, name: str) -> Array:
         return next(a for a in self.arrays if a.name == name)
 
-    def array_id(self, name: str) -> int:
-        """The number records carry for the array (cuda/trace.cuh TRACE_ID_<name>, set by the build)."""
-        return [a.name for a in self.arrays].index(name)
-
     @property
     def shared(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.arrays if a.space == "shared")

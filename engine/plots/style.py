@@ -1,5 +1,6 @@
 """The one style of every figure: the benchmark charts (engine/plots/charts.py, on the Benchmarks page and
-in `python -m engine bench` exports) and the trace figures (engine/plots/traces.py, on the other pages).
+in `python -m engine bench` exports) and the trace figures (engine/plots/animation.py and the
+figure modules built on it, on the other pages).
 
 Everything two figures could disagree on lives here: the font, the template, the palette and the named
 colours, and the sizes for a laptop screen or for a projector (presenter mode: sizes()). A figure module names a

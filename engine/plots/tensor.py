@@ -1,7 +1,7 @@
 """The Tensor cores page's figures, from engine/metrics/tensor.py's plain data: the document's WMMA
 kernel's evidence as a table, the tile hierarchy of a rung, the fragment map animated lane by lane,
 ldmatrix's rows on the banks without and with the swizzle, and the rungs' speeds. Fonts, colours and
-sizes are engine/plots/style.py's, the player controls engine/plots/traces.py's; no Streamlit here.
+sizes are engine/plots/style.py's, the player controls engine/plots/animation.py's; no Streamlit here.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from engine.metrics.tensor import BASELINES, OPERANDS, REFERENCE, Hierarchy, LdmatrixRows, SeedEvidence, TensorSpeeds
 from engine.plots import style
-from engine.plots.traces import CONTROLS_PX, AnimatedFigure, axis, controls, headline_trace, rects, with_frames
+from engine.plots.animation import CONTROLS_PX, AnimatedFigure, axis, controls, headline_trace, rects, with_frames
 
 # --------------------------------------------------------------------------- 1. the document's kernel
 

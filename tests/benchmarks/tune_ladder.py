@@ -1,7 +1,7 @@
 """Autotuning sweep of the FP32 ladder on the GPU: every rung's parameter combinations worth timing,
 at one size, each checked against float64 before it is timed; prints the five best per rung and
 writes the whole sweep (with cuBLAS at the same size) as a benchmark export, which the Benchmarks
-page shows. The registry's defaults (engine/kernels/registry.py LADDER) are the winners it prints.
+page shows. The catalog's defaults (engine/kernels/catalog.py LADDER) are the winners it prints.
 
     python3 tests/benchmarks/tune_ladder.py OUT.json [--size 4096] [--kernels a,b] [--top N]
 
@@ -24,20 +24,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from engine.bench import benchmark, export  # noqa: E402
 from engine.devices import gpu_client  # noqa: E402
 from engine.kernels import build, registry  # noqa: E402
+from engine.kernels.geometry import fp32_ladder, tensor_ladder  # noqa: E402
 from engine.kernels.problem import Problem  # noqa: E402
 
 
 def candidates(spec: registry.KernelSpec) -> list[dict[str, int]]:
     if spec.name == "mma_pipelined":   # 4 or 8 warps, block tiles of 128 x 128 or more, warp tiles 64 x 32 or 64 x 64
-        return [q for q in spec.combinations() if registry._warps_of(Problem(1, 1, 1, params=q)) in (4, 8)
+        return [q for q in spec.combinations() if tensor_ladder.warps(Problem(1, 1, 1, params=q)) in (4, 8)
                 and min(q["BM"], q["BN"]) >= 128 and q["WM"] == 64]
     if spec not in registry.LADDER:   # the other tensor-core rungs: few enough to time every one
         return spec.combinations()
     out = []
     for params in spec.combinations():
         probe = Problem(1, 1, 1, params=params)
-        threads = registry._ladder_threads(probe)
-        down, across = registry._thread_outputs(probe)
+        threads = fp32_ladder.threads(probe)
+        down, across = fp32_ladder.thread_outputs(probe)
         if not 128 <= threads <= 512:
             continue
         if "WM" in params and (threads > 256 or params["BM"] * params["BN"] < 128 * 128 or down * across < 64):

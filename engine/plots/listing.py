@@ -1,0 +1,114 @@
+"""The kernel's source beside a trace figure: its lines, wrapped and numbered, at the largest font
+that fits the column (or a window around the lines the frames light up), and the band that lights
+the line the current frame's access comes from.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from engine.kernels import sources
+from engine.plots import style
+from engine.plots.style import HIGHLIGHT, Sizes
+
+
+def source_lines(file: str) -> list[str]:
+    """A kernel's source, line by line (for the listing beside a figure)."""
+    return sources.load(file).text.splitlines()
+
+
+@dataclass
+class CodeView:
+    """The source as shown: the kernel's lines (header comments are on the page already), long
+    lines wrapped, and where each source line sits (display rows, top to bottom)."""
+    texts: list[str]
+    rows_of: dict[int, tuple[int, int]]   # source line -> (first display row, last display row)
+    first: int
+    last: int
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.texts)
+
+
+def code_view(lines: list[str], chars: int, lo: int | None = None, hi: int | None = None,
+              strip_comments: bool = False) -> CodeView:
+    """lines[lo-1 .. hi-1] (1-based, inclusive; default: from the kernel's `__global__` line to
+    the end), each wrapped to `chars` columns with its line number in front."""
+    if lo is None:
+        lo = next((n for n, l in enumerate(lines, 1) if "__global__" in l), 1)
+    hi = len(lines) if hi is None else min(hi, len(lines))
+    while hi > lo and not lines[hi - 1].strip():
+        hi -= 1
+    texts, rows_of = [], {}
+    for n in range(lo, hi + 1):
+        line = lines[n - 1].rstrip()
+        if strip_comments and "//" in line and line.strip() and not line.strip().startswith("//"):
+            line = line[:line.index("//")].rstrip()
+        indent = len(line) - len(line.lstrip())
+        body = textwrap.wrap(line.strip(), max(chars - 5 - indent, 12), break_long_words=True) or [""]
+        start = len(texts)
+        for i, part in enumerate(body):
+            prefix = f"{n:3d}  " if i == 0 else "     "
+            texts.append(prefix + " " * indent + ("" if i == 0 else "  ") + part)
+        rows_of[n] = (start, len(texts) - 1)
+    return CodeView(texts, rows_of, lo, hi)
+
+
+def code_window(lines: list[str], wanted: set[int], max_rows: int, chars: int, strip_comments: bool) -> CodeView:
+    """The kernel's source, cut to at most `max_rows` display rows around the lines the frames
+    highlight (so a long kernel still reads at a legible size): the window grows from those lines
+    outwards while it fits."""
+    view = code_view(lines, chars, strip_comments=strip_comments)
+    if view.n_rows <= max_rows or not wanted:
+        return view
+    lo, hi = max(min(wanted), view.first), min(max(wanted), view.last)
+    best = code_view(lines, chars, lo, hi, strip_comments)
+    grew = True
+    while grew:
+        grew = False
+        for cand in ((lo - 1, hi), (lo, hi + 1)):
+            if cand[0] < view.first or cand[1] > view.last:
+                continue
+            trial = code_view(lines, chars, *cand, strip_comments)
+            if trial.n_rows <= max_rows:
+                lo, hi, best, grew = cand[0], cand[1], trial, True
+    return best
+
+
+def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: float, st: Sizes) -> tuple[CodeView, int]:
+    """The largest code font (down to 3 points below the page's) at which the whole kernel fits the
+    column; below that, the page's smallest font and a window around the highlighted lines."""
+    for font in range(st.code, st.code - 4, -1):
+        rows, chars = int(height_px / (font * 1.45)), _chars_fitting(width_px, font)
+        view = code_view(lines, chars, strip_comments=st.presenter)
+        if view.n_rows <= rows:
+            return view, font
+    return code_window(lines, wanted, rows, chars, st.presenter), font
+
+
+def code_trace(view: CodeView, xref: str, yref: str, font: int) -> go.Scatter:
+    """The listing, one display row per unit of the y axis (row 0 on top)."""
+    return go.Scatter(x=[0] * view.n_rows, y=list(range(view.n_rows)), xaxis=xref, yaxis=yref, mode="text",
+                      text=view.texts, textposition="middle right", hoverinfo="skip", showlegend=False,
+                      textfont={"family": style.CODE_FAMILY, "size": font}, cliponaxis=False)
+
+
+def highlight(view: CodeView, line: int) -> dict:
+    """The band behind source line `line` (all its wrapped rows); empty if the line is not shown."""
+    if line not in view.rows_of:
+        return {"x": [], "y": []}
+    r0, r1 = view.rows_of[line]
+    return {"x": [0, 1, 1, 0, 0], "y": [r0 - .5, r0 - .5, r1 + .5, r1 + .5, r0 - .5]}
+
+
+def highlight_trace(view: CodeView, line: int, xref: str, yref: str) -> go.Scatter:
+    return go.Scatter(**highlight(view, line), xaxis=xref, yaxis=yref, fill="toself", fillcolor=HIGHLIGHT,
+                      line={"width": 0}, mode="lines", hoverinfo="skip", showlegend=False)
+
+
+def _chars_fitting(px: float, font: int) -> int:
+    return int(px / (0.62 * font)) - 1   # monospace glyphs are about 0.6 em wide
+

@@ -1,0 +1,119 @@
+"""The Tile phases page's figures: A, B and C with a block's tiles phase by phase (load, barrier,
+compute, the C tile filling with partial sums), and the bar chart of global loads by kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from engine.metrics.views import TileView
+from engine.plots import style
+from engine.plots.animation import AnimatedFigure, apply_style, axis, controls, headed_figure, rects, with_frames
+from engine.plots.listing import code_trace, fit_code, highlight, highlight_trace, source_lines
+
+
+def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 900) -> AnimatedFigure:
+    """A, B and C with the block's tiles per phase: load (tiles outlined and filled, zero-filled
+    overhang in red), barrier, compute (the block's C tile fills with its partial sums, one square
+    per element coloured by value). All of it is scatter traces, so it plays without a redraw."""
+    st = style.sizes(presenter)
+    shape_a, shape_b, shape_c = (tiles.shapes[a] for a in ("A", "B", "C"))
+    phases, partials, (c_rows, c_cols) = tiles.phases, tiles.partials, (tiles.rows, tiles.cols)
+    load_line, compute_line, source = tiles.load_line, tiles.compute_line, source_lines(tiles.file)
+    (m, k), (_, n) = shape_a, shape_b
+    tile = phases[0].a_cols[1] - phases[0].a_cols[0]
+    span = lambda size: -(-size // tile) * tile  # noqa: E731 - the tiles reach this far, overhang included
+    head_px, body_px = (48, 380) if presenter else (44, 400)
+    fig, plot_px, frac = headed_figure(head_px, body_px, st)
+    body = (0, 1 - frac(head_px) - frac(st.base + 10))
+    widths = [span(k), span(n), span(n)]
+    pic_w, gaps = .6, .025
+    scale = (pic_w - 2 * gaps) / sum(widths)
+    x0, refs = 0.0, []
+    for i, ((rows, cols), w, title) in enumerate(zip((shape_a, shape_b, shape_c), widths,
+                                                     (f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n})"))):
+        dom = (x0, x0 + w * scale)
+        xr, yr = axis(fig, 2 + i, dom, body, (-.5, span(cols) - .5), (span(rows) - .5, -.5), anchor_square=True)
+        refs.append((xr, yr))
+        fig.add_shape(type="rect", xref=xr, yref=yr, x0=-.5, x1=cols - .5, y0=-.5, y1=rows - .5,
+                      fillcolor=style.MATRIX_FILL, line={"color": style.MATRIX_EDGE, "width": 1}, layer="below")
+        fig.add_annotation(x=sum(dom) / 2, y=body[1], xref="paper", yref="paper", yanchor="bottom", showarrow=False,
+                           text=title, font={"size": st.base})
+        x0 = dom[1] + gaps
+    (ax, ay), (bx, by), (cx, cy) = refs
+    # Per picture: the tile (blue), its zero-filled overhang (red); on C, the block's tile outline.
+    dynamic = []
+    for xr, yr in ((ax, ay), (bx, by)):
+        for color, fill in ((style.BLUE, style.BLUE_FILL), (style.RED, style.RED_FILL)):
+            fig.add_trace(go.Scatter(xaxis=xr, yaxis=yr, mode="lines", fill="toself", fillcolor=fill, hoverinfo="skip",
+                                     line={"color": color, "width": 3 if color != style.RED else 1.5,
+                                           "dash": "solid" if color != style.RED else "dot"}, showlegend=False))
+            dynamic.append(len(fig.data) - 1)
+    r0, r1 = c_rows
+    c0, c1 = c_cols
+    xs, ys = rects([(c0 - .5, min(c1, n) - .5, r0 - .5, min(r1, m) - .5)])
+    fig.add_trace(go.Scatter(x=xs, y=ys, xaxis=cx, yaxis=cy, mode="lines", line={"color": style.BLUE, "width": 3},
+                             hoverinfo="skip", showlegend=False))
+    final = partials[-1]
+    vmax = float(final.max()) if final.size else 1.0
+    c_w = scale * span(n) * st.width
+    cell = min(c_w / span(n), (body_px - st.base - 10) / span(m))
+    fig.add_trace(go.Scatter(xaxis=cx, yaxis=cy, mode="markers", showlegend=False,
+                             marker={"symbol": "square", "size": max(cell * .9, 2), "color": [], "colorscale": "Blues",
+                                     "cmin": 0, "cmax": vmax, "showscale": True,
+                                     "colorbar": {"title": {"text": "sum", "side": "right"}, "orientation": "h",
+                                                  "x": x0 - gaps, "xanchor": "right", "len": .18, "y": -.02,
+                                                  "yanchor": "top", "thickness": 10, "tickfont": {"size": st.base - 2}}},
+                             hovertemplate="C[%{y}][%{x}] = %{marker.color:.3f}<extra></extra>"))
+    sums = len(fig.data) - 1
+    x_code = (.64, 1)
+    view, font = fit_code(source, {load_line, compute_line}, (x_code[1] - x_code[0]) * st.width, body_px, st)
+    sx, sy = axis(fig, 5, x_code, (0, 1 - frac(head_px)), (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
+    fig.add_trace(highlight_trace(view, load_line, sx, sy))
+    lit = len(fig.data) - 1
+    fig.add_trace(code_trace(view, sx, sy, font))
+    frames, labels = [], []
+    for ph, part in zip(phases, partials):
+        for stage in ("load", "compute"):
+            data = [{"text": [tile_note(ph, stage, len(phases), load_line if stage == "load" else compute_line)]}]
+            for (rr, cc), (rows, cols) in (((ph.a_rows, ph.a_cols), shape_a), ((ph.b_rows, ph.b_cols), shape_b)):
+                xs, ys = rects([(cc[0] - .5, cc[1] - .5, rr[0] - .5, rr[1] - .5)])
+                data.append({"x": xs, "y": ys, "fillcolor": style.BLUE_FILL if stage == "load" else style.NO_FILL})
+                over = [(max(cc[0], cols), cc[1], rr[0], rr[1]), (cc[0], cc[1], max(rr[0], rows), rr[1])]
+                xs, ys = rects([(x_0 - .5, x_1 - .5, y_0 - .5, y_1 - .5) for x_0, x_1, y_0, y_1 in over
+                                 if x_1 > x_0 and y_1 > y_0])   # the overhang: zero-filled
+                data.append({"x": xs, "y": ys})
+            done = part if stage == "compute" else (partials[ph.phase - 1] if ph.phase > 0 else None)
+            if done is None:
+                data.append({"x": [], "y": [], "marker": {"color": []}})
+            else:
+                rr, cc = np.mgrid[0:done.shape[0], 0:done.shape[1]]
+                data.append({"x": (cc + c0).ravel().tolist(), "y": (rr + r0).ravel().tolist(),
+                             "marker": {"color": np.round(done.ravel(), 4).tolist()}})
+            data.append(highlight(view, load_line if stage == "load" else compute_line))
+            frames.append({"name": f"{ph.phase + 1} {stage}", "traces": [0, *dynamic, sums, lit], "data": data})
+            labels.append(f"{ph.phase + 1} {stage}" if len(phases) <= 6 else f"{ph.phase + 1}{stage[0].upper()}")
+    for t, d in zip(frames[0]["traces"], frames[0]["data"]):
+        fig.data[t].update(d)
+    apply_style(fig, st)
+    return with_frames(fig, frames, controls([f["name"] for f in frames], labels, duration, st, False, plot_px))
+
+
+def tile_note(ph, stage: str, n_phases: int, line: int) -> str:
+    head = f"phase {ph.phase + 1} of {n_phases} · line {line} · "
+    if stage == "load":
+        zeros = f", stores {ph.zero_filled} zeros for the overhang" if ph.zero_filled else ""
+        return (head + f"<b>load</b>: the block reads {ph.a_loaded} elements of A and {ph.b_loaded} of B into "
+                f"shared memory{zeros},<br>then waits at __syncthreads()")
+    return head + (f"<b>compute</b>: every thread adds {ph.a_cols[1] - ph.a_cols[0]} products from shared memory "
+                   "to its sum<br>(the C tile shows the block's partial sums after this phase)")
+
+
+def reads_bar(counts: dict[str, int], presenter: bool = False) -> go.Figure:
+    """Global loads by kernel (label -> count), each bar with its count written above it."""
+    st = style.sizes(presenter)
+    fig = go.Figure(go.Bar(x=list(counts), y=list(counts.values()), text=[f"{v:,}" for v in counts.values()],
+                           textposition="outside", cliponaxis=False))
+    return style.apply(fig, st.base, yaxis_title="global loads (element reads)", height=300 * st.scale,
+                       margin={"t": 30})
+
