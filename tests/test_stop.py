@@ -44,7 +44,9 @@ def _wait_for(predicate, timeout: float) -> bool:
 
 
 def _compiling(pid: int) -> bool:
-    return any(("g++" in c or "cc1plus" in c or "nvcc" in c) for c in map(server.command, server.descendants(pid)))
+    """A compiler, or a stage of one (the assembler, the linker), is running below pid."""
+    stages = ("g++", "cc1plus", "/as ", "collect2", "/ld", "nvcc", "cicc", "ptxas")
+    return any(any(s in c for s in stages) for c in map(server.command, server.descendants(pid)))
 
 
 def _server(tmp_path, warmup: str):
@@ -110,23 +112,32 @@ def test_a_signal_stops_the_server_in_the_middle_of_a_page(fresh_quiet):
 def test_a_python_process_that_used_the_engine_exits_promptly(tmp_path):
     """A script, notebook or AppTest run: workers started, background compiles queued, then it ends."""
     code = (
+        "import sys\n"
         "from engine.kernels import warmup\n"
         "from engine.tracing import tracer\n"
         "tracer.CPU_WORKERS.warm()\n"
         "jobs = [j for k in ('warptile', 'double_buffered', 'prefetched', 'vectorized') "
         "for j in warmup.jobs(k, [{}], 'cpu')]\n"
         "warmup.QUEUE.ask(jobs)\n"
-        "import time; time.sleep(1.5)\n"
-        "print('done', flush=True)\n")
+        "print('asked', flush=True)\n"
+        "sys.stdin.readline()\n")        # ends when the test says so
     env = {**os.environ, "MATMUL_EXPLORER_CACHE": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=server.ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "done"
-    pids = server.descendants(proc.pid)
-    assert _compiling(proc.pid), "no background compile to outlive"
-    start = time.monotonic()
-    proc.wait(timeout=60)
-    assert time.monotonic() - start < PROMPTLY_S
-    assert _wait_for(lambda: not _left_behind(pids, tmp_path / "cache"), 2), _left_behind(pids, tmp_path / "cache")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=server.ROOT, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "asked"
+        assert _wait_for(lambda: _compiling(proc.pid), 20), "no background compile to outlive"
+        pids = server.descendants(proc.pid)
+        start = time.monotonic()
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        proc.wait(timeout=60)
+        assert time.monotonic() - start < PROMPTLY_S
+        assert _wait_for(lambda: not _left_behind(pids, tmp_path / "cache"), 2), _left_behind(pids, tmp_path / "cache")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.gpu

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from engine.kernels import build, cache, registry, warmup
 from engine.kernels.problem import make_problem
 from engine.tracing import tracer
-from pages.lib import server
+from pages.lib import cached, server
 
 pytestmark = pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
 APP = str(server.__file__).replace("pages/lib/server.py", "app.py")
@@ -146,6 +146,8 @@ def test_the_page_shows_the_compile_it_waits_for(fresh_cache, monkeypatch):
         return real(what)
 
     monkeypatch.setattr(build, "_announced", spy)
+    for memo in (cached.TRACES, cached.RESULTS, cached.FIGURES):   # earlier tests' views, traced already
+        memo.clear()
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     at.switch_page("pages/tile_phases.py")
