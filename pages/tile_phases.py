@@ -4,7 +4,7 @@ import streamlit as st
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import traces
-from pages.lib import claims, ui
+from pages.lib import claim_texts, ui
 
 ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "
               "load one tile of A and one of B into shared memory, wait at a barrier, multiply them, wait again, "
@@ -54,5 +54,5 @@ b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {
 b.caption(f"Traced in {trace.source.upper()} mode on {trace.device}.")
 
 st.subheader("What the source documents say, and what measurement shows")
-for claim, verdict in claims.CLAIMS["tiling"]:
+for claim, verdict in claim_texts.CLAIMS["tiling"]:
     st.markdown(f"- *{claim}*  \n  {verdict}")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.bench import benchmark, schema
+from engine.bench import benchmark, schema, speeds
 from engine.devices import gpu_client, memo
 from engine.errors import EngineError
 from engine.kernels import build, registry, sass
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, ladder, views
+from engine.metrics import analysis, rung_counts, views
 from engine.tracing import tracer
 
 PLAYER_JS = Path(__file__).with_name("player.js").read_text()
@@ -331,15 +331,15 @@ def cached_reads_against_naive(kernel: str, m: int, n: int, k: int, params: dict
             tiled: cached_global_reads(kernel, m, n, k, params, spec.default_block)}
 
 
-def cached_rung(kernel: str, size: int, block: tuple[int, int]) -> ladder.RungCounts | str:
-    """ladder.rung_counts of one block of a ladder rung (its default parameters) at size^3, or the
+def cached_rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCounts | str:
+    """rung_counts.rung_counts of one block of a ladder rung (its default parameters) at size^3, or the
     engine's one-line reason it cannot be traced (over the record cap). Only the counts are kept:
     the trace of one block is millions of records at the larger sizes, and the page shows six."""
     def compute():
         spec = registry.get(kernel)
         trace = tracer.trace(kernel, make_problem(size, size, size, block=spec.default_block), [block], "auto")
-        return ladder.rung_counts(trace, analysis.warp_instructions(trace), block,
-                                  cached_sass(trace.launches[-1].file, trace.problem.params))
+        return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
+                                       cached_sass(trace.launches[-1].file, trace.problem.params))
     try:
         return RESULTS.get(("rung", kernel, size, tuple(block), tracer.resolve_source("auto")), compute)
     except EngineError as exc:
@@ -398,11 +398,11 @@ def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key:
     if live:
         rows, prov = live
         df = benchmark.derive(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"])
-        return df, prov, ladder.run_label(prov, True), True
+        return df, prov, speeds.run_label(prov, True), True
     names = [p.name for p in benchmark.recorded_runs(rungs)]
     if not names:
         st.info("No recorded benchmark run of these kernels ships with this copy.", icon=":material/history:")
         return None
     chosen = st.selectbox("Recorded run", names, key=state("run", names[-1], names)) if len(names) > 1 else names[0]
     df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
-    return df, prov, ladder.run_label(prov, False), False
+    return df, prov, speeds.run_label(prov, False), False

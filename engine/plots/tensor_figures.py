@@ -1,7 +1,8 @@
-"""The Tensor cores page's figures, from engine/metrics/tensor.py's plain data: the document's WMMA
-kernel's evidence as a table, the tile hierarchy of a rung, the fragment map animated lane by lane,
-ldmatrix's rows on the banks without and with the swizzle, and the rungs' speeds. Fonts, colours and
-sizes are engine/plots/style.py's, the player controls engine/plots/traces.py's; no Streamlit here.
+"""The Tensor cores page's figures, from the plain data of engine/metrics/tensor_evidence.py,
+tensor_tiles.py, recorded_fragments.py, ldmatrix_banks.py and engine/bench/speeds.py: the document's
+WMMA kernel's evidence as a table, the tile hierarchy of a rung, the fragment map animated lane by
+lane, ldmatrix's rows on the banks without and with the swizzle, and the rungs' speeds. Fonts, colours
+and sizes are engine/plots/style.py's, the player controls engine/plots/traces.py's; no Streamlit here.
 """
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.metrics.tensor import BASELINES, OPERANDS, REFERENCE, Hierarchy, LdmatrixRows, SeedEvidence, TensorSpeeds
+from engine.bench.speeds import BASELINES, REFERENCE, TensorSpeeds
+from engine.metrics.ldmatrix_banks import LdmatrixRows
+from engine.metrics.recorded_fragments import OPERANDS
+from engine.metrics.tensor_evidence import SeedEvidence
+from engine.metrics.tensor_tiles import Hierarchy
 from engine.plots import style
 from engine.plots.traces import CONTROLS_PX, AnimatedFigure, axis, controls, headline_trace, rects, with_frames
 

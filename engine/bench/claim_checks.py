@@ -8,7 +8,7 @@ documents print them, with the datasheet peaks of those GPUs (the tensor-core on
 engine/bench/benchmark.py's DATASHEET_TFLOPS, as this GPU's are). Everything said about
 them (their arithmetic, the peak a % implies) is computed from those, and every figure of this GPU
 from the rows of the run shown: nothing measured is typed in. Where the run lacks a row, `missing`
-says which. Imports no Streamlit; the claims' own words are pages/lib/claims.py's.
+says which. Imports no Streamlit; the claims' own words are pages/lib/claim_texts.py's.
 """
 from __future__ import annotations
 

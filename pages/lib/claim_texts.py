@@ -3,9 +3,9 @@
 Each page shows the claims that belong to it, including the ones the traces and timings prove wrong.
 A claim starts with the bold titles of the documents that make it (the pages set claims in italics).
 The Benchmarks page's claims (MEASURED) are figures: their verdicts are computed from the run the page
-shows (engine/bench/claimed.py), never typed in; the claims quote the figures that module holds.
+shows (engine/bench/claim_checks.py), never typed in; the claims quote the figures that module holds.
 """
-from engine.bench import claimed
+from engine.bench import claim_checks
 from engine.kernels.documents import cite
 
 
@@ -64,15 +64,15 @@ CLAIMS = {
 }
 
 
-_HEADLINE = claimed.NON_SQUARE
+_HEADLINE = claim_checks.NON_SQUARE
 MEASURED = {
-    "cuda_table": _by(claimed.CUDA_DOC) + "'Performance Comparison (Rough)' on an A100: " + "; ".join(
+    "cuda_table": _by(claim_checks.CUDA_DOC) + "'Performance Comparison (Rough)' on an A100: " + "; ".join(
         # (a tilde escaped: GitHub-flavoured Markdown strikes text through between single tildes)
-        f"{p.name} \\~{p.tflops:g} TFLOPS, {p.pct_of_peak:g}% of peak" for p in claimed.CUDA_TABLE) + ".",
-    "divisible": _by(claimed.CUDA_DOC) + "'PyTorch Connection': torch.mm(A, B), torch.matmul(A, B), A @ B and "
+        f"{p.name} \\~{p.tflops:g} TFLOPS, {p.pct_of_peak:g}% of peak" for p in claim_checks.CUDA_TABLE) + ".",
+    "divisible": _by(claim_checks.CUDA_DOC) + "'PyTorch Connection': torch.mm(A, B), torch.matmul(A, B), A @ B and "
     "F.linear 'all ... eventually call cuBLAS GEMM'; 'Check if tensor cores are being used: Dimensions divisible by 8 "
     "(ideal: 16), FP16 or BF16 dtype, Compute capability ≥ 7.0'.",
-    "non_square": _by(claimed.NON_SQUARE_DOC) + f"on a {_HEADLINE.gpu}, matrix size n = {_HEADLINE.n} and kernel size "
+    "non_square": _by(claim_checks.NON_SQUARE_DOC) + f"on a {_HEADLINE.gpu}, matrix size n = {_HEADLINE.n} and kernel size "
     f"k = {_HEADLINE.k} (C = A·B with A {_HEADLINE.n}×{_HEADLINE.k} and B {_HEADLINE.k}×{_HEADLINE.n}): multiplication "
     f"time {_HEADLINE.seconds:g} s, performance {_HEADLINE.gflops:g} GFLOPS.",
 }

@@ -1,8 +1,9 @@
-"""The Ladder page's figures, from engine/metrics/ladder.py's plain data: a rung's source with the
-lines that changed from the rung before (HTML: a listing reads better as text than as a chart), the
-table across the rungs with the chosen one marked, the barrier intervals of one warp (tile loads
-against the multiply), and the rungs' measured speed. Fonts, colours and sizes are
-engine/plots/style.py's, as for every figure; nothing here imports Streamlit.
+"""The Ladder page's figures, from the plain data of engine/metrics/rung_diff.py, rung_counts.py and
+engine/bench/speeds.py: a rung's source with the lines that changed from the rung before (HTML: a
+listing reads better as text than as a chart), the table across the rungs with the chosen one marked,
+the barrier intervals of one warp (tile loads against the multiply), and the rungs' measured speed.
+Fonts, colours and sizes are engine/plots/style.py's, as for every figure; nothing here imports
+Streamlit.
 """
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.bench.speeds import LadderSpeeds
 from engine.kernels.registry import LADDER_RUNGS
-from engine.metrics.ladder import COPY, MULTIPLY, LadderSpeeds, RungSource, Timeline
+from engine.metrics.rung_counts import COPY, MULTIPLY, Timeline
+from engine.metrics.rung_diff import RungSource
 from engine.plots import style
 
 REMOVED_INK = style.RED
