@@ -164,7 +164,7 @@ def main(argv=None) -> int:
                    help="most records a trace may hold (default: $MATMUL_EXPLORER_RECORD_CAP, else 30,000,000)")
     t.add_argument("--out", help="write the full trace: .npz (compressed) or .csv")
     t.set_defaults(fn=cmd_trace)
-    from engine.bench import cli as bench_cli  # noqa: PLC0415 - registers `bench`
+    from engine.bench import bench_cli  # noqa: PLC0415 - registers `bench`
     bench_cli.register(sub)
     args = parser.parse_args(argv)
     try:
