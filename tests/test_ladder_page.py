@@ -12,6 +12,7 @@ from engine.tracing import tracer
 from tests.test_ladder import ABSENT, synthetic_export
 from tests.test_pages import open_page
 
+pytestmark = pytest.mark.usefixtures("cpu_mode")   # tests/conftest.py: the GPU switched off
 PAGE = "pages/ladder.py"
 
 

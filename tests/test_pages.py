@@ -1,14 +1,15 @@
-"""The pages, run with Streamlit's AppTest in CPU mode: assertions on what the figures show."""
+"""The pages, run with Streamlit's AppTest in CPU mode (tests/conftest.py's cpu_mode, on a GPU
+machine too): assertions on what the figures show."""
 import json
-import os
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.kernels import registry
 
 APP = __import__("pathlib").Path(__file__).resolve().parent.parent / "app.py"
 
-os.environ.setdefault("MATMUL_EXPLORER_GPU", os.environ.get("MATMUL_EXPLORER_GPU", "1"))
+pytestmark = pytest.mark.usefixtures("cpu_mode")
 TIMEOUT = 120
 
 
@@ -36,7 +37,7 @@ def notes(fig: dict, frame: int = 0) -> str:
 def test_home_shows_mode_and_catalog():
     at = open_page()
     text = " ".join(str(m.value) for m in at.markdown) + " ".join(str(i.value) for i in list(at.info) + list(at.success))
-    assert "CPU mode" in text or "GPU mode" in text
+    assert "CPU mode" in text and "MATMUL_EXPLORER_GPU=0" in text and "GPU mode" not in text
     df = at.dataframe[0].value
     assert list(df["kernel"]) == [k.name for k in registry.CATALOG]
 
@@ -211,16 +212,16 @@ def test_sector_strip_rows_are_128_byte_lines():
     import numpy as np
 
     from engine.metrics.views import Step
-    from engine.plots import traces as f
+    from engine.plots import traces
     offsets = np.array([0, 64, 4 * 128 + 96, 4 * 128 + 100])        # lines 0 and 4; sectors 0, 2, 19
     step = Step(0, 0, 14, "k", "A", "global", "load", 0, np.arange(4), np.zeros(4, int), np.arange(4), offsets,
                 3, 2, 0)
-    lines, row_of = f.strip_layout(step)
+    lines, row_of = traces.strip_layout(step)
     assert lines.tolist() == [0, 4] and row_of == {0: 0, 4: 1}
-    boxes = f._strip_sectors(step)
+    boxes = traces._strip_sectors(step)
     corners = {(x, y) for x, y in zip(boxes["x"], boxes["y"]) if x is not None}
     assert (0 * 9 - .5, 0 - .42) in corners and (2 * 9 - .5, 0 - .42) in corners and (3 * 9 - .5, 1 - .42) in corners
-    lanes = f._strip_lanes(step)
+    lanes = traces._strip_lanes(step)
     assert lanes["y"] == [0, 0, 1, 1] and lanes["x"] == [0, 18, 27, 28]
 
 
