@@ -67,5 +67,5 @@ if whole.sass_note:
     right.caption(whole.sass_note)
 
 st.subheader("What the source documents say, and what measurement shows")
-for claim, verdict in claim_texts.CLAIMS["banks"]:
+for claim, verdict in claim_texts.claims("banks"):
     st.markdown(f"- *{claim}*  \n  {verdict}")

@@ -78,5 +78,5 @@ st.caption(f"Traced {len(t0):,} accesses of {first} on {t0.device} ({t0.source.u
            f"Check with: {views.ncu_command('global', 'load', ('sectors', 'requests'))}")
 
 st.subheader("What the source documents say, and what the trace shows")
-for claim, verdict in claim_texts.CLAIMS["coalescing"]:
+for claim, verdict in claim_texts.claims("coalescing"):
     st.markdown(f"- *{claim}*  \n  {verdict}")

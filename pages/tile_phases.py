@@ -54,5 +54,5 @@ b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {
 b.caption(f"Traced in {trace.source.upper()} mode on {trace.device}.")
 
 st.subheader("What the source documents say, and what measurement shows")
-for claim, verdict in claim_texts.CLAIMS["tiling"]:
+for claim, verdict in claim_texts.claims("tiling"):
     st.markdown(f"- *{claim}*  \n  {verdict}")

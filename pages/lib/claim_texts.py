@@ -1,11 +1,15 @@
-"""What the source documents claim, and what traces and measurement on an H200 GPU say.
+"""What the source documents claim, in words, and what traces and measurement on an H200 GPU say.
 
 Each page shows the claims that belong to it, including the ones the traces and timings prove wrong.
 A claim starts with the bold titles of the documents that make it (the pages set claims in italics).
-The Benchmarks page's claims (MEASURED) are figures: their verdicts are computed from the run the page
-shows (engine/bench/claim_checks.py), never typed in; the claims quote the figures that module holds.
+Every measured figure in a verdict is computed from a recorded run (engine/bench/claim_checks.py's
+Quoted: the Coalescing, Tile phases and Bank conflicts pages quote the recorded run the Benchmarks page
+shows without a GPU), never typed in; where the run lacks a row, the verdict says so. The Benchmarks
+page's claims (MEASURED) quote the documents' printed figures that claim_checks holds; their verdicts
+are computed there from the run the page shows.
 """
 from engine.bench import claim_checks
+from engine.bench.claim_checks import Quoted
 from engine.kernels.documents import cite
 
 
@@ -13,25 +17,71 @@ def _by(*ids: str) -> str:
     return f"{cite(ids, '**{}**')}: "
 
 
+def _coalescing_wrong_way(q: Quoted) -> str:
+    said = ("Wrong way round. Consecutive lanes hold consecutive rows, so their A reads are K floats apart: one "
+            "sector per lane. Their B reads share a sector. ")
+    if not q.has("rows", "cols"):
+        return said + q.missing("rows", "cols")
+    return said + (f"In the {q.run} at N={q.n:,} with 16x16 blocks: {q.speed('rows')} GFLOP/s, against "
+                   f"{q.speed('cols')} for the mapping with threadIdx.x on columns ({q.ratio('cols', 'rows')}). "
+                   "With 16x16 blocks a warp spans 16 rows of A, not 32, so each load needs 16 sectors; with 32x32 "
+                   "blocks it would need 32.")
+
+
+def _coalescing_transposed(q: Quoted) -> str:
+    said = ("Each thread now walks a row of Bᵀ, but coalescing is about the 32 lanes of one load: lane j reads "
+            "Bᵀ[j][p], K floats from lane j+1. 32 sectors per request")
+    if not q.has("transposed", "cols", "rows"):
+        return said + ". " + q.missing("transposed", "cols", "rows")
+    return said + (f"; in the {q.run} at N={q.n:,}, {q.speed('transposed')} GFLOP/s with 32x32 blocks: the plain "
+                   f"coalesced kernel ({q.speed('cols')}, 16x16 blocks) runs {q.ratio('cols', 'transposed')} its "
+                   f"speed, and even the mapping of {cite('000', '*{}*')} ({q.speed('rows')}, 16x16 blocks: "
+                   f"16 sectors per request) {q.ratio('rows', 'transposed')}.")
+
+
+def _coalescing_right(q: Quoted) -> str:
+    said = ("Right: lanes walk columns, B and C accesses take 4 sectors per 32 lanes (128 bytes), A is one "
+            "broadcast address. ")
+    if not q.has("cols"):
+        return said + q.missing("cols")
+    return said + f"In the {q.run}: {q.speed('cols')} GFLOP/s at N={q.n:,} with 16x16 blocks."
+
+
+def _tiling_time(q: Quoted) -> str:
+    said = "Right for the count of global loads: the page counts them in both traces. "
+    if not q.has("tiled", "cols"):
+        return said + q.missing("tiled", "cols")
+    return said + (f"Time falls by far less: in the {q.run} at N={q.n:,}, {q.speed('tiled')} GFLOP/s for "
+                   f"tiled_guarded (TILE 16) against {q.speed('cols')} for the coalesced naive kernel (16x16 "
+                   f"blocks), {q.ratio('tiled', 'cols')} and not 16x, because the L1 and L2 caches already absorbed "
+                   "most of the naive kernel's re-reads.")
+
+
+def _banks_padding(q: Quoted) -> str:
+    said = ("Right. Without padding the lanes of a warp read words TILE apart: TILE 32 puts all 32 in one bank "
+            "(32 wavefronts), TILE 16 gives 8-way conflicts. With one word of padding each row starts one bank "
+            "later and the conflicts vanish. ")
+    gains = [f"{q.ratio(f'padded{t}', f'conflicts{t}')} faster at TILE {t}" for t in (16, 32)
+             if q.has(f"padded{t}", f"conflicts{t}")]
+    if gains:
+        return said + f"Padding, measured in the {q.run} at N={q.n:,}: {', '.join(gains)}."
+    if q.has("conflicts16", "tiled"):
+        return said + (f"The {q.run} times only the unpadded kernel, at TILE 16: {q.speed('conflicts16')} GFLOP/s "
+                       f"at N={q.n:,}, while tiled_guarded, whose shared loads do not conflict, runs "
+                       f"{q.speed('tiled')} at the same TILE, {q.ratio('tiled', 'conflicts16')} as fast.")
+    return said + q.missing("padded16", "conflicts16")
+
+
+# Each page's claims: (the claim, its verdict); a verdict with measured figures is a function of the
+# run's Quoted figures (claims() computes it), one without is its text.
 CLAIMS = {
     "coalescing": [
         (_by("000") + "with i = blockIdx.x * blockDim.x + threadIdx.x as the row, 'the way we read from A is "
-         "coalesced but for B it's strided'.",
-         "Wrong way round. Consecutive lanes hold consecutive rows, so their A reads are K floats apart: one "
-         "sector per lane. Their B reads share a sector. Measured on an H200 at N=1024 with 32x32 blocks: 486 "
-         "GFLOP/s, against 6,208 for the mapping with threadIdx.x on columns (12x). With 16x16 blocks (the "
-         "recorded run on the Benchmarks page) it is 943 against 5,044 (5.3x): a warp then spans 16 rows of A, "
-         "not 32, so each load needs 16 sectors instead of 32."),
+         "coalesced but for B it's strided'.", _coalescing_wrong_way),
         (_by("001") + "transposing B 'enables coalesced memory access patterns where threads in a warp access "
-         "contiguous memory locations', a speed-up of about the warp size.",
-         "Each thread now walks a row of Bᵀ, but coalescing is about the 32 lanes of one load: lane j reads "
-         "Bᵀ[j][p], K floats from lane j+1. 32 sectors per request; measured 486 GFLOP/s (32x32 blocks, "
-         "N=1024), as slow as the "
-         f"mapping of {cite('000', '*{}*')} and 12x slower than the plain coalesced kernel."),
+         "contiguous memory locations', a speed-up of about the warp size.", _coalescing_transposed),
         (_by("002", "003", "004") + "row = blockIdx.y * blockDim.y + threadIdx.y, "
-         "col = blockIdx.x * blockDim.x + threadIdx.x.",
-         "Right: lanes walk columns, B and C accesses take 4 sectors per 32 lanes (128 bytes), A is one "
-         "broadcast address. 32x32 blocks: 6,208 GFLOP/s at N=1024; 16x16 blocks: 5,171."),
+         "col = blockIdx.x * blockDim.x + threadIdx.x.", _coalescing_right),
         (_by("000") + "the launch `matMul<<<blocksPerGridX, blocksPerGridY>>>`.",
          "Passes a block count where the threads per block belong; the explorer launches the 2-D grid the "
          "kernel's indexing expects."),
@@ -39,9 +89,7 @@ CLAIMS = {
     "tiling": [
         (_by("000", "002", "003", "004") + "tiling reads each element from global memory once per tile and "
          f"reuses it TILE times: 'TILE times fewer' global reads ({cite('004', '**{}**')}: 2N³ down to 2N³/TILE).",
-         "Right for the count of global loads: the page counts them in both traces. Time falls by far less: "
-         "measured 7,765 GFLOP/s (TILE 16) and 9,104 (TILE 32) at N=1024 against 6,208 for the coalesced "
-         "naive kernel, because the L1 and L2 caches already absorbed most of the naive kernel's re-reads."),
+         _tiling_time),
         (_by("003", "004") + "the kernel loops `for (t = 0; t < n / TILE_SIZE; ++t)` with no bounds checks.",
          "Only correct when every size is a multiple of TILE: otherwise it reads and writes outside the "
          "matrices and drops the last partial tile. The engine refuses such sizes for it."),
@@ -50,9 +98,7 @@ CLAIMS = {
     ],
     "banks": [
         (_by("001") + "padding the shared tiles prevents the bank conflicts of `tile_A[threadIdx.x][p]`.",
-         "Right. Without padding the lanes of a warp read words TILE apart: TILE 32 puts all 32 in one bank "
-         "(32 wavefronts), TILE 16 gives 8-way conflicts. With one word of padding each row starts one bank "
-         "later and the conflicts vanish. Measured: 1.8x faster at TILE 16, 3.0x at TILE 32."),
+         _banks_padding),
         (_by("002") + "shared memory is 'SRAM, ~19TB/s'.",
          "Only when a warp's 32 lanes hit 32 different banks (or the same word): every extra word in one bank "
          "is one more serialized wavefront."),
@@ -62,6 +108,13 @@ CLAIMS = {
          "ones ncu reads (checked on an H200)."),
     ],
 }
+
+
+def claims(page: str, q: Quoted | None = None) -> list[tuple[str, str]]:
+    """A page's claims with their verdicts, the measured figures from q: by default the recorded run
+    the Benchmarks page shows without a GPU (claim_checks.recorded_quoted)."""
+    q = q if q is not None else claim_checks.recorded_quoted()
+    return [(claim, verdict(q) if callable(verdict) else verdict) for claim, verdict in CLAIMS[page]]
 
 
 _HEADLINE = claim_checks.NON_SQUARE

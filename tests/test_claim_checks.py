@@ -145,3 +145,70 @@ def test_a_run_without_the_headline_shape_says_which_rows_are_missing():
     m = claim_checks.non_square(*_load(SQUARE + [r for r in SKINNY if r["kernel"] in ("shared_bank_conflicts",)][:2]))
     assert m.missing == ["Not in this run at 4096×4096×128: naive_transposed_b, shared_bank_conflicts T32, "
                          "shared_bank_conflicts T32 pad1, any rung of the ladder, cublas_sgemm"]
+
+
+# --------------------------------------------------------------------------- the figures the trace pages' claims quote
+
+# A made-up run at N = 1024 with numbers no recorded run has: each claim must carry these, computed.
+AT_1024 = [row("naive_x_rows", 1024, 1024, 1024, 1111.0, block="16x16"),
+           row("naive_x_rows", 1024, 1024, 1024, 999.0, block="32x32"),      # another block shape: not quoted
+           row("naive_x_cols", 1024, 1024, 1024, 6666.0, block="16x16"),
+           row("naive_transposed_b", 1024, 1024, 1024, 555.0, block="32x32"),
+           row("tiled_guarded", 1024, 1024, 1024, 9999.0, {"TILE": 16}),
+           row("shared_bank_conflicts", 1024, 1024, 1024, 2222.0, {"TILE": 16, "PAD": 0})]
+
+
+def _quoted(rows) -> claim_checks.Quoted:
+    df, prov = benchmark.load_document(document(rows, date="2031-02-03T00:00:00+00:00"))
+    return claim_checks.quoted(df, "recorded NVIDIA H200 run of 2031-02-03")
+
+
+def _verdicts(q: claim_checks.Quoted) -> dict[str, list[str]]:
+    from pages.lib import claim_texts
+    return {page: [verdict for _, verdict in claim_texts.claims(page, q)] for page in claim_texts.CLAIMS}
+
+
+def test_the_trace_pages_claims_carry_the_runs_figures_computed():
+    q = _quoted(AT_1024)
+    assert q.gflops == {"rows": 1111.0, "cols": 6666.0, "transposed": 555.0, "tiled": 9999.0, "conflicts16": 2222.0}
+    v = _verdicts(q)
+    wrong_way, transposed, right, _ = v["coalescing"]
+    assert "recorded NVIDIA H200 run of 2031-02-03" in wrong_way
+    assert "1,111 GFLOP/s, against 6,666" in wrong_way and "(6.0x)" in wrong_way
+    assert "555 GFLOP/s with 32x32 blocks" in transposed and "(6,666, 16x16 blocks) runs 12.0x its speed" in transposed
+    assert "(1,111, 16x16 blocks: 16 sectors per request) 2.0x" in transposed
+    assert "6,666 GFLOP/s at N=1,024 with 16x16 blocks" in right
+    assert "9,999 GFLOP/s for tiled_guarded (TILE 16) against 6,666" in v["tiling"][0] and "1.5x and not 16x" in v["tiling"][0]
+    assert "only the unpadded kernel, at TILE 16: 2,222 GFLOP/s" in v["banks"][0] and "9,999 at the same TILE, 4.5x" in v["banks"][0]
+    # The figures the documents' old verdicts typed in are gone: one number per measurement, from the run.
+    for typed in ("486", "6,208", "943", "5,044", "5,171", "7,765", "9,104", "1.8x", "3.0x"):
+        assert not any(typed in text for texts in v.values() for text in texts), typed
+
+
+def test_padding_is_measured_where_the_run_has_padded_rows():
+    padded = [row("shared_bank_conflicts", 1024, 1024, 1024, g, {"TILE": t, "PAD": p})
+              for t, p, g in ((16, 1, 4444.0), (32, 0, 1000.0), (32, 1, 3500.0))]
+    verdict = _verdicts(_quoted(AT_1024 + padded))["banks"][0]
+    assert "Padding, measured in the recorded NVIDIA H200 run of 2031-02-03 at N=1,024: 2.0x faster at TILE 16, " \
+           "3.5x faster at TILE 32." in verdict
+
+
+def test_a_run_without_the_quoted_rows_says_which_it_lacks():
+    v = _verdicts(_quoted([r for r in AT_1024 if r["kernel"] != "naive_x_cols"]))
+    assert "has no row for naive_x_cols 16x16 at N=1,024" in v["coalescing"][0]
+    assert "has no row for naive_x_cols 16x16 at N=1,024" in v["tiling"][0]
+    v = _verdicts(_quoted([row("cublas_sgemm", 1024, 1024, 1024, 40000.0)]))
+    assert all("GFLOP/s" not in text for texts in v.values() for text in texts)
+
+
+def test_the_shipped_claims_quote_the_recorded_run_the_benchmarks_headline_reads():
+    """The same measurement shows one number everywhere: the claims and the Benchmarks page's headline
+    read the same rows of the recorded run."""
+    from pages.lib import claim_texts
+    run = benchmark.recorded_runs(holding=["naive_x_cols"])[-1]
+    df, _ = benchmark.load_document(run.read_text())
+    headline = benchmark.headline(df, claim_checks.QUOTED_N)
+    q = claim_checks.recorded_quoted()
+    for name in ("rows", "cols"):
+        assert f"{q.label(name)} {q.speed(name)} GFLOP/s" in headline
+    assert q.speed("cols") in claim_texts.claims("coalescing")[2][1]
