@@ -6,7 +6,7 @@ import streamlit as st
 
 from engine.bench import benchmark
 from engine.kernels import documents, registry
-from pages.lib import ui
+from pages.lib import claim_texts, ui
 
 # An emoji, not a :material/...: icon: the browser draws an emoji tab icon itself, while a material one
 # is fetched from fonts.gstatic.com, which fails offline.
@@ -15,8 +15,7 @@ st.set_page_config(page_title="CUDA Matmul Explorer", page_icon="🧮", layout="
 
 def home() -> None:
     ui.setup_page("home", "CUDA Matmul Explorer", has_view=False, intro=
-                  "Why one matrix-multiplication kernel is 100x faster than another, shown from what every "
-                  "thread of the real kernels reads and writes.")
+                  claim_texts.tagline() + ", shown from what every thread of the real kernels reads and writes.")
     st.markdown(
         "**Where to look, in order**\n"
         "1. **Coalescing**: a warp's 32 reads collapse into 4 sectors, or spray over 32. The naive kernels, "

@@ -212,3 +212,12 @@ def test_the_shipped_claims_quote_the_recorded_run_the_benchmarks_headline_reads
     for name in ("rows", "cols"):
         assert f"{q.label(name)} {q.speed(name)} GFLOP/s" in headline
     assert q.speed("cols") in claim_texts.claims("coalescing")[2][1]
+
+
+def test_the_home_pages_opening_line_is_the_runs_fastest_over_its_slowest():
+    from pages.lib import claim_texts
+    q = _quoted(AT_1024 + [row("cublas_sgemm", 1024, 1024, 1024, 44400.0)])
+    assert claim_texts.tagline(q).startswith("Why one matrix-multiplication kernel is 80.0x faster than another "
+                                             "(cublas_sgemm against naive_transposed_b 32x32 at N=1,024, "
+                                             "recorded NVIDIA H200 run of 2031-02-03)")
+    assert "x faster" not in claim_texts.tagline(_quoted(AT_1024))

@@ -421,6 +421,7 @@ QUOTED = {
     "cols": {"kernel": "naive_x_cols", "block": "16x16"},
     "transposed": {"kernel": "naive_transposed_b", "block": "32x32"},
     "tiled": {"kernel": "tiled_guarded", "TILE": 16},
+    "cublas": {"kernel": "cublas_sgemm"},
     **{f"{'padded' if pad else 'conflicts'}{tile}": {"kernel": "shared_bank_conflicts", "TILE": tile, "PAD": pad}
        for tile in (16, 32) for pad in (0, 1)},
 }

@@ -110,6 +110,16 @@ CLAIMS = {
 }
 
 
+def tagline(q: Quoted | None = None) -> str:
+    """The home page's opening line: how much faster the fastest FP32 kernel ran than the slowest, in q
+    (by default the recorded run)."""
+    q = q if q is not None else claim_checks.recorded_quoted()
+    if not q.has("cublas", "transposed"):
+        return "Why one matrix-multiplication kernel is many times faster than another"
+    return (f"Why one matrix-multiplication kernel is {q.ratio('cublas', 'transposed')} faster than another "
+            f"({q.label('cublas')} against {q.label('transposed')} at N={q.n:,}, {q.run})")
+
+
 def claims(page: str, q: Quoted | None = None) -> list[tuple[str, str]]:
     """A page's claims with their verdicts, the measured figures from q: by default the recorded run
     the Benchmarks page shows without a GPU (claim_checks.recorded_quoted)."""
