@@ -151,10 +151,7 @@ def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "", p
         fig.add_hline(y=speeds.cublas, line={"dash": "dash", "color": style.ROOF},
                       annotation={"text": f"cuBLAS SGEMM {speeds.cublas:,.0f} GFLOP/s", "xanchor": "left", "x": 0,
                                   "yanchor": "bottom", "font": {"size": st.base}})
-        fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 100 * top / speeds.cublas],
-                                  "title": "% of cuBLAS SGEMM", "showgrid": False,
-                                  "tick0": 0, "dtick": 20, "ticksuffix": "%"})
-        fig.add_trace(go.Scatter(x=[], y=[], yaxis="y2", showlegend=False))   # draws the right axis
+        style.percent_axis(fig, top, speeds.cublas, "% of cuBLAS SGEMM")
     for name, g in zip(names, gflops):
         if g is None:
             why = "not timed" if name in speeds.failed else "no row"

@@ -223,9 +223,7 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = Fals
     top = max([t or 0 for t in tflops]) * 1.3 or 1
     ref = rows["tflops"].get(REFERENCE)
     if ref:
-        fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 100 * top / ref], "showgrid": False,
-                                  "title": "% of cuBLAS FP16", "tick0": 0, "dtick": 20, "ticksuffix": "%"})
-        fig.add_trace(go.Scatter(x=[], y=[], yaxis="y2", showlegend=False))   # draws the right axis
+        style.percent_axis(fig, top, ref, "% of cuBLAS FP16")
     for k in s.failed:
         fig.add_annotation(x=k, y=0, text="not timed", showarrow=False, yanchor="bottom",
                            font={"color": style.RED, "size": st.base})
