@@ -212,16 +212,16 @@ def test_sector_strip_rows_are_128_byte_lines():
     import numpy as np
 
     from engine.metrics.views import Step
-    from engine.plots import traces
+    from engine.plots import traces as f
     offsets = np.array([0, 64, 4 * 128 + 96, 4 * 128 + 100])        # lines 0 and 4; sectors 0, 2, 19
     step = Step(0, 0, 14, "k", "A", "global", "load", 0, np.arange(4), np.zeros(4, int), np.arange(4), offsets,
                 3, 2, 0)
-    lines, row_of = traces.strip_layout(step)
+    lines, row_of = f.strip_layout(step)
     assert lines.tolist() == [0, 4] and row_of == {0: 0, 4: 1}
-    boxes = traces._strip_sectors(step)
+    boxes = f._strip_sectors(step)
     corners = {(x, y) for x, y in zip(boxes["x"], boxes["y"]) if x is not None}
     assert (0 * 9 - .5, 0 - .42) in corners and (2 * 9 - .5, 0 - .42) in corners and (3 * 9 - .5, 1 - .42) in corners
-    lanes = traces._strip_lanes(step)
+    lanes = f._strip_lanes(step)
     assert lanes["y"] == [0, 0, 1, 1] and lanes["x"] == [0, 18, 27, 28]
 
 
