@@ -180,7 +180,7 @@ def main(argv=None) -> int:
     c = sub.add_parser("cache", help="the compile cache: its size, or --clear to empty it")
     c.add_argument("--clear", action="store_true", help="remove every build (they are made again when needed)")
     c.set_defaults(fn=cmd_cache)
-    from engine.bench import cli as bench_cli  # noqa: PLC0415 - registers `bench`
+    from engine.bench import bench_cli  # noqa: PLC0415 - registers `bench`
     bench_cli.register(sub)
     args = parser.parse_args(argv)
     try:

@@ -4,7 +4,7 @@ import streamlit as st
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import bank_figures
-from pages.lib import cached, claims, server, ui, view_state
+from pages.lib import cached, claim_texts, server, ui, view_state
 
 ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes "
               "reading different words of one bank are served one after another: each extra word is one more "
@@ -69,5 +69,5 @@ if whole.sass_note:
     right.caption(whole.sass_note)
 
 st.subheader("What the source documents say, and what measurement shows")
-for claim, verdict in claims.CLAIMS["banks"]:
+for claim, verdict in claim_texts.claims("banks"):
     st.markdown(f"- *{claim}*  \n  {verdict}")

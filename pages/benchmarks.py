@@ -5,11 +5,11 @@ import time
 import pandas as pd
 import streamlit as st
 
-from engine.bench import benchmark, claimed, export, schema, tuning
+from engine.bench import benchmark, claim_checks, export, schema, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
-from pages.lib import claims, ui, view_state
+from pages.lib import claim_texts, ui, view_state
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
               "repetitions after warm-up, each result checked against float64 numpy before it is shown.")
@@ -81,32 +81,32 @@ def exports(rows: list[dict], prov: dict, key: str) -> None:
 
 CLAIM_FORMATS = {"A100 TFLOP/s": "%g", "% of peak": "%g", "peak that % implies": "%,.0f",
                  "A100 peak at its precision": "%g", "% of that peak": "%.1f", "TFLOP/s here": "%,.1f",
-                 claimed.PCT_HERE: "%.1f", "GFLOP/s": "%,.0f", "median (ms)": "%.3f", claimed.TIMES_PRINTED: "%.2f",
-                 claimed.FP32_PCT_HERE: "%.1f", "% of cuBLAS": "%.1f", claimed.PEAK_HERE: "%,.1f", "N": "%d",
-                 claimed.SPEED: "%,.1f", claimed.OF_4096: "%.1f", claimed.TORCH_SPEED: "%,.1f", claimed.TORCH_SHARE: "%.1f"}
+                 claim_checks.PCT_HERE: "%.1f", "GFLOP/s": "%,.0f", "median (ms)": "%.3f", claim_checks.TIMES_PRINTED: "%.2f",
+                 claim_checks.FP32_PCT_HERE: "%.1f", "% of cuBLAS": "%.1f", claim_checks.PEAK_HERE: "%,.1f", "N": "%d",
+                 claim_checks.SPEED: "%,.1f", claim_checks.OF_4096: "%.1f", claim_checks.TORCH_SPEED: "%,.1f", claim_checks.TORCH_SHARE: "%.1f"}
 
 
 def measured_claims(df: pd.DataFrame, peaks: dict) -> None:
     """The documents' speed figures, checked, beside the same kernels of the run shown (its first GPU)."""
     st.subheader("What the documents claim, measured here")
     config = {c: st.column_config.NumberColumn(c, format=f) for c, f in CLAIM_FORMATS.items()}
-    table = claimed.cuda_table(df, peaks)
-    st.markdown(f"- *{claims.MEASURED['cuda_table']}*  \n  {claimed.cuda_table_check()}  \n  "
-                f"{claimed.cuda_table_here(table, schema.plain)}  \n  {claimed.tensor_cores_here(table, schema.plain)}")
+    table = claim_checks.cuda_table(df, peaks)
+    st.markdown(f"- *{claim_texts.MEASURED['cuda_table']}*  \n  {claim_checks.cuda_table_check()}  \n  "
+                f"{claim_checks.cuda_table_here(table, schema.plain)}  \n  {claim_checks.tensor_cores_here(table, schema.plain)}")
     st.dataframe(table.table, hide_index=True, width="stretch", column_config=config)
-    st.caption("The same kernels here: " + claimed.cuda_table_kernels() + " % of this GPU's peak: FP32 from its "
+    st.caption("The same kernels here: " + claim_checks.cuda_table_kernels() + " % of this GPU's peak: FP32 from its "
                "attributes, TF32 and FP16 (dense, on tensor cores) from NVIDIA's datasheet. Peaks in TFLOP/s."
                + "".join(f"  \n{line}." for line in table.missing))
-    sizes = claimed.divisible(df)
-    st.markdown(f"- *{claims.MEASURED['divisible']}*" +
-                (f"  \n  {claimed.divisible_here(sizes, schema.plain)}" if len(sizes.table) else ""))
+    sizes = claim_checks.divisible(df)
+    st.markdown(f"- *{claim_texts.MEASURED['divisible']}*" +
+                (f"  \n  {claim_checks.divisible_here(sizes, schema.plain)}" if len(sizes.table) else ""))
     if len(sizes.table):
         st.dataframe(sizes.table, hide_index=True, width="stretch", column_config=config)
     st.caption(f"Each size N is N³ (M = N = K); ÷16 sizes are multiples of 8 too. Speeds within "
-               f"{claimed.SAME_WITHIN:.0%} are called the same." + "".join(f"  \n{line}." for line in sizes.missing))
-    headline = claimed.non_square(df, peaks)
-    st.markdown(f"- *{claims.MEASURED['non_square']}*  \n  {claimed.non_square_check()}  \n  "
-                f"{claimed.non_square_here(headline, schema.plain)}")
+               f"{claim_checks.SAME_WITHIN:.0%} are called the same." + "".join(f"  \n{line}." for line in sizes.missing))
+    headline = claim_checks.non_square(df, peaks)
+    st.markdown(f"- *{claim_texts.MEASURED['non_square']}*  \n  {claim_checks.non_square_check()}  \n  "
+                f"{claim_checks.non_square_here(headline, schema.plain)}")
     if len(headline.table):
         st.dataframe(headline.table, hide_index=True, width="stretch", column_config=config)
     if headline.missing:

@@ -4,7 +4,7 @@ import streamlit as st
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import coalescing_figures
-from pages.lib import cached, claims, server, ui, view_state
+from pages.lib import cached, claim_texts, server, ui, view_state
 
 ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "
               "instruction: the 32-byte sectors their addresses fall in decide how many memory transactions one "
@@ -79,5 +79,5 @@ st.caption(f"Traced {len(t0):,} accesses of {first} on {t0.device} ({t0.source.u
            f"Check with: {views.ncu_command('global', 'load', ('sectors', 'requests'))}")
 
 st.subheader("What the source documents say, and what the trace shows")
-for claim, verdict in claims.CLAIMS["coalescing"]:
+for claim, verdict in claim_texts.claims("coalescing"):
     st.markdown(f"- *{claim}*  \n  {verdict}")

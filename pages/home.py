@@ -6,13 +6,12 @@ import streamlit as st
 
 from engine.bench import benchmark
 from engine.kernels import documents, registry
-from pages.lib import ui
+from pages.lib import claim_texts, ui
 
 
 def home() -> None:
     ui.setup_page("home", "CUDA Matmul Explorer", has_view=False, intro=
-                  "Why one matrix-multiplication kernel is 100x faster than another, shown from what every "
-                  "thread of the real kernels reads and writes.")
+                  claim_texts.tagline() + ", shown from what every thread of the real kernels reads and writes.")
     st.markdown(
         "**Where to look, in order**\n"
         "1. **Coalescing**: a warp's 32 reads collapse into 4 sectors, or spray over 32. The naive kernels, "

@@ -2,11 +2,10 @@
 counts that explains its speed, and how fast it ran against cuBLAS."""
 import streamlit as st
 
-from engine.bench import schema
+from engine.bench import schema, speeds
 from engine.kernels import registry
-from engine.metrics import ladder
-from engine.plots import charts
-from engine.plots import ladder as figures
+from engine.metrics import rung_counts, rung_diff
+from engine.plots import charts, ladder_figures
 from pages.lib import cached, server, speed_runs, ui, view_state
 
 ui.setup_page("ladder", "The FP32 ladder", "From the tiled kernel towards cuBLAS one fix at a time: each rung's "
@@ -30,7 +29,7 @@ with ui.controls():
 # ------------------------------------------------------------------ the rung and what it changed
 st.subheader(f"Rung {rungs.index(rung) + 1} of {len(rungs)}: {spec.title}")
 st.markdown(f"**{spec.lesson}**")
-st.html(figures.source_html(ladder.rung_source(rung), view_state.presenter()))
+st.html(ladder_figures.source_html(rung_diff.rung_source(rung), view_state.presenter()))
 
 # ------------------------------------------------------------------ what one block's trace counts
 st.subheader(f"What one block's trace counts, at {size:,}³")
@@ -38,7 +37,7 @@ st.subheader(f"What one block's trace counts, at {size:,}³")
 blocks = {r: tuple(min(b, g - 1) for b, g in zip((bx, by), ui.grid_of(r, size, size, size, {}, registry.get(r).default_block)))
           for r in rungs}
 counts = {r: ui.or_stop(f"Tracing block {blocks[r]} of {r} at {size}³", cached.rung, r, size, blocks[r]) for r in rungs}
-st.table(figures.metrics_styler(ladder.metrics_table(counts), rung))
+st.table(ladder_figures.metrics_styler(rung_counts.metrics_table(counts), rung))
 for r, c in counts.items():
     if isinstance(c, str):
         st.warning(f"{r}: {c}", icon=":material/warning:")
@@ -57,8 +56,8 @@ if traced:
         warp = st.columns(4)[0].selectbox("Warp", warps, key=view_state.state("warp", 0, warps),
                                           help="the warp of the block whose barrier intervals are drawn")
         view_state.remember(warp=warp)
-    shown = [ladder.timeline(c, warp) for c in traced]
-    st.plotly_chart(figures.intervals_figure(shown, view_state.presenter()), width="stretch",
+    shown = [rung_counts.timeline(c, warp) for c in traced]
+    st.plotly_chart(ladder_figures.intervals_figure(shown, view_state.presenter()), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="ladder-intervals")
     st.caption("Each column is one barrier interval (the trace's epoch: the __syncthreads the warp has passed). Top row: "
                "the warp's global loads of a K tile (for double_buffered, B's cp.async copies, their commit group in "
@@ -70,19 +69,19 @@ st.subheader("Measured speed against cuBLAS SGEMM")
 run = speed_runs.speed_run(rungs, ["cublas_sgemm"], size, "every rung and cuBLAS", "ladder_live")
 if run:
     df, prov, label, live = run
-    sizes = ladder.square_sizes(df)
+    sizes = speeds.square_sizes(df, rungs)
     if not sizes:
         st.warning(f"This run ({label}) has no row for any rung of the ladder.", icon=":material/warning:")
     else:
         at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", max(sizes), sizes))
         view_state.remember(timed=at)
-        speeds = ladder.ladder_speeds(df, at)
-        st.plotly_chart(figures.speed_figure(speeds, rung, label, charts.notes([prov], df), view_state.presenter()), width="stretch",
-                        config={"displaylogo": False}, key="ladder-speed")
-        if speeds.missing:
-            st.warning(f"No row for {', '.join(speeds.missing)} at {at:,}³ in this run ({label}).",
+        timed = speeds.ladder_speeds(df, at)
+        st.plotly_chart(ladder_figures.speed_figure(timed, rung, label, charts.notes([prov], df), view_state.presenter()),
+                        width="stretch", config={"displaylogo": False}, key="ladder-speed")
+        if timed.missing:
+            st.warning(f"No row for {', '.join(timed.missing)} at {at:,}³ in this run ({label}).",
                        icon=":material/warning:")
-        for r, why in speeds.failed.items():
+        for r, why in timed.failed.items():
             st.warning(f"{r} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
         st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Each rung with the parameters "
                    "it ran with (hover); % of cuBLAS on the right axis reads the same bars against cuBLAS SGEMM (FP32).")

@@ -3,24 +3,23 @@ tensor rungs, which lane holds which element of a fragment (recorded on the GPU,
 ldmatrix's banks without and with the swizzle, and the rungs' speed against cuBLAS."""
 import streamlit as st
 
-from engine.bench import schema
+from engine.bench import schema, speeds
 from engine.kernels import documents, registry
-from engine.metrics import tensor
-from engine.plots import charts
-from engine.plots import tensor as figures
+from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
+from engine.plots import charts, tensor_figures
 from pages.lib import cached, speed_runs, ui, view_state
 
 ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 × 16 per instruction: what the "
               "document's WMMA kernel gets wrong, how the faster rungs split the work, and who holds which element.")
 CHART = {"displaylogo": False, "displayModeBar": False}
 rungs = list(registry.TENSOR_RUNGS)
-operands = list(tensor.OPERANDS)
+operands = list(recorded_fragments.OPERANDS)
 with ui.controls():
     c0, c1, c2, c3 = st.columns([2.6, 2.6, 0.9, 1.1])
     rung = c0.selectbox("Rung (hierarchy)", rungs, key=view_state.state("rung", "mma_swizzled", rungs),
                         format_func=lambda r: f"{rungs.index(r) + 1}. {r}")   # its title would not fit at 1280 px
     operand = c1.selectbox("Fragment", operands, key=view_state.state("operand", "mma_a", operands),
-                           format_func=lambda o: tensor.OPERANDS[o].label)
+                           format_func=lambda o: recorded_fragments.OPERANDS[o].label)
     lane = c2.number_input("Lane", 0, 31, key=view_state.state("lane", 0, lo=0, hi=31),
                            help="The lane the map opens on. Play, Step and the slider move on from it; once the "
                                 "map stands still, the page's link follows it, so a reload or a copied link opens "
@@ -30,47 +29,47 @@ with ui.controls():
 
 # ------------------------------------------------------------------ 1. the document's WMMA kernel
 doc = documents.cite("002")
-ev = tensor.seed_evidence()
+ev = tensor_evidence.seed_evidence()
 st.subheader(f"1. The WMMA kernel of {doc}, as written")
 st.markdown(f"Its results are off by **{ev.table['error vs A·B'].min():.0%} to {ev.table['error vs A·B'].max():.0%}** "
             f"against A·B, but match A·B' (B with each 16 × 16 block transposed) to rounding; its launch starts "
             f"**{int(ev.table['warps per tile'].iloc[0])} warps per tile of C**, and Nsight Compute counts "
             f"**{ev.hmma_seed:,} HMMA** instructions at 128³ where {ev.hmma_needed:,} do the product "
             f"(wmma_warp: {ev.hmma_warp:,}).")
-st.table(figures.seed_table(ev))
+st.table(tensor_figures.seed_table(ev))
 st.caption(f"Recorded {ev.device} run, not measured now. Warps launched: from the launch the document writes "
            "(blocks of 32 × 4 threads, 8 × M/16 blocks in y), which the recorded count equals. wmma_warp: the same "
            "instructions, one warp per 16 × 16 tile.")
 st.markdown("**One operation, how many instructions?** The document's words beside what Nsight Compute counted on "
             "the tensor pipe for kernels whose number of operations follows from their shape.")
-st.table(figures.instruction_table(tensor.tensor_instructions()))
+st.table(tensor_figures.instruction_table(tensor_evidence.tensor_instructions()))
 st.caption("Tensor instructions: sm__inst_executed_pipe_tensor_op_hmma, warp-level (a wgmma counts once per warp of "
            "its warpgroup), recorded on the H200. One WMMA 16×16×16 mma_sync is two HMMA.16816: the hardware's "
            "instruction is 16×8×16, and on Hopper wgmma does 64×256×16 per warpgroup instruction.")
 
 # ------------------------------------------------------------------ 2. hierarchy
-h = tensor.hierarchy(rung)
+h = tensor_tiles.hierarchy(rung)
 st.subheader(f"2. Block → {h.unit} → instruction: {rung}")
-st.plotly_chart(figures.hierarchy_figure(h, view_state.presenter()), width="stretch", config=CHART, key="tc-hierarchy")
+st.plotly_chart(tensor_figures.hierarchy_figure(h, view_state.presenter()), width="stretch", config=CHART, key="tc-hierarchy")
 st.caption(f"{registry.get(rung).lesson} Tiles of the rung's defaults ("
-           + ("the winners of a recorded 4096³ sweep, on the Benchmarks page" if tensor.swept(rung) else
+           + ("the winners of a recorded 4096³ sweep, on the Benchmarks page" if tensor_tiles.swept(rung) else
               "chosen by hand: this rung was not swept") + "); above them, the grid: one block per tile of C.")
 
 # ------------------------------------------------------------------ 3. fragment map
-op = tensor.OPERANDS[operand]
+op = recorded_fragments.OPERANDS[operand]
 st.subheader(f"3. Who holds what: {op.label}")
-same = tensor.matches_ptx(operand)
+same = recorded_fragments.matches_ptx(operand)
 if same is None:
     st.markdown("WMMA's fragment layout is **not documented** (CUDA calls it opaque): this is the layout the H200 "
                 "recorded, which a kernel must not rely on.")
 else:
     st.markdown(f"The recorded GPU map **{'equals' if same else 'differs from'}** the PTX ISA's documented layout "
                 "for mma.m16n8k16, element for element.")
-recorded = tensor.recorded_map(operand)
+recorded = recorded_fragments.recorded_map(operand)
 
 
-fragment_map = cached.figure(lambda: figures.fragment_figure(operand, recorded, tensor.owners(operand), lane,
-                                                           view_state.presenter(), speed, "lane"))
+fragment_map = cached.figure(lambda: tensor_figures.fragment_figure(operand, recorded, recorded_fragments.owners(operand),
+                                                                  lane, view_state.presenter(), speed, "lane"))
 st.plotly_chart(fragment_map, width="stretch", config=CHART, key="tc-fragment")
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
            "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ... (two names in a "
@@ -78,16 +77,16 @@ st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded a
 
 # ------------------------------------------------------------------ 4. ldmatrix banks
 st.subheader("4. ldmatrix's rows on the banks, without and with the swizzle")
-panels = [(k, tensor.ldmatrix_rows(k)) for k in ("mma_ldmatrix", "mma_swizzled")]
+panels = [(k, ldmatrix_banks.ldmatrix_rows(k)) for k in ("mma_ldmatrix", "mma_swizzled")]
 cols = st.columns([1.2, 1])
-cols[0].plotly_chart(figures.banks_figure(panels, view_state.presenter()), width="stretch", config=CHART, key="tc-banks")
+cols[0].plotly_chart(tensor_figures.banks_figure(panels, view_state.presenter()), width="stretch", config=CHART, key="tc-banks")
 rows = []
 for k in ("mma_ldmatrix", "mma_swizzled"):
-    waves, conflicts, inst = tensor.ncu_wavefronts(k)
-    rows.append({"kernel": k, "LDSM": f"{inst:,}", "wavefronts counted": f"{tensor.ldmatrix_wavefronts_at(k):,}",
+    waves, conflicts, inst = ldmatrix_banks.ncu_wavefronts(k)
+    rows.append({"kernel": k, "LDSM": f"{inst:,}", "wavefronts counted": f"{ldmatrix_banks.ldmatrix_wavefronts_at(k):,}",
                  "ncu": f"{waves:,}", "conflicts (ncu)": f"{conflicts:,}"})
 cols[1].table(rows)
-b_waves = {k: tensor.ldmatrix_rows(k, "B").wavefronts()[0] for k in ("mma_ldmatrix", "mma_swizzled")}
+b_waves = {k: ldmatrix_banks.ldmatrix_rows(k, "B").wavefronts()[0] for k in ("mma_ldmatrix", "mma_swizzled")}
 cols[1].caption("At 128³, one block, defaults; LDSM: ldmatrix instructions. Counted: every ldmatrix of A and B from "
                 "the kernels' index arithmetic (As rows 64 bytes, Bs rows BN × 2 bytes; the swizzle XORs the 16-byte "
                 "chunk with the row). The chart shows A's; B's ldmatrix.x4.trans takes "
@@ -99,28 +98,28 @@ st.subheader("5. TFLOP/s per rung against cuBLAS FP16")
 # The document's kernel is left out of a live run: it is refused at 4,096 (see its rule).
 run = speed_runs.speed_run(rungs[1:], ["cublas_gemm_fp16"], 4096, "every rung and cuBLAS FP16", "tc_live")
 df, prov, label, live = run or (None, None, "", False)
-sizes = tensor.square_sizes(df) if df is not None else []
+sizes = speeds.square_sizes(df, rungs) if df is not None else []
 if df is not None and not sizes:
     st.warning(f"This run ({label}) has no row for any tensor rung.", icon=":material/warning:")
 elif sizes:
     at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", 4096 if 4096 in sizes else sizes[-1], sizes))
     view_state.remember(timed=at)
-    shown = tensor.speeds(df, at, label)
-    st.plotly_chart(figures.speed_figure(shown, rung, charts.notes([prov], df), view_state.presenter()), width="stretch",
+    shown = speeds.tensor_speeds(df, at, label)
+    st.plotly_chart(tensor_figures.speed_figure(shown, rung, charts.notes([prov], df), view_state.presenter()), width="stretch",
                     config={"displaylogo": False}, key="tc-speed")
     for k, why in shown.failed.items():
         st.warning(f"{k} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
-    if (pc := tensor.per_sm_cycle(shown, prov)) is not None:
+    if (pc := speeds.per_sm_cycle(shown, prov)) is not None:
         st.markdown(f"**Per SM and clock cycle.** {doc} says a single Ampere SM can do '256 tensor core ops per "
-                    f"cycle'. That is NVIDIA's A100 figure per tensor core ({tensor.A100_FMA_PER_TENSOR_CORE} dense FP16 "
-                    f"FMA); an SM has {tensor.A100_TENSOR_CORES_PER_SM}, so {tensor.A100_FMA_PER_SM:,} per cycle. "
+                    f"cycle'. That is NVIDIA's A100 figure per tensor core ({speeds.A100_FMA_PER_TENSOR_CORE} dense FP16 "
+                    f"FMA); an SM has {speeds.A100_TENSOR_CORES_PER_SM}, so {speeds.A100_FMA_PER_SM:,} per cycle. "
                     f"Measured: cuBLAS FP16 at {at:,}³, {pc.tflops:,.0f} TFLOP/s on {pc.sm_count} SMs at up to "
                     f"{pc.clock_mhz:,.0f} MHz, is **{pc.flop:,.0f} FLOP = {pc.fma:,.0f} FMA per cycle per SM**, "
                     f"{pc.vs_a100:.2f}× the A100's.")
     missing = [k for k in shown.missing if k != "wmma_seed"]
     st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Orange: the rung chosen above; "
                "blue: the other rungs, with their share of cuBLAS FP16 under the figure; red: cuBLAS FP16 itself "
-               f"(the same product: FP16 in, FP32 sums; it ran {tensor.cublas_fp16_kernel()}, wgmma on Hopper's "
+               f"(the same product: FP16 in, FP32 sums; it ran {tensor_evidence.cublas_fp16_kernel()}, wgmma on Hopper's "
                "tensor cores). Grey: cuBLAS BF16, PyTorch's torch.mm in FP16, and FP32 cuBLAS with and without "
                "TF32. The document's WMMA kernel is not timed: it launches 32 warps per tile of C (section 1), so "
                "it does 32 times the work." + (f" This run did not time {', '.join(missing)} at {at:,}³." if missing else ""))

@@ -4,7 +4,7 @@ import streamlit as st
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import tile_phase_figures
-from pages.lib import cached, claims, server, ui, view_state
+from pages.lib import cached, claim_texts, server, ui, view_state
 
 ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "
               "load one tile of A and one of B into shared memory, wait at a barrier, multiply them, wait again, "
@@ -55,5 +55,5 @@ b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {
 b.caption(f"Traced in {trace.source.upper()} mode on {trace.device}.")
 
 st.subheader("What the source documents say, and what measurement shows")
-for claim, verdict in claims.CLAIMS["tiling"]:
+for claim, verdict in claim_texts.claims("tiling"):
     st.markdown(f"- *{claim}*  \n  {verdict}")

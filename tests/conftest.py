@@ -20,6 +20,19 @@ def server():
 
 
 @pytest.fixture(scope="module")
+def cpu_mode():
+    """CPU mode for a module of page tests, on any machine: MATMUL_EXPLORER_GPU=0 while it runs.
+    gpu_client reads the variable when it first answers status() and keeps that answer, so the
+    answer is asked again on the way in and on the way out."""
+    from engine.devices import gpu_client
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MATMUL_EXPLORER_GPU", "0")
+        assert not gpu_client.status(refresh=True).available
+        yield
+    gpu_client.status(refresh=True)
+
+
+@pytest.fixture(scope="module")
 def shots(tmp_path_factory):
     """Where browser tests save screenshots: $MATMUL_EXPLORER_SCREENSHOTS (CI: screenshots/), to be looked at."""
     out = os.environ.get("MATMUL_EXPLORER_SCREENSHOTS")

@@ -5,7 +5,7 @@ import pytest
 
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, ladder
+from engine.metrics import analysis, rung_counts, rung_diff
 from engine.plots import style
 from engine.tracing import tracer
 from tests import browser
@@ -38,7 +38,7 @@ def shown_table(page) -> dict[str, dict[str, str]]:
 
 def engine_column(rung: str, size: int) -> dict[str, str]:
     t = tracer.trace(rung, make_problem(size, size, size, block=registry.get(rung).default_block), [(0, 0)], "cpu")
-    return ladder.metrics_table({rung: ladder.rung_counts(t, analysis.warp_instructions(t), (0, 0))})[rung].to_dict()
+    return rung_counts.metrics_table({rung: rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0))})[rung].to_dict()
 
 
 def listing(page) -> dict:
@@ -58,7 +58,7 @@ def test_the_ladder_shows_the_rung_its_diff_and_the_engines_counts_and_survives_
     assert page.locator("h3", has_text=f"Rung 5 of {len(registry.LADDER_RUNGS)}: Warp tiling").count() == 1
     page.screenshot(path=str(shots / "ladder-warptile-1280x720.png"))
 
-    src = ladder.rung_source("warptile")
+    src = rung_diff.rung_source("warptile")
     code = sorted(n for n in src.changed if n > src.header_lines)
     shown = listing(page)
     assert shown["changed"] == code

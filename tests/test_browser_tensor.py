@@ -4,8 +4,8 @@ tables' cells against the engine's numbers, and a shared link reloaded. Screensh
 $MATMUL_EXPLORER_SCREENSHOTS."""
 import pytest
 
-from engine.metrics import tensor
-from engine.plots.tensor import fragment_headline
+from engine.metrics import recorded_fragments
+from engine.plots.tensor_figures import fragment_headline
 from tests import browser
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
@@ -44,7 +44,7 @@ def tables(page) -> list[list[list[str]]]:
 
 def want(operand: str, lane: int) -> str:
     """The headline as drawn: its lines' text run together."""
-    return fragment_headline(operand, lane, tensor.recorded_map(operand)[lane]).replace("<br>", "")
+    return fragment_headline(operand, lane, recorded_fragments.recorded_map(operand)[lane]).replace("<br>", "")
 
 
 def test_the_fragment_map_steps_lane_by_lane_and_a_link_reopens_its_view(server, page, shots):

@@ -1,4 +1,4 @@
-"""The ladder's page data (engine/metrics/ladder.py), each checked another way: the diff against
+"""The ladder's page data (engine/metrics/rung_diff.py, rung_counts.py, engine/bench/speeds.py), each checked another way: the diff against
 the two files themselves, the counts against the records (pandas) and against the arithmetic of
 each rung's parameters, the timelines against the records' epochs and groups, and the speeds
 against a synthetic benchmark export made here."""
@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.bench import benchmark, schema
+from engine.bench import benchmark, schema, speeds
 from engine.kernels import registry, sources
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, ladder
-from engine.plots import ladder as figures
+from engine.metrics import analysis, rung_counts, rung_diff
+from engine.plots import ladder_figures
 from engine.tracing import tracer
 
 SIZE = 256
@@ -25,7 +25,7 @@ def counted():
     out = {}
     for name in registry.LADDER_RUNGS:
         t = tracer.trace(name, make_problem(SIZE, SIZE, SIZE, block=registry.get(name).default_block), [(0, 0)], "cpu")
-        out[name] = (t, ladder.rung_counts(t, analysis.warp_instructions(t), (0, 0)))
+        out[name] = (t, rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0)))
     return out
 
 
@@ -33,7 +33,7 @@ def counted():
 
 @pytest.mark.parametrize("name", registry.LADDER_RUNGS[1:])
 def test_changed_lines_are_what_the_previous_rung_lacks(name):
-    src = ladder.rung_source(name)
+    src = rung_diff.rung_source(name)
     old = sources.load(registry.get(src.previous).launches[-1].file).text.splitlines()
     assert src.lines == tuple(sources.load(registry.get(name).launches[-1].file).text.splitlines())
     kept = [line for n, line in enumerate(src.lines, 1) if n not in src.changed]
@@ -47,26 +47,26 @@ def test_changed_lines_are_what_the_previous_rung_lacks(name):
 
 def test_the_diff_marks_what_each_rung_is_about():
     def changed_text(name):
-        src = ladder.rung_source(name)
+        src = rung_diff.rung_source(name)
         return "\n".join(src.lines[n - 1] for n in src.changed)
     assert "CP_ASYNC4" in changed_text("double_buffered") and "CP_ASYNC4" not in changed_text("warptile")
     assert "LDS4(Bs" in changed_text("vectorized") and "acc[TM][TN]" in changed_text("blocktile_2d")
-    warptile = ladder.rung_source("warptile")
+    warptile = rung_diff.rung_source("warptile")
     assert '#include "trace.cuh"' not in {warptile.lines[n - 1] for n in warptile.changed}
-    first = ladder.rung_source("tiled_guarded")
+    first = rung_diff.rung_source("tiled_guarded")
     assert first.previous is None and not first.changed and not first.removed
     assert first.header.startswith("tiled_guarded.cu: shared-memory tiling")
 
 
 def test_the_listing_marks_the_changed_lines_and_the_removed_ones():
-    src = ladder.rung_source("blocktile_1d")
-    page = figures.source_html(src)
+    src = rung_diff.rung_source("blocktile_1d")
+    page = ladder_figures.source_html(src)
     code = [n for n in src.changed if n > src.header_lines]
     assert page.count('class="changed"') == len(code)
     assert f'data-line="{code[0]}" class="changed"' in page
     assert f"{sum(n for line, n in src.removed.items() if line > src.header_lines)} lines of tiled_guarded.cu removed" \
         in page
-    assert "&lt;" in figures.source_html(ladder.rung_source("vectorized"))     # the code is escaped
+    assert "&lt;" in ladder_figures.source_html(rung_diff.rung_source("vectorized"))     # the code is escaped
 
 
 # --------------------------------------------------------------------------- what one block's trace counts
@@ -130,7 +130,7 @@ def test_bank_conflicts_across_the_rungs(counted):
     warptile and double_buffered read Bs in consecutive 16-byte pieces: no conflict."""
     def conflicts(name):
         t = tracer.trace(name, make_problem(SIZE, SIZE, SIZE, params=WIDE_TN), [(0, 0)], "cpu")
-        return ladder.rung_counts(t, analysis.warp_instructions(t), (0, 0)).conflicts_per_request
+        return rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0)).conflicts_per_request
     assert conflicts("blocktile_2d") == (1 + 3) / 2 and conflicts("vectorized") == (0 + 4) / 2
     assert counted["warptile"][1].conflicts_per_request == counted["double_buffered"][1].conflicts_per_request == 0
     assert counted["vectorized"][1].sectors_per_request == 16 == counted["vectorized"][1].ideal_sectors_per_request
@@ -152,33 +152,33 @@ def test_double_buffered_loads_the_next_tile_while_it_multiplies(counted):
     assert len(copies) and (copies["group"] == copies["epoch"]).all()
     multiply = sorted(set(r[(r["space"] == "shared") & (r["op"] == "load")]["epoch"]))
     assert multiply == list(range(1, tiles + 1))
-    line = ladder.timeline(c, 0)
+    line = rung_counts.timeline(c, 0)
     both = line.intervals.pivot(index="epoch", columns="what", values="tile").dropna()
     assert list(both.index) == list(range(1, tiles))
-    assert (both[ladder.COPY] == both[ladder.MULTIPLY] + 1).all()
+    assert (both[rung_counts.COPY] == both[rung_counts.MULTIPLY] + 1).all()
     assert line.overlap == tiles - 1 and line.multiplies == tiles
-    assert ladder.timeline(counted["warptile"][1], 0).overlap == 0
+    assert rung_counts.timeline(counted["warptile"][1], 0).overlap == 0
 
 
 def _intervals_by_groups(trace, global_loads, shared_loads) -> pd.DataFrame:
-    """ladder.intervals by its definition, with pandas, interval by interval."""
+    """rung_counts.intervals by its definition, with pandas, interval by interval."""
     r = trace.columns
     first = global_loads["first"]
     k = np.where(r["array"][first] == trace.arrays.index("A"), r["col"][first], r["row"][first]).astype(np.int64)
     copy = np.array([ts.site.copy for ts in trace.sites], dtype=bool)[global_loads["site"]]
     loads = pd.DataFrame({"warp": global_loads["warp"], "epoch": global_loads["epoch"],
-                          "tile": k // ladder.k_step(trace.problem.params),
+                          "tile": k // rung_counts.k_step(trace.problem.params),
                           "group": np.where(copy, r["group"][first].astype(np.int64), -1)})
     rows = []
     for (warp, epoch), part in loads.groupby(["warp", "epoch"]):
-        rows.append({"warp": int(warp), "epoch": int(epoch), "what": ladder.COPY, "instructions": len(part),
+        rows.append({"warp": int(warp), "epoch": int(epoch), "what": rung_counts.COPY, "instructions": len(part),
                      "tile": int(part["tile"].max()), "tiles": sorted(set(part["tile"].tolist())),
                      "groups": sorted(int(g) for g in set(part["group"]) - {-1})})
     newest = loads.groupby("epoch")["tile"].max()
     shared = pd.DataFrame({"warp": shared_loads["warp"], "epoch": shared_loads["epoch"]})
     for (warp, epoch), part in shared.groupby(["warp", "epoch"]):
         before = newest[newest.index < epoch]
-        rows.append({"warp": int(warp), "epoch": int(epoch), "what": ladder.MULTIPLY, "instructions": len(part),
+        rows.append({"warp": int(warp), "epoch": int(epoch), "what": rung_counts.MULTIPLY, "instructions": len(part),
                      "tile": int(before.max()) if len(before) else -1, "tiles": [], "groups": []})
     out = pd.DataFrame(rows, columns=["warp", "epoch", "what", "instructions", "tile", "tiles", "groups"])
     return out.sort_values(["warp", "epoch", "what"], ignore_index=True)
@@ -196,25 +196,25 @@ def test_intervals_are_those_of_each_warp_and_epoch(counted, name):
     assert c.intervals["tiles"].tolist() == expected["tiles"].tolist()
     assert c.intervals["groups"].tolist() == expected["groups"].tolist()
     # Without loads of one kind, or of either: the same rows, and the same empty table.
-    pd.testing.assert_frame_equal(ladder.intervals(trace, global_loads[:0], shared_loads),
+    pd.testing.assert_frame_equal(rung_counts.intervals(trace, global_loads[:0], shared_loads),
                                   _intervals_by_groups(trace, global_loads[:0], shared_loads))
-    pd.testing.assert_frame_equal(ladder.intervals(trace, global_loads, shared_loads[:0]),
+    pd.testing.assert_frame_equal(rung_counts.intervals(trace, global_loads, shared_loads[:0]),
                                   _intervals_by_groups(trace, global_loads, shared_loads[:0]))
-    pd.testing.assert_frame_equal(ladder.intervals(trace, global_loads[:0], shared_loads[:0]),
+    pd.testing.assert_frame_equal(rung_counts.intervals(trace, global_loads[:0], shared_loads[:0]),
                                   _intervals_by_groups(trace, global_loads[:0], shared_loads[:0]))
 
 
 def test_a_warp_the_rung_has_not_is_its_last(counted):
     c = counted["warptile"][1]
     last = c.threads // 32 - 1
-    line = ladder.timeline(c, last + 5)
+    line = rung_counts.timeline(c, last + 5)
     assert line.warp == last and set(line.intervals["warp"]) == {last}
 
 
 def test_the_table_has_a_column_per_rung_and_dashes_where_one_was_not_traced(counted):
     rungs = {name: c for name, (_, c) in counted.items()}
     rungs["blocktile_1d"] = "this trace would hold up to 23,072,768 records, over the cap"
-    table = ladder.metrics_table(rungs)
+    table = rung_counts.metrics_table(rungs)
     assert list(table.columns) == list(registry.LADDER_RUNGS)
     assert (table["blocktile_1d"] == "—").all()
     assert table.loc["shared loads per FMA", "tiled_guarded"] == "2"
@@ -229,7 +229,7 @@ def test_compiled_loads_follow_the_sass_where_nvcc_merged_consecutive_words(coun
     trace, c = counted["blocktile_2d"]
     bs = next(s.line for s in sources.load("blocktile_2d.cu").sites if s.array == "Bs" and s.op == "load")
     listing = {"available": True, "by_line": {bs: {"LDS.128": 2}}, "note": ""}
-    merged = ladder.rung_counts(trace, analysis.warp_instructions(trace), (0, 0), listing)
+    merged = rung_counts.rung_counts(trace, analysis.warp_instructions(trace), (0, 0), listing)
     q = c.params
     assert Fraction(merged.compiled_shared_loads, merged.fmas) == Fraction(q["TM"] + q["TN"] // 4, q["TM"] * q["TN"])
     assert c.compiled_shared_loads is None and c.compiled_why == "no SASS"
@@ -266,19 +266,19 @@ def synthetic_export() -> str:
 
 def test_speeds_take_each_rungs_fastest_row_and_say_which_are_missing():
     df, prov = benchmark.load_document(synthetic_export())
-    assert ladder.square_sizes(df) == [1024]
-    speeds = ladder.ladder_speeds(df, 1024)
-    assert list(speeds.rows["rung"]) == ["tiled_guarded", "blocktile_2d", "double_buffered"]
-    best = speeds.rows.set_index("rung")
+    assert speeds.square_sizes(df, registry.LADDER_RUNGS) == [1024]
+    timed = speeds.ladder_speeds(df, 1024)
+    assert list(timed.rows["rung"]) == ["tiled_guarded", "blocktile_2d", "double_buffered"]
+    best = timed.rows.set_index("rung")
     bk = registry.get("blocktile_2d").default_params()["BK"]
     assert best.loc["blocktile_2d", "gflops"] == 20000 and f"BK={bk}" in best.loc["blocktile_2d", "params"]
     assert best.loc["double_buffered", "pct_cublas"] == pytest.approx(75)
-    assert speeds.cublas == 40000
-    assert speeds.missing == ABSENT and "blocktile_1d" in ABSENT
-    assert "relative error" in speeds.failed["warptile"]
-    assert ladder.run_label(prov, live=False) == "recorded NVIDIA H200 run of 2027-01-02"
+    assert timed.cublas == 40000
+    assert timed.missing == ABSENT and "blocktile_1d" in ABSENT
+    assert "relative error" in timed.failed["warptile"]
+    assert speeds.run_label(prov, live=False) == "recorded NVIDIA H200 run of 2027-01-02"
 
-    fig = figures.speed_figure(speeds, "blocktile_2d", ladder.run_label(prov, False))
+    fig = ladder_figures.speed_figure(timed, "blocktile_2d", speeds.run_label(prov, False))
     bars = fig.data[0]
     assert list(bars.x) == list(registry.LADDER_RUNGS) and bars.y[2] == 20000 and bars.y[1] == 0
     notes = {a.x: a.text for a in fig.layout.annotations if a.text in ("no row", "not timed")}

@@ -4,14 +4,15 @@ import json
 
 import pytest
 
-from engine.bench import benchmark
+from engine.bench import benchmark, speeds
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, ladder
+from engine.metrics import analysis, rung_counts, rung_diff
 from engine.tracing import tracer
 from tests.test_ladder import ABSENT, synthetic_export
 from tests.test_pages import open_page
 
+pytestmark = pytest.mark.usefixtures("cpu_mode")   # tests/conftest.py: the GPU switched off
 PAGE = "pages/ladder.py"
 
 
@@ -26,13 +27,13 @@ def _figures(at) -> list[dict]:
 def test_opens_on_the_first_rung_after_tiling_with_its_diff_and_every_rungs_counts():
     at = open_page(PAGE)
     assert at.subheader[0].value == f"Rung 2 of {len(registry.LADDER_RUNGS)}: 1-D register tiling (TM outputs per thread)"
-    src = ladder.rung_source("blocktile_1d")
+    src = rung_diff.rung_source("blocktile_1d")
     listing = next(h.proto.body for h in at.get("html") if "ladder-source" in h.proto.body)
     assert listing.count('class="changed"') == len([n for n in src.changed if n > src.header_lines])
     table = at.table[0].value
     assert list(table.columns) == list(registry.LADDER_RUNGS)
     t = tracer.trace("warptile", make_problem(512, 512, 512, block=(16, 16)), [(0, 0)], "cpu")
-    want = ladder.metrics_table({"warptile": ladder.rung_counts(t, analysis.warp_instructions(t), (0, 0))})
+    want = rung_counts.metrics_table({"warptile": rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0))})
     rows = [r for r in want.index if not r.startswith("…")]   # the SASS row needs nvdisasm
     assert table.loc[rows, "warptile"].tolist() == want.loc[rows, "warptile"].tolist()
     assert at.query_params["rung"] == "blocktile_1d" and at.query_params["size"] == "512"
@@ -96,7 +97,7 @@ def test_the_shipped_recorded_run_is_labelled_and_its_missing_rungs_named():
     df, run = benchmark.load_document(benchmark.recorded_runs(registry.LADDER_RUNGS)[-1].read_text())
     assert f"recorded {run['gpu']} run of {run['date'][:10]}" in fig["layout"]["title"]["text"]
     assert "SM clock not recorded" not in fig["layout"]["title"]["text"]   # the run's rows carry their clock
-    missing = ladder.ladder_speeds(df, at.select_slider(key="ladder.timed").value).missing
+    missing = speeds.ladder_speeds(df, at.select_slider(key="ladder.timed").value).missing
     assert not missing or f"No row for {', '.join(missing)}" in _texts(at)
 
 

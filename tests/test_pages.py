@@ -1,7 +1,8 @@
-"""The pages, run with Streamlit's AppTest in CPU mode: assertions on what the figures show."""
+"""The pages, run with Streamlit's AppTest in CPU mode (tests/conftest.py's cpu_mode, on a GPU
+machine too): assertions on what the figures show."""
 import json
-import os
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.kernels import registry
@@ -9,7 +10,7 @@ from pages.lib import cached
 
 APP = __import__("pathlib").Path(__file__).resolve().parent.parent / "app.py"
 
-os.environ.setdefault("MATMUL_EXPLORER_GPU", os.environ.get("MATMUL_EXPLORER_GPU", "1"))
+pytestmark = pytest.mark.usefixtures("cpu_mode")
 TIMEOUT = 120
 
 
@@ -37,7 +38,7 @@ def notes(fig: dict, frame: int = 0) -> str:
 def test_home_shows_mode_and_catalog():
     at = open_page()
     text = " ".join(str(m.value) for m in at.markdown) + " ".join(str(i.value) for i in list(at.info) + list(at.success))
-    assert "CPU mode" in text or "GPU mode" in text
+    assert "CPU mode" in text and "MATMUL_EXPLORER_GPU=0" in text and "GPU mode" not in text
     df = at.dataframe[0].value
     assert list(df["kernel"]) == [k.name for k in registry.CATALOG]
 

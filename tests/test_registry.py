@@ -1,8 +1,13 @@
+import itertools
+from pathlib import Path
+
 import pytest
 
 from engine.errors import EngineError
 from engine.kernels import registry, sources
 from engine.kernels.problem import make_problem
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_cuda_source_in_the_catalog_exists_and_parses():
@@ -37,10 +42,35 @@ def test_tile_and_pad_choices_are_checked():
         registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, pad=1))
 
 
-def test_the_ladder_starts_at_the_tiled_kernel_and_each_rung_knows_the_one_before():
-    assert registry.LADDER_RUNGS == ("tiled_guarded", *(k.name for k in registry.LADDER))
-    assert registry.LADDER_RUNGS[:6] == ("tiled_guarded", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
-                                         "double_buffered")
-    assert registry.showing("ladder") == list(registry.LADDER_RUNGS)
-    assert registry.previous_rung("tiled_guarded") is None
-    assert [registry.previous_rung(n) for n in registry.LADDER_RUNGS[1:]] == list(registry.LADDER_RUNGS[:-1])
+# The FP32 ladder as a person wrote it down, each rung with the words its own .cu header uses for the
+# rung it fixes ("Fixes: in the vectorized kernel ..."): written here, not read from the registry.
+LADDER = (
+    ("tiled_guarded", None),
+    ("blocktile_1d", "the tiled kernel"),
+    ("blocktile_2d", "1-D register tiling"),
+    ("vectorized", "2-D register tiling"),
+    ("warptile", "the vectorized kernel"),
+    ("double_buffered", "the warp-tiled kernel"),
+    ("prefetched", "the double-buffered kernel"),
+)
+
+
+def _header(file: str) -> str:
+    """A kernel file's opening comment, as one line of prose."""
+    lines = (ROOT / "cuda" / file).read_text().splitlines()
+    return " ".join(line.lstrip("/").strip() for line in itertools.takewhile(lambda s: s.startswith("//"), lines))
+
+
+def test_the_ladder_is_the_written_order_and_each_rung_fixes_the_one_its_header_names():
+    names = [name for name, _ in LADDER]
+    assert list(registry.LADDER_RUNGS) == names
+    assert registry.showing("ladder") == names
+    for (name, fixes), before in zip(LADDER, [None, *names]):
+        assert registry.previous_rung(name) == before
+        file = registry.get(name).launches[-1].file
+        assert file == f"{name}.cu" and (ROOT / "cuda" / file).is_file()
+        header = _header(file)
+        assert header.startswith(f"{name}.cu: ")
+        if fixes is not None:   # its "Fixes:" sentence names the rung before, as the Ladder page quotes it
+            assert f"Fixes: {fixes}" in header or f"Fixes: in {fixes}" in header, header
+        assert registry.get(name).lesson

@@ -1,11 +1,13 @@
-"""The Tensor cores page, run with Streamlit's AppTest: its numbers against engine/metrics/tensor.py's,
-the documented-or-not line per operand, its view in the URL, and the speeds' label."""
+"""The Tensor cores page, run with Streamlit's AppTest: its numbers against the engine's own
+(engine/metrics/tensor_evidence.py, tensor_tiles.py, recorded_fragments.py, ldmatrix_banks.py and
+engine/bench/speeds.py), the documented-or-not line per operand, its view in the URL, and the speeds'
+label."""
 import json
 import re
 
-from engine.bench import benchmark
+from engine.bench import benchmark, speeds
 from engine.kernels import registry
-from engine.metrics import tensor
+from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
 from tests.test_pages import open_page
 
 PAGE = "pages/tensor_cores.py"
@@ -32,7 +34,7 @@ def test_the_document_kernel_is_cited_by_title_and_diagnosed_from_the_evidence()
 def test_the_documents_one_instruction_claims_are_set_beside_nsight_computes_counts():
     """Per operation, the tensor instructions ncu counted over the operations each kernel's shape
     implies: a WMMA 16x16x16 is two, an mma.sync m16n8k16 one, a wgmma one per warp of its warpgroup."""
-    cases = json.loads(tensor.NCU.read_text())["cases"]
+    cases = json.loads(tensor_evidence.NCU.read_text())["cases"]
     hmma = "sm__inst_executed_pipe_tensor_op_hmma.sum"
     want = {"wmma_warp": cases["wmma_warp 128x128x128"][hmma] / 8**3,
             "mma_ldmatrix": cases["mma_ldmatrix 128x128x128"][hmma] / (8 * 16 * 8),
@@ -49,8 +51,8 @@ def test_the_computed_ldmatrix_wavefronts_are_what_nsight_compute_measured():
     at = open_page(PAGE)
     banks = next(t.value for t in at.table if "wavefronts counted" in t.value.columns)
     assert list(banks["wavefronts counted"]) == list(banks["ncu"]) == ["6,144", "1,024"]
-    assert tensor.ldmatrix_rows("mma_ldmatrix").wavefronts() == [4, 4, 4, 4]
-    assert tensor.ldmatrix_rows("mma_swizzled").wavefronts() == [1, 1, 1, 1]
+    assert ldmatrix_banks.ldmatrix_rows("mma_ldmatrix").wavefronts() == [4, 4, 4, 4]
+    assert ldmatrix_banks.ldmatrix_rows("mma_swizzled").wavefronts() == [1, 1, 1, 1]
 
 
 def test_a_link_opens_its_operand_and_lane_and_says_whether_the_layout_is_documented():
@@ -67,9 +69,9 @@ def test_a_link_opens_its_operand_and_lane_and_says_whether_the_layout_is_docume
 
 def test_the_recorded_fragment_maps_are_the_ptx_isas_and_wmma_a_shares_mma_as():
     for op in ("mma_a", "mma_b", "mma_c"):
-        assert tensor.matches_ptx(op)
+        assert recorded_fragments.matches_ptx(op)
     # A lane's first 8 WMMA A elements are the mma.sync A fragment's: WMMA is two m16n8k16 per mma_sync.
-    assert (tensor.recorded_map("wmma_a")[:, :8] == tensor.recorded_map("mma_a")).all()
+    assert (recorded_fragments.recorded_map("wmma_a")[:, :8] == recorded_fragments.recorded_map("mma_a")).all()
 
 
 def test_the_speeds_are_the_recorded_tensor_run_against_cublas_fp16_at_4096():
@@ -113,7 +115,7 @@ def test_work_per_sm_and_cycle_is_computed_from_the_run_and_set_beside_the_a100s
         flop = best / (prov["sm_count"] * prov["max_sm_clock_mhz"] * 1e6)
         return f"**{flop:,.0f} FLOP = {flop / 2:,.0f} FMA per cycle per SM**, {flop / 2 / 1024:.2f}× the A100's"
 
-    assert abs(2 * tensor.A100_FMA_PER_SM * 108 * 1410e6 / 1e12 - benchmark.DATASHEET_TFLOPS["A100"]["fp16"]) < 1
+    assert abs(2 * speeds.A100_FMA_PER_SM * 108 * 1410e6 / 1e12 - benchmark.DATASHEET_TFLOPS["A100"]["fp16"]) < 1
     at = open_page(PAGE)
     assert expected(4096) in _texts(at) and " TFLOP/s on 132 SMs at up to 1,980 MHz" in _texts(at)
     fma = float(re.search(r"= ([\d,]+) FMA per cycle per SM", _texts(at)).group(1).replace(",", ""))
@@ -121,7 +123,7 @@ def test_work_per_sm_and_cycle_is_computed_from_the_run_and_set_beside_the_a100s
     at.select_slider(key="tensor_cores.timed").set_value(1024).run()
     assert expected(1024) in _texts(at)
     df, _ = benchmark.load_document(json.dumps(doc))
-    assert tensor.per_sm_cycle(tensor.speeds(df, 4096, ""), {}) is None   # no SM count or clock: no claim
+    assert speeds.per_sm_cycle(speeds.tensor_speeds(df, 4096, ""), {}) is None   # no SM count or clock: no claim
 
 
 def test_a_live_run_times_the_rungs_and_cublas_fp16_at_4096_and_says_live(monkeypatch):
@@ -152,6 +154,6 @@ def test_a_live_run_times_the_rungs_and_cublas_fp16_at_4096_and_says_live(monkey
 
 def test_the_hierarchy_says_which_rungs_tiles_a_recorded_sweep_chose():
     """Only the swept rungs' tiles are a sweep's winners; the others were chosen by hand, and say so."""
-    assert [r for r in registry.TENSOR_RUNGS if tensor.swept(r)] == ["wmma_block", "mma_pipelined", "wgmma_tma"]
+    assert [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)] == ["wmma_block", "mma_pipelined", "wgmma_tma"]
     assert "chosen by hand: this rung was not swept" in _texts(open_page(PAGE, {"rung": "mma_swizzled"}))
     assert "the winners of a recorded 4096³ sweep" in _texts(open_page(PAGE, {"rung": "mma_pipelined"}))

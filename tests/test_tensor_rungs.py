@@ -9,10 +9,10 @@ import pytest
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, tensor
+from engine.metrics import analysis, tensor_evidence
 from engine.tracing import tracer
 
-GOLDEN = json.loads(tensor.NCU.read_text())
+GOLDEN = json.loads(tensor_evidence.NCU.read_text())
 LDSM = ("smsp__inst_executed_op_ldsm.sum", "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
         "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum")
 

@@ -85,3 +85,11 @@ def apply(fig: go.Figure, font: int, **layout) -> go.Figure:
     fig.update_layout(template=TEMPLATE, font={"family": FONT_FAMILY, "size": font},
                       hoverlabel={"font": {"size": font}}, **layout)
     return fig
+
+
+def percent_axis(fig: go.Figure, top: float, reference: float, title: str) -> None:
+    """A right axis that reads the same bars as a % of `reference`: the left axis's 0..top is
+    0..100 * top / reference there (the Ladder and Tensor cores speed charts)."""
+    fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 100 * top / reference], "showgrid": False,
+                              "title": title, "tick0": 0, "dtick": 20, "ticksuffix": "%"})
+    fig.add_trace(go.Scatter(x=[], y=[], yaxis="y2", showlegend=False))   # draws the right axis

@@ -12,7 +12,7 @@ from engine.devices import host_memory, memo
 from engine.errors import EngineError
 from engine.kernels import registry, sass
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, ladder, views
+from engine.metrics import analysis, rung_counts, views
 from engine.tracing import tracer
 from pages.lib import view_state
 from pages.lib.slots import whole_kernel_slot
@@ -104,14 +104,14 @@ def reads_against_naive(kernel: str, m: int, n: int, k: int, params: dict[str, i
             tiled: global_reads(kernel, m, n, k, params, spec.default_block)}
 
 
-def rung(kernel: str, size: int, block: tuple[int, int]) -> ladder.RungCounts | str:
-    """ladder.rung_counts of one block of a ladder rung (its default parameters) at size^3, or the
+def rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCounts | str:
+    """rung_counts.rung_counts of one block of a ladder rung (its default parameters) at size^3, or the
     engine's one-line reason it cannot be traced (over the record cap). Only the counts are kept:
     the trace of one block is millions of records at the larger sizes, and the page shows six."""
     def compute():
         spec = registry.get(kernel)
         trace = tracer.trace(kernel, make_problem(size, size, size, block=spec.default_block), [block], "auto")
-        return ladder.rung_counts(trace, analysis.warp_instructions(trace), block,
+        return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
                                   sass_listing(trace.launches[-1].file, trace.problem.params))
     try:
         return RESULTS.get(("rung", kernel, size, tuple(block), tracer.resolve_source("auto")), compute)

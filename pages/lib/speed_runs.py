@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.bench import benchmark, schema
-from engine.metrics import ladder
+from engine.bench import benchmark, schema, speeds
 from pages.lib import ui, view_state
 
 
@@ -23,11 +22,11 @@ def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key:
     if live:
         rows, prov = live
         df = benchmark.derive(benchmark.of_run(schema.as_frame(rows), prov), prov["peaks"])
-        return df, prov, ladder.run_label(prov, True), True
+        return df, prov, speeds.run_label(prov, True), True
     names = [p.name for p in benchmark.recorded_runs(rungs)]
     if not names:
         st.info("No recorded benchmark run of these kernels ships with this copy.", icon=":material/history:")
         return None
     chosen = st.selectbox("Recorded run", names, key=view_state.state("run", names[-1], names)) if len(names) > 1 else names[0]
     df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
-    return df, prov, ladder.run_label(prov, False), False
+    return df, prov, speeds.run_label(prov, False), False

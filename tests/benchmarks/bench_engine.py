@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from engine.devices import gpu_client, host_memory  # noqa: E402
 from engine.kernels import registry, sass  # noqa: E402
 from engine.kernels.problem import make_problem  # noqa: E402
-from engine.metrics import analysis, ladder  # noqa: E402
+from engine.metrics import analysis, rung_counts  # noqa: E402
 from engine.tracing import tracer  # noqa: E402
 from engine.tracing.records import STORED_BYTES  # noqa: E402
 
@@ -75,7 +75,7 @@ def ladder_blocks(repeat=3, target=2.0):
             t = tracer.trace(spec.name, p, [(3, 5)], "cpu")
             traced = time.perf_counter()
             inst = analysis.warp_instructions(t)
-            ladder.rung_counts(t, inst, (3, 5), sass.memory_instructions(t.launches[-1].file, t.problem.params))
+            rung_counts.rung_counts(t, inst, (3, 5), sass.memory_instructions(t.launches[-1].file, t.problem.params))
             analysis.ncu_totals(analysis.site_summary(t, inst))
             end, cpu_end = time.perf_counter(), cpu_seconds(pids)
             figures = {**t.timings, "analysis": end - traced, "total": end - start, "records": len(t),

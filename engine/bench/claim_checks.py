@@ -8,16 +8,20 @@ documents print them, with the datasheet peaks of those GPUs (the tensor-core on
 engine/bench/benchmark.py's DATASHEET_TFLOPS, as this GPU's are). Everything said about
 them (their arithmetic, the peak a % implies) is computed from those, and every figure of this GPU
 from the rows of the run shown: nothing measured is typed in. Where the run lacks a row, `missing`
-says which. Imports no Streamlit; the claims' own words are pages/lib/claims.py's.
+says which. Last, the speeds that the claims of the Coalescing, Tile phases and Bank conflicts pages
+quote (Quoted), from the recorded run the Benchmarks page shows without a GPU. Imports no Streamlit;
+the claims' own words are pages/lib/claim_texts.py's.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
-from engine.bench import benchmark
+from engine.bench import benchmark, speeds
 from engine.kernels import registry
 from engine.plots import charts
 
@@ -406,3 +410,72 @@ def non_square_here(m: Measured, escape=str) -> str:
     return (f"{where} at {_shape_text(m.shape)}: " + "; ".join(parts) + "." if parts else
             f"This run has no row at {_shape_text(m.shape)}.")
 
+
+
+# --------------------------------------------------------------------------- the speeds the trace pages' claims quote
+
+QUOTED_N = 1024   # the size the claims of the Coalescing, Tile phases and Bank conflicts pages quote
+# The configurations they quote, by name: each the row of a run with that kernel, block shape or parameters.
+QUOTED = {
+    "rows": {"kernel": "naive_x_rows", "block": "16x16"},
+    "cols": {"kernel": "naive_x_cols", "block": "16x16"},
+    "transposed": {"kernel": "naive_transposed_b", "block": "32x32"},
+    "tiled": {"kernel": "tiled_guarded", "TILE": 16},
+    "cublas": {"kernel": "cublas_sgemm"},
+    **{f"{'padded' if pad else 'conflicts'}{tile}": {"kernel": "shared_bank_conflicts", "TILE": tile, "PAD": pad}
+       for tile in (16, 32) for pad in (0, 1)},
+}
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """The GFLOP/s of QUOTED's configurations at QUOTED_N³ in one run, for the claims to quote: each
+    figure computed from the run's row, never typed in."""
+
+    run: str                      # which run: "recorded NVIDIA H200 run of 2026-11-22"
+    n: int
+    gflops: dict[str, float]      # by QUOTED's name; only the configurations the run has
+
+    def has(self, *names: str) -> bool:
+        return all(name in self.gflops for name in names)
+
+    def speed(self, name: str) -> str:
+        return f"{self.gflops[name]:,.0f}"
+
+    def ratio(self, a: str, b: str) -> str:
+        """How many times b's speed a's is: '5.4x'."""
+        return f"{self.gflops[a] / self.gflops[b]:.1f}x"
+
+    @staticmethod
+    def label(name: str) -> str:
+        """A configuration as the charts and the Benchmarks page's headline label its row: 'naive_x_cols 16x16'."""
+        return _config_label(QUOTED[name])
+
+    def missing(self, *names: str) -> str:
+        """The sentence to say instead where the run lacks some of the configurations."""
+        lacking = ", ".join(self.label(name) for name in names if name not in self.gflops)
+        return f"The {self.run} has no row for {lacking} at N={self.n:,} to measure it with."
+
+
+def quoted(df: pd.DataFrame, run: str, n: int = QUOTED_N) -> Quoted:
+    """The fastest timed row of each of QUOTED's configurations at n³ (on the run's first GPU)."""
+    ok = _timed(df)
+    here = ok[(ok["m"] == n) & (ok["n"] == n) & (ok["k"] == n)].to_dict("records")
+    found = {name: max((r["gflops"] for r in here if _matches(r, config)), default=None)
+             for name, config in QUOTED.items()}
+    return Quoted(run, n, {name: float(g) for name, g in found.items() if g is not None})
+
+
+@functools.cache   # the shipped runs do not change while the server runs: read once, not on every rerun
+def _recorded_quoted(path: Path | None) -> Quoted:
+    if path is None:
+        return Quoted("explorer's copy (no recorded run)", QUOTED_N, {})
+    df, prov = benchmark.load_document(path.read_text())
+    return quoted(df, speeds.run_label(prov, live=False))
+
+
+def recorded_quoted() -> Quoted:
+    """The figures from the newest recorded run of the naive kernels (engine/bench/recorded/), the run
+    the Benchmarks page shows without a GPU."""
+    runs = benchmark.recorded_runs(holding=[QUOTED["cols"]["kernel"]])
+    return _recorded_quoted(runs[-1] if runs else None)

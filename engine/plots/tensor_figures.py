@@ -1,7 +1,8 @@
-"""The Tensor cores page's figures, from engine/metrics/tensor.py's plain data: the document's WMMA
-kernel's evidence as a table, the tile hierarchy of a rung, the fragment map animated lane by lane,
-ldmatrix's rows on the banks without and with the swizzle, and the rungs' speeds. Fonts, colours and
-sizes are engine/plots/style.py's, the player controls engine/plots/animation.py's; no Streamlit here.
+"""The Tensor cores page's figures, from the plain data of engine/metrics/tensor_evidence.py,
+tensor_tiles.py, recorded_fragments.py, ldmatrix_banks.py and engine/bench/speeds.py: the document's
+WMMA kernel's evidence as a table, the tile hierarchy of a rung, the fragment map animated lane by
+lane, ldmatrix's rows on the banks without and with the swizzle, and the rungs' speeds. Fonts, colours
+and sizes are engine/plots/style.py's, the player controls engine/plots/animation.py's; no Streamlit here.
 """
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.metrics.tensor import BASELINES, OPERANDS, REFERENCE, Hierarchy, LdmatrixRows, SeedEvidence, TensorSpeeds
+from engine.bench.speeds import BASELINES, REFERENCE, TensorSpeeds
+from engine.metrics.ldmatrix_banks import LdmatrixRows
+from engine.metrics.recorded_fragments import OPERANDS
+from engine.metrics.tensor_evidence import SeedEvidence
+from engine.metrics.tensor_tiles import Hierarchy
 from engine.plots import style
 from engine.plots.animation import CONTROLS_PX, AnimatedFigure, axis, controls, headline_trace, rects, with_frames
 
@@ -218,9 +223,7 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = Fals
     top = max([t or 0 for t in tflops]) * 1.3 or 1
     ref = rows["tflops"].get(REFERENCE)
     if ref:
-        fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 100 * top / ref], "showgrid": False,
-                                  "title": "% of cuBLAS FP16", "tick0": 0, "dtick": 20, "ticksuffix": "%"})
-        fig.add_trace(go.Scatter(x=[], y=[], yaxis="y2", showlegend=False))   # draws the right axis
+        style.percent_axis(fig, top, ref, "% of cuBLAS FP16")
     for k in s.failed:
         fig.add_annotation(x=k, y=0, text="not timed", showarrow=False, yanchor="bottom",
                            font={"color": style.RED, "size": st.base})

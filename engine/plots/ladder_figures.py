@@ -1,8 +1,9 @@
-"""The Ladder page's figures, from engine/metrics/ladder.py's plain data: a rung's source with the
-lines that changed from the rung before (HTML: a listing reads better as text than as a chart), the
-table across the rungs with the chosen one marked, the barrier intervals of one warp (tile loads
-against the multiply), and the rungs' measured speed. Fonts, colours and sizes are
-engine/plots/style.py's, as for every figure; nothing here imports Streamlit.
+"""The Ladder page's figures, from the plain data of engine/metrics/rung_diff.py, rung_counts.py and
+engine/bench/speeds.py: a rung's source with the lines that changed from the rung before (HTML: a
+listing reads better as text than as a chart), the table across the rungs with the chosen one marked,
+the barrier intervals of one warp (tile loads against the multiply), and the rungs' measured speed.
+Fonts, colours and sizes are engine/plots/style.py's, as for every figure; nothing here imports
+Streamlit.
 """
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.bench.speeds import LadderSpeeds
 from engine.kernels.registry import LADDER_RUNGS
-from engine.metrics.ladder import COPY, MULTIPLY, LadderSpeeds, RungSource, Timeline
+from engine.metrics.rung_counts import COPY, MULTIPLY, Timeline
+from engine.metrics.rung_diff import RungSource
 from engine.plots import style
 
 REMOVED_INK = style.RED
@@ -148,10 +151,7 @@ def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "", p
         fig.add_hline(y=speeds.cublas, line={"dash": "dash", "color": style.ROOF},
                       annotation={"text": f"cuBLAS SGEMM {speeds.cublas:,.0f} GFLOP/s", "xanchor": "left", "x": 0,
                                   "yanchor": "bottom", "font": {"size": st.base}})
-        fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 100 * top / speeds.cublas],
-                                  "title": "% of cuBLAS SGEMM", "showgrid": False,
-                                  "tick0": 0, "dtick": 20, "ticksuffix": "%"})
-        fig.add_trace(go.Scatter(x=[], y=[], yaxis="y2", showlegend=False))   # draws the right axis
+        style.percent_axis(fig, top, speeds.cublas, "% of cuBLAS SGEMM")
     for name, g in zip(names, gflops):
         if g is None:
             why = "not timed" if name in speeds.failed else "no row"

@@ -1,7 +1,8 @@
-"""The FP32 ladder, rung by rung (registry.LADDER_RUNGS): what a rung's source changed from the rung
-before (a diff of the two files), what one block's trace counts that explains its speed, and the
-rungs' speed in a benchmark run. Plain data for the Ladder page (pages/ladder.py) and its figures
-(engine/plots/ladder.py); nothing here draws, runs a kernel or imports Streamlit.
+"""What one block of an FP32 ladder rung (registry.LADDER_RUNGS) does, counted in its trace: the
+counts that explain the rung's speed, the warps' barrier intervals (tile loads against the multiply),
+and the table across the rungs. Plain data for the Ladder page (pages/ladder.py) and its figures
+(engine/plots/ladder_figures.py); nothing here draws, runs a kernel or imports Streamlit. What a rung's
+source changed is engine/metrics/rung_diff.py's; the rungs' measured speed, engine/bench/speeds.py's.
 
 Counts are of one block, at the problem's size:
 - a load *instruction* is one thread's load: one record of the trace, a float4 (LDG4, LDS4) or a
@@ -13,68 +14,15 @@ Counts are of one block, at the problem's size:
 """
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 
-from engine.kernels import registry, sources
 from engine.metrics import analysis
 from engine.metrics.analysis import SECTOR_BYTES
 from engine.tracing.records import Trace
-
-# --------------------------------------------------------------------------- the source, against the rung before
-
-
-@dataclass(frozen=True)
-class RungSource:
-    """A rung's source with the lines that differ from the rung before it (difflib, line by line)."""
-    name: str
-    previous: str | None
-    file: str
-    previous_file: str | None
-    lines: tuple[str, ...]
-    header_lines: int              # the opening comment: lines 1 .. header_lines (what the rung fixes)
-    changed: frozenset[int]        # 1-based lines of this source that the previous one does not have
-    removed: dict[int, int]        # line -> how many lines of the previous source were removed just before it
-
-    @property
-    def header(self) -> str:
-        """The opening comment as prose (the file's own words: what it fixes)."""
-        return " ".join(line.lstrip("/").strip() for line in self.lines[:self.header_lines]).strip()
-
-    def changed_ranges(self, start: int = 1) -> list[tuple[int, int]]:
-        """The changed lines from `start` on, as (first, last) runs."""
-        runs: list[tuple[int, int]] = []
-        for line in sorted(n for n in self.changed if n >= start):
-            if runs and runs[-1][1] == line - 1:
-                runs[-1] = (runs[-1][0], line)
-            else:
-                runs.append((line, line))
-        return runs
-
-
-def _file(name: str) -> str:
-    return registry.get(name).launches[-1].file
-
-
-def rung_source(name: str) -> RungSource:
-    previous = registry.previous_rung(name)
-    new = sources.load(_file(name)).text.splitlines()
-    header = next((i for i, line in enumerate(new) if not line.lstrip().startswith("//")), len(new))
-    changed, removed = set(), {}
-    if previous is not None:
-        old = sources.load(_file(previous)).text.splitlines()
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-            if tag in ("replace", "insert"):
-                changed.update(range(j1 + 1, j2 + 1))
-            if tag in ("replace", "delete"):
-                removed[j1 + 1] = removed.get(j1 + 1, 0) + i2 - i1
-    return RungSource(name, previous, _file(name), previous and _file(previous), tuple(new), header,
-                      frozenset(changed), removed)
-
 
 # --------------------------------------------------------------------------- what one block's trace counts
 
@@ -309,54 +257,3 @@ def metrics_table(rungs: dict[str, RungCounts | str]) -> pd.DataFrame:
     (its value: the engine's one-line reason) is a column of dashes."""
     return pd.DataFrame({name: [fn(c) if isinstance(c, RungCounts) else "—" for fn in METRICS.values()]
                          for name, c in rungs.items()}, index=pd.Index(list(METRICS), name="one block"))
-
-
-# --------------------------------------------------------------------------- measured speed
-
-@dataclass(frozen=True)
-class LadderSpeeds:
-    """The rungs' rows of a benchmark run at one size: the fastest ok row of each rung."""
-    size: int
-    rows: pd.DataFrame          # rung, gflops, pct_cublas, params (text), in ladder order
-    cublas: float | None        # cuBLAS SGEMM's GFLOP/s at that size
-    missing: list[str]          # rungs with no row at this size
-    failed: dict[str, str]      # rung -> why its rows were not timed (wrong result, error)
-
-
-def square_sizes(df: pd.DataFrame) -> list[int]:
-    """The N of the N x N x N sizes at which any rung has a row, ascending."""
-    mine = df[df["kernel"].isin(registry.LADDER_RUNGS) & (df["m"] == df["n"]) & (df["n"] == df["k"])]
-    return sorted(int(n) for n in set(mine["n"]))
-
-
-def _params_text(params) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items()) if isinstance(params, dict) else ""
-
-
-def ladder_speeds(df: pd.DataFrame, size: int) -> LadderSpeeds:
-    """df: rows of a benchmark run as benchmark.load_document (or derive) gives them."""
-    at = df[(df["m"] == size) & (df["n"] == size) & (df["k"] == size)]
-    rows, missing, failed = [], [], {}
-    for rung in registry.LADDER_RUNGS:
-        mine = at[at["kernel"] == rung]
-        ok = mine[mine["status"] == "ok"] if len(mine) else mine
-        if not len(mine):
-            missing.append(rung)
-        elif not len(ok):
-            bad = mine.iloc[0]
-            failed[rung] = str(bad.get("error") if isinstance(bad.get("error"), str) else bad["status"])
-        else:
-            best = ok.loc[ok["gflops"].idxmax()]
-            pct = best.get("pct_cublas")
-            rows.append({"rung": rung, "gflops": float(best["gflops"]),
-                         "pct_cublas": float(pct) if pct is not None and pd.notna(pct) else None,
-                         "params": _params_text(best.get("params"))})
-    cublas = at[(at["kernel"] == "cublas_sgemm") & (at["status"] == "ok")]
-    return LadderSpeeds(size, pd.DataFrame(rows, columns=["rung", "gflops", "pct_cublas", "params"]),
-                        float(cublas["gflops"].iloc[0]) if len(cublas) else None, missing, failed)
-
-
-def run_label(prov: dict, live: bool) -> str:
-    """What the speeds are: 'recorded NVIDIA H200 run of 2026-11-21', or measured live now."""
-    gpu, date = prov.get("gpu") or "unknown GPU", str(prov.get("date", ""))[:10]
-    return f"live on this {gpu}, {date}" if live else f"recorded {gpu} run of {date}"

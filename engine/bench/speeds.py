@@ -1,0 +1,138 @@
+"""The speeds a page draws from one benchmark run: each of a set of kernels at one square size (its
+fastest timed row), beside the baseline it is read against. One implementation for the Ladder page
+(the FP32 rungs against cuBLAS SGEMM) and the Tensor cores page (the tensor rungs against cuBLAS
+FP16, with cuBLAS's other products beside them). Rows as benchmark.load_document (or derive) gives
+them; plain data, drawn by engine/plots/ladder_figures.py and tensor_figures.py; no Streamlit here.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from engine.kernels import registry
+
+
+def square_sizes(df: pd.DataFrame, kernels: Sequence[str]) -> list[int]:
+    """The N of the N x N x N sizes at which any of the kernels has a row, ascending."""
+    mine = df[df["kernel"].isin(list(kernels)) & (df["m"] == df["n"]) & (df["n"] == df["k"])]
+    return sorted(int(n) for n in set(mine["n"]))
+
+
+@dataclass(frozen=True)
+class Fastest:
+    """Of a set of kernels at one size: the fastest ok row of each that has one, and why the others have none."""
+    rows: pd.DataFrame          # indexed by kernel, in the order the kernels were asked for
+    missing: list[str]          # kernels with no row at this size
+    failed: dict[str, str]      # kernel -> why none of its rows is a time (wrong result, refused size, ...)
+
+
+def fastest(df: pd.DataFrame, size: int, kernels: Sequence[str]) -> Fastest:
+    at = df[(df["m"] == size) & (df["n"] == size) & (df["k"] == size) & df["kernel"].isin(list(kernels))]
+    ok = at[at["status"] == "ok"]
+    best = ok.loc[ok.groupby("kernel")["gflops"].idxmax()].set_index("kernel")
+    present = set(at["kernel"])
+    failed = {k: _why(at[at["kernel"] == k].iloc[0]) for k in kernels if k in present and k not in best.index}
+    return Fastest(best.loc[[k for k in kernels if k in best.index]], [k for k in kernels if k not in present], failed)
+
+
+def _why(row: pd.Series) -> str:
+    return str(row["error"]) if isinstance(row.get("error"), str) else str(row["status"])
+
+
+def params_text(params, between: str = "=", sep: str = " ") -> str:
+    """A row's compile-time parameters as text ('BM=64 BN=64'); '' where it has none."""
+    return sep.join(f"{k}{between}{v}" for k, v in params.items()) if isinstance(params, dict) else ""
+
+
+def run_label(prov: dict, live: bool) -> str:
+    """What the speeds are: 'recorded NVIDIA H200 run of 2026-11-21', or measured live now."""
+    gpu, date = prov.get("gpu") or "unknown GPU", str(prov.get("date", ""))[:10]
+    return f"live on this {gpu}, {date}" if live else f"recorded {gpu} run of {date}"
+
+
+# --------------------------------------------------------------------------- the FP32 ladder
+
+@dataclass(frozen=True)
+class LadderSpeeds:
+    """The rungs' rows of a benchmark run at one size: the fastest ok row of each rung."""
+    size: int
+    rows: pd.DataFrame          # rung, gflops, pct_cublas, params (text), in ladder order
+    cublas: float | None        # cuBLAS SGEMM's GFLOP/s at that size
+    missing: list[str]          # rungs with no row at this size
+    failed: dict[str, str]      # rung -> why its rows were not timed (wrong result, error)
+
+
+def ladder_speeds(df: pd.DataFrame, size: int) -> LadderSpeeds:
+    rungs = fastest(df, size, registry.LADDER_RUNGS)
+    cublas = fastest(df, size, ["cublas_sgemm"]).rows
+    pct = rungs.rows["pct_cublas"] if "pct_cublas" in rungs.rows else pd.Series(np.nan, index=rungs.rows.index)
+    rows = pd.DataFrame({"rung": list(rungs.rows.index), "gflops": rungs.rows["gflops"].astype(float).tolist(),
+                         "pct_cublas": [float(p) if pd.notna(p) else None for p in pct],
+                         "params": [params_text(p) for p in rungs.rows["params"]]},
+                        columns=["rung", "gflops", "pct_cublas", "params"])
+    return LadderSpeeds(size, rows, float(cublas["gflops"].iloc[0]) if len(cublas) else None, rungs.missing,
+                        rungs.failed)
+
+
+# --------------------------------------------------------------------------- the tensor rungs
+
+# What the rungs are measured against, in this order after them: the same product on cuBLAS's tensor
+# cores (FP16 and BF16 in, FP32 sums), PyTorch's call of it, and FP32 cuBLAS with and without TF32.
+BASELINES = ("cublas_gemm_fp16", "cublas_gemm_bf16", "torch_mm_fp16", "cublas_sgemm_tf32", "cublas_sgemm")
+REFERENCE = "cublas_gemm_fp16"   # the product the rungs compute: the % column reads against it
+
+
+@dataclass(frozen=True)
+class TensorSpeeds:
+    """Each tensor rung's and baseline's TFLOP/s at one square size of one run."""
+    bars: pd.DataFrame      # kernel, title, tflops, pct (of cuBLAS FP16; NaN if it was not timed), params
+    label: str              # what the numbers are: "recorded NVIDIA H200 run of ..." or "live on ..."
+    size: int
+    missing: list[str]      # tensor rungs the run has no row for at this size
+    failed: dict[str, str]  # kernel -> why its row is not a time (wrong result, refused size, ...)
+
+
+def tensor_speeds(df: pd.DataFrame, size: int, label: str) -> TensorSpeeds:
+    found = fastest(df, size, registry.TENSOR_RUNGS + BASELINES)
+    best = found.rows
+    tflops = best["gflops"] / 1000
+    ref = tflops.get(REFERENCE, np.nan)
+    bars = pd.DataFrame({"kernel": list(best.index), "title": best["title"].tolist(), "tflops": tflops.tolist(),
+                         "pct": (100 * tflops / ref).tolist(),
+                         "params": [params_text(p, " ", ", ") for p in best["params"]]})
+    return TensorSpeeds(bars, label, size, [r for r in found.missing if r in registry.TENSOR_RUNGS], found.failed)
+
+
+# NVIDIA's A100 architecture whitepaper: 256 dense FP16 FMA per clock per tensor core, 4 tensor cores per
+# SM, so 1,024 per SM (x 2 FLOP x 108 SMs x 1,410 MHz = 312 TFLOP/s, the datasheet's dense FP16 peak).
+A100_FMA_PER_TENSOR_CORE = 256
+A100_TENSOR_CORES_PER_SM = 4
+A100_FMA_PER_SM = A100_FMA_PER_TENSOR_CORE * A100_TENSOR_CORES_PER_SM
+
+
+@dataclass(frozen=True)
+class PerCycle:
+    """What one SM did per clock cycle in cuBLAS FP16's row of a run, beside the A100's figure."""
+    tflops: float           # cuBLAS FP16's TFLOP/s at the size shown
+    sm_count: int
+    clock_mhz: float        # the run's max_sm_clock_mhz: the most the SMs can run at
+    flop: float             # FLOP per cycle per SM
+    fma: float              # FMA (2 FLOP each) per cycle per SM
+    vs_a100: float          # fma / A100_FMA_PER_SM
+
+
+def per_sm_cycle(shown: TensorSpeeds, prov: dict) -> PerCycle | None:
+    """cuBLAS FP16's speed in shown as work per SM per clock cycle: TFLOP/s * 1e12 / (sm_count *
+    max_sm_clock_mhz * 1e6), from the run's provenance. At the maximum clock, so the SMs did at least
+    this much per cycle they actually ran. None when cuBLAS FP16 has no timed row at that size or the
+    provenance lacks the SM count or clock."""
+    row = shown.bars[shown.bars["kernel"] == REFERENCE]
+    sms, mhz = prov.get("sm_count"), prov.get("max_sm_clock_mhz")
+    if row.empty or not sms or not mhz:
+        return None
+    tflops = float(row["tflops"].iloc[0])
+    flop = tflops * 1e12 / (sms * mhz * 1e6)
+    return PerCycle(tflops, int(sms), float(mhz), flop, flop / 2, flop / 2 / A100_FMA_PER_SM)

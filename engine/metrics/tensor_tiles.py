@@ -1,0 +1,46 @@
+"""How each tensor rung splits the work, from its registry defaults: the block's tile of C, one
+warp's (or warpgroup's) tile, one instruction's M x N x K. Plain data for the Tensor cores page's
+hierarchy figure (engine/plots/tensor_figures.py); no Streamlit here.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from engine.bench import benchmark
+from engine.kernels import registry
+from engine.kernels.problem import make_problem
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    rung: str
+    block: tuple[int, int]          # BM x BN of C one block computes
+    warp: tuple[int, int]           # WM x WN one warp (or warpgroup) computes
+    mma: tuple[int, int, int]       # M x N x K of one instruction
+    unit: str                       # "warp" or "warpgroup"
+    instruction: str
+    threads: int
+
+
+@functools.cache   # the shipped sweeps do not change while the server runs; read them once, not per rerun
+def swept(rung: str) -> bool:
+    """Whether a recorded autotuning sweep (engine/bench/recorded/tuning/) timed this rung's configurations."""
+    return bool(benchmark.tuning_runs(holding=[rung]))
+
+
+def hierarchy(rung: str) -> Hierarchy:
+    """The tiles of the rung with its registry defaults, from the block down to one instruction."""
+    spec = registry.get(rung)
+    q = {**{k: v[0] for k, v in spec.params.items()}, **spec.defaults}
+    p = registry.bind(spec, make_problem(1024, 1024, 1024, block=spec.default_block, params=dict(q)))
+    bx, by = spec.launches[-1].block(p)
+    if rung == "wgmma_tma":
+        return Hierarchy(rung, (q["BM"], q["BN"]), (64, q["BN"]), (64, q["BN"], 16), "consumer warpgroup",
+                         f"wgmma.m64n{q['BN']}k16", bx * by)
+    if rung in ("wmma_seed", "wmma_warp"):
+        return Hierarchy(rung, (16, 64) if rung == "wmma_warp" else (16, 16), (16, 16), (16, 16, 16), "warp",
+                         "wmma m16n16k16 (2 × HMMA.16816)", bx * by)
+    wmma = rung == "wmma_block"
+    return Hierarchy(rung, (q["BM"], q["BN"]), (q["WM"], q["WN"]), (16, 16, 16) if wmma else (16, 8, 16), "warp",
+                     "wmma m16n16k16 (2 × HMMA.16816)" if wmma else "mma.sync.m16n8k16", bx * by)
