@@ -112,7 +112,7 @@ def rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCoun
         spec = registry.get(kernel)
         trace = tracer.trace(kernel, make_problem(size, size, size, block=spec.default_block), [block], "auto")
         return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
-                                  sass_listing(trace.launches[-1].file, trace.problem.params))
+                                       sass_listing(trace.launches[-1].file, trace.problem.params))
     try:
         return RESULTS.get(("rung", kernel, size, tuple(block), tracer.resolve_source("auto")), compute)
     except EngineError as exc:
