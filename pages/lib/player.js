@@ -11,9 +11,16 @@
 //  - a figure whose layout.meta.url_key names a query parameter keeps it at the frame shown once it
 //    stands still (paused, stepped, scrubbed, played to the end), so a reload or a copied link opens
 //    there;
+//  - it starts loading Streamlit's Plotly module straight away (see pages/lib/ui.py), next to the
+//    app's own script, so a first visit does not wait for it after the server has answered.
 (() => {
   if (window.__matmulPlayer) return;
   window.__matmulPlayer = true;
+
+  const app = document.querySelector('script[src*="/static/js/index"]');
+  if (window.__matmulPlotlyModule && app) {
+    import(new URL(window.__matmulPlotlyModule, app.src).href).catch(() => {});
+  }
 
   window.addEventListener("unhandledrejection", (e) => {
     if (e.reason === undefined) e.preventDefault();
