@@ -4,13 +4,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from engine import outputs
 from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import cache, documents, registry, sass
@@ -18,6 +17,7 @@ from engine.kernels.problem import make_problem, parse_block, parse_param
 from engine.metrics import analysis
 from engine.tracing import tracer
 from engine.tracing.plan import DEFAULT_RECORD_CAP, parse_blocks
+from engine.tracing.records import TRACE_DTYPE
 
 
 def parameters(k: registry.KernelSpec) -> list[str]:
@@ -80,25 +80,28 @@ def cmd_info(args) -> int:
 TRACE_FORMATS = (".npz", ".csv")
 
 
+# What a trace file this tool wrote begins with: a zip whose first member is records.npy (numpy's
+# savez), or the trace table's header line. An existing --out is replaced only if it begins so.
+_TRACE_CSV = (",".join(TRACE_DTYPE.names) + "\n").encode()
+TRACE_OURS = {".npz": lambda head: head.startswith(b"PK\x03\x04") and b"records.npy" in head[:80],
+              ".csv": lambda head: head.replace(b"\r\n", b"\n").startswith(_TRACE_CSV)}
+
+
 def trace_destination(out: str) -> tuple[Path, Path]:
     """Checks --out before any work is done (a trace can take minutes): the format, the directory,
-    and that a file can be made there. Returns the destination and the temporary file next to it
-    that the trace is written to, then renamed, so that no reader ever sees half a file."""
+    that a file can be made there and that what has the name already, if anything, is a trace this
+    tool wrote (engine/outputs.py). Returns the destination and the temporary file next to it that
+    the trace is written to, then renamed, so that no reader ever sees half a file."""
     path = Path(out)
     if path.suffix not in TRACE_FORMATS:
         raise EngineError(f"--out {out}: a trace is written as {' or '.join(TRACE_FORMATS)}, "
                           f"not {path.suffix or 'a name without a suffix'}")
-    folder = path.parent
-    if not folder.is_dir():
-        raise EngineError(f"--out {out}: the directory {folder} does not exist")
-    if path.is_dir():
-        raise EngineError(f"--out {out}: that is a directory")
-    try:   # the real test of writability (os.access says yes to root on a read-only mount)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    outputs.check_folder(path.parent, "--out", out)
+    outputs.check_replaceable(path, TRACE_OURS[path.suffix], f"a {path.suffix} trace")
+    try:
+        return path, outputs.temporary(path)
     except OSError as exc:
-        raise EngineError(f"--out {out}: cannot write in {folder} ({exc.strerror or exc})") from None
-    os.close(fd)
-    return path, Path(tmp)
+        raise EngineError(f"--out {out}: cannot write in {path.parent} ({exc.strerror or exc})") from None
 
 
 def save_trace(trace, out: Path, tmp: Path) -> None:
@@ -111,10 +114,7 @@ def save_trace(trace, out: Path, tmp: Path) -> None:
                                "arrays": list(trace.arrays), "sites": [s.label for s in trace.sites]})
             with open(tmp, "wb") as f:   # a file object: given a name, numpy would append .npz
                 np.savez_compressed(f, records=trace.records, meta=np.array(meta))
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o666 & ~umask)    # mkstemp made it 0600; the trace is an ordinary file
-        os.replace(tmp, out)
+        outputs.replace(tmp, out)
     except OSError as exc:
         raise EngineError(f"could not write the trace to {out} ({exc.strerror or exc})") from None
 
@@ -175,7 +175,9 @@ def main(argv=None) -> int:
     t.add_argument("--source", choices=("gpu", "cpu", "auto"), default="auto")
     t.add_argument("--cap", type=int, default=DEFAULT_RECORD_CAP,
                    help="most records a trace may hold (default: $MATMUL_EXPLORER_RECORD_CAP, else 30,000,000)")
-    t.add_argument("--out", help="write the full trace: .npz (compressed) or .csv")
+    t.add_argument("--out", help="write the full trace: .npz (compressed) or .csv, in a folder that exists; written "
+                                 "whole through a temporary file, and a file of that name is replaced only if it is "
+                                 "a trace this tool wrote (anything else is refused, never overwritten)")
     t.set_defaults(fn=cmd_trace)
     c = sub.add_parser("cache", help="the compile cache: its size, or --clear to empty it")
     c.add_argument("--clear", action="store_true", help="remove every build (they are made again when needed)")

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from engine import cli
+from engine.bench import cli as bench_cli
+from engine.bench import schema
 from engine.cli import main
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
@@ -148,3 +150,140 @@ def test_one_block_of_a_big_product_does_not_touch_all_of_c():
     summary, peak_mib = done.stdout.rsplit("\n", 2)[0], int(done.stdout.split()[-1])
     assert _strict(summary)["relative_error"] < 1e-6
     assert peak_mib < 700, peak_mib
+
+
+# ------------------------------------------------------------------ every path a user gives is checked
+
+def test_a_size_is_bounded_before_it_is_quoted(capsys):
+    """--m 1e300 echoed the 301-digit integer it converts to."""
+    err = _one_line_error(capsys, ["trace", "naive_x_rows", "--m", "1e300", "--n", "4", "--k", "4", "--source", "cpu"])
+    assert err == "error: M must be an integer from 1 to 65,535, got 1e+300"
+
+
+def _victim(tmp_path: Path) -> Path:
+    """A file of someone else's (the stand-in for /etc/passwd: the tests run as root)."""
+    victim = tmp_path / "victim"
+    victim.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    return victim
+
+
+def _refused(capsys, argv, victim: Path) -> str:
+    err = _one_line_error(capsys, argv)
+    assert victim.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+    assert not [p for p in victim.parent.rglob(".*.tmp")]   # no temporary file left behind
+    return err
+
+
+@pytest.mark.parametrize("case", ["not-a-trace", "link", "fifo", "directory"])
+def test_trace_out_replaces_only_a_trace_it_wrote(capsys, monkeypatch, tmp_path, case):
+    def never(*args, **kwargs):
+        raise AssertionError("traced before --out was checked: the work would be lost")
+    monkeypatch.setattr(cli.tracer, "trace", never)
+    victim, out = _victim(tmp_path), tmp_path / "t.csv"
+    if case == "not-a-trace":
+        out, victim = victim.rename(tmp_path / "passwd.csv"), tmp_path / "passwd.csv"
+    elif case == "link":
+        out.symlink_to(victim)
+    elif case == "fifo":
+        os.mkfifo(out)
+    else:
+        out.mkdir()
+    err = _refused(capsys, TRACE_32 + ["--out", str(out)], victim)
+    why = "that is a directory" if case == "directory" else "exists and is not a .csv trace written by this tool"
+    assert err.startswith(f"error: --out {out}: {why}"), err
+
+
+def test_trace_out_replaces_a_trace_it_wrote(capsys, tmp_path):
+    for out in (tmp_path / "t.csv", tmp_path / "t.npz"):
+        for _ in range(2):
+            assert main(TRACE_32 + ["--out", str(out)]) == 0
+        capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.npz"]
+
+
+RECORDED_RUN = ROOT / "engine" / "bench" / "recorded" / "h200-2026-11-22.json"
+
+
+def _bench(out) -> list[str]:
+    return ["bench", "--from", str(RECORDED_RUN), "--out", str(out), "--formats", "csv,json"]
+
+
+@pytest.mark.parametrize("out, message", [
+    ("/proc/x", "error: --out /proc/x: cannot write in /proc ("),
+    ("/etc/passwd", "error: --out /etc/passwd: exists and is not a directory"),
+    ("{tmp}/missing/out", "error: --out {tmp}/missing/out: the directory {tmp}/missing does not exist"),
+])
+def test_bench_out_that_cannot_be_a_folder_is_one_line(capsys, tmp_path, out, message):
+    """These were tracebacks (FileNotFoundError, FileExistsError): /etc/passwd is only looked at, and
+    a folder is made only in one that exists (the same rule as trace's --out)."""
+    before = Path("/etc/passwd").stat()
+    assert _one_line_error(capsys, _bench(out.format(tmp=tmp_path))).startswith(message.format(tmp=tmp_path))
+    assert not (tmp_path / "missing").exists()
+    after = Path("/etc/passwd").stat()
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (before.st_mtime_ns, before.st_size, before.st_ino)
+
+
+@pytest.mark.parametrize("case", ["not-ours", "link"])
+def test_bench_out_replaces_only_files_it_wrote(capsys, tmp_path, case):
+    victim, out = _victim(tmp_path), tmp_path / "results"
+    out.mkdir()
+    if case == "not-ours":
+        victim = victim.rename(out / "results.csv")
+    else:
+        (out / "results.csv").symlink_to(victim)   # written through before
+    err = _refused(capsys, _bench(out), victim)
+    assert err.startswith(f"error: --out {out / 'results.csv'}: exists and is not a results CSV written by this tool")
+
+
+def test_bench_out_replaces_what_it_wrote_before(capsys, tmp_path):
+    for _ in range(2):
+        assert main(_bench(tmp_path / "results")) == 0
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["results.csv", "results.json"]
+
+
+def _bench_from(source, tmp_path) -> subprocess.CompletedProcess:
+    """In a process of its own, its data segment capped at 2 GiB and its time at a minute: before,
+    --from /dev/zero grew until the machine ran out of memory, and a FIFO waited for ever."""
+    import resource  # noqa: PLC0415 - POSIX only, as these cases are
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_DATA, (2 * 2**30, 2 * 2**30))
+    return subprocess.run([sys.executable, "-m", "engine", "bench", "--from", str(source), "--out",
+                           str(tmp_path / "out"), "--formats", "csv"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, preexec_fn=cap)
+
+
+@pytest.mark.parametrize("case", ["dev-zero", "fifo", "directory"])
+def test_bench_from_reads_only_a_regular_file(tmp_path, case):
+    source = {"dev-zero": Path("/dev/zero"), "fifo": tmp_path / "fifo.json", "directory": tmp_path}[case]
+    if case == "fifo":
+        os.mkfifo(source)
+    done = _bench_from(source, tmp_path)
+    assert done.returncode == 2 and done.stderr == f"error: cannot read {source}: not a regular file (an export is a .json file)\n", done.stderr
+
+
+def test_bench_from_reads_no_more_than_the_limit(tmp_path, monkeypatch):
+    """A file over the limit is refused having read at most the limit and one byte of it."""
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(2**30)   # sparse: a gigabyte on paper
+    asked = []
+
+    class Counted:
+        """The file bench opens, counting the bytes it asks for."""
+        def __init__(self, *args, **kwargs):
+            self.f = open(*args, **kwargs)  # noqa: SIM115 - closed by __exit__
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def read(self, n=-1):
+            asked.append(n)
+            return self.f.read(n)
+    monkeypatch.setattr(bench_cli, "open", Counted, raising=False)
+    with pytest.raises(cli.EngineError, match=r"big.json: the file is 1,073.7 MB; the limit is 16 MB"):
+        bench_cli.read_export(big)
+    assert asked and all(0 <= n <= schema.MAX_BYTES + 1 for n in asked)

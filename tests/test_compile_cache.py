@@ -5,6 +5,8 @@ import errno
 import json
 import os
 import stat
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 
 from engine.errors import EngineError
 from engine.kernels import build
-from engine.kernels.cache import _digest, _digest_file, cache_dir, verified_bytes
+from engine.kernels.cache import _digest, _digest_file, build_key, cache_dir, verified_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,8 +68,6 @@ def test_a_damaged_cache_entry_is_rebuilt_not_returned(cache, make, damage):
 @pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
 def test_the_cli_survives_a_truncated_library_after_a_restart(cache):
     # Before: the truncated .so was loaded as is, a bus error that killed the process, every time.
-    import subprocess
-    import sys
     cmd = [sys.executable, "-m", "engine", "trace", "naive_x_cols", "--m", "32", "--n", "32", "--k", "32",
            "--source", "cpu"]
     assert subprocess.run(cmd, cwd=ROOT, capture_output=True).returncode == 0
@@ -223,3 +223,60 @@ def test_a_budget_that_is_not_a_number_is_a_one_line_error(cache, monkeypatch):
     monkeypatch.setenv(compile_cache.BUDGET_ENV, "lots")
     with pytest.raises(EngineError, match="MATMUL_EXPLORER_COMPILE_CACHE_MB must be a number of megabytes"):
         compile_cache.budget_bytes()
+
+
+# ------------------------------------------------------------------ only the build of its key is loaded
+
+def _trace_cols() -> dict:
+    cmd = [sys.executable, "-m", "engine", "trace", "naive_x_cols", "--m", "64", "--n", "64", "--k", "32",
+           "--source", "cpu"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return {k: v for k, v in json.loads(done.stdout).items() if k != "seconds"}   # all but the timings
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_another_kernels_library_with_its_matching_digest_is_rebuilt(cache):
+    """A digest shows damage, not substitution: naive_x_rows's valid library and its own digest file,
+    put under naive_x_cols's names, were loaded, and the coalescing lesson inverted."""
+    right = _trace_cols()
+    target = build.build_cpu_library("naive_x_cols.cu", {})
+    other = build.build_cpu_library("naive_x_rows.cu", {})
+    good = target.read_bytes()
+    target.write_bytes(other.read_bytes())
+    _digest_file(target).write_bytes(_digest_file(other).read_bytes())
+    assert verified_bytes(target) is None
+    assert _trace_cols() == right
+    assert target.read_bytes() == good
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_a_forged_digest_does_not_make_another_build_this_one(cache):
+    """The digest file written for this very name, as whoever can write the cache could: the key the
+    artefact carries still tells it is not this build."""
+    target = build.build_cpu_library("naive_x_cols.cu", {})
+    other = build.build_cpu_library("naive_x_rows.cu", {}).read_bytes()
+    target.write_bytes(other)
+    _digest_file(target).write_text(_digest(other, build_key(target)))
+    assert verified_bytes(target) is None
+    build.build_cpu_library("naive_x_cols.cu", {})
+    assert verified_bytes(target) is not None and target.read_bytes() != other
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_a_planted_library_is_never_loaded(cache, tmp_path):
+    """A library with a constructor, planted under a build's name with a digest that matches: loading
+    it would run the constructor in the worker. It is rebuilt instead, and the trace is right."""
+    right = _trace_cols()
+    target = next(cache.glob("naive_x_cols-cpu-*.so"))
+    marker = tmp_path / "constructor-ran"
+    source = tmp_path / "planted.cpp"
+    source.write_text('#include <cstdio>\n'
+                      f'__attribute__((constructor)) static void planted() {{ fopen("{marker}", "w"); }}\n'
+                      'extern "C" int cpu_trace_run() { return 0; }\n')
+    subprocess.run([build.host_compiler(), "-shared", "-fPIC", "-o", str(target), str(source)], check=True)
+    planted = target.read_bytes()
+    _digest_file(target).write_text(_digest(planted, build_key(target)))
+    assert _trace_cols() == right
+    assert not marker.exists()
+    assert target.read_bytes() != planted and verified_bytes(target) is not None

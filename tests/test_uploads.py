@@ -60,6 +60,11 @@ HOSTILE = {
     "deep-nesting": (b'{"format": "cuda-matmul-explorer benchmark 1", "provenance": ' + b"[" * 100_000
                      + b"]" * 100_000 + b', "results": []}', "nested", False),
     "oversize": (_bytes(_doc()) + b" " * (schema.MAX_BYTES + 1), "16 MB", False),
+    # Python's parser refuses integers of more than 4,300 digits with a ValueError: the page crashed
+    # ("This app has encountered an error", the recorded charts gone) and the CLI printed a traceback.
+    "huge-integer": (_bytes(_doc()).replace(b'"m": 1024', b'"m": ' + b"9" * 5000, 1), "5,000 digits", False),
+    # Within the interpreter's recursion limit, but far deeper than an export nests.
+    "nesting-500": (_with(_set_prov("settings", json.loads("[" * 500 + "]" * 500))), "nested too deeply", False),
     "params-unknown": (_with(_set_row(3, "params", {"BS": 128})), "results[3].params: tiled_guarded has no "
                        "parameter BS (it takes TILE)", True),
     "params-lower-case": (_with(_set_row(3, "params", {"tile": 16})), "results[3].params: expected an object of "
@@ -347,7 +352,9 @@ def test_server_settings_suit_a_shared_machine():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["showErrorDetails"] == "none"   # no tracebacks (server paths) in remote browsers
     assert config["browser"]["gatherUsageStats"] is False
-    assert config["server"]["maxUploadSize"] * 1024 * 1024 == schema.MAX_BYTES   # MB: MiB to Streamlit
+    # The browser refuses what is over maxUploadSize megabytes of 1,000,000 bytes (Streamlit's FileUploader
+    # off Windows); the engine refuses from the same byte on, so no file passes one and fails the other.
+    assert config["server"]["maxUploadSize"] == schema.MAX_MB and schema.MAX_BYTES == schema.MAX_MB * 1_000_000
     assert config["server"]["address"] == "127.0.0.1"
     # and Streamlit, started here as `streamlit run app.py` is, reads them so
     code = ("from streamlit import config; print(*(config.get_option(o) for o in ('client.showErrorDetails', "
@@ -358,6 +365,16 @@ def test_server_settings_suit_a_shared_machine():
     assert "streamlit run app.py --server.address 0.0.0.0" in readme and "8501" in readme
 
 
+def test_the_engine_takes_exactly_what_the_browser_sends():
+    """16,000,000 bytes is the most the browser sends (maxUploadSize = 16, in megabytes of 10**6 bytes):
+    the engine read up to 16 MiB, so a file the page could never receive was one the CLI took."""
+    assert schema.read(_bytes(_doc()).ljust(16_000_000)).prov   # padded with blanks: still JSON
+    with pytest.raises(schema.BadDocument, match="the limit is 16 MB"):
+        schema.read(_bytes(_doc()).ljust(16_000_001))
+    page = (ROOT / "pages" / "benchmarks.py").read_text()
+    assert "max_upload_size=schema.MAX_MB" in page
+
+
 def test_a_20000_row_export_fits_under_the_upload_limit():
     rows = (schema.read(RECORDED.read_bytes()).rows * 300)[:20_000]   # as exported today: with params
     assert len(json.dumps(schema.to_document(rows, _doc()["provenance"]), indent=1)) < schema.MAX_BYTES
@@ -365,13 +382,15 @@ def test_a_20000_row_export_fits_under_the_upload_limit():
 
 # ------------------------------------------------------------------ the command line
 
-@pytest.mark.parametrize("case", ["missing", "not-json", "invalid"])
+@pytest.mark.parametrize("case", ["missing", "not-json", "invalid", "huge-integer"])
 def test_bench_from_a_bad_file_is_one_line_on_stderr(case, tmp_path):
     source = tmp_path / "results.json"
     if case == "not-json":
         source.write_text("<html>not an export</html>")
     elif case == "invalid":
         source.write_bytes(HOSTILE["gflops-string"][0])
+    elif case == "huge-integer":
+        source.write_bytes(HOSTILE["huge-integer"][0])
     out = subprocess.run([sys.executable, "-m", "engine", "bench", "--from", str(source), "--out", str(tmp_path / "o"),
                           "--formats", "csv"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
@@ -379,6 +398,8 @@ def test_bench_from_a_bad_file_is_one_line_on_stderr(case, tmp_path):
     assert str(source) in out.stderr
     if case == "invalid":
         assert 'results[3].gflops: expected a number, got "fast"' in out.stderr
+    if case == "huge-integer":
+        assert out.returncode == 2 and "5,000 digits" in out.stderr
 
 
 def test_bench_from_an_export_with_unknown_rows_writes_the_rest_and_says_so(tmp_path, capsys):

@@ -1,6 +1,8 @@
 """`python -m engine bench`: a sweep on the GPU (or a recorded run re-rendered), written as files."""
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -26,17 +28,19 @@ def register(sub) -> None:
     b.add_argument("--warmup", type=int, default=2)
     b.add_argument("--flush-l2", action="store_true", help="flush L2 before every timed repetition")
     b.add_argument("--formats", default=",".join(export.FORMATS))
-    b.add_argument("--from", dest="source", help="re-render a results.json instead of measuring (no GPU needed)")
-    b.add_argument("--out", required=True, help="folder for the files")
+    b.add_argument("--from", dest="source", help="re-render a results.json instead of measuring (no GPU needed; "
+                   f"a regular file of at most {schema.MAX_MB} MB)")
+    b.add_argument("--out", required=True,
+                   help="folder for the files, made if missing (in a folder that exists); each file is written "
+                        "whole through a temporary file, and a file of the same name is replaced only if bench "
+                        "wrote it (anything else there is refused, never overwritten)")
     b.set_defaults(fn=cmd_bench)
 
 
 def read_export(path: Path) -> schema.Document:
-    """An export to re-render, checked like an upload; a missing or damaged file is one line naming it."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    """An export to re-render, checked like an upload; a missing, damaged or oversized file, or one
+    that is not a regular file (a FIFO, /dev/zero), is one line naming it."""
+    data = _read_bounded(path)
     try:
         doc = schema.read(data)
     except schema.BadDocument as exc:
@@ -47,11 +51,36 @@ def read_export(path: Path) -> schema.Document:
     return doc
 
 
+def _read_bounded(path: Path) -> bytes:
+    """At most MAX_BYTES + 1 bytes of a regular file. Checked before it is opened (opening a FIFO
+    nobody writes waits for ever; a device may never end, /dev/zero grew to gigabytes), then opened
+    without blocking and checked again, in case the name was swapped in between."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise EngineError(f"cannot read {path}: not a regular file (an export is a .json file)")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with open(fd, "rb") as f:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise EngineError(f"cannot read {path}: not a regular file (an export is a .json file)")
+            data = f.read(schema.MAX_BYTES + 1)
+        except OSError as exc:
+            raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > schema.MAX_BYTES:
+        raise EngineError(f"{path}: {schema.too_big(max(st.st_size, len(data)), more=st.st_size < len(data))}")
+    return data
+
+
 def cmd_bench(args) -> int:
     formats = [f for f in args.formats.split(",") if f]
     bad = set(formats) - set(export.FORMATS)
     if bad:
         raise EngineError(f"formats are {', '.join(export.FORMATS)}; not {', '.join(sorted(bad))}")
+    out = Path(args.out)
+    export.check_out(out)   # before the work: a sweep takes minutes, and its results would be lost
     if args.source:
         doc = read_export(Path(args.source))
         rows, prov = doc.rows, doc.prov
@@ -83,7 +112,7 @@ def cmd_bench(args) -> int:
                       f"  spread {100 * row['spread']:.1f}%  n={row['reps']}", flush=True)
             else:
                 print(f"{row['kernel']:22} {shape:>16}  {row['status']}: {row.get('error', '')}", flush=True)
-    written, skipped = export.write_all(rows, prov, Path(args.out), formats)
+    written, skipped = export.write_all(rows, prov, out, formats)
     for path in written:
         print(f"wrote {path}")
     for line in skipped:

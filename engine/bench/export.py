@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from engine import outputs
 from engine.bench.benchmark import derive, of_run
+from engine.bench.schema import FORMATS as DOCUMENT_FORMATS
 from engine.bench.schema import as_frame, to_document
 from engine.errors import EngineError
 from engine.plots import charts, style
@@ -110,32 +112,59 @@ def figures(rows: list[dict], prov: dict, font: int = style.EXPORT_FONT) -> dict
 
 def write_json(rows: list[dict], prov: dict, path: Path) -> Path:
     """The run as the JSON document the explorer reads back (recorded runs, uploads)."""
-    path.write_text(json.dumps(to_document(rows, prov), indent=1, default=float))
+    outputs.write(path, json.dumps(to_document(rows, prov), indent=1, default=float))
     return path
+
+
+# What each file bench writes begins with: an existing file of one of its names is replaced only if
+# it begins so (engine/outputs.py), and is otherwise someone else's, left alone.
+_CSV_TAIL = ",".join((*PROVENANCE_COLUMNS, "settings")).encode()
+_DOCUMENT = re.compile(rb'\s*\{\s*"format":\s*"(' + b"|".join(re.escape(f.encode()) for f in DOCUMENT_FORMATS) + rb')"')
+OURS = {
+    ".csv": lambda head: head.split(b"\n", 1)[0].rstrip(b"\r").endswith(_CSV_TAIL),
+    ".json": lambda head: _DOCUMENT.match(head) is not None,
+    ".html": lambda head: head.startswith(b"<html>") and b"plotly" in head.lower(),
+    ".png": lambda head: head.startswith(b"\x89PNG\r\n\x1a\n"),
+    ".svg": lambda head: b"<svg" in head[:512],
+}
+KINDS = {".csv": "a results CSV", ".json": "a benchmark export", ".html": "a chart page", ".png": "a chart picture",
+         ".svg": "a chart picture"}
+
+
+def check_out(out: Path, names=("results.csv", "results.json")) -> None:
+    """--out, before any work: a folder (made if missing, in one that exists) that takes new files, where
+    each of names is new or a file bench wrote before. A one-line EngineError otherwise."""
+    outputs.make_folder(out)
+    for name in names:
+        suffix = Path(name).suffix
+        outputs.check_replaceable(out / name, OURS[suffix], KINDS[suffix])
 
 
 def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: int = 1200,
               height: int = 700) -> tuple[list[Path], list[str]]:
-    """Writes the exports into `out`; returns the files written and what could not be (one line each)."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Writes the exports into `out` (each whole, through a temporary file; every name checked first by
+    check_out); returns the files written and what could not be (one line each)."""
+    figs = figures(rows, prov)
+    pictures = [f for f in ("png", "svg") if f in formats]
+    names = ([f"results.{f}" for f in ("csv", "json") if f in formats]
+             + [f"{name}.{fmt}" for name in figs for fmt in ("html", *pictures) if fmt in formats])
+    check_out(out, names)
     written, skipped = [], []
     if "csv" in formats:
-        (out / "results.csv").write_text(results_csv(rows, prov))
+        outputs.write(out / "results.csv", results_csv(rows, prov))
         written.append(out / "results.csv")
     if "json" in formats:
         written.append(write_json(rows, prov, out / "results.json"))
-    figs = figures(rows, prov)
     if "html" in formats:
         for name, fig in figs.items():
-            (out / f"{name}.html").write_text(html(fig))
+            outputs.write(out / f"{name}.html", html(fig))
             written.append(out / f"{name}.html")
-    pictures = [f for f in ("png", "svg") if f in formats]
     if pictures and figs:
         try:
             with image_session():
                 for name, fig in figs.items():
                     for fmt in pictures:
-                        (out / f"{name}.{fmt}").write_bytes(image(fig, fmt, width, height))
+                        outputs.write(out / f"{name}.{fmt}", image(fig, fmt, width, height))
                         written.append(out / f"{name}.{fmt}")
         except EngineError as exc:   # no kaleido or no Chrome/Chromium on this machine: say so once
             skipped.append(f"png/svg: {exc}")

@@ -26,10 +26,17 @@ FORMAT = "cuda-matmul-explorer benchmark 2"
 # compile-time parameter): its files (the recorded runs among them) are read as they always were.
 FORMATS = (FORMAT, "cuda-matmul-explorer benchmark 1")
 PARAM_FIELDS = {"TILE": "tile", "PAD": "pad"}   # format 1's fields; still what the charts label rows by
-# The largest file read. .streamlit/config.toml's server.maxUploadSize is the same number (the
-# browser refuses a bigger upload before sending it); a 20,000-row export is about 13 MB.
+# The largest file read. .streamlit/config.toml's server.maxUploadSize is the same number: the browser
+# refuses a bigger upload before sending it, counting a megabyte as 1,000,000 bytes (Streamlit's
+# FileUploader; only on Windows 2**20), so the engine counts it so too and both refuse the same files.
+# A 20,000-row export is about 13 MB.
 MAX_MB = 16
-MAX_BYTES = MAX_MB * 1024 * 1024
+MAX_BYTES = MAX_MB * 1_000_000
+# JSON does not bound a file's nesting or its integers, and Python's parser pays for both: it recurses
+# once per level, and an integer of more than 4,300 digits is a ValueError. An export nests four levels
+# and no field of it takes an integer of more than 10 digits; these leave room and refuse the rest.
+MAX_DEPTH = 16
+MAX_DIGITS = 1_000
 MAX_ROWS = 50_000
 MAX_MESSAGES = 5          # problems listed per file; the rest are counted
 MAX_NAME = 120            # characters of a GPU name and the like: it is in every legend entry
@@ -223,21 +230,63 @@ def _check_object(obj, path: str, schema: dict[str, Field], problems: _Problems)
     return out
 
 
+def too_big(size: int, more: bool = False) -> str:
+    """The one line for a file over MAX_BYTES (more: at least size bytes, the rest not read)."""
+    return (f"the file is {'more than ' if more else ''}{size / 1e6:,.1f} MB; the limit is {MAX_MB} MB "
+            "(a 20,000-row export is about 13 MB)")
+
+
+def _depth(text: bytes) -> int:
+    """How deeply arrays and objects nest in JSON text (UTF-8), counted before it is parsed: brackets
+    outside strings, a string's quotes being those not escaped (after an even run of backslashes). A
+    pass over the positions of quotes, backslashes and brackets, not over every byte in Python."""
+    a = np.frombuffer(text, np.uint8)
+    quotes = np.flatnonzero(a == ord('"'))
+    slashes = np.flatnonzero(a == ord("\\"))
+    if len(slashes) and len(quotes):
+        starts = np.ones(len(slashes), bool)
+        starts[1:] = np.diff(slashes) != 1
+        run_start = slashes[np.maximum.accumulate(np.where(starts, np.arange(len(slashes)), 0))]
+        j = np.searchsorted(slashes, quotes) - 1
+        jc = np.maximum(j, 0)
+        escaped = (j >= 0) & (slashes[jc] == quotes - 1) & ((quotes - run_start[jc]) % 2 == 1)
+        quotes = quotes[~escaped]
+    opens = (a == ord("[")) | (a == ord("{"))
+    brackets = np.flatnonzero(opens | (a == ord("]")) | (a == ord("}")))
+    brackets = brackets[np.searchsorted(quotes, brackets) % 2 == 0]   # an even number of quotes before
+    steps = np.where(opens[brackets], 1, -1)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def _int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise BadDocument([f"a number of {len(digits.lstrip('-')):,} digits; no field takes more than "
+                           f"{MAX_DIGITS:,}"])
+    return int(digits)
+
+
 def _parse(data: bytes | str):
-    """JSON, within the size limit; a too-deep nesting is a problem, not a RecursionError."""
+    """JSON within the limits on size, nesting and integer length; every way it can fail is a
+    BadDocument, one line, never the parser's own exception."""
     size = len(data.encode() if isinstance(data, str) else data)
     if size > MAX_BYTES:
-        raise BadDocument([f"the file is {size / 2**20:,.1f} MB; the limit is {MAX_MB} MB (a 20,000-row export "
-                           "is about 13 MB)"])
+        raise BadDocument([too_big(size)])
     try:
-        return json.loads(data)
-    except RecursionError:   # json's own depth limit (the interpreter's recursion limit), raised cleanly
-        raise BadDocument(["nested too deeply to read (arrays or objects within each other about 1,000 "
-                           "levels deep); an export nests four levels"]) from None
+        # as json.loads reads bytes (UTF-8, or UTF-16/32 by their first bytes), then counted as UTF-8
+        text = data if isinstance(data, str) else data.decode(json.detect_encoding(data))
     except UnicodeDecodeError:
         raise BadDocument(["not JSON: the file is not UTF-8 text"]) from None
+    if _depth(text.encode("utf-8", "surrogatepass")) > MAX_DEPTH:
+        raise BadDocument([f"nested too deeply to read (arrays or objects within each other more than {MAX_DEPTH} "
+                           "levels deep); an export nests four levels"])
+    try:
+        return json.loads(text, parse_int=_int)
+    except RecursionError:   # the count above missed nothing json reads; kept for safety all the same
+        raise BadDocument(["nested too deeply to read; an export nests four levels"]) from None
     except json.JSONDecodeError as exc:
         raise BadDocument([f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"]) from None
+    except ValueError as exc:   # anything else json.loads refuses, in one line
+        raise BadDocument([f"not JSON: {' '.join(str(exc).split())[:200]}"]) from None
 
 
 def _row_types(raw: list, problems: _Problems) -> pd.DataFrame:

@@ -107,6 +107,14 @@ def _built(target: Path, make, what: str) -> Path:
         return cache.atomic_build(target, make, background=getattr(BACKGROUND, "on", False))
 
 
+def key_source(target: Path, device: bool) -> str:
+    """The definition that puts the build's key into the artefact (cache.key_marker), which the cache
+    checks before it hands the bytes to a loader: an exported global (a __device__ one in a cubin,
+    which keeps every global the host could ask for by name), so no compiler drops it unused."""
+    marker = cache.key_marker(cache.build_key(target))[:-1].decode()
+    return f'{"__device__ " if device else ""}char matmul_build_key[] = "{marker}";\n'
+
+
 def _kill(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -155,10 +163,13 @@ def build_cubin(file: str, params: Mapping[str, int], traced: bool, arch: str | 
     target = cache.cache_dir() / f"{src.name}-{'trace' if traced else 'plain'}-{key}.cubin"
 
     def build(out: Path) -> None:
-        include = []
+        # The key is derived from the inputs, so it is not one of them: a header of its own, beside
+        # the trace's numbering.
+        out.with_suffix(".key.h").write_text(key_source(target, device=True))
+        include = ["-include", str(out.with_suffix(".key.h"))]
         if header:
             out.with_suffix(".h").write_text(header)
-            include = ["-include", str(out.with_suffix(".h"))]
+            include += ["-include", str(out.with_suffix(".h"))]
         _run([compiler, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *defs, *include,
               f"-I{sources.CUDA_DIR}", "-o", str(out), str(src.path)], f"nvcc on {file}")
 
@@ -229,7 +240,7 @@ def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
 
     def build(out: Path) -> None:
         unit_file = out.with_suffix(".cpp")
-        unit_file.write_text(unit)
+        unit_file.write_text(unit + key_source(target, device=False))
         _run([compiler, *CPU_FLAGS, f"-I{cuda}", "-o", str(out), str(unit_file)], f"the C++ compiler on {file}")
 
     return _built(target, build, f"Compiling {src.name} for the CPU")

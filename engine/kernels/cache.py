@@ -3,8 +3,10 @@
 Builds live under $MATMUL_EXPLORER_CACHE or ~/.cache/cuda-matmul-explorer, named by a hash of
 everything that goes into them (engine/kernels/build.py makes the names). The server loads and runs
 what it finds here, so the directory is private to its user (0700) and every artefact has a digest
-file (size and sha256, written after it): an artefact whose digest is missing or does not match
-(truncated, overwritten, planted) is built again, never loaded.
+file (size, sha256 and the build's key, written after it), and carries its key compiled in: an
+artefact whose digest is missing or does not match (truncated, overwritten, planted), or that is not
+the build of its own key (another kernel's valid build moved under this name), is built again, never
+loaded.
 
 The cache is bounded in bytes ($MATMUL_EXPLORER_COMPILE_CACHE_MB, 200 by default): after each new
 build the least recently used entries go. Half-written entries never become visible (each build is
@@ -124,8 +126,25 @@ def _digest_file(target: Path) -> Path:
     return target.with_name(target.name + ".sha256")
 
 
-def _digest(data: bytes) -> str:
-    return f"{len(data)} {hashlib.sha256(data).hexdigest()}"
+def build_key(target: Path) -> str:
+    """An entry's key: its name without suffixes ("naive_x_cols-cpu-<hash of its inputs>")."""
+    return target.name.split(".", 1)[0]
+
+
+# Every build carries its own key, compiled in (engine/kernels/build.py key_source): a digest shows
+# damage, not substitution, and a different valid build with a matching digest under this name (the
+# coalescing lesson's 16 sectors per request became 2) or a planted library would otherwise be loaded.
+KEY_PREFIX = "MATMUL_BUILD_KEY="
+
+
+def key_marker(key: str) -> bytes:
+    """The bytes a build of key carries: the C string, with its terminating NUL."""
+    return f"{KEY_PREFIX}{key}\0".encode()
+
+
+def _digest(data: bytes, key: str = "") -> str:
+    """The digest file's line: size, sha256 and the key of the build it vouches for."""
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()} {key}".rstrip()
 
 
 def _touch(target: Path) -> None:
@@ -152,9 +171,13 @@ def verified_bytes(target: Path) -> bytes | None:
             if st.st_uid != os.geteuid() or st.st_mode & 0o022:
                 return None
         data = target.read_bytes()
-        if _digest_file(target).read_text().strip() != _digest(data):
+        if _digest_file(target).read_text().strip() != _digest(data, build_key(target)):
             return None
     except (OSError, UnicodeDecodeError):
+        return None
+    # Checked on the very bytes the loader gets, before anything loads them (a library's constructors
+    # run when it is loaded): only the build of this key is this entry.
+    if key_marker(build_key(target)) not in data:
         return None
     _touch(target)
     return data
@@ -223,12 +246,15 @@ def _build_into(target: Path, build) -> None:
             out = folder / target.name
             build(out)
             data = out.read_bytes()
+            if key_marker(build_key(target)) not in data:   # else it would be rebuilt on every use
+                raise EngineError(f"the build {target.name} does not carry its key ({KEY_PREFIX}...); "
+                                  "the compiler dropped it")
             os.replace(out, target)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
             with _IN_FLIGHT_LOCK:
                 _IN_FLIGHT.discard(folder)
-        write_atomic(_digest_file(target), _digest(data).encode())
+        write_atomic(_digest_file(target), _digest(data, build_key(target)).encode())
     except OSError as exc:   # the compilers' own failures arrive as EngineError
         raise unwritable(target.parent, exc) from None
 

@@ -1,6 +1,7 @@
 """What a request asks for: sizes and compile-time/launch parameters, validated once, here."""
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,20 +50,30 @@ class Problem:
 
 
 def check_size(name: str, value) -> int:
-    """Sizes are whole numbers from 1 to MAX_DIM; anything else gets a one-line reason."""
-    if isinstance(value, bool):
-        raise EngineError(f"{name} must be a whole number, got {value!r}")
-    if not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise EngineError(f"{name} must be a whole number, got {value!r}")
-    value = int(value)
+    """Sizes are whole numbers from 1 to MAX_DIM; anything else gets a one-line reason. The bounds are
+    checked before a value is written into the message: --m 1e300 is a 301-digit integer."""
+    wanted = f"{name} must be an integer from 1 to {MAX_DIM:,}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise EngineError(f"{wanted}, got {_short(value)}")
+    if not isinstance(value, numbers.Integral) and not (math.isfinite(value) and float(value).is_integer()):
+        raise EngineError(f"{wanted}, got {_short(value)}")   # 1.5, nan, inf
     if value <= 0:
-        raise EngineError(f"{name} must be at least 1, got {value}")
+        raise EngineError(f"{name} must be at least 1, got {_short(value)}")
     if value > MAX_DIM:
-        raise EngineError(f"{name} = {value} is larger than the engine's limit of {MAX_DIM}")
-    return value
+        raise EngineError(f"{wanted}, got {_short(value)}")
+    return int(value)
+
+
+def _short(value) -> str:
+    """A value as a message quotes it: a number as written if it is short, else its magnitude."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            return repr(float(value))
+        if abs(value) < 10**15:
+            return str(int(value)) if float(value).is_integer() else repr(float(value))
+        return f"{float(value):.3g}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def make_problem(m, n, k, tile=None, pad=None, block=(16, 16), seed=0, params=None) -> Problem:
