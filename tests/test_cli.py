@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine import cli
-from engine.bench import cli as bench_cli
-from engine.bench import schema
+from engine.bench import bench_cli, schema
 from engine.cli import main
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
