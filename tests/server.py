@@ -39,7 +39,10 @@ def start(port: int, env: dict | None = None, wait_s: float = 60) -> subprocess.
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT, env={**os.environ, **(env or {})},
+                             "--browser.gatherUsageStats", "false",
+                             # Streamlit takes itself for a development checkout, which refuses --server.port,
+                             # where it is not installed under site-packages (a GPU machine's wheels in a folder)
+                             "--global.developmentMode", "false"], cwd=ROOT, env={**os.environ, **(env or {})},
                             stdout=log, stderr=subprocess.STDOUT)
     proc.log = log
 

@@ -125,12 +125,3 @@ def test_a_live_run_is_drawn_and_labelled_live(monkeypatch):
     assert "at 128³ · live on this NVIDIA H200" in fig["layout"]["title"]["text"]
     assert fig["data"][0]["y"][registry.LADDER_RUNGS.index("double_buffered")] == 30000
     assert f"No row for {', '.join(ABSENT)} at 128³ in this run (live on this NVIDIA H200" in _texts(at)
-
-
-@pytest.mark.gpu
-def test_live_timing_on_the_gpu_draws_every_rung_and_cublas():
-    at = open_page(PAGE, {"size": "256"})
-    next(b for b in at.button if b.label.startswith("Time every rung")).click().run()
-    assert not at.exception, [e.value for e in at.exception]
-    fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
-    assert "live on this" in fig["layout"]["title"]["text"] and all(y > 0 for y in fig["data"][0]["y"])
