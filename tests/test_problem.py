@@ -1,16 +1,22 @@
+import re
+
 import numpy as np
 import pytest
 
 from engine.errors import EngineError
 from engine.kernels.problem import MAX_DIM, make_inputs, make_problem, parse_block
 
+WANTED = f"M must be an integer from 1 to {MAX_DIM:,}, got "
+
 
 @pytest.mark.parametrize("bad, message", [
-    (0, "at least 1"), (-5, "at least 1"), (1.5, "whole number"), ("12", "whole number"),
-    (None, "whole number"), (True, "whole number"), (MAX_DIM + 1, "limit"),
+    (0, "at least 1"), (-5, "at least 1"), (1.5, WANTED + "1.5"), ("12", WANTED + "'12'"),
+    (None, WANTED + "None"), (True, WANTED + "True"), (MAX_DIM + 1, WANTED + f"{MAX_DIM + 1}"),
+    (float("nan"), WANTED + "nan"), (1e300, WANTED + "1e+300"),
+    (10**400, WANTED + "an integer of about 401 digits"), (-10**400, "at least 1, got a negative integer of about 401 digits"),
 ])
 def test_bad_sizes_get_one_line_messages(bad, message):
-    with pytest.raises(EngineError, match=message) as info:
+    with pytest.raises(EngineError, match=re.escape(message)) as info:
         make_problem(bad, 8, 8)
     assert "\n" not in str(info.value)
 

@@ -55,7 +55,7 @@ def check_size(name: str, value) -> int:
     wanted = f"{name} must be an integer from 1 to {MAX_DIM:,}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise EngineError(f"{wanted}, got {_short(value)}")
-    if not isinstance(value, numbers.Integral) and not (math.isfinite(value) and float(value).is_integer()):
+    if not isinstance(value, numbers.Integral) and not (math.isfinite(float(value)) and float(value).is_integer()):
         raise EngineError(f"{wanted}, got {_short(value)}")   # 1.5, nan, inf
     if value <= 0:
         raise EngineError(f"{name} must be at least 1, got {_short(value)}")
@@ -65,13 +65,21 @@ def check_size(name: str, value) -> int:
 
 
 def _short(value) -> str:
-    """A value as a message quotes it: a number as written if it is short, else its magnitude."""
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        if not math.isfinite(value):
-            return repr(float(value))
+    """A value as a message quotes it: a number as written if it is short, else its magnitude (a
+    10**400 neither fits a float nor may Python print it)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         if abs(value) < 10**15:
-            return str(int(value)) if float(value).is_integer() else repr(float(value))
-        return f"{float(value):.3g}"
+            return str(int(value))
+        sign = "a negative" if value < 0 else "an"
+        return f"{sign} integer of about {int(int(value).bit_length() * math.log10(2)) + 1} digits"
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            return "a number too large for a float"
+        if not math.isfinite(number):
+            return repr(number)
+        return repr(number) if abs(number) < 1e15 else f"{number:.3g}"
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "…"
 
