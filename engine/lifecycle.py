@@ -5,11 +5,12 @@ its own) and a background compile thread. `shutdown()` ends them all: compilers 
 their unfinished build folders removed, workers are killed and the shared memory they were handing
 over is freed, so nothing is left running or half-written. It runs at interpreter exit (atexit) for
 any process that imported the engine, and the app calls it as soon as Streamlit starts stopping
-(pages/lib/lifecycle.py), so Ctrl-C ends the server within a second whatever it was doing.
+(pages/lib/server.py), so Ctrl-C ends the server within a second whatever it was doing.
 """
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 
 _DONE = threading.Event()
@@ -21,17 +22,16 @@ def shutdown() -> None:
         if _DONE.is_set():
             return
         _DONE.set()
-    # Imported here: this module is imported early (by engine/__init__) and must not pull the
-    # whole engine in with it.
-    from engine.devices import workers  # noqa: PLC0415
-    from engine.kernels import build, warmup  # noqa: PLC0415
-    warmup.QUEUE.stop()
-    build.stop()
-    workers.stop_all()
-
-
-def stopping() -> bool:
-    return _DONE.is_set()
+    # Only what this process has imported can have started anything: nothing is imported here (at
+    # interpreter exit that would cost a process that never traced the engine's import time).
+    warmup, build, workers = (sys.modules.get(f"engine.{name}") for name in
+                              ("kernels.warmup", "kernels.build", "devices.workers"))
+    if warmup is not None:
+        warmup.QUEUE.stop()
+    if build is not None:
+        build.stop()
+    if workers is not None:
+        workers.stop_all()
 
 
 atexit.register(shutdown)

@@ -103,9 +103,6 @@ class Warmup:
                 self._thread.start()
         return added
 
-    def pending(self) -> int:
-        return self._queue.qsize()
-
     def _run(self) -> None:
         build.BACKGROUND.on = True
         while not self._stop.is_set():
