@@ -32,5 +32,19 @@ def test_readme_setup_commands():
     assert "apt install python3-venv" in README
 
 
+def test_ci_is_the_readme_in_a_fresh_virtual_environment():
+    """CI passed while the README's own environment failed a test: it installed into a Python with
+    packages the requirements do not name. It must make the README's virtual environment, without
+    the system's packages, and install only what the README says."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    install = "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt"
+    assert install in ci and "--system-site-packages" not in ci
+    dev = "pip install -r requirements-dev.txt"
+    assert dev in README and dev in ci
+    assert [line for line in ci.splitlines() if "pip install" in line] == [install, dev]
+    steps = [ci.index(install), ci.index(dev), ci.index("ruff check ."), ci.index("python3 -m pytest -q tests")]
+    assert steps == sorted(steps)
+
+
 def test_readme_points_at_nothing_outside_the_repository():
     assert "../" not in README and "/work/" not in README
