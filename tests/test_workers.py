@@ -126,3 +126,22 @@ def test_records_too_big_for_shared_memory_come_through_the_pipe(monkeypatch):
     cpu._execute(make_plan("naive_x_cols", make_problem(16, 16, 8)), got.append)
     assert got[0].checked_outputs == 256
     assert all(isinstance(rl.records, np.ndarray) for rl in got[0].launches if rl is not None)
+
+
+def test_workers_do_not_run_the_parent_main_script_again(tmp_path):
+    """Python's spawn runs the parent's main script again in each new process: `streamlit run app.py`
+    ran app.py (its imports, 20 'missing ScriptRunContext' warnings) in every worker, and a script
+    without an `if __name__ == "__main__"` guard traced again in each worker, which died. A worker's
+    target lives in the engine; the parent's main is none of its business."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent.parent)!r})\n"
+        "print('main script ran', flush=True)\n"
+        "from engine.tracing import tracer\n"
+        "from engine.kernels.problem import make_problem\n"
+        "t = tracer.trace('naive_x_cols', make_problem(16, 16, 8), source='cpu')\n"
+        "print('traced', t.rel_error < 1e-6, flush=True)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["main script ran", "traced True"]
