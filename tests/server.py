@@ -43,7 +43,9 @@ def start(port: int, env: dict | None = None, wait_s: float = 60) -> subprocess.
                              # Streamlit takes itself for a development checkout, which refuses --server.port,
                              # where it is not installed under site-packages (a GPU machine's wheels in a folder)
                              "--global.developmentMode", "false"], cwd=ROOT, env={**os.environ, **(env or {})},
-                            stdout=log, stderr=subprocess.STDOUT)
+                            stdout=log, stderr=subprocess.STDOUT,
+                            # a process group of its own, as a terminal gives it: os.killpg(pid, SIGINT) is Ctrl-C
+                            start_new_session=True)
     proc.log = log
 
     def tail() -> str:
