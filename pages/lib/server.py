@@ -26,8 +26,8 @@ EXIT_GRACE_S = 1.5
 
 
 def enabled() -> bool:
-    """MATMUL_EXPLORER_WARMUP=0 turns the background compiles off (the tests do, to keep their CPU
-    and timings their own; tests/test_warmup.py tests it)."""
+    """MATMUL_EXPLORER_WARMUP=0 turns the background compiles off (tests/conftest.py does, so that each
+    test's CPU is its own; tests/test_stop.py starts servers with them on)."""
     return os.environ.get("MATMUL_EXPLORER_WARMUP", "1") != "0"
 
 
