@@ -207,3 +207,20 @@ def test_heavy_work_gives_its_page_slot_up_while_it_waits_and_runs(monkeypatch):
     blocker.join(10)
     assert free_while_waiting == [True] and free_inside == [True, ["trace"]]
     assert slots.PAGE_SLOTS.acquire(blocking=False)   # given back when the page ended
+
+
+def test_a_memo_says_when_a_key_is_being_computed():
+    """What the page asks before it waits on another session's identical export."""
+    cache, started, gate = memo.Memo("m", MB), threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        gate.wait(10)
+        return 1
+    t = threading.Thread(target=cache.get, args=("k", slow))
+    t.start()
+    started.wait(10)
+    assert cache.computing("k") and not cache.computing("other")
+    gate.set()
+    t.join(10)
+    assert not cache.computing("k") and cache.get("k", lambda: 2) == 1

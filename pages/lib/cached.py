@@ -18,7 +18,7 @@ from engine.kernels.problem import make_problem
 from engine.metrics import analysis, rung_counts, views
 from engine.tracing import plan, tracer
 from pages.lib import view_state
-from pages.lib.slots import LINE, heavy, off_page_slot
+from pages.lib.slots import LINE, heavy, off_page_slot, shared_wait
 
 # A whole-kernel trace at 128^3 is ~4-5 M records (~150 MB with its warp
 # instructions): the default keeps two or three. MATMUL_EXPLORER_TRACE_CACHE_MB changes it.
@@ -49,7 +49,7 @@ def _heavy_get(cache: memo.Memo, key, compute, kind: str, need, what: str, **kee
     def in_line():
         with heavy(kind, need(), what):
             return compute()
-    with off_page_slot():
+    with off_page_slot(), shared_wait(cache.computing(key), what):
         return cache.get(key, in_line, **keep)
 
 

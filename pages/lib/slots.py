@@ -63,7 +63,20 @@ def _show_place(what: str):
     if get_script_run_ctx() is None:
         return None, lambda: None
     box = st.empty()
-    return (lambda place: box.info(f"{what}: {place.text()}", icon=":material/hourglass_top:")), box.empty
+    return (lambda place: box.info(f"{what}: {place.text() if place else 'being made for another session, shared when ready'}",
+                                   icon=":material/hourglass_top:")), box.empty
+
+
+@contextmanager
+def shared_wait(computing: bool, what: str):
+    """While waiting for another session's identical heavy request, the page says so."""
+    on_wait, done = _show_place(what) if computing else (None, lambda: None)
+    if on_wait is not None:
+        on_wait(None)
+    try:
+        yield
+    finally:
+        done()
 
 
 @contextmanager
