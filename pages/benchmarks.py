@@ -9,7 +9,8 @@ from engine.bench import benchmark, claim_checks, export, schema, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
-from pages.lib import claim_texts, ui, view_state
+from pages.lib import cached, claim_texts, ui, view_state
+from pages.lib.slots import heavy
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
               "repetitions after warm-up, each result checked against float64 numpy before it is shown.")
@@ -50,28 +51,26 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
 
 
 def exports(rows: list[dict], prov: dict, key: str) -> None:
-    def name(what: str) -> str:
-        return export.chart_filename(what, [prov.get("gpu")], [prov.get("date")])
     a, b, c = st.columns(3)
-    a.download_button("Data as CSV", export.results_csv(rows, prov), name("results") + ".csv", "text/csv",
-                      key=f"csv-{key}")
+    a.download_button("Data as CSV", export.results_csv(rows, prov), export.file_stem("results", prov) + ".csv",
+                      "text/csv", key=f"csv-{key}")
     b.download_button("Data as JSON (with provenance)", json.dumps(schema.to_document(rows, prov), indent=1,
-                      default=float), name("results") + ".json", "application/json", key=f"json-{key}")
+                      default=float), export.file_stem("results", prov) + ".json", "application/json", key=f"json-{key}")
     if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
         return
-    started, files = time.perf_counter(), []
-    figs = export.figures(rows, prov)
-    with st.status(f"Making PNG, SVG and HTML files of {len(figs)} charts: the first picture starts Chrome "
+    started = time.perf_counter()
+    # Made in the server's line, once for every session exporting this run: the place in line shows
+    # above the status while it waits.
+    with st.status("Making PNG, SVG and HTML files of every chart: the first picture starts Chrome "
                    "(a few seconds)", expanded=True) as box:
-        files += [(f"{name(n)}.html", export.html(fig), "text/html") for n, fig in figs.items()]
         try:
-            with export.image_session():
-                for n, fig in figs.items():
-                    box.write(f"{n}: PNG and SVG")
-                    files += [(f"{name(n)}.png", export.image(fig, "png"), "image/png"),
-                              (f"{name(n)}.svg", export.image(fig, "svg"), "image/svg+xml")]
+            files, skipped = cached.chart_files(rows, prov, ("html", "png", "svg"),
+                                                lambda chart: box.write(f"{chart}: PNG and SVG"))
         except EngineError as exc:
-            st.warning(str(exc), icon=":material/warning:")
+            box.update(label=str(exc), state="error")
+            return
+        for line in skipped:
+            st.warning(line, icon=":material/warning:")
         box.update(label=f"Made {len(files)} files in {time.perf_counter() - started:.1f} s", state="complete")
     cols = st.columns(3)
     for i, (filename, data, mime) in enumerate(sorted(files)):
@@ -191,16 +190,19 @@ if status.available:
         total = len(sizes) * len(kernels)
         progress = st.progress(0.0, "starting")
         live = st.empty()
-        for i, row in enumerate(benchmark.sweep(kernels, sizes, settings, {"TILE": tile, "PAD": pad})):
-            rows.append(row)
-            progress.progress((i + 1) / total, f"{i + 1} of {total}: {row['kernel']} {row['m']}x{row['n']}x{row['k']}"
-                                               f" {row['status']}")
-            with live.container():
-                df = benchmark.derive(schema.as_frame(rows).assign(gpu=status.name), peaks)
-                a, b = st.columns(2)
-                a.plotly_chart(charts.gflops_vs_size(df, font), width="stretch", key=f"live-g-{i}")
-                if "sm_clock_mhz" in df:
-                    b.plotly_chart(charts.telemetry(df, font), width="stretch", key=f"live-t-{i}")
+        # One sweep at a time on the GPU, in the server's line with the rest of the heavy work; each
+        # point is drawn as it is measured.
+        with heavy("benchmark", 0, "Live sweep"):
+            for i, row in enumerate(benchmark.sweep(kernels, sizes, settings, {"TILE": tile, "PAD": pad})):
+                rows.append(row)
+                progress.progress((i + 1) / total, f"{i + 1} of {total}: {row['kernel']} {row['m']}x{row['n']}x{row['k']}"
+                                                   f" {row['status']}")
+                with live.container():
+                    df = benchmark.derive(schema.as_frame(rows).assign(gpu=status.name), peaks)
+                    a, b = st.columns(2)
+                    a.plotly_chart(charts.gflops_vs_size(df, font), width="stretch", key=f"live-g-{i}")
+                    if "sm_clock_mhz" in df:
+                        b.plotly_chart(charts.telemetry(df, font), width="stretch", key=f"live-t-{i}")
         live.empty()
         progress.empty()
     if st.session_state.get("bench_rows"):

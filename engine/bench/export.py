@@ -1,6 +1,7 @@
 """Benchmark exports: data as CSV and JSON with provenance, every chart as PNG, SVG and HTML."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -18,6 +19,7 @@ from engine.errors import EngineError
 from engine.plots import charts, style
 
 FORMATS = ("csv", "json", "html", "png", "svg")
+MIME = {"html": "text/html", "png": "image/png", "svg": "image/svg+xml"}
 PROVENANCE_COLUMNS = ("gpu", "driver_cuda_version", "driver", "cuda", "toolkit", "cublas_version", "date",
                       "engine_commit")
 NO_KALEIDO = "PNG/SVG export needs the kaleido package: python3 -m pip install -r requirements.txt"
@@ -25,6 +27,9 @@ NO_CHROME = ("PNG/SVG export needs Chrome or Chromium, and kaleido found neither
              "(`apt install chromium`, or `python3 -c 'import kaleido; kaleido.get_chrome_sync()'`)")
 # kaleido's server is one per process: exports take turns.
 _IMAGES = threading.Lock()
+# What making a run's chart files holds while it runs, for the server's memory budget
+# (engine/devices/line.py): the Chrome kaleido starts (~250 MB resident) and the figures.
+CHART_FILES_BYTES = 400 * 2**20
 
 
 def results_csv(rows: list[dict], prov: dict) -> str:
@@ -169,3 +174,32 @@ def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: i
         except EngineError as exc:   # no kaleido or no Chrome/Chromium on this machine: say so once
             skipped.append(f"png/svg: {exc}")
     return written, skipped
+
+
+def file_stem(what: str, prov: dict) -> str:
+    return chart_filename(what, [prov.get("gpu")], [prov.get("date")])
+
+
+def run_digest(rows: list[dict], prov: dict) -> str:
+    """Which run this is, whatever session shows it: the same run exported twice is made once."""
+    text = json.dumps(to_document(rows, prov), sort_keys=True, default=float)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def chart_files(rows: list[dict], prov: dict, formats=("html", "png", "svg"),
+                progress=lambda chart: None) -> tuple[list[tuple[str, bytes | str, str]], list[str]]:
+    """Every chart of a run as (file name, data, MIME type) in the formats asked, and what could not
+    be made (one line each); progress(chart) before each chart's pictures."""
+    figs = figures(rows, prov)
+    files = [(f"{file_stem(n, prov)}.html", html(fig), "text/html") for n, fig in figs.items() if "html" in formats]
+    pictures = [f for f in ("png", "svg") if f in formats]
+    skipped = []
+    if pictures and figs:
+        try:
+            with image_session():
+                for n, fig in figs.items():
+                    progress(n)
+                    files += [(f"{file_stem(n, prov)}.{f}", image(fig, f), MIME[f]) for f in pictures]
+        except EngineError as exc:   # no kaleido or no Chrome/Chromium on this machine: say so once
+            skipped.append(str(exc))
+    return files, skipped

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+from pathlib import Path
 
 
 def _libc():
@@ -36,3 +38,24 @@ def keep_large_blocks_separate() -> None:
     long-running processes: the app server and its workers."""
     if _LIBC is not None:
         _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+
+
+def tree_rss(pid: int | None = None) -> int:
+    """Resident bytes of a process and every process below it (the server and its workers, and
+    the browser kaleido starts); 0 where /proc cannot say (not Linux)."""
+    pid = os.getpid() if pid is None else pid
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += parents.get(p, [])
+        try:
+            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    return total

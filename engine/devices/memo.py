@@ -100,6 +100,11 @@ class Memo:
         host_memory.release_freed_memory()
         return value
 
+    def computing(self, key: Hashable) -> bool:
+        """Whether another caller is computing key now (a get of it would wait for that one)."""
+        with self._lock:
+            return key in self._running and key not in self._entries
+
     def clear(self) -> None:
         """For tests and the server's own code: no client message reaches this."""
         with self._lock:

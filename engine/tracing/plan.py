@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from engine.devices import line
 from engine.errors import EngineError
 from engine.kernels import registry, sources
 from engine.kernels.problem import Problem
@@ -213,23 +213,13 @@ def format_bytes(n: int) -> str:
 HOST_MEMORY_ENV = "MATMUL_EXPLORER_HOST_MEMORY"
 # Per record: the 16-byte raw record the kernel writes, then the 31-byte assembled one.
 RECORD_HOST_BYTES = RAW_DTYPE.itemsize + STORED_BYTES
-_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmgt]?)(?:i?b)?", re.I)
 
 
 def host_memory_limit() -> int:
     """$MATMUL_EXPLORER_HOST_MEMORY (bytes, or like 8GiB), by default the smaller of 4 GiB and half
     the machine's memory: one request must not take a classroom server's memory from the others."""
     raw = os.environ.get(HOST_MEMORY_ENV, "").strip()
-    if not raw:
-        try:
-            ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
-            ram = 8 * 2**30
-        return min(4 * 2**30, ram // 2)
-    m = _SIZE_RE.fullmatch(raw)
-    if not m:
-        raise EngineError(f"{HOST_MEMORY_ENV} must be a size like 4GiB or 4294967296, got {raw!r}")
-    return int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " "))
+    return line.parse_size(HOST_MEMORY_ENV, raw) if raw else min(4 * 2**30, line.machine_memory() // 2)
 
 
 def host_bytes(plan: TracePlan) -> dict[str, int]:
@@ -266,3 +256,9 @@ def check_fits_gpu(problem: Problem, kernel: str, status) -> None:
     if need > status.free_bytes:
         raise EngineError(f"{problem.describe()} needs {format_bytes(need)} of GPU memory for its matrices; "
                           f"{format_bytes(status.free_bytes)} is free on the {status.name}")
+
+
+def host_need(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | None = None) -> int:
+    """The host bytes a trace of these blocks would take (host_bytes, summed): what it reserves of
+    the server's memory budget (engine/devices/line.py) before it starts. Nothing runs."""
+    return sum(host_bytes(make_plan(kernel, problem, blocks)).values())

@@ -1,27 +1,60 @@
 """The engine calls the pages make, cached for every session of this server.
 
 Shared by all sessions: one computation per distinct request however many sessions ask at once,
-bounded in bytes, and out of reach of Streamlit's "clear cache" (which any client may send). Work
-on a whole kernel (the tables below a figure) waits for its own slots (pages/lib/slots.py).
+bounded in bytes, and out of reach of Streamlit's "clear cache" (which any client may send). Heavy
+work (a whole kernel's trace and the tables below a figure, a large block's trace, a run's chart
+files) waits its turn in the server's line with its bytes reserved (pages/lib/slots.py), and a
+session waiting for it, or for another session's identical request, holds no page slot.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from engine.bench import export
 from engine.devices import host_memory, memo
 from engine.errors import EngineError
 from engine.kernels import registry, sass
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis, rung_counts, views
-from engine.tracing import tracer
+from engine.tracing import plan, tracer
 from pages.lib import view_state
-from pages.lib.slots import whole_kernel_slot
+from pages.lib.slots import LINE, heavy, off_page_slot, shared_wait
 
 # A whole-kernel trace at 128^3 is ~4-5 M records (~150 MB with its warp
 # instructions): the default keeps two or three. MATMUL_EXPLORER_TRACE_CACHE_MB changes it.
 host_memory.keep_large_blocks_separate()
 TRACES = memo.Memo("traces", memo.budget("MATMUL_EXPLORER_TRACE_CACHE_MB", 400))
 RESULTS = memo.Memo("results", memo.budget("MATMUL_EXPLORER_RESULT_CACHE_MB", 100))
+
+
+# A block's trace estimated at this many host bytes or more is heavy (the Ladder page's rungs from
+# about 1024^3): it waits in the line like a whole kernel's.
+HEAVY_BYTES = 128 * 2**20
+# A run's chart files (about 4.5 MB of HTML a chart, and its pictures): a few runs' worth.
+EXPORTS = memo.Memo("exports", memo.budget("MATMUL_EXPLORER_EXPORT_CACHE_MB", 100))
+_RUNTIME: list[int] = []
+
+
+def _held() -> int:
+    """What the server holds besides the heavy requests running: the interpreter and its worker
+    processes (measured once, when the first heavy request comes) and what the caches keep."""
+    if not _RUNTIME:
+        _RUNTIME.append(host_memory.tree_rss())
+    return _RUNTIME[0] + sum(m.bytes for m in (TRACES, RESULTS, FIGURES, EXPORTS))
+
+
+def _heavy_get(cache: memo.Memo, key, compute, kind: str, need, what: str, **keep):
+    """cache.get(key, compute) with compute in the line, reserving need() bytes; off the page slot
+    throughout, also while waiting for another session computing the same key."""
+    def in_line():
+        with heavy(kind, need(), what):
+            return compute()
+    with off_page_slot(), shared_wait(cache.computing(key), what):
+        return cache.get(key, in_line, **keep)
+
+
+def _whole_need(kernel, m, n, k, params, block):
+    return lambda: plan.host_need(kernel, make_problem(m, n, k, block=block, params=params))
 
 
 def _params_key(params: dict[str, int]) -> tuple:
@@ -41,8 +74,8 @@ def trace(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tu
     key = ("trace", kernel, m, n, k, _params_key(params), tuple(block), blocks and tuple(blocks), source)
     if blocks:   # the block a figure shows: the page's own work
         return TRACES.get(key, compute)
-    with whole_kernel_slot():
-        return TRACES.get(key, compute)
+    return _heavy_get(TRACES, key, compute, "trace", _whole_need(kernel, m, n, k, params, block),
+                      f"Tracing the whole of {kernel} at {m}x{n}x{k}")
 
 
 # A figure is weighed by the dict it hands out (its plotly objects share validators and templates
@@ -69,8 +102,8 @@ def site_summary(kernel: str, m: int, n: int, k: int, params: dict[str, int], bl
     """analysis.site_summary of the whole-kernel trace (the pages' Nsight-style tables)."""
     def compute():
         return analysis.site_summary(*trace(kernel, m, n, k, params, block, None, "auto"))
-    with whole_kernel_slot():
-        return RESULTS.get(("site_summary", kernel, m, n, k, _params_key(params), tuple(block)), compute)
+    return _heavy_get(RESULTS, ("site_summary", kernel, m, n, k, _params_key(params), tuple(block)), compute,
+                      "trace", _whole_need(kernel, m, n, k, params, block), f"Counting the whole of {kernel}")
 
 
 def shared_kernel(kernel: str, m: int, n: int, k: int, params: dict[str, int],
@@ -81,16 +114,15 @@ def shared_kernel(kernel: str, m: int, n: int, k: int, params: dict[str, int],
         t, inst = trace(kernel, m, n, k, params, block, None, "auto")
         summary = site_summary(kernel, m, n, k, params, block)
         return views.shared_kernel(t, inst, summary, sass_listing(t.launches[-1].file, t.problem.params))
-    with whole_kernel_slot():
-        return RESULTS.get(("shared_kernel", kernel, m, n, k, _params_key(params), tuple(block)), compute)
+    return _heavy_get(RESULTS, ("shared_kernel", kernel, m, n, k, _params_key(params), tuple(block)), compute,
+                      "trace", _whole_need(kernel, m, n, k, params, block), f"Counting the whole of {kernel}")
 
 
 def global_reads(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> int:
     """Global loads of a whole kernel, counted in its trace (no per-warp analysis needed)."""
-    with whole_kernel_slot():
-        return RESULTS.get(("global_reads", kernel, m, n, k, _params_key(params), tuple(block)),
-                           lambda: analysis.global_reads(
-                               tracer.trace(kernel, make_problem(m, n, k, block=block, params=params))))
+    return _heavy_get(RESULTS, ("global_reads", kernel, m, n, k, _params_key(params), tuple(block)),
+                      lambda: analysis.global_reads(tracer.trace(kernel, make_problem(m, n, k, block=block, params=params))),
+                      "trace", _whole_need(kernel, m, n, k, params, block), f"Counting the loads of {kernel}")
 
 
 def reads_against_naive(kernel: str, m: int, n: int, k: int, params: dict[str, int]) -> dict[str, int]:
@@ -108,14 +140,31 @@ def rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCoun
     """rung_counts.rung_counts of one block of a ladder rung (its default parameters) at size^3, or the
     engine's one-line reason it cannot be traced (over the record cap). Only the counts are kept:
     the trace of one block is millions of records at the larger sizes, and the page shows six."""
+    problem = make_problem(size, size, size, block=registry.get(kernel).default_block)
+
     def compute():
-        spec = registry.get(kernel)
-        trace = tracer.trace(kernel, make_problem(size, size, size, block=spec.default_block), [block], "auto")
+        trace = tracer.trace(kernel, problem, [block], "auto")
         return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
                                        sass_listing(trace.launches[-1].file, trace.problem.params))
+    key = ("rung", kernel, size, tuple(block), tracer.resolve_source("auto"))
     try:
-        return RESULTS.get(("rung", kernel, size, tuple(block), tracer.resolve_source("auto")), compute)
+        need = plan.host_need(kernel, problem, [block])
+        if need < HEAVY_BYTES:
+            return RESULTS.get(key, compute)
+        return _heavy_get(RESULTS, key, compute, "rung", lambda: need, f"Tracing block {block} of {kernel} at {size}³")
     except EngineError as exc:
         return str(exc)
+
+
+def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress):
+    """export.chart_files of a run, made once for every session asking for the same run in the same
+    formats, in the line (Chrome and the pictures are seconds of a core each). Files made without
+    their pictures (no Chrome here) are not kept: installing it is tried again next time."""
+    key = ("chart_files", export.run_digest(rows, prov), tuple(formats))
+    return _heavy_get(EXPORTS, key, lambda: export.chart_files(rows, prov, formats, progress), "export",
+                      lambda: export.CHART_FILES_BYTES, "Making the chart files", keep=lambda made: not made[1])
+
+
+LINE.held = _held
 
 

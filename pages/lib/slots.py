@@ -1,9 +1,11 @@
-"""How many page scripts compute at once in this server, and where whole-kernel work waits.
+"""How many page scripts compute at once in this server, and the line heavy work waits in.
 
 A room of sessions shares one Python process: its event loop (every browser's messages, health
 checks) needs the interpreter lock between its steps, so computing threads are let in a few at a
 time and the rest wait without taking the lock. app.py holds a page slot while a page's script
-runs; pages/lib/cached.py moves whole-kernel work to its own slots.
+runs. Heavy work (whole-kernel traces, large blocks, chart exports, live benchmarks) gives its page
+slot up and waits its turn in the server's one line (engine/devices/line.py), its place shown on
+the page, so that a page view never waits behind it.
 """
 from __future__ import annotations
 
@@ -11,16 +13,20 @@ import os
 import threading
 from contextlib import contextmanager
 
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from engine.devices import line
+
 # Page scripts that may compute at once in this server. The server's event loop (every browser's
 # messages, health checks) needs Python's interpreter lock between its steps, and waits its turn
 # behind every thread that is computing: with a room of 30 sessions computing at once it got a turn
 # every ~150 ms and answered nothing for seconds. Scripts beyond these slots wait without taking
 # the lock; the kernels themselves run in worker processes.
 PAGE_SLOTS = threading.Semaphore(max(2, 2 * (os.cpu_count() or 1)))
-# Whole-kernel work (the tables below a figure) gives its page slot up and queues here instead, so
-# that it never holds back another session's figure and leaves a core (and a CPU trace worker) to
-# the figures. A thread that holds a slot keeps it for the work nested in its work.
-WHOLE_KERNEL_SLOTS = threading.Semaphore(max(1, (os.cpu_count() or 1) - 1))
+# Heavy work runs a few at a time, leaving a core (and a CPU trace worker) to the page views.
+# What the server holds besides it is set by pages/lib/cached.py (its caches and processes).
+LINE = line.Line(max(1, (os.cpu_count() or 1) - 1))
 _SLOTS = threading.local()
 
 
@@ -36,24 +42,60 @@ def page_slot():
 
 
 @contextmanager
-def whole_kernel_slot():
-    if getattr(_SLOTS, "whole", False):
-        yield
-        return
+def off_page_slot():
+    """The page slot given up for a while (waiting for heavy work, or for another session's heavy
+    result), so that it never holds back another session's page view; taken back after."""
     gave_up = getattr(_SLOTS, "page", False)
     if gave_up:
         PAGE_SLOTS.release()
         _SLOTS.page = False
     try:
-        with WHOLE_KERNEL_SLOTS:
-            _SLOTS.whole = True
-            try:
-                yield
-            finally:
-                _SLOTS.whole = False
+        yield
     finally:
         if gave_up:
             PAGE_SLOTS.acquire()
             _SLOTS.page = True
 
 
+def _show_place(what: str):
+    """on_wait for the line: the page's own line saying where it stands ("3rd in line, about 8 s"),
+    emptied once its turn comes; nothing outside a page's script (background threads)."""
+    if get_script_run_ctx() is None:
+        return None, lambda: None
+    box = st.empty()
+    return (lambda place: box.info(f"{what}: {place.text() if place else 'being made for another session, shared when ready'}",
+                                   icon=":material/hourglass_top:")), box.empty
+
+
+@contextmanager
+def shared_wait(computing: bool, what: str):
+    """While waiting for another session's identical heavy request, the page says so."""
+    on_wait, done = _show_place(what) if computing else (None, lambda: None)
+    if on_wait is not None:
+        on_wait(None)
+    try:
+        yield
+    finally:
+        done()
+
+
+@contextmanager
+def heavy(kind: str, need: int = 0, what: str = "Waiting"):
+    """Runs the block as heavy work of `kind` reserving `need` bytes of the server's memory, off the
+    page slot. A thread already in its turn keeps it for the work nested in its work (what it
+    reserved covers it)."""
+    if getattr(_SLOTS, "heavy", False):
+        yield
+        return
+    on_wait, done = _show_place(what)
+    with off_page_slot():
+        try:
+            with LINE.turn(kind, need, on_wait):
+                done()
+                _SLOTS.heavy = True
+                try:
+                    yield
+                finally:
+                    _SLOTS.heavy = False
+        finally:
+            done()

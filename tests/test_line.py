@@ -1,0 +1,226 @@
+"""The server's line for heavy work (engine/devices/line.py): order, places, memory, dedupe. No
+timing: threads are stepped with events, and the clock is the test's own."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engine.devices import line, memo
+from engine.errors import EngineError
+
+MB = 2**20
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def until(condition) -> None:
+    """Until another thread has got there (polled; the test asserts order, never a duration)."""
+    for _ in range(2000):
+        if condition():
+            return
+        threading.Event().wait(0.005)
+    raise AssertionError("the other thread never got there")
+
+
+def queued(lines: line.Line, count: int) -> None:
+    """Until `count` requests wait (each thread appends itself before it waits)."""
+    until(lambda: len(lines.snapshot()["waiting"]) == count)
+
+
+def worker(lines, kind, need, order, release, places=None, errors=None):
+    def run():
+        try:
+            with lines.turn(kind, need, (places.append if places is not None else None), poll_s=60):
+                order.append(kind)
+                release.wait(10)
+        except EngineError as exc:
+            errors.append(str(exc))
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_requests_run_first_come_first_served_with_their_places():
+    clock, order = Clock(), []
+    lines = line.Line(1, budget=lambda: 10 * MB, clock=clock)
+    gates = [threading.Event() for _ in range(4)]
+    places = [[] for _ in range(4)]
+    threads = []
+    for i in range(4):
+        threads.append(worker(lines, f"r{i}", 0, order, gates[i], places[i]))
+        if i == 0:
+            until(lambda: order)
+        else:
+            queued(lines, i)
+    assert order == ["r0"] and lines.snapshot()["waiting"] == ["r1", "r2", "r3"]
+    assert places[3][0].place == 3 and places[3][0].text() == "3rd in line, about 15 s"   # 3 x FIRST_GUESS_S
+    for i in range(4):
+        clock.now += 2.0
+        gates[i].set()
+        threads[i].join(10)
+        if i < 2:   # r3 is told its new place before the next one finishes
+            until(lambda i=i: places[3][-1].place == 2 - i)
+    assert order == ["r0", "r1", "r2", "r3"]
+    # r3 was told each place it moved up to, in order (a place may be told again with a new estimate)
+    assert list(dict.fromkeys(p.place for p in places[3])) == [3, 2, 1]
+    assert lines.estimate("r0") == 2.0 and lines.reserved == 0
+
+
+def test_the_wait_is_estimated_from_recent_durations():
+    clock = Clock()
+    lines = line.Line(2, budget=lambda: 10 * MB, clock=clock)
+    for seconds in (4.0, 8.0):
+        with lines.turn("export"):
+            clock.now += seconds
+    assert lines.estimate("export") == 6.0
+    assert lines.estimate("trace") == line.FIRST_GUESS_S
+
+
+def test_memory_is_reserved_while_running_and_a_request_waits_for_it():
+    order, gate_a, gate_b = [], threading.Event(), threading.Event()
+    lines = line.Line(4, budget=lambda: 100 * MB, held=lambda: 20 * MB)
+    a = worker(lines, "a", 60 * MB, order, gate_a)
+    until(lambda: order)
+    assert lines.reserved == 60 * MB
+    places = []
+    b = worker(lines, "b", 30 * MB, order, gate_b, places)   # 20 + 60 + 30 > 100: waits, with a free slot
+    queued(lines, 1)
+    assert order == ["a"] and places[0].memory and "waiting for memory" in places[0].text()
+    gate_a.set()
+    a.join(10)
+    gate_b.set()
+    b.join(10)
+    assert order == ["a", "b"] and lines.reserved == 0
+
+
+def test_a_request_that_could_never_fit_is_refused_with_one_line():
+    lines = line.Line(1, budget=lambda: 100 * MB, held=lambda: 40 * MB)
+    with pytest.raises(EngineError) as exc:
+        with lines.turn("rung", 70 * MB):
+            pass
+    assert "\n" not in str(exc.value) and line.SERVER_MEMORY_ENV in str(exc.value)
+    assert lines.snapshot() == {"waiting": [], "running": [], "reserved": 0}
+
+
+def test_the_head_of_the_line_is_not_overtaken_by_smaller_requests():
+    """Strict order: a small request behind one waiting for memory waits too (exports in order)."""
+    order, gates = [], [threading.Event() for _ in range(3)]
+    lines = line.Line(3, budget=lambda: 100 * MB)
+    a = worker(lines, "big", 80 * MB, order, gates[0])
+    until(lambda: order)
+    b = worker(lines, "big2", 50 * MB, order, gates[1])
+    queued(lines, 1)
+    c = worker(lines, "small", 1 * MB, order, gates[2])
+    queued(lines, 2)
+    assert order == ["big"]
+    for g in gates:
+        g.set()
+    for t in (a, b, c):
+        t.join(10)
+    assert order == ["big", "big2", "small"]
+
+
+def test_a_failure_or_a_refusal_frees_the_place_and_the_bytes():
+    lines = line.Line(1, budget=lambda: 100 * MB)
+    with pytest.raises(RuntimeError):
+        with lines.turn("trace", 50 * MB):
+            raise RuntimeError("boom")
+    assert lines.snapshot() == {"waiting": [], "running": [], "reserved": 0}
+
+
+def test_the_same_heavy_request_twice_is_made_once_in_the_line():
+    """What pages/lib/cached.py does for a run's chart files: the memo shares one computation, and
+    only that one takes a place in the line."""
+    lines = line.Line(1, budget=lambda: 100 * MB)
+    cache = memo.Memo("exports", 10 * MB)
+    started, gate, made = threading.Event(), threading.Event(), []
+
+    def make():
+        with lines.turn("export", 1 * MB):
+            made.append(1)
+            started.set()
+            gate.wait(10)
+            return ["files"]
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get(("run", ("png",)), make)))
+               for _ in range(5)]
+    threads[0].start()
+    started.wait(10)
+    for t in threads[1:]:
+        t.start()
+    until(lambda: cache.shared == 4)
+    assert lines.snapshot()["waiting"] == []    # the others wait on the result, not in the line
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert made == [1] and results == [["files"]] * 5
+
+
+@pytest.mark.parametrize("n, text", [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
+                                     (13, "13th"), (21, "21st"), (112, "112th")])
+def test_ordinals(n, text):
+    assert line.ordinal(n) == text
+
+
+def test_the_server_budget_setting(monkeypatch):
+    monkeypatch.setenv(line.SERVER_MEMORY_ENV, "2GiB")
+    assert line.server_memory_limit() == 2 * 2**30
+    monkeypatch.setenv(line.SERVER_MEMORY_ENV, "lots")
+    with pytest.raises(EngineError, match=line.SERVER_MEMORY_ENV):
+        line.server_memory_limit()
+    monkeypatch.delenv(line.SERVER_MEMORY_ENV)
+    assert line.server_memory_limit() == line.machine_memory() // 2
+
+
+def test_heavy_work_gives_its_page_slot_up_while_it_waits_and_runs(monkeypatch):
+    """pages/lib/slots.py: every page slot stays free for page views while heavy work waits or runs,
+    and is taken back after; work nested in a turn does not queue again."""
+    from pages.lib import slots
+    monkeypatch.setattr(slots, "PAGE_SLOTS", threading.Semaphore(1))
+    monkeypatch.setattr(slots, "LINE", line.Line(1, budget=lambda: 100 * MB))
+    free_while_waiting, free_inside = [], []
+    gate = threading.Event()
+    blocker = worker(slots.LINE, "export", 0, [], gate)
+    until(lambda: slots.LINE.snapshot()["running"])
+
+    def page():
+        with slots.page_slot():
+            with slots.heavy("trace", 10 * MB):
+                free_inside.append(slots.PAGE_SLOTS.acquire(blocking=False))
+                slots.PAGE_SLOTS.release()
+                with slots.heavy("trace", 10 * MB):   # nested: its turn already holds
+                    free_inside.append(slots.LINE.snapshot()["running"])
+    t = threading.Thread(target=page)
+    t.start()
+    queued(slots.LINE, 1)
+    free_while_waiting.append(slots.PAGE_SLOTS.acquire(blocking=False))   # a page view gets in
+    slots.PAGE_SLOTS.release()
+    gate.set()
+    t.join(10)
+    blocker.join(10)
+    assert free_while_waiting == [True] and free_inside == [True, ["trace"]]
+    assert slots.PAGE_SLOTS.acquire(blocking=False)   # given back when the page ended
+
+
+def test_a_memo_says_when_a_key_is_being_computed():
+    """What the page asks before it waits on another session's identical export."""
+    cache, started, gate = memo.Memo("m", MB), threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        gate.wait(10)
+        return 1
+    t = threading.Thread(target=cache.get, args=("k", slow))
+    t.start()
+    started.wait(10)
+    assert cache.computing("k") and not cache.computing("other")
+    gate.set()
+    t.join(10)
+    assert not cache.computing("k") and cache.get("k", lambda: 2) == 1
