@@ -119,8 +119,9 @@ SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "
 
 
 def autotuning_sweep() -> None:
-    """The recorded sweep of every ladder rung's configurations: ranked, each winner against the
-    registry's default (a default that is not the winner is flagged), and one figure of them all."""
+    """The recorded sweeps of each family's rungs (the FP32 ladder, the tensor rungs): per family, its
+    configurations ranked, each winner against the registry's default (a default that is not the winner
+    is flagged), and one figure of them all."""
     st.subheader("Autotuning sweep")
     paths = benchmark.tuning_runs()
     if not paths:
@@ -132,22 +133,30 @@ def autotuning_sweep() -> None:
     gpus = list(dict.fromkeys(df["gpu"].iloc[0] for _, df, _ in sweeps))
     gpu = st.selectbox("Swept on", gpus) if len(gpus) > 1 else gpus[0]
     runs = [(name, df, prov) for name, df, prov in sweeps if df["gpu"].iloc[0] == gpu]
-    df = tuning.combine([(d, prov) for _, d, prov in runs])
-    provs = [prov for _, _, prov in runs]
-    ranked = tuning.ranking(df)
-    if ranked.empty:
-        st.warning(f"The sweeps on the {schema.plain(gpu)} hold no row of a ladder rung.")
-        return
+    # % of cuBLAS again over the files together: a tensor sweep's cuBLAS FP16 is in a file of its own.
+    df = benchmark.derive(tuning.combine([(d, prov) for _, d, prov in runs]), runs[-1][2]["peaks"])
+    shown = [(family, ranked) for family in tuning.FAMILIES if not (ranked := tuning.ranking(df, family.rungs)).empty]
+    if not shown:
+        st.warning(f"The sweeps on the {schema.plain(gpu)} hold no row of a ladder or tensor rung.")
+    for family, ranked in shown:
+        sweep_family(family, ranked, df, [(name, prov) for name, d, prov in runs if d["kernel"].isin(family.rungs).any()])
+
+
+def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, runs: list[tuple[str, dict]]) -> None:
     found = tuning.verdicts(ranked)
-    files = ", ".join(name for name, _, _ in runs)
-    st.markdown(f"Every configuration swept of each rung, timed at {tuning.sweep_size(df)}³ on the {schema.plain(gpu)}; "
-                "the winner is starred, the registry's default ringed.")
-    st.caption(schema.plain(f"From {files}" + (": a configuration timed in more than one file shows its latest "
-                                                 "timing." if len(runs) > 1 else ".")))
-    fig = charts.tuning_sweep(ranked, font, charts.notes(provs, df), tuning.cublas_gflops(df))
-    st.plotly_chart(fig, width="stretch", key="sweep-figure", config={"displaylogo": False, "toImageButtonOptions": {
+    provs = [prov for _, prov in runs]
+    gpu = df["gpu"].iloc[0]
+    st.markdown(f"**The {family.name}.** Every configuration swept of each rung, timed at "
+                f"{tuning.sweep_size(df, family.rungs)}³ on the {schema.plain(gpu)}; the winner is starred, the "
+                f"registry's default ringed; the dotted line: {family.cublas_name} ({family.cublas}).")
+    st.caption(schema.plain(f"From {', '.join(name for name, _ in runs)}" + (
+        ": a configuration timed in more than one file shows its latest timing." if len(runs) > 1 else ".")))
+    rung = "ladder rung" if family.rungs == tuning.RUNGS else "tensor rung"
+    fig = charts.tuning_sweep(ranked, font, charts.notes(provs, df), tuning.cublas_gflops(df, family), rung,
+                              family.cublas_name)
+    st.plotly_chart(fig, width="stretch", key=f"sweep-figure-{rung}", config={"displaylogo": False, "toImageButtonOptions": {
         "format": "png", "width": 1200, "height": 700,
-        "filename": export.chart_filename("autotuning", [gpu], [p.get("date") for p in provs])}})
+        "filename": export.chart_filename(f"autotuning-{rung.replace(' ', '-')}", [gpu], [p.get("date") for p in provs])}})
     st.dataframe(tuning.summary(found), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
     for v in found:

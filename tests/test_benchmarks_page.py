@@ -80,7 +80,7 @@ def page():
 def test_charts_have_a_fixed_height_and_the_legend_below(page):
     """Side by side with a legend at the right, the roofline shrank to ~80 px at 1280 wide."""
     charts = _charts(page)
-    assert len(_run_charts(page)) == 4 and len(charts) == 4 + bool(benchmark.tuning_runs())   # and a sweep's
+    assert len(_run_charts(page)) == 4 and len(charts) == 4 + 2 * bool(benchmark.tuning_runs())   # and the sweeps'
     for title, c in charts.items():
         layout = c["layout"]
         assert layout["height"] >= 480, title
@@ -276,6 +276,21 @@ def test_the_autotuning_sweep_ranks_each_rung_and_flags_a_default_that_loses(mon
     ranked = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
     assert ranked["configuration"].tolist() == [win, default, synthetic_runs.label("blocktile_1d", synthetic_runs.SLOW_1D)]
     assert ranked[""].tolist() == ["★ winner", " ○ registry default", ""]
+
+
+def test_every_rung_the_tensor_page_calls_swept_is_in_a_sweep_shown_here(page):
+    """The Tensor cores page says a swept rung's tiles are 'the winners of a recorded 4096³ sweep, on the
+    Benchmarks page': each such rung is a column of a sweep figure here, ranked against cuBLAS FP16."""
+    from engine.kernels import registry
+    from engine.metrics import tensor_tiles
+    swept = [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)]
+    assert swept
+    sweeps = {t: c for t, c in _charts(page).items() if t.startswith("Autotuning")}
+    shown = {r for c in sweeps.values() for r in c["layout"]["xaxis"]["ticktext"]}
+    assert set(swept) <= shown, (swept, shown)
+    tensor = next(c for c in sweeps.values() if "mma_pipelined" in c["layout"]["xaxis"]["ticktext"])
+    assert any("cuBLAS FP16" in a["text"] for a in tensor["layout"]["annotations"])
+    assert set(swept) <= {t.label for t in page.tabs}
 
 
 def test_without_a_sweep_the_section_says_where_one_goes(monkeypatch, tmp_path):
