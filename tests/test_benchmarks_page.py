@@ -236,6 +236,20 @@ def test_the_documents_figures_stand_beside_the_recorded_run(monkeypatch, tmp_pa
     assert tables["kernel"]["kernel"].iloc[0] == "shared_bank_conflicts T32 pad1"
 
 
+def test_every_claim_a_shipped_run_measures_is_measured_by_default(page):
+    """The run shown by default times the FP32 kernels; cuBLAS FP16 (the table's last row, and the
+    'divisible by 8' claim at 4088³, 4092³ and 4095³) is timed by other runs that ship: each claim is
+    measured from the run that measures it, which is named, never 'not measured here'."""
+    text = _page_text(page) + " ".join(str(c.value) for c in page.caption)
+    assert "not measured here" not in text and "is not in this run" not in text
+    sizes = next(d.value for d in page.dataframe if "divisible by" in d.value.columns).set_index("N")
+    assert sizes.loc[[4088, 4092, 4095], "cublas_gemm_fp16 TFLOP/s"].notna().all()
+    table = next(d.value for d in page.dataframe if "as printed" in d.value.columns).set_index("as printed")
+    assert table["TFLOP/s here"].notna().all()
+    divisible = next(p.name for p in benchmark.recorded_runs(holding=["cublas_gemm_fp16"]))
+    assert f"cublas_gemm_fp16 from {divisible}, a recorded run not selected above" in text.replace("\\", "")
+
+
 def test_rows_a_claim_needs_and_the_run_lacks_are_named(monkeypatch, tmp_path):
     without_16x16 = [r for r in synthetic_runs.SQUARE if not (r["kernel"] == "naive_x_cols" and r["block"] == "16x16")]
     at = _open_over(monkeypatch, tmp_path, without_16x16)
