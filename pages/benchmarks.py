@@ -1,6 +1,7 @@
 """Benchmarks: the kernels timed against cuBLAS, live on the GPU or from runs recorded on one."""
 import json
 import time
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -49,9 +50,11 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
     st.caption(heading + (" " + charts.LABEL_KEY if ladder else ""))
 
 
-def exports(rows: list[dict], prov: dict, key: str) -> None:
+def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
+    """A run's data and charts as files; run (the run's file name, when several are shown) is in every
+    file name: two runs of one GPU and day would otherwise save files of the same names."""
     def name(what: str) -> str:
-        return export.chart_filename(what, [prov.get("gpu")], [prov.get("date")])
+        return export.chart_filename(what, [prov.get("gpu")], [prov.get("date")]) + (f"-{run}" if run else "")
     a, b, c = st.columns(3)
     a.download_button("Data as CSV", export.results_csv(rows, prov), name("results") + ".csv", "text/csv",
                       key=f"csv-{key}")
@@ -256,7 +259,7 @@ for name in choices:
     frames.append(df)
     provs.append(prov)
     peaks = peaks or prov["peaks"]
-    labels.append(schema.plain(charts.provenance_note(prov)))
+    labels.append(schema.plain(f"{name}: {charts.provenance_note(prov)}"))   # the file tells same-day runs apart
 # An upload comes from anyone in the room: a bad one gets its problems, one line each, and is left
 # out; everything it says is shown as plain text (a Markdown image in a GPU's name is not fetched).
 for up in uploads or []:
@@ -274,9 +277,13 @@ if frames:
     st.markdown("**Recorded on:** " + "; ".join(labels))
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",
          "Recorded results, not measured now. Roofs are those of the first GPU listed.", provs)
-    if len(choices) == 1 and not uploads:
-        doc = schema.read((benchmark.RECORDED / choices[0]).read_bytes())
-        exports(doc.rows, doc.prov, "recorded")
+    for i, name in enumerate(choices):   # each run shown, exported as it was recorded
+        doc = schema.read((benchmark.RECORDED / name).read_bytes())
+        if len(frames) > 1:
+            st.markdown(f"**Exports of {schema.plain(name)}**")
+        exports(doc.rows, doc.prov, f"recorded-{i}" if i else "recorded", Path(name).stem if len(frames) > 1 else "")
+    if uploads:
+        st.caption("Uploaded runs are not exported again: each is already the export it was uploaded as.")
     measured_claims(pd.concat(frames, ignore_index=True), peaks)
 else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "

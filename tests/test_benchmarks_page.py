@@ -184,6 +184,31 @@ def test_no_run_selected_says_what_to_do():
     assert "No recorded run selected" in " ".join(str(i.value) for i in at.info)
 
 
+def test_two_runs_selected_are_told_apart_and_each_exported(monkeypatch):
+    """Two runs of one GPU and day had one label twice under 'Recorded on:', and their exports vanished:
+    each run is named by its file, and each has its exports, under file names of their own."""
+    from streamlit.delta_generator import DeltaGenerator
+    saved, button = [], DeltaGenerator.download_button
+
+    def recording(self, label, data, file_name=None, *args, **kwargs):
+        saved.append(file_name)
+        return button(self, label, data, file_name, *args, **kwargs)
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    at = _open()
+    recorded = next(m for m in at.multiselect if m.label.startswith("Recorded"))
+    runs = [p.name for p in benchmark.recorded_runs()][:2]
+    assert len(runs) == 2
+    saved.clear()
+    recorded.set_value(runs).run()
+    assert not at.exception, [e.value for e in at.exception]
+    label = next(str(m.value) for m in at.markdown if str(m.value).startswith("**Recorded on:**")).replace("\\", "")
+    parts = label.removeprefix("**Recorded on:** ").split("; ")
+    assert len(parts) == 2 and len(set(parts)) == 2 and all(run in label for run in runs), label
+    assert [b.proto.label for b in at.get("download_button")].count("Data as CSV") == 2
+    assert len([b for b in at.button if b.label.startswith("Make PNG")]) == 2
+    assert len(saved) == 4 and len(set(saved)) == 4, saved   # CSV and JSON of each, none named alike
+
+
 def test_image_button_shows_progress_and_a_clear_message_without_chrome(monkeypatch):
     from engine.bench import export
     from engine.errors import EngineError
