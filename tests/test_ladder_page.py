@@ -46,10 +46,27 @@ def test_a_link_opens_its_rung_size_and_block_and_double_buffering_shows_its_ove
     fig = next(f for f in _figures(at) if "barrier interval" in json.dumps(f["layout"]))
     titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert titles == ["<b>warptile</b>, warp 2: loading and multiplying take turns, never in one interval",
-                      "<b>double_buffered</b>, warp 2: 15 of 16 multiply intervals also load the next tile"]
+                      "<b>double_buffered</b>, warp 2: 7 of 7 multiply intervals drawn also load the next tile "
+                      "(15 of 16 in all)"]
     at.selectbox(key="ladder.rung").set_value("vectorized").run()
     assert not at.exception
     assert at.subheader[0].value.startswith("Rung 4 of") and at.query_params["rung"] == "vectorized"
+
+
+def test_the_timeline_title_counts_the_intervals_it_draws():
+    """At 512³ double_buffered has 32 multiply intervals and the timeline draws the first 8: its title
+    said '31 of 32' over 8 drawn. The title counts what is drawn (multiply bars, highlighted intervals),
+    and says how many there are in all."""
+    import re
+    at = open_page(PAGE, {"rung": "double_buffered", "size": "512", "bx": "0", "warp": "2"})
+    fig = next(f for f in _figures(at) if "barrier interval" in json.dumps(f["layout"]))
+    title = [a["text"] for a in fig["layout"]["annotations"]][1]
+    drawn = re.search(r"(\d+) of (\d+) multiply intervals drawn", title)
+    assert drawn, title
+    bars = next(d for d in fig["data"] if d.get("y") and d["y"][0].startswith("multiply") and d.get("yaxis") == "y2")
+    highlighted = [s for s in fig["layout"].get("shapes", []) if s.get("yref", "").startswith("y2")]
+    assert (int(drawn[1]), int(drawn[2])) == (len(highlighted), len(bars["y"])), title
+    assert "31 of 32 in all" in title, title
 
 
 @pytest.mark.parametrize("presenter", ["0", "1"])
