@@ -142,3 +142,19 @@ def test_a_live_run_is_drawn_and_labelled_live(monkeypatch):
     assert "at 128³ · live on this NVIDIA H200" in fig["layout"]["title"]["text"]
     assert fig["data"][0]["y"][registry.LADDER_RUNGS.index("double_buffered")] == 30000
     assert f"No row for {', '.join(ABSENT)} at 128³ in this run (live on this NVIDIA H200" in _texts(at)
+
+
+def test_no_speed_label_stands_on_the_cublas_line():
+    """A bar just under cuBLAS (46,669 against 51,331 GFLOP/s at 4096³) had its label above it, struck
+    through by cuBLAS's dashed line: a label above a bar ends at least a tenth of the axis below the line."""
+    at = open_page(PAGE, {"size": "4096"})
+    fig = next(f for f in _figures(at) if "Measured GFLOP/s" in json.dumps(f["layout"].get("title")))
+    bar = fig["data"][0]
+    cublas = next(s["y0"] for s in fig["layout"]["shapes"] if s.get("line", {}).get("dash") == "dash")
+    top = fig["layout"]["yaxis"]["range"][1]
+    where = bar["textposition"] if isinstance(bar["textposition"], list) else [bar["textposition"]] * len(bar["y"])
+    from tests.test_benchmarks_page import _numbers
+    ys = _numbers(bar["y"])
+    near = [(t, y) for t, y, w in zip(bar["text"], ys, where) if w == "outside" and 0 <= cublas - y < top / 10]
+    assert not near, (near, cublas)
+    assert any(w == "inside" for w in where)   # the shipped run has such a bar
