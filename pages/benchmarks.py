@@ -1,6 +1,7 @@
 """Benchmarks: the kernels timed against cuBLAS, live on the GPU or from runs recorded on one."""
 import json
 import time
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -50,12 +51,17 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
     st.caption(heading + (" " + charts.LABEL_KEY if ladder else ""))
 
 
-def exports(rows: list[dict], prov: dict, key: str) -> None:
+def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
+    """A run's data and charts as files; run (the run's file name, when several are shown) is in every
+    file name: two runs of one GPU and day would otherwise save files of the same names."""
+    def named(filename: str) -> str:
+        stem, dot, suffix = filename.rpartition(".")
+        return f"{stem}-{run}{dot}{suffix}" if run else filename
     a, b, c = st.columns(3)
-    a.download_button("Data as CSV", export.results_csv(rows, prov), export.file_stem("results", prov) + ".csv",
+    a.download_button("Data as CSV", export.results_csv(rows, prov), named(export.file_stem("results", prov) + ".csv"),
                       "text/csv", key=f"csv-{key}")
     b.download_button("Data as JSON (with provenance)", json.dumps(schema.to_document(rows, prov), indent=1,
-                      default=float), export.file_stem("results", prov) + ".json", "application/json", key=f"json-{key}")
+                      default=float), named(export.file_stem("results", prov) + ".json"), "application/json", key=f"json-{key}")
     if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
         return
     started = time.perf_counter()
@@ -75,7 +81,8 @@ def exports(rows: list[dict], prov: dict, key: str) -> None:
     cols = st.columns(3)
     for i, (filename, data, mime) in enumerate(sorted(files)):
         # on_click="ignore": downloading one file keeps the others on the page
-        cols[i % 3].download_button(filename, data, filename, mime, on_click="ignore", key=f"{key}-{filename}")
+        cols[i % 3].download_button(named(filename), data, named(filename), mime, on_click="ignore",
+                                    key=f"{key}-{filename}")
 
 
 CLAIM_FORMATS = {"A100 TFLOP/s": "%g", "% of peak": "%g", "peak that % implies": "%,.0f",
@@ -85,24 +92,46 @@ CLAIM_FORMATS = {"A100 TFLOP/s": "%g", "% of peak": "%g", "peak that % implies":
                  claim_checks.SPEED: "%,.1f", claim_checks.OF_4096: "%.1f", claim_checks.TORCH_SPEED: "%,.1f", claim_checks.TORCH_SHARE: "%.1f"}
 
 
+def measuring(df: pd.DataFrame, kernels: list[str]) -> tuple[pd.DataFrame, str]:
+    """The rows a claim is measured from: the runs shown, and for each of the claim's kernels none of
+    them timed, its rows from the first shipped run on the same GPU that did (runs are recorded per
+    topic: the FP32 run shown by default has no cuBLAS FP16), so that a claim whose measurement ships
+    shows it by default; with the words that name that run."""
+    parts, names = [df], []
+    for kernel in kernels:
+        if (df["kernel"] == kernel).any():
+            continue
+        for path in benchmark.recorded_runs(holding=[kernel]):
+            run, _ = benchmark.load_document(path.read_text())
+            if run["gpu"].iloc[0] in set(df["gpu"]):
+                parts.append(run[run["kernel"] == kernel])
+                names.append(f"{kernel} from {path.name}")
+                break
+    return pd.concat(parts, ignore_index=True), "".join(f"  \n{schema.plain(n)}, a recorded run not selected above." for n in names)
+
+
 def measured_claims(df: pd.DataFrame, peaks: dict) -> None:
     """The documents' speed figures, checked, beside the same kernels of the run shown (its first GPU)."""
     st.subheader("What the documents claim, measured here")
     config = {c: st.column_config.NumberColumn(c, format=f) for c, f in CLAIM_FORMATS.items()}
+    all_rows = df
+    df, added = measuring(all_rows, [p.kernel for p in claim_checks.CUDA_TABLE])
     table = claim_checks.cuda_table(df, peaks)
     st.markdown(f"- *{claim_texts.MEASURED['cuda_table']}*  \n  {claim_checks.cuda_table_check()}  \n  "
                 f"{claim_checks.cuda_table_here(table, schema.plain)}  \n  {claim_checks.tensor_cores_here(table, schema.plain)}")
     st.dataframe(table.table, hide_index=True, width="stretch", column_config=config)
     st.caption("The same kernels here: " + claim_checks.cuda_table_kernels() + " % of this GPU's peak: FP32 from its "
                "attributes, TF32 and FP16 (dense, on tensor cores) from NVIDIA's datasheet. Peaks in TFLOP/s."
-               + "".join(f"  \n{line}." for line in table.missing))
+               + "".join(f"  \n{line}." for line in table.missing) + added)
+    df, added = measuring(all_rows, [claim_checks.DIVISIBLE_KERNEL, claim_checks.TORCH_KERNEL])
     sizes = claim_checks.divisible(df)
     st.markdown(f"- *{claim_texts.MEASURED['divisible']}*" +
                 (f"  \n  {claim_checks.divisible_here(sizes, schema.plain)}" if len(sizes.table) else ""))
     if len(sizes.table):
         st.dataframe(sizes.table, hide_index=True, width="stretch", column_config=config)
     st.caption(f"Each size N is N³ (M = N = K); ÷16 sizes are multiples of 8 too. Speeds within "
-               f"{claim_checks.SAME_WITHIN:.0%} are called the same." + "".join(f"  \n{line}." for line in sizes.missing))
+               f"{claim_checks.SAME_WITHIN:.0%} are called the same." + "".join(f"  \n{line}." for line in sizes.missing) + added)
+    df = all_rows
     headline = claim_checks.non_square(df, peaks)
     st.markdown(f"- *{claim_texts.MEASURED['non_square']}*  \n  {claim_checks.non_square_check()}  \n  "
                 f"{claim_checks.non_square_here(headline, schema.plain)}")
@@ -118,8 +147,9 @@ SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "
 
 
 def autotuning_sweep() -> None:
-    """The recorded sweep of every ladder rung's configurations: ranked, each winner against the
-    registry's default (a default that is not the winner is flagged), and one figure of them all."""
+    """The recorded sweeps of each family's rungs (the FP32 ladder, the tensor rungs): per family, its
+    configurations ranked, each winner against the registry's default (a default that is not the winner
+    is flagged), and one figure of them all."""
     st.subheader("Autotuning sweep")
     paths = benchmark.tuning_runs()
     if not paths:
@@ -131,22 +161,30 @@ def autotuning_sweep() -> None:
     gpus = list(dict.fromkeys(df["gpu"].iloc[0] for _, df, _ in sweeps))
     gpu = st.selectbox("Swept on", gpus) if len(gpus) > 1 else gpus[0]
     runs = [(name, df, prov) for name, df, prov in sweeps if df["gpu"].iloc[0] == gpu]
-    df = tuning.combine([(d, prov) for _, d, prov in runs])
-    provs = [prov for _, _, prov in runs]
-    ranked = tuning.ranking(df)
-    if ranked.empty:
-        st.warning(f"The sweeps on the {schema.plain(gpu)} hold no row of a ladder rung.")
-        return
+    # % of cuBLAS again over the files together: a tensor sweep's cuBLAS FP16 is in a file of its own.
+    df = benchmark.derive(tuning.combine([(d, prov) for _, d, prov in runs]), runs[-1][2]["peaks"])
+    shown = [(family, ranked) for family in tuning.FAMILIES if not (ranked := tuning.ranking(df, family.rungs)).empty]
+    if not shown:
+        st.warning(f"The sweeps on the {schema.plain(gpu)} hold no row of a ladder or tensor rung.")
+    for family, ranked in shown:
+        sweep_family(family, ranked, df, [(name, prov) for name, d, prov in runs if d["kernel"].isin(family.rungs).any()])
+
+
+def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, runs: list[tuple[str, dict]]) -> None:
     found = tuning.verdicts(ranked)
-    files = ", ".join(name for name, _, _ in runs)
-    st.markdown(f"Every configuration swept of each rung, timed at {tuning.sweep_size(df)}³ on the {schema.plain(gpu)}; "
-                "the winner is starred, the registry's default ringed.")
-    st.caption(schema.plain(f"From {files}" + (": a configuration timed in more than one file shows its latest "
-                                                 "timing." if len(runs) > 1 else ".")))
-    fig = charts.tuning_sweep(ranked, font, charts.notes(provs, df), tuning.cublas_gflops(df))
-    st.plotly_chart(fig, width="stretch", key="sweep-figure", config={"displaylogo": False, "toImageButtonOptions": {
+    provs = [prov for _, prov in runs]
+    gpu = df["gpu"].iloc[0]
+    st.markdown(f"**The {family.name}.** Every configuration swept of each rung, timed at "
+                f"{tuning.sweep_size(df, family.rungs)}³ on the {schema.plain(gpu)}; the winner is starred, the "
+                f"registry's default ringed; the dotted line: {family.cublas_name} ({family.cublas}).")
+    st.caption(schema.plain(f"From {', '.join(name for name, _ in runs)}" + (
+        ": a configuration timed in more than one file shows its latest timing." if len(runs) > 1 else ".")))
+    rung = "ladder rung" if family.rungs == tuning.RUNGS else "tensor rung"
+    fig = charts.tuning_sweep(ranked, font, charts.notes(provs, df), tuning.cublas_gflops(df, family), rung,
+                              family.cublas_name)
+    st.plotly_chart(fig, width="stretch", key=f"sweep-figure-{rung}", config={"displaylogo": False, "toImageButtonOptions": {
         "format": "png", "width": 1200, "height": 700,
-        "filename": export.chart_filename("autotuning", [gpu], [p.get("date") for p in provs])}})
+        "filename": export.chart_filename(f"autotuning-{rung.replace(' ', '-')}", [gpu], [p.get("date") for p in provs])}})
     st.dataframe(tuning.summary(found), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
     for v in found:
@@ -227,7 +265,7 @@ for name in choices:
     frames.append(df)
     provs.append(prov)
     peaks = peaks or prov["peaks"]
-    labels.append(schema.plain(charts.provenance_note(prov)))
+    labels.append(schema.plain(f"{name}: {charts.provenance_note(prov)}"))   # the file tells same-day runs apart
 # An upload comes from anyone in the room: a bad one gets its problems, one line each, and is left
 # out; everything it says is shown as plain text (a Markdown image in a GPU's name is not fetched).
 for up in uploads or []:
@@ -245,9 +283,13 @@ if frames:
     st.markdown("**Recorded on:** " + "; ".join(labels))
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",
          "Recorded results, not measured now. Roofs are those of the first GPU listed.", provs)
-    if len(choices) == 1 and not uploads:
-        doc = schema.read((benchmark.RECORDED / choices[0]).read_bytes())
-        exports(doc.rows, doc.prov, "recorded")
+    for i, name in enumerate(choices):   # each run shown, exported as it was recorded
+        doc = schema.read((benchmark.RECORDED / name).read_bytes())
+        if len(frames) > 1:
+            st.markdown(f"**Exports of {schema.plain(name)}**")
+        exports(doc.rows, doc.prov, f"recorded-{i}" if i else "recorded", Path(name).stem if len(frames) > 1 else "")
+    if uploads:
+        st.caption("Uploaded runs are not exported again: each is already the export it was uploaded as.")
     measured_claims(pd.concat(frames, ignore_index=True), peaks)
 else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "

@@ -23,7 +23,9 @@ def home() -> None:
         f"spreads them out (the shared-memory kernel of {documents.cite('001', '*{}*')}).\n"
         "4. **Ladder**: from the tiled kernel towards cuBLAS, one fix at a time: what each rung changed in "
         "the source, what one block's trace counts, and the measured speed.\n"
-        "5. **Benchmarks**: the same kernels timed against cuBLAS.")
+        "5. **Tensor cores**: FP16 on the tensor cores: what the document's WMMA kernel gets wrong, how the "
+        "faster rungs split the work, which lane holds which element, and their speed against cuBLAS FP16.\n"
+        "6. **Benchmarks**: the same kernels timed against cuBLAS.")
     st.subheader("Device")
     device_card()
     st.subheader("Kernel catalog")

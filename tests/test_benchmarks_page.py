@@ -80,7 +80,7 @@ def page():
 def test_charts_have_a_fixed_height_and_the_legend_below(page):
     """Side by side with a legend at the right, the roofline shrank to ~80 px at 1280 wide."""
     charts = _charts(page)
-    assert len(_run_charts(page)) == 4 and len(charts) == 4 + bool(benchmark.tuning_runs())   # and a sweep's
+    assert len(_run_charts(page)) == 4 and len(charts) == 4 + 2 * bool(benchmark.tuning_runs())   # and the sweeps'
     for title, c in charts.items():
         layout = c["layout"]
         assert layout["height"] >= 480, title
@@ -184,6 +184,31 @@ def test_no_run_selected_says_what_to_do():
     assert "No recorded run selected" in " ".join(str(i.value) for i in at.info)
 
 
+def test_two_runs_selected_are_told_apart_and_each_exported(monkeypatch):
+    """Two runs of one GPU and day had one label twice under 'Recorded on:', and their exports vanished:
+    each run is named by its file, and each has its exports, under file names of their own."""
+    from streamlit.delta_generator import DeltaGenerator
+    saved, button = [], DeltaGenerator.download_button
+
+    def recording(self, label, data, file_name=None, *args, **kwargs):
+        saved.append(file_name)
+        return button(self, label, data, file_name, *args, **kwargs)
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    at = _open()
+    recorded = next(m for m in at.multiselect if m.label.startswith("Recorded"))
+    runs = [p.name for p in benchmark.recorded_runs()][:2]
+    assert len(runs) == 2
+    saved.clear()
+    recorded.set_value(runs).run()
+    assert not at.exception, [e.value for e in at.exception]
+    label = next(str(m.value) for m in at.markdown if str(m.value).startswith("**Recorded on:**")).replace("\\", "")
+    parts = label.removeprefix("**Recorded on:** ").split("; ")
+    assert len(parts) == 2 and len(set(parts)) == 2 and all(run in label for run in runs), label
+    assert [b.proto.label for b in at.get("download_button")].count("Data as CSV") == 2
+    assert len([b for b in at.button if b.label.startswith("Make PNG")]) == 2
+    assert len(saved) == 4 and len(set(saved)) == 4, saved   # CSV and JSON of each, none named alike
+
+
 def test_image_button_shows_progress_and_a_clear_message_without_chrome(monkeypatch):
     from engine.bench import export
     from engine.errors import EngineError
@@ -236,6 +261,20 @@ def test_the_documents_figures_stand_beside_the_recorded_run(monkeypatch, tmp_pa
     assert tables["kernel"]["kernel"].iloc[0] == "shared_bank_conflicts T32 pad1"
 
 
+def test_every_claim_a_shipped_run_measures_is_measured_by_default(page):
+    """The run shown by default times the FP32 kernels; cuBLAS FP16 (the table's last row, and the
+    'divisible by 8' claim at 4088³, 4092³ and 4095³) is timed by other runs that ship: each claim is
+    measured from the run that measures it, which is named, never 'not measured here'."""
+    text = _page_text(page) + " ".join(str(c.value) for c in page.caption)
+    assert "not measured here" not in text and "is not in this run" not in text
+    sizes = next(d.value for d in page.dataframe if "divisible by" in d.value.columns).set_index("N")
+    assert sizes.loc[[4088, 4092, 4095], "cublas_gemm_fp16 TFLOP/s"].notna().all()
+    table = next(d.value for d in page.dataframe if "as printed" in d.value.columns).set_index("as printed")
+    assert table["TFLOP/s here"].notna().all()
+    divisible = next(p.name for p in benchmark.recorded_runs(holding=["cublas_gemm_fp16"]))
+    assert f"cublas_gemm_fp16 from {divisible}, a recorded run not selected above" in text.replace("\\", "")
+
+
 def test_rows_a_claim_needs_and_the_run_lacks_are_named(monkeypatch, tmp_path):
     without_16x16 = [r for r in synthetic_runs.SQUARE if not (r["kernel"] == "naive_x_cols" and r["block"] == "16x16")]
     at = _open_over(monkeypatch, tmp_path, without_16x16)
@@ -276,6 +315,21 @@ def test_the_autotuning_sweep_ranks_each_rung_and_flags_a_default_that_loses(mon
     ranked = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
     assert ranked["configuration"].tolist() == [win, default, synthetic_runs.label("blocktile_1d", synthetic_runs.SLOW_1D)]
     assert ranked[""].tolist() == ["★ winner", " ○ registry default", ""]
+
+
+def test_every_rung_the_tensor_page_calls_swept_is_in_a_sweep_shown_here(page):
+    """The Tensor cores page says a swept rung's tiles are 'the winners of a recorded 4096³ sweep, on the
+    Benchmarks page': each such rung is a column of a sweep figure here, ranked against cuBLAS FP16."""
+    from engine.kernels import registry
+    from engine.metrics import tensor_tiles
+    swept = [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)]
+    assert swept
+    sweeps = {t: c for t, c in _charts(page).items() if t.startswith("Autotuning")}
+    shown = {r for c in sweeps.values() for r in c["layout"]["xaxis"]["ticktext"]}
+    assert set(swept) <= shown, (swept, shown)
+    tensor = next(c for c in sweeps.values() if "mma_pipelined" in c["layout"]["xaxis"]["ticktext"])
+    assert any("cuBLAS FP16" in a["text"] for a in tensor["layout"]["annotations"])
+    assert set(swept) <= {t.label for t in page.tabs}
 
 
 def test_without_a_sweep_the_section_says_where_one_goes(monkeypatch, tmp_path):

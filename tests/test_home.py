@@ -49,3 +49,16 @@ def test_catalog_and_page_name_source_documents_by_title():
     assert "Source documents" in [str(s.value) for s in at.subheader]
     for d in documents.DOCUMENTS:
         assert any(d.title in t and d.about in t for t in texts(at)), d.title
+
+
+def test_where_to_look_lists_every_page_of_the_navigation_in_its_order():
+    """The list omitted the Tensor cores page: it names every page app.py routes to (but Home, where
+    it stands), in the navigation's order, read from app.py's page list itself."""
+    import ast
+    pages = [kw.value.value for node in ast.walk(ast.parse(APP.read_text())) if isinstance(node, ast.Call)
+             and getattr(node.func, "attr", "") == "Page" for kw in node.keywords if kw.arg == "title"]
+    assert pages[0] == "Home" and len(pages) == 7, pages
+    where = next(t for t in texts(open_home()) if t.startswith("**Where to look"))
+    items = re.findall(r"^\d+\. \*\*(.+?)\*\*", where, re.M)
+    assert items == pages[1:], items
+    assert [int(n) for n in re.findall(r"^(\d+)\. ", where, re.M)] == list(range(1, len(pages)))

@@ -46,10 +46,27 @@ def test_a_link_opens_its_rung_size_and_block_and_double_buffering_shows_its_ove
     fig = next(f for f in _figures(at) if "barrier interval" in json.dumps(f["layout"]))
     titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert titles == ["<b>warptile</b>, warp 2: loading and multiplying take turns, never in one interval",
-                      "<b>double_buffered</b>, warp 2: 15 of 16 multiply intervals also load the next tile"]
+                      "<b>double_buffered</b>, warp 2: 7 of 7 multiply intervals drawn also load the next tile "
+                      "(15 of 16 in all)"]
     at.selectbox(key="ladder.rung").set_value("vectorized").run()
     assert not at.exception
     assert at.subheader[0].value.startswith("Rung 4 of") and at.query_params["rung"] == "vectorized"
+
+
+def test_the_timeline_title_counts_the_intervals_it_draws():
+    """At 512³ double_buffered has 32 multiply intervals and the timeline draws the first 8: its title
+    said '31 of 32' over 8 drawn. The title counts what is drawn (multiply bars, highlighted intervals),
+    and says how many there are in all."""
+    import re
+    at = open_page(PAGE, {"rung": "double_buffered", "size": "512", "bx": "0", "warp": "2"})
+    fig = next(f for f in _figures(at) if "barrier interval" in json.dumps(f["layout"]))
+    title = [a["text"] for a in fig["layout"]["annotations"]][1]
+    drawn = re.search(r"(\d+) of (\d+) multiply intervals drawn", title)
+    assert drawn, title
+    bars = next(d for d in fig["data"] if d.get("y") and d["y"][0].startswith("multiply") and d.get("yaxis") == "y2")
+    highlighted = [s for s in fig["layout"].get("shapes", []) if s.get("yref", "").startswith("y2")]
+    assert (int(drawn[1]), int(drawn[2])) == (len(highlighted), len(bars["y"])), title
+    assert "31 of 32 in all" in title, title
 
 
 @pytest.mark.parametrize("presenter", ["0", "1"])
@@ -125,3 +142,19 @@ def test_a_live_run_is_drawn_and_labelled_live(monkeypatch):
     assert "at 128³ · live on this NVIDIA H200" in fig["layout"]["title"]["text"]
     assert fig["data"][0]["y"][registry.LADDER_RUNGS.index("double_buffered")] == 30000
     assert f"No row for {', '.join(ABSENT)} at 128³ in this run (live on this NVIDIA H200" in _texts(at)
+
+
+def test_no_speed_label_stands_on_the_cublas_line():
+    """A bar just under cuBLAS (46,669 against 51,331 GFLOP/s at 4096³) had its label above it, struck
+    through by cuBLAS's dashed line: a label above a bar ends at least a tenth of the axis below the line."""
+    at = open_page(PAGE, {"size": "4096"})
+    fig = next(f for f in _figures(at) if "Measured GFLOP/s" in json.dumps(f["layout"].get("title")))
+    bar = fig["data"][0]
+    cublas = next(s["y0"] for s in fig["layout"]["shapes"] if s.get("line", {}).get("dash") == "dash")
+    top = fig["layout"]["yaxis"]["range"][1]
+    where = bar["textposition"] if isinstance(bar["textposition"], list) else [bar["textposition"]] * len(bar["y"])
+    from tests.test_benchmarks_page import _numbers
+    ys = _numbers(bar["y"])
+    near = [(t, y) for t, y, w in zip(bar["text"], ys, where) if w == "outside" and 0 <= cublas - y < top / 10]
+    assert not near, (near, cublas)
+    assert any(w == "inside" for w in where)   # the shipped run has such a bar

@@ -59,6 +59,14 @@ def test_coalescing_compares_seed000_mapping_with_the_coalesced_one():
     assert at.query_params["kernel"] == "naive_x_rows"
 
 
+def test_coalescing_counts_the_sectors_that_would_do_from_the_bytes_the_warp_touches():
+    """In a 16x16 block a warp's 32 lanes read 16 distinct floats of A (two rows of threads, one column of
+    A): 64 bytes, which 2 sectors hold; it said '(4 would do)', counting 4 bytes a lane."""
+    at = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "16", "block": "16x16"})
+    first = notes(figures(at)[0], 0)
+    assert "uncoalesced (2 would do)" in first and "4 would do" not in first, first
+
+
 def test_coalescing_follows_its_controls_and_url():
     at = open_page("pages/coalescing.py", {"kernel": "naive_transposed_b", "compare": "(none)", "block": "32x32",
                                            "m": "32", "n": "32", "k": "8"})

@@ -21,6 +21,23 @@ from engine.plots import charts
 
 SIZE = 4096
 RUNGS = tuple(k.name for k in registry.LADDER)
+TENSOR_RUNGS = registry.TENSOR_RUNGS
+
+
+@dataclass(frozen=True)
+class Family:
+    """Rungs swept and ranked together, against the cuBLAS that computes what they compute (FP32 rungs
+    against cuBLAS FP32, the tensor rungs' FP16 inputs against cuBLAS FP16): their speeds differ tenfold,
+    so each family has a figure of its own."""
+
+    name: str
+    rungs: tuple[str, ...]
+    cublas: str
+    cublas_name: str
+
+
+FAMILIES = (Family("FP32 ladder", RUNGS, "cublas_sgemm", "cuBLAS FP32"),
+            Family("tensor rungs", TENSOR_RUNGS, "cublas_gemm_fp16", "cuBLAS FP16"))
 
 
 def combine(runs: list[tuple[pd.DataFrame, dict]]) -> pd.DataFrame:
@@ -36,19 +53,19 @@ def combine(runs: list[tuple[pd.DataFrame, dict]]) -> pd.DataFrame:
     return df[~key.duplicated(keep="last")].reset_index(drop=True)
 
 
-def sweep_size(df: pd.DataFrame) -> int | None:
-    """The square size the ladder's rows are ranked at."""
-    return benchmark.square_size(df[df["kernel"].isin(RUNGS)], SIZE)
+def sweep_size(df: pd.DataFrame, rungs: tuple[str, ...] = RUNGS) -> int | None:
+    """The square size the rungs' rows are ranked at."""
+    return benchmark.square_size(df[df["kernel"].isin(rungs)], SIZE)
 
 
-def ranking(df: pd.DataFrame) -> pd.DataFrame:
+def ranking(df: pd.DataFrame, rungs: tuple[str, ...] = RUNGS) -> pd.DataFrame:
     """Per rung (in the ladder's order), its configurations at the sweep's size, fastest first: rank
     (1 = the winner; rows not timed have none and come last), label, GFLOP/s, % of the winner, % of
     cuBLAS, and whether it is the winner and whether it is the registry's default."""
-    n = sweep_size(df)
-    rows = df[df["kernel"].isin(RUNGS) & (df["m"] == n) & (df["n"] == n) & (df["k"] == n)] if n else df.iloc[:0]
+    n = sweep_size(df, rungs)
+    rows = df[df["kernel"].isin(rungs) & (df["m"] == n) & (df["n"] == n) & (df["k"] == n)] if n else df.iloc[:0]
     parts = []
-    for rung in RUNGS:
+    for rung in rungs:
         part = rows[rows["kernel"] == rung].copy()
         if part.empty:
             continue
@@ -122,9 +139,9 @@ def summary(found: list[Verdict]) -> pd.DataFrame:
                           "configurations timed": v.timed} for v in found])
 
 
-def cublas_gflops(df: pd.DataFrame) -> float | None:
-    """cuBLAS FP32 at the sweep's size (the fastest row of it, if several), for the figure's line."""
-    n = sweep_size(df)
-    rows = df[(df["kernel"] == "cublas_sgemm") & (df["status"] == "ok") & (df["m"] == n) & (df["n"] == n)
+def cublas_gflops(df: pd.DataFrame, family: Family = FAMILIES[0]) -> float | None:
+    """The family's cuBLAS at the sweep's size (the fastest row of it, if several), for the figure's line."""
+    n = sweep_size(df, family.rungs)
+    rows = df[(df["kernel"] == family.cublas) & (df["status"] == "ok") & (df["m"] == n) & (df["n"] == n)
               & (df["k"] == n)] if n else df.iloc[:0]
     return float(rows["gflops"].max()) if len(rows) else None

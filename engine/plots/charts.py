@@ -286,10 +286,12 @@ def telemetry(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.F
     return _layout(fig, "GPU telemetry during the sweep", font, note)
 
 
-def tuning_sweep(ranked: pd.DataFrame, font: int = EXPORT_FONT, note: str = "", cublas: float | None = None) -> go.Figure:
+def tuning_sweep(ranked: pd.DataFrame, font: int = EXPORT_FONT, note: str = "", cublas: float | None = None,
+                 family: str = "ladder rung", cublas_name: str = "cuBLAS") -> go.Figure:
     """An autotuning sweep (engine/bench/tuning.py ranking): per ladder rung, a strip of its timed
     configurations, fastest on the left; the winner a large star, the registry's default ringed, so
-    a default that is not the winner stands apart; cuBLAS at the same size as a dotted line."""
+    a default that is not the winner stands apart; cuBLAS at the same size as a dotted line. family names
+    the rungs' family (in the title and on the axis), cublas_name the cuBLAS its line is."""
     fig = go.Figure()
     timed = ranked[ranked["rank"].notna()]
     rungs = list(dict.fromkeys(timed["kernel"]))
@@ -316,12 +318,13 @@ def tuning_sweep(ranked: pd.DataFrame, font: int = EXPORT_FONT, note: str = "", 
         fig.add_scatter(x=[None], y=[None], mode="markers", name=kind, legendgroup=kind, marker=marker)   # legend only
     if cublas:
         fig.add_hline(y=cublas, line={"color": style.ROOF, "dash": "dot", "width": 1})
-        fig.add_annotation(x=1, xref="paper", y=cublas, text=f"cuBLAS {cublas:,.0f} GFLOP/s", showarrow=False,
+        fig.add_annotation(x=1, xref="paper", y=cublas, text=f"{cublas_name} {cublas:,.0f} GFLOP/s", showarrow=False,
                            xanchor="right", yanchor="bottom", font={"size": font - 2})
-    fig.update_xaxes(title="ladder rung · its configurations, fastest on the left", tickvals=list(range(len(rungs))),
+    fig.update_xaxes(title=f"{family} · its configurations, fastest on the left", tickvals=list(range(len(rungs))),
                      ticktext=rungs, range=[-0.6, len(rungs) - 0.4], showgrid=False, zeroline=False)
     fig.update_yaxes(title="GFLOP/s", rangemode="tozero", tickformat=",~f")
-    return _layout(fig, "Autotuning sweep: the configurations timed for each rung", font, note)
+    title = "each rung" if family == "ladder rung" else f"each {family}"
+    return _layout(fig, f"Autotuning sweep: the configurations timed for {title}", font, note)
 
 
 def _escaped(texts: pd.Series) -> np.ndarray:

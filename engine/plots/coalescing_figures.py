@@ -252,10 +252,13 @@ def _strip_lanes(step: Step, place: _StripPlace | None = None) -> dict:
 
 
 def coalescing_verdict(step: Step) -> str:
-    """Coalesced when the warp's lanes need no more sectors than their bytes fill (4 per 32 floats)."""
+    """Coalesced when the warp needs no more sectors than the distinct bytes it touches fill: lanes that
+    read one address share its bytes (in a 16x16 block two rows of threads read one column of A: 16
+    floats, 64 bytes, 2 sectors, not the 4 that 32 lanes x 4 bytes would fill)."""
     if step.sectors == 1 and len(np.unique(step.offsets)) == 1 and len(step.lanes) > 1:
         return "one address for all lanes: a broadcast"
-    ideal = -(-len(step.lanes) * 4 // 32)
+    touched = np.unique(step.offsets[:, None] + np.arange(4 * step.width))   # each lane: width 4-byte words
+    ideal = max(1, -(-len(touched) // 32))
     return "coalesced" if step.sectors <= ideal else f"uncoalesced ({ideal} would do)"
 
 
