@@ -44,7 +44,7 @@ def test_pages_draw_in_the_one_style_at_its_sizes(presenter):
     sizes = style.sizes(presenter)
     bank = figures(open_page("pages/bank_conflicts.py", {"size": "32", **flag}))
     bench = figures(open_page("pages/benchmarks.py", flag))
-    assert len(bank) == 2 and len(bench) == 4 + bool(benchmark.tuning_runs())   # the run's four, the sweep's
+    assert len(bank) == 2 and len(bench) == 4 + 2 * bool(benchmark.tuning_runs())   # the run's four, the FP32 and tensor sweeps'
     assert len({_style_of(f) for f in bank + bench}) == 1 and _style_of(bank[0])[0] == style.FONT_FAMILY
     assert {f["layout"]["font"]["size"] for f in bank} == {sizes.base}
     assert {f["layout"]["font"]["size"] for f in bench} == {sizes.chart}
