@@ -160,7 +160,7 @@ def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "", p
     where = ["inside" if g and speeds.cublas and 0 <= speeds.cublas - g < label else "outside" for g in gflops]
     # textangle 0: Plotly turns a label inside a narrow bar on its side, which a class reads sideways.
     fig = go.Figure(go.Bar(x=names, y=[g or 0 for g in gflops], text=text, textposition=where, textangle=0,
-                           insidetextanchor="end", insidetextfont={"color": "white"}, marker={"color": colors},
+                           insidetextanchor="end", insidetextfont={"color": style.BAR_TEXT}, marker={"color": colors},
                            customdata=params, hovertemplate="%{x} %{customdata}: %{y:,.0f} GFLOP/s<extra></extra>",
                            showlegend=False, cliponaxis=False))
     if speeds.cublas:
