@@ -211,7 +211,7 @@ def test_the_documents_figures_and_the_autotuning_sweep_are_drawn(tmp_path, shot
     drawn = charts["Autotuning sweep: the configurations timed for each rung"]
     assert drawn["x"] == ["blocktile_1d", "warptile", "double_buffered"]
     assert [name for name, _ in drawn["legend"]] == ["a configuration", "the winner", "the registry's default"]
-    assert "cuBLAS 50,000 GFLOP/s" in drawn["notes"]
+    assert "cuBLAS FP32 50,000 GFLOP/s" in drawn["notes"]   # the tensor sweep's line is cuBLAS FP16
     assert drawn["plot"]["height"] > 300 and drawn["legendBox"]["top"] >= drawn["plot"]["bottom"]
     assert title_bottom <= notes_top, "the title is drawn over the provenance lines"
     assert "From ladder-again.json, ladder.json: a configuration timed in more than one file shows its latest" in text
