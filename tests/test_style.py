@@ -62,3 +62,18 @@ def test_no_figure_module_names_a_style_of_its_own():
     found = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in modules
              for i, line in enumerate(p.read_text().splitlines(), 1) if OWN_STYLE.search(line)]
     assert not found, found
+
+
+def test_the_wavefront_axis_labels_never_stand_on_each_other():
+    """A 32-way conflict labelled rows 1, 3, ..., 31 and then 32 for the last: "31" and "32" overlapped."""
+    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, tile=32, pad=0), [(0, 0)], "cpu")
+    fig = bank_figures.bank_figure(views.bank_steps(t, analysis.warp_instructions(t), 0, 0, 0, True), "label")
+    labels = list(fig.layout.yaxis2.ticktext[1:])
+    assert labels[0] == "1" and labels[-1] == str(len(labels)) == "32"
+    rows = [i for i, text in enumerate(labels) if text]
+    assert min(b - a for a, b in zip(rows, rows[1:])) >= 2
+    for n in range(1, 70):        # every height: the first and last row labelled, none adjacent
+        shown = [i for i, text in enumerate(bank_figures.every_few(n)) if text]
+        assert shown[0] == 0 and shown[-1] == n - 1
+        assert n < 24 or min(b - a for a, b in zip(shown, shown[1:])) >= 2
+

@@ -29,8 +29,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     fig.layout.xaxis2.update(visible=True, side="top", tickvals=list(range(0, 32, 4)) + [31],
                              showgrid=False, zeroline=False, tickfont={"size": st.base - 1}, ticklabelstandoff=0)
     fig.layout.yaxis2.update(visible=True, tickvals=[-2.4] + list(range(max_layer + 1)),
-                             ticktext=["lanes"] + [str(i + 1) if (i % max(1, (max_layer + 1) // 12) == 0 or i == max_layer)
-                                                   else "" for i in range(max_layer + 1)],
+                             ticktext=["lanes"] + every_few(max_layer + 1),
                              title={"text": "wavefront", "standoff": 2}, showgrid=False, zeroline=False,
                              tickfont={"size": st.base - 1})
     bank_w = (x_banks[1] - x_banks[0]) * st.width / 33
@@ -97,3 +96,14 @@ def ways_histogram(kernel: SharedKernel, presenter: bool = False) -> go.Figure:
                        xaxis_title="wavefronts per warp-level shared load (1 = no conflict)",
                        yaxis_title="instructions", legend={"orientation": "h", "y": 1.12})
 
+
+def every_few(rows: int, most: int = 12) -> list[str]:
+    """Row labels 1..rows for an axis with room for about `most`: every few rows and the last, whose
+    neighbour gives way when they would stand on each other (a 32-way conflict drew "31" over "32")."""
+    step = max(1, rows // most)
+    shown = [i for i in range(rows) if i % step == 0]
+    if shown[-1] != rows - 1:
+        if rows - 1 - shown[-1] < step:
+            shown.pop()
+        shown.append(rows - 1)
+    return [str(i + 1) if i in shown else "" for i in range(rows)]
