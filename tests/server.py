@@ -120,6 +120,12 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def compiling(pid: int) -> bool:
+    """A compiler, or a stage of one (the assembler, the linker), is running below pid."""
+    stages = ("g++", "cc1plus", "/as ", "collect2", "/ld", "nvcc", "cicc", "ptxas")
+    return any(any(s in c for s in stages) for c in map(command, descendants(pid)))
+
+
 def alive(pid: int) -> bool:
     """Running, and not a zombie waiting to be reaped."""
     try:

@@ -43,12 +43,6 @@ def _wait_for(predicate, timeout: float) -> bool:
     return False
 
 
-def _compiling(pid: int) -> bool:
-    """A compiler, or a stage of one (the assembler, the linker), is running below pid."""
-    stages = ("g++", "cc1plus", "/as ", "collect2", "/ld", "nvcc", "cicc", "ptxas")
-    return any(any(s in c for s in stages) for c in map(server.command, server.descendants(pid)))
-
-
 def _server(tmp_path, warmup: str):
     port = server.free_port()
     cache = tmp_path / "cache"
@@ -78,7 +72,7 @@ def test_a_signal_stops_the_server_while_it_compiles_in_the_background(fresh, ho
     seconds, problem = server.open_page(port, "coalescing")
     assert not problem and seconds == seconds, problem
     # The first view queued every page's default builds: the background is compiling now.
-    assert _wait_for(lambda: _compiling(proc.pid), 30), "no background compile to interrupt"
+    assert _wait_for(lambda: server.compiling(proc.pid), 30), "no background compile to interrupt"
     pids = server.descendants(proc.pid)
     start = time.monotonic()
     # As a terminal sends them: Ctrl-C reaches the whole process group (the workers too), a kill the server.
@@ -101,7 +95,7 @@ def test_a_signal_stops_the_server_in_the_middle_of_a_page(fresh_quiet):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # Busy: compiling the rungs it traces (the background is off: these are the page's own).
-        assert _wait_for(lambda: _compiling(proc.pid), 30), "the page never started compiling"
+        assert _wait_for(lambda: server.compiling(proc.pid), 30), "the page never started compiling"
         time.sleep(1.0)
         pids = server.descendants(proc.pid)
         start = time.monotonic()
@@ -131,7 +125,7 @@ def test_a_python_process_that_used_the_engine_exits_promptly(tmp_path):
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "asked"
-        assert _wait_for(lambda: _compiling(proc.pid), 20), "no background compile to outlive"
+        assert _wait_for(lambda: server.compiling(proc.pid), 20), "no background compile to outlive"
         pids = server.descendants(proc.pid)
         start = time.monotonic()
         proc.stdin.write("\n")

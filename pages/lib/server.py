@@ -19,6 +19,7 @@ from engine.tracing import tracer
 
 _STARTED = threading.Event()
 _LOCK = threading.Lock()
+_OFFERED: set[tuple] = set()    # what the pages have offered already: a few dozen choices in all
 # The pages whose as-compiled counts need each kernel's SASS listing as well as its trace.
 LISTING_VIEWS = ("bank_conflicts", "ladder")
 # How long Streamlit's own shutdown may take, after the engine's, before the process ends anyway.
@@ -62,6 +63,13 @@ def offer(kernels, options: dict | None = None, listing: bool = False) -> None:
     takes, e.g. TILE and PAD), queued for the background compiler ahead of the other pages'."""
     if not enabled():
         return
+    # Pages offer on every rerun (each slider step): the same offer again adds nothing to the queue,
+    # and working its jobs out again took the Ladder page 50 ms a rerun.
+    offered = (tuple(kernels), tuple(sorted((k, tuple(v)) for k, v in (options or {}).items())), listing, device())
+    with _LOCK:
+        if offered in _OFFERED:
+            return
+        _OFFERED.add(offered)
     choices = warmup.choices_of(options or {})
     jobs = [j for k in kernels for j in warmup.jobs(k, choices, device(), listing)]
     warmup.QUEUE.ask(jobs, warmup.NEARBY)

@@ -30,11 +30,6 @@ from tests import browser, server  # noqa: E402
 ENV = {"MATMUL_EXPLORER_WARMUP": "1", "MATMUL_EXPLORER_GPU": "0"}
 
 
-def compiling(pid: int) -> bool:
-    return any(("cc1plus" in c or "g++" in c or "nvcc" in c or "ptxas" in c or "cicc" in c)
-               for c in map(server.command, server.descendants(pid)))
-
-
 def first_page_in_chromium(port: int) -> float:
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
@@ -66,7 +61,7 @@ def round_trip(use_chromium: bool) -> None:
             print(f"the same page in a second session: {seconds:.2f} s {problem}")
             start, quiet_since = time.perf_counter(), time.perf_counter()
             while time.perf_counter() - quiet_since < 5 and time.perf_counter() - start < 600:
-                if compiling(proc.pid):
+                if server.compiling(proc.pid):
                     quiet_since = time.perf_counter()
                 time.sleep(0.1)
             cpu = server.child_cpu_seconds(proc.pid)
@@ -85,7 +80,7 @@ def stop_round(delay: float) -> None:
         proc = server.start(port, {**ENV, "MATMUL_EXPLORER_CACHE": tmp})
         server.open_page(port, "coalescing")
         time.sleep(delay)
-        busy = compiling(proc.pid)
+        busy = server.compiling(proc.pid)
         pids = server.descendants(proc.pid)
         start = time.perf_counter()
         proc.send_signal(signal.SIGINT)
