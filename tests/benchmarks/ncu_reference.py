@@ -1,0 +1,161 @@
+"""Nsight Compute's counters for every traced kernel over a grid of sizes and the pages' parameter
+choices, several launches each: the reference the trace (read as compiled) is held to.
+
+Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...]
+Groups: naive, tiled, ladder, tensor (all by default). Each group is one ncu session over one target
+process (this file with --target) that launches every case of the group REPEATS times, so a counter
+that varies from launch to launch (shared stores beside cp.async in flight) shows as several values.
+The result is what engine/metrics/ncu_reference.py reads: per case, per launch, per metric, the
+value of each launch in order.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from engine.errors import EngineError  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from engine.kernels.problem import make_problem  # noqa: E402
+from engine.metrics import ncu_reference  # noqa: E402
+
+# Full tiles, partial tiles in M, N and K, and odd sizes (every float4 and cp.async to its scalar
+# fallback); the naive and tiled kernels at the sizes their pages offer (up to 128).
+SMALL = [(128, 128, 128), (100, 120, 90), (37, 53, 29), (64, 64, 64)]
+LADDER_SQUARES = [(s, s, s) for s in (128, 256, 512, 1024, 2048, 4096)]
+LADDER_ODD = [(200, 136, 100), (131, 67, 77), (257, 255, 129)]
+TENSOR = [(128, 128, 128), (256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096), (208, 144, 96), (144, 80, 48)]
+REPEATS = 3
+
+
+def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, int]]]:
+    out = []
+    if group == "naive":
+        for kernel in ("naive_x_rows", "naive_x_cols", "naive_transposed_b"):
+            for block in registry.NAIVE_BLOCKS:
+                out += [(kernel, size, {}, block) for size in SMALL[:3]]
+    elif group == "tiled":
+        for kernel in ("tiled_guarded", "tiled_unguarded", "shared_bank_conflicts"):
+            spec = registry.get(kernel)
+            for params in spec.combinations():
+                out += [(kernel, size, dict(params), spec.default_block) for size in SMALL]
+    elif group == "ladder":
+        for kernel in registry.LADDER_RUNGS:
+            spec = registry.get(kernel)
+            if spec.kind is not registry.Kind.CUDA or kernel in registry.TENSOR_RUNGS:
+                continue
+            sizes = LADDER_SQUARES + LADDER_ODD + ([(64, 64, 64)] if "bank_conflicts" in spec.shows else [])
+            out += [(kernel, size, {}, spec.default_block) for size in sizes]
+    elif group == "tensor":
+        for kernel in registry.TENSOR_RUNGS:
+            spec = registry.get(kernel)
+            if spec.kind is registry.Kind.CUDA:
+                out += [(kernel, size, {}, spec.default_block) for size in TENSOR]
+    kept = []
+    for kernel, size, params, block in out:   # what a kernel cannot take (its rules) is not asked for
+        try:
+            registry.bind(registry.get(kernel), make_problem(*size, block=block, params=params))
+        except EngineError:
+            continue
+        kept.append((kernel, size, params, block))
+    return kept
+
+
+def target(group: str) -> None:
+    """The process ncu profiles: every case of the group, REPEATS launches each, in order."""
+    from engine.devices import gpu_client
+    for kernel, size, params, block in cases(group):
+        p = make_problem(*size, block=block, params=params)
+        for _ in range(REPEATS):
+            out = gpu_client.call("bench", {"kernel": kernel, "problem": p, "warmup": 0, "reps": 0})
+            if not out["correct"]:
+                print(f"WRONG {kernel} {size}: rel_error {out['rel_error']}", flush=True)
+    gpu_client.shutdown()
+
+
+def prebuild(group: str) -> None:
+    """Compiles every plain build first, in parallel, so the profiled process only launches."""
+    from engine.kernels import build
+    jobs = set()
+    for kernel, size, params, block in cases(group):
+        spec = registry.get(kernel)
+        bound = registry.bind(spec, make_problem(*size, block=block, params=params))
+        for launch in spec.launches:
+            jobs.add((launch.file, tuple(sorted(bound.params.items()))))
+    with ThreadPoolExecutor(12) as pool:
+        list(pool.map(lambda j: build.build_cubin(j[0], dict(j[1]), traced=False), jobs))
+
+
+def available(metrics: list[str], ncu: str) -> list[str]:
+    listed = subprocess.run([ncu, "--query-metrics", "--chip", "gh100"], capture_output=True, text=True).stdout
+    names = {line.split()[0] for line in listed.splitlines() if line.strip() and "__" in line.split()[0]}
+    keep = [m for m in metrics if m.rsplit(".", 1)[0] in names]
+    if len(keep) < len(metrics):
+        print("not on this GPU:", sorted(set(metrics) - set(keep)), flush=True)
+    return keep or metrics
+
+
+def profile(group: str, ncu: str, metrics: list[str]) -> dict:
+    expected = []
+    for kernel, size, params, block in cases(group):
+        for r in range(REPEATS):
+            expected += [(kernel, size, params, block, r, launch.kernel) for launch in registry.get(kernel).launches]
+    names = sorted({e[-1] for e in expected})
+    cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "-k", f"regex:^({'|'.join(names)})$",
+           "--metrics", ",".join(metrics), "--csv", sys.executable, str(Path(__file__).resolve()), "--target", group]
+    t0 = time.time()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    rows = [line for line in done.stdout.splitlines() if line.startswith('"')]
+    by_id: dict[int, dict] = {}
+    for row in csv.DictReader(io.StringIO("\n".join(rows))):
+        entry = by_id.setdefault(int(row["ID"]), {"name": row["Kernel Name"], "values": {}})
+        value = row["Metric Value"].replace(",", "")
+        if value not in ("n/a", ""):
+            entry["values"][row["Metric Name"]] = float(value)
+    launches = [by_id[i] for i in sorted(by_id)]
+    print(f"{group}: {len(launches)} launches profiled of {len(expected)} expected in {time.time() - t0:.0f} s",
+          flush=True)
+    if len(launches) != len(expected):
+        print(done.stdout[-3000:], done.stderr[-3000:], flush=True)
+    out: dict = {}
+    for (kernel, size, params, block, r, name), got in zip(expected, launches):
+        if got["name"] != name:
+            print(f"out of step: expected {name}, ncu profiled {got['name']}", flush=True)
+            break
+        key = ncu_reference.case_key(kernel, size, registry.bind(
+            registry.get(kernel), make_problem(*size, block=block, params=params)).params, block)
+        per_launch = out.setdefault(key, {}).setdefault(name, {})
+        for metric, value in got["values"].items():
+            per_launch.setdefault(metric, []).append(int(value) if float(value).is_integer() else value)
+    return out
+
+
+def main(out_path: str, groups: list[str]) -> None:
+    from tests.benchmarks.ncu_compare import ncu_path
+    ncu = ncu_path()
+    version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip().splitlines()[0]
+    metrics = available(ncu_reference.METRICS, ncu)
+    result = {"device": gpu, "ncu": version, "options": "--clock-control none", "repeats": REPEATS, "cases": {}}
+    for group in groups:
+        t0 = time.time()
+        prebuild(group)
+        print(f"{group}: built in {time.time() - t0:.0f} s", flush=True)
+        result["cases"].update(profile(group, ncu, metrics))
+        Path(out_path).write_text(json.dumps(result, indent=0, sort_keys=True))   # kept as it grows
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--target":
+        target(sys.argv[2])
+    else:
+        main(sys.argv[1], sys.argv[2:] or ["naive", "tiled", "ladder", "tensor"])
