@@ -21,6 +21,10 @@ from engine.errors import EngineError
 from engine.kernels import build, cache, sources
 
 _OP_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)")
+# An instruction under the always-false predicate: ptxas emits `@!PT LDS RZ, [RZ]` beside every
+# LDGSTS on sm_90. It reads nothing, but the warp issues it, and Nsight Compute counts it among the
+# executed shared loads.
+_NEVER_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+@!PT\s+([A-Z][A-Z0-9_.]+)")
 _LINE_RE = re.compile(r'line (\d+)')
 MEMORY_PREFIXES = ("LDG", "STG", "LDS", "STS", "LD.", "ST.")
 
@@ -55,6 +59,9 @@ def _saved_listing(saved) -> dict | None:
         if not by_line or not all(isinstance(v, dict) and all(isinstance(c, int) for c in v.values())
                                   for v in by_line.values()):
             return None
+        never = info.get("never_per_copy")
+        if not (isinstance(never, dict) and all(isinstance(c, (int, float)) for c in never.values())):
+            return None    # written before the listing counted them: listed again
         return {**info, "by_line": by_line}
     except (ValueError, OSError, AttributeError, TypeError, RecursionError):
         return None
@@ -102,8 +109,15 @@ def _memory_instructions(text: str, source: Path | None = None, written_wide: fr
     e.g. cp.async's) are left out rather than mixed into its line numbers. written_wide: lines whose
     accesses the source itself writes 128 bits wide, which nvcc did not merge."""
     by_line: dict[int, Counter] = {}
+    never, copies = Counter(), 0
     line = 0
     for raw in text.splitlines():
+        if "LDGSTS" in raw and _OP_RE.search(raw):
+            copies += 1
+        off = _NEVER_RE.search(raw)
+        if off:
+            never[off.group(1)] += 1
+            continue        # never part of a source line's accesses
         m = _LINE_RE.search(raw) if "//## File" in raw else None
         if m:
             quoted = raw.split('"')
@@ -119,4 +133,8 @@ def _memory_instructions(text: str, source: Path | None = None, written_wide: fr
             f"nvcc merged accesses into {', '.join(wide)}: Nsight Compute counts these wider hardware "
             "instructions, so its shared instruction and wavefront totals differ from the trace's "
             "source-level counts (the bank pattern per access is the same)")
-    return {"available": True, "by_line": {k: dict(v) for k, v in sorted(by_line.items())}, "note": note}
+    # Counted in every file (cp.async's header holds them): how many never-executing instructions of
+    # each kind ptxas put beside each copy. Only copies bring them here; elsewhere it is not modelled.
+    per_copy = {op: n / copies for op, n in never.items()} if copies else {}
+    return {"available": True, "by_line": {k: dict(v) for k, v in sorted(by_line.items())}, "note": note,
+            "never_per_copy": per_copy}

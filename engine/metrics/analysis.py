@@ -114,17 +114,46 @@ def _compact(keys: np.ndarray) -> tuple[int, np.ndarray]:
     return int(present.sum()), ids[keys - lo]
 
 
-def _wide_wavefronts(words: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+def _paired(words: np.ndarray) -> np.ndarray:
+    """Rows in which every lane n reads what lane n ^ 1 reads, or every lane what lane n ^ 2 reads
+    (a lane that takes no part pairs with any)."""
+    lanes = np.arange(WARP)
+    out = np.zeros(len(words), dtype=bool)
+    for x in (1, 2):
+        partner = words[:, lanes ^ x]
+        out |= ((words < 0) | (partner < 0) | (words == partner)).all(axis=1)
+    return out
+
+
+def served_lanes(words: np.ndarray, width: int, load: bool) -> np.ndarray:
+    """Lanes served together, per row of words (each lane's first word, -1 inactive): 128 bytes'
+    worth (32 lanes of 32 bits, 16 of 64, 8 of 128), twice as many for a load whose lanes pair up."""
+    lanes = np.full(len(words), WARP // width, dtype=np.int64)
+    if load and width > 1:
+        lanes[_paired(words)] *= 2
+    return lanes
+
+
+def _wide_wavefronts(words: np.ndarray, width: int, load: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts of shared accesses `width` words wide per lane (words: each lane's first word, -1
-    inactive), and the conflict-free count. As Nsight Compute counts them on sm_90 (the model
-    _merged_site_totals checks against it): each half-warp is served on its own, each the most
-    distinct words any one bank serves; so a conflict-free 128-bit access by a full warp is 4
-    wavefronts (512 bytes at 128 per wavefront). Conflict-free: what each half-warp's distinct
-    words need at 32 banks a wavefront (lanes reading the same words share them, as when a whole
-    warp reads one float4: 2 wavefronts, and Nsight Compute counts no conflict)."""
-    wavefronts, distinct = _vector_wavefronts(words, width, HALF_WARP)
-    ideal = -(-distinct // BANKS)
-    return wavefronts.reshape(len(words), 2).sum(axis=1), ideal.reshape(len(words), 2).sum(axis=1)
+    inactive), and the conflict-free count, as Nsight Compute counts them on sm_90.
+
+    The warp is served in groups of lanes that move 128 bytes at most (16 lanes of 64 bits, 8 of
+    128), each group the most distinct words any one bank serves; the conflict-free count is one
+    wavefront per group with a lane in it. A load whose lanes read in pairs (lane n what lane n ^ 1
+    or n ^ 2 reads) is served in groups twice as large. Measured pattern by pattern on an H100
+    (tests/benchmarks/shared_patterns.py: 1,384 patterns, loads and stores 32, 64 and 128 bits
+    wide, every one as this rule counts it)."""
+    served = served_lanes(words, width, load)
+    wavefronts = np.zeros(len(words), dtype=np.int64)
+    ideal = np.zeros(len(words), dtype=np.int64)
+    for lanes in np.unique(served).tolist():
+        rows = served == lanes
+        per_group, _ = _vector_wavefronts(words[rows], width, lanes)
+        active = (words[rows].reshape(-1, lanes) >= 0).any(axis=1)
+        wavefronts[rows] = per_group.reshape(-1, WARP // lanes).sum(axis=1)
+        ideal[rows] = active.reshape(-1, WARP // lanes).sum(axis=1)
+    return wavefronts, ideal
 
 
 def _matrix_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,7 +171,7 @@ def _matrix_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, width: np.ndarray,
-                  matrix: np.ndarray) -> None:
+                  matrix: np.ndarray, is_load: np.ndarray | None = None) -> None:
     """addr: (rows, 32) byte offsets of each row's lanes (their first byte), -1 for an inactive lane;
     width: 4-byte words per lane of each row's access (1 for 4 bytes or less, 2 for 64-bit, 4 for
     128-bit); matrix: the rows that are ldmatrix instructions. A lane's aligned access of up to 16
@@ -157,12 +186,16 @@ def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, wid
     if matrix.any():
         inst["wavefronts"][matrix], inst["ideal"][matrix] = _matrix_wavefronts(
             np.where(addr[matrix] >= 0, addr[matrix] // WORD_BYTES, -1))
+    is_load = np.ones(len(inst), dtype=bool) if is_load is None else is_load
     for w in np.unique(width[~is_global & ~matrix]).tolist():
-        rows = ~is_global & ~matrix & (width == w)
-        words = np.where(addr[rows] >= 0, addr[rows] // WORD_BYTES, -1)
-        # Conflict-free: 1 wavefront for 4 bytes a lane.
-        inst["wavefronts"][rows], inst["ideal"][rows] = (_wavefronts(words), 1) if w == 1 else \
-            _wide_wavefronts(words, w)
+        for load in (True, False):
+            rows = ~is_global & ~matrix & (width == w) & (is_load == load)
+            if not rows.any():
+                continue
+            words = np.where(addr[rows] >= 0, addr[rows] // WORD_BYTES, -1)
+            # Conflict-free: 1 wavefront for 4 bytes a lane.
+            inst["wavefronts"][rows], inst["ideal"][rows] = (_wavefronts(words), 1) if w == 1 else \
+                _wide_wavefronts(words, w, load)
 
 
 def _uniform_rows(trace: Trace, first_thread: int, warps: int, c: int, j0: int, j1: int, addr_dtype) -> tuple:
@@ -228,8 +261,9 @@ def _rows(trace: Trace, first: np.ndarray, seq: np.ndarray, addr: np.ndarray) ->
     space = np.array([ts.site.space == "global" for ts in trace.sites], dtype=bool)
     width = np.array([max(1, ts.site.bytes // WORD_BYTES) for ts in trace.sites], dtype=np.int64)
     matrix = np.array([ts.site.matrices > 0 for ts in trace.sites], dtype=bool)
+    load = np.array([ts.site.op == "load" for ts in trace.sites], dtype=bool)
     site = inst["site"]
-    _fill_metrics(inst, addr, space[site], width[site], matrix[site])
+    _fill_metrics(inst, addr, space[site], width[site], matrix[site], load[site])
     return inst
 
 
@@ -383,40 +417,57 @@ def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[
     return out
 
 
-VECTOR_WIDTH = {"LDS.128": 4}   # words per lane of the wide shared loads this model covers
+VECTOR_WIDTH = {"LDS.64": 2, "LDS.128": 4}   # words per lane of the wide shared loads this model covers
 
 
-def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
-    """Hardware totals of a shared-load site that nvcc compiled into `width`-word vector loads.
+def merged_rows(trace: Trace, s: int, width: int) -> np.ndarray | None:
+    """The hardware instructions of a shared-load site that nvcc compiled into `width`-word vector
+    loads: (rows, 32) of each lane's first word, -1 for a lane that takes no part.
 
-    `width` consecutive executions of the site by a thread (ordinals width*g .. width*g+width-1)
-    are one vector instruction reading `width` consecutive, aligned words. As Nsight Compute counts
-    them on sm_90: each half-warp is served separately, wavefronts = most distinct words in one
-    bank, and the ideal is 4 wavefronts per 128-bit instruction (512 bytes at 128 per wavefront).
-    Returns None when the records do not have that shape (the model then does not apply).
-    """
+    nvcc merges a thread's reads of `width` consecutive, aligned words into one instruction when
+    the unrolled code reads all of them, in whatever order (blocktile_1d reads As[row + m][k] with
+    m fastest: the reads of k and k + 1 are TM reads apart, and still one LDS.64). So a thread's
+    records of the site are grouped by barrier epoch and aligned piece of `width` words; each piece
+    must be read whole, once. A thread's pieces, in the order of their first read, are its
+    instructions; the i-th of every lane of a warp is the warp's i-th instruction. Returns None when
+    the records do not have that shape (the model then does not apply)."""
     r = trace.columns
     idx = np.flatnonzero(r["site"] == s)
     if not len(idx):
         return None
-    o = r["ordinal"][idx].astype(np.int64)
+    thread = np.searchsorted(trace.thread_starts(), idx, side="right") - 1
     words = (r["offset"][idx] // WORD_BYTES).astype(np.int64)
-    group, part = np.divmod(o, width)
-    # A thread's records of the site follow each other here, ordinals 0, 1, ... (a next ordinal
-    # that is not one more starts another thread). The shape: each group of `width` is whole, its
-    # first word aligned and each next record one word on.
-    same_thread = np.diff(o) == 1
-    last = np.r_[~same_thread, True]
-    if (words[part == 0] % width).any() or (part[last] != width - 1).any() or \
-            not (same_thread & (np.diff(words) == 1))[part[1:] > 0].all():
+    piece = words // width
+    epoch = r["epoch"][idx].astype(np.int64)
+    order = np.lexsort((words, piece, epoch, thread))
+    t, e, pc, w = thread[order], epoch[order], piece[order], words[order]
+    new = np.r_[True, (t[1:] != t[:-1]) | (e[1:] != e[:-1]) | (pc[1:] != pc[:-1])]
+    starts = np.flatnonzero(new)
+    sizes = np.diff(np.r_[starts, len(t)])
+    within = np.arange(len(t)) - np.repeat(starts, sizes)
+    if (sizes != width).any() or (w != pc * width + within).any():
         return None
-    warp_id = trace.thread_warp[np.searchsorted(trace.thread_starts(), idx, side="right") - 1].astype(np.int64)
-    n_rows, inverse = _compact(warp_id * (int(group.max()) + 1) + group)
-    first_words = np.full((n_rows, WARP), -1, dtype=np.int64)
-    first_words[inverse[part == 0], r["lane"][idx[part == 0]]] = words[part == 0]
-    wavefronts, _ = _wide_wavefronts(first_words, width)   # consecutive words: as if written wide
-    ideal = 4
-    return {"requests": n_rows, "wavefronts": int(wavefronts.sum()),
+    first_ordinal = np.minimum.reduceat(r["ordinal"][idx][order].astype(np.int64), starts)
+    g_thread = t[starts]
+    rank_order = np.lexsort((first_ordinal, g_thread))
+    g_thread, g_word = g_thread[rank_order], (pc[starts] * width)[rank_order]
+    t_first = np.flatnonzero(np.r_[True, g_thread[1:] != g_thread[:-1]])
+    rank = np.arange(len(g_thread)) - np.repeat(t_first, np.diff(np.r_[t_first, len(g_thread)]))
+    warp_id = trace.thread_warp[g_thread].astype(np.int64)
+    n_rows, inverse = _compact(warp_id * (int(rank.max()) + 1) + rank)
+    lane = r["lane"][trace.thread_starts()[g_thread]]
+    rows = np.full((n_rows, WARP), -1, dtype=np.int64)
+    rows[inverse, lane] = g_word
+    return rows
+
+
+def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
+    """Hardware totals of a shared-load site that nvcc compiled into `width`-word vector loads."""
+    rows = merged_rows(trace, s, width)
+    if rows is None:
+        return None
+    wavefronts, ideal = _wide_wavefronts(rows, width)
+    return {"requests": len(rows), "wavefronts": int(wavefronts.sum()),
             "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum()), "per_instruction": wavefronts}
 
 
@@ -452,6 +503,23 @@ def as_compiled(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[pd.
     return hw, notes, per_site
 
 
+def compiled_totals(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Per launch kernel, the totals Nsight Compute reads, as the hardware executes the kernel:
+    as_compiled's sites, and the instructions ptxas emitted that never execute but that the warp
+    issues all the same (`@!PT LDS` beside each LDGSTS: counted among the executed shared loads)."""
+    hw, notes, _ = as_compiled(trace, sites, sass_info)
+    totals = {k: ncu_totals(hw, k) for k in dict.fromkeys(hw["kernel"])}
+    never = sass_info.get("never_per_copy", {}) if sass_info.get("available") else {}
+    last = trace.launches[-1].kernel
+    copies = totals.get(last, {}).get(NCU_COPY_METRICS["global", "load", "requests"], 0)
+    if copies and never.get("LDS"):
+        extra = round(never["LDS"] * copies)
+        totals[last][NCU_METRICS["shared", "load", "requests"]] += extra
+        notes.append(f"ptxas put {never['LDS']:g} never-executing loads (@!PT LDS) beside each of the {copies:,} "
+                     f"LDGSTS: the warps issue them, so Nsight Compute counts {extra:,} more shared-load instructions")
+    return totals, notes
+
+
 def summarize(trace: Trace, sass_info: dict | None = None) -> dict:
     """The JSON-ready summary `python -m engine trace` prints."""
     inst = warp_instructions(trace)
@@ -459,9 +527,8 @@ def summarize(trace: Trace, sass_info: dict | None = None) -> dict:
     p = trace.problem
     hardware = {}
     if sass_info is not None:
-        hw, notes, _ = as_compiled(trace, sites, sass_info)
-        hardware = {"ncu": {k: ncu_totals(hw, k) for k in dict.fromkeys(hw["kernel"])}, "notes": notes,
-                    "sass_note": sass_info.get("note", "")}
+        totals, notes = compiled_totals(trace, sites, sass_info)
+        hardware = {"ncu": totals, "notes": notes, "sass_note": sass_info.get("note", "")}
     return {
         "kernel": trace.kernel, "size": {"M": p.m, "N": p.n, "K": p.k}, "params": dict(p.params),
         "block": list(trace.launches[-1].block), "source": trace.source, "device": trace.device,

@@ -136,7 +136,7 @@ def _compiled_shared_loads(trace: Trace, inst: np.ndarray, loads: np.ndarray,
     if wide - set(merged):
         return None, "not modelled"
     merged_loads = int(loads[list(merged)].sum())
-    return int(loads.sum()) - merged_loads + merged_loads // analysis.VECTOR_WIDTH["LDS.128"], ""
+    return int(loads.sum()) - merged_loads + sum(len(v) for v in merged.values()), ""
 
 
 COPY, MULTIPLY = "tile loads (global)", "multiply (shared loads)"

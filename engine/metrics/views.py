@@ -13,7 +13,7 @@ from engine.kernels import registry
 from engine.kernels.problem import make_inputs
 from engine.kernels.reference import matmul
 from engine.metrics import analysis
-from engine.metrics.analysis import BANKS, HALF_WARP, NCU_METRICS, SECTOR_BYTES, WORD_BYTES
+from engine.metrics.analysis import BANKS, NCU_METRICS, SECTOR_BYTES, WARP, WORD_BYTES, served_lanes
 from engine.tracing.records import Trace
 
 
@@ -93,15 +93,19 @@ def bank_layers(step: Step) -> dict[str, list]:
     """For a shared-memory step: each distinct word with its bank, its layer (its wavefront: 0 for
     the first word of a bank, 1 for the second ...), whether that wavefront is one beyond the
     conflict-free count (extra: a bank conflict) and the lanes that read it (broadcast). A lane of a
-    wider access reads `step.width` consecutive words; such an access is served a half-warp at a time
-    (analysis._wide_wavefronts), so the second half-warp's layers follow the first's. Columns as
-    lists: bank, word, layer, extra, lane (a list of lanes per word)."""
-    halves = [step.lanes < HALF_WARP, step.lanes >= HALF_WARP] if step.width > 1 else [np.ones(len(step.lanes), bool)]
+    wider access reads `step.width` consecutive words; such an access is served a group of lanes at
+    a time (analysis.served_lanes: 128 bytes' worth, twice that for a load whose lanes pair up), so
+    each group's layers follow the previous group's. Columns as lists: bank, word, layer, extra,
+    lane (a list of lanes per word)."""
+    first = np.full((1, WARP), -1, dtype=np.int64)
+    first[0, step.lanes] = step.offsets // WORD_BYTES
+    size = int(served_lanes(first, step.width, step.op == "load")[0]) if step.width > 1 else WARP
+    groups = [(step.lanes >= g) & (step.lanes < g + size) for g in range(0, WARP, size)]
     out = {"bank": [], "word": [], "layer": [], "extra": [], "lane": []}
     below = 0
-    for half in halves:
-        lanes = np.repeat(step.lanes[half], step.width)
-        words = ((step.offsets[half] // WORD_BYTES).astype(np.int64)[:, None] + np.arange(step.width)).ravel()
+    for group in groups:
+        lanes = np.repeat(step.lanes[group], step.width)
+        words = ((step.offsets[group] // WORD_BYTES).astype(np.int64)[:, None] + np.arange(step.width)).ravel()
         if not len(words):
             continue
         part = _layers(words, lanes)

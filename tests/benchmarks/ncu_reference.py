@@ -126,7 +126,7 @@ def profile(group: str, ncu: str, metrics: list[str]) -> dict:
     if len(launches) != len(expected):
         print(done.stdout[-3000:], done.stderr[-3000:], flush=True)
     out: dict = {}
-    for (kernel, size, params, block, r, name), got in zip(expected, launches):
+    for (kernel, size, params, block, _, name), got in zip(expected, launches):
         if got["name"] != name:
             print(f"out of step: expected {name}, ncu profiled {got['name']}", flush=True)
             break
