@@ -6,7 +6,8 @@
 // the other with cp.async (global -> shared directly, no registers; the thread waits for its copy
 // group only when the tile is needed) and A's next tile is loaded into registers, stored transposed
 // once the multiply is done (cp.async copies 16 bytes as they are, so it cannot transpose). One
-// barrier per tile instead of two. Compute is the warp-tiled kernel's. Fallback: B's pieces that
+// barrier per tile instead of two. Compute is the warp-tiled kernel's, and so are A's transposed
+// scalar stores, which conflict in the banks (3 extra wavefronts a store). Fallback: B's pieces that
 // are not 4 whole floats at a 16-byte-aligned address (N not a multiple of 4, the last partial
 // tile) are loaded and stored one float at a time; any M, N, K work.
 #include "trace.cuh"

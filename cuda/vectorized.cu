@@ -1,10 +1,14 @@
 // vectorized.cu: 128-bit accesses: float4 global loads, and A's tile stored transposed.
-// Fixes: 2-D register tiling issues TM + TN scalar shared loads per k, and Bs's loads conflict in
-// the banks (lanes TN words apart). Here A and B are read from global memory four floats at a time
+// Fixes: 2-D register tiling issues TM + TN scalar global loads per tile element and, as written, TM +
+// TN scalar shared loads per k (nvcc already merged those into LDS.128 there). Here A and B are read
+// from global memory four floats at a time
 // (LDG.128: a quarter of the load instructions), and A's tile is stored transposed (As[k][m]), so a
 // thread's TM values of A's column are consecutive words, like its TN values of B's row: both come
 // from shared memory as float4 (LDS.128), TM / 4 + TN / 4 loads per k. A 128-bit load serves at
-// most 8 lanes per wavefront, so a warp needs at least 4; with TN 8, lanes 8 words apart share banks.
+// most 8 lanes per wavefront, so a warp needs at least 4 (2 where lanes pair up on one address);
+// with TN 8, lanes 8 words apart share banks. The price: A's transposed tile is stored one float at a
+// time, As[k][m] with a warp's lanes writing down a column of the tile, so those scalar stores conflict
+// (about 3.5 extra wavefronts per store at the defaults, which Nsight Compute confirms).
 // Fallback: a float4 load needs 4 elements inside the matrix at a 16-byte-aligned address, so rows
 // whose length (K for A, N for B) is not a multiple of 4, and the last partial tiles, are loaded one
 // float at a time with guards; any M, N, K work.

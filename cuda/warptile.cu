@@ -3,9 +3,13 @@
 // warp reads 32 x TN columns of Bs, and with TN 8 its 128-bit loads share banks. Here the block's
 // tile is split among warps, each warp's tile into WMITER x WNITER sub-tiles of WSUBM x WSUBN, and
 // a lane owns a TM x TN piece of every sub-tile. A warp's lanes read consecutive 16-byte pieces of
-// a few rows of As and Bs (conflict-free 128-bit loads), and the tile a warp reads from shared
-// memory is the one it computes. On its own it need not be faster than a well-tuned vectorized
-// kernel (the Ladder page shows both); the double-buffered rung builds on its layout.
+// a few rows of As and Bs (128-bit loads without bank conflicts), and the tile a warp reads from
+// shared memory is the one it computes. Conflict-free is not the fewest wavefronts: lanes that read
+// Bs in pairs (lane n what lane n ^ 1 reads) are served 16 at a time, 2 wavefronts a load, but its
+// B fragments are 8 distinct pieces per 8 lanes, served 8 lanes (128 bytes) at a time: 4 wavefronts
+// (3 on average, as Nsight Compute measures). Its transposed scalar stores of A conflict too (about
+// 5.6 extra wavefronts a store). So on its own it is slower than the vectorized kernel at the
+// defaults (the Ladder page counts why); the double-buffered rung builds on its layout.
 // Loads and the fallback for sizes that are not multiples of 4 or of the tile are the vectorized
 // kernel's.
 #include "trace.cuh"

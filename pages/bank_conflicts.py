@@ -51,9 +51,11 @@ if shown.steps:
     st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
     st.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "
-               "Lanes wired to one square read the same word: a broadcast, served together. A 128-bit load (the "
-               "ladder's float4 rungs) wires each lane to 4 consecutive words and is served a half-warp at a time: "
-               "lanes 0-15's wavefronts, then lanes 16-31's; red then marks those beyond the fewest its words need.")
+               "Lanes wired to one square read the same word: a broadcast, served together. A 128-bit access (the "
+               "ladder's float4 rungs) wires each lane to 4 consecutive words and is served 128 bytes of lanes at a "
+               "time: lanes 0-7's wavefronts, then 8-15's, and so on (16 lanes at a time for a load whose lanes read "
+               "in pairs, lane n what lane n ^ 1 or n ^ 2 reads; a 64-bit access: 16 lanes, or 32); red then marks "
+               "those beyond the fewest its words need. Measured pattern by pattern against Nsight Compute.")
 
 st.subheader("The whole kernel")
 whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shared_kernel, kernel, size, size,
@@ -67,6 +69,8 @@ for note in whole.notes:
     right.info(note, icon=":material/memory:")
 if whole.sass_note:
     right.caption(whole.sass_note)
+ui.nsight_view(ui.or_stop(f"Counting the whole of {kernel}", cached.side_by_side, kernel, size, size, size, params,
+                          spec.default_block), kernel)
 
 st.subheader("What the source documents say, and what measurement shows")
 for claim, verdict in claim_texts.claims("banks"):

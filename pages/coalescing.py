@@ -77,6 +77,8 @@ t0 = whole[first][0]
 st.caption(f"Traced {len(t0):,} accesses of {first} on {t0.device} ({t0.source.upper()} mode); "
            f"result checked against float64 numpy: relative error {t0.rel_error:.1e}. "
            f"Check with: {views.ncu_command('global', 'load', ('sectors', 'requests'))}")
+for name in chosen:
+    ui.nsight_view(cached.side_by_side(name, m, n, k, params[name], block), name)
 
 st.subheader("What the source documents say, and what the trace shows")
 for claim, verdict in claim_texts.claims("coalescing"):

@@ -48,6 +48,14 @@ st.caption("Per block, each rung with its default parameters. Loads per FMA coun
            "words). \"As compiled\": nvcc merges some scalar shared loads into LDS.128 (the Bank conflicts page shows "
            "them); \"not modelled\" where it reordered a loop to do so.")
 
+shown_counts = counts[rung]
+nsight = None if isinstance(shown_counts, str) else cached.rung_side_by_side(rung, size, shown_counts)
+if nsight is not None:
+    ui.nsight_view(nsight, f"{rung} at {size:,}³")
+else:
+    st.caption(f"Beside Nsight Compute: at {size:,}³ {rung}'s grid has partial tiles, so one block's counts do not "
+               "make the launch's; the Bank conflicts page compares whole kernels.")
+
 previous = registry.previous_rung(rung)
 traced = [counts[r] for r in (previous, rung) if r and not isinstance(counts[r], str)]
 if traced:
@@ -85,3 +93,10 @@ if run:
             st.warning(f"{r} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
         st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Each rung with the parameters "
                    "it ran with (hover); % of cuBLAS on the right axis reads the same bars against cuBLAS SGEMM (FP32).")
+        # The step from the previous rung, speed against counts: up or down, said from the numbers.
+        prev = registry.previous_rung(rung)
+        if prev and not isinstance(counts.get(prev), str) and not isinstance(counts[rung], str):
+            tf = dict(zip(timed.rows["rung"], timed.rows["gflops"] / 1e3))
+            table, said = rung_counts.step(counts[prev], counts[rung], tf.get(prev), tf.get(rung))
+            st.markdown(f"**From {prev} to {rung}** (speeds at {at:,}³, counts of one block at {size:,}³): {said}")
+            st.dataframe(table, hide_index=True, width="stretch")

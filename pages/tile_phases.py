@@ -53,6 +53,8 @@ b.markdown(f"The naive kernel issues **{reads_naive:,}** global loads for this {
            f"(TILE = {tile}). Each element a block loads is used {tile} times from shared memory. "
            "Sizes that are not multiples of TILE lose a little of that: the edge tiles are part zeros.")
 b.caption(f"Traced in {trace.source.upper()} mode on {trace.device}.")
+ui.nsight_view(ui.or_stop(f"Counting the whole of {kernel}", cached.side_by_side, kernel, m, n, k, params,
+                          spec.default_block), kernel)
 
 st.subheader("What the source documents say, and what measurement shows")
 for claim, verdict in claim_texts.claims("tiling"):

@@ -2,6 +2,7 @@
 machine too): assertions on what the figures show."""
 import json
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -251,5 +252,8 @@ def test_bank_conflicts_shows_the_ladders_shared_loads_scalar_and_128_bit():
             if kernel == "blocktile_2d":
                 assert step.width == 1 and f"<b>{step.wavefronts}-way</b>" in head
             else:
-                assert step.width == 4 and f"a half-warp at a time → <b>{step.wavefronts} wavefronts</b> " \
+                first = np.full((1, 32), -1, dtype=np.int64)
+                first[0, step.lanes] = step.offsets // 4
+                group = int(analysis.served_lanes(first, 4, True)[0])
+                assert step.width == 4 and f"{group} lanes at a time → <b>{step.wavefronts} wavefronts</b> " \
                     f"(at best {step.ideal})" in head

@@ -17,8 +17,9 @@ from engine.kernels.geometry import fp32_ladder, naive, tensor_ladder, tiled
 # on the H200, recorded in engine/bench/recorded/tuning/ (the Benchmarks page shows it).
 LADDER_VIEWS = frozenset({"ladder", "coalescing", "benchmarks"})
 # The rungs whose shared loads the Bank conflicts page also shows, at their own shapes:
-# blocktile_2d's scalar loads of As and Bs (lanes a row or TN words apart: in conflict), and the
-# 128-bit loads of vectorized and warptile, served a half-warp at a time.
+# blocktile_2d's scalar loads of As and Bs (lanes a row or TN words apart: in conflict as written;
+# nvcc merges them into LDS.128, conflict-free as compiled), and the 128-bit loads of vectorized and
+# warptile, served 8 lanes at a time (16 where lanes read in pairs).
 BANK_RUNGS = ("blocktile_2d", "vectorized", "warptile")
 
 
@@ -55,7 +56,7 @@ LADDER = (
                  {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
                  {"BM": 64, "BN": 256, "BK": 32, "TM": 8, "TN": 4}, vec=4),
     _ladder_rung("warptile", "Warp tiling",
-                 "Each warp owns a sub-tile: its lanes read consecutive 16-byte pieces of shared memory, conflict-free.",
+                 "Each warp owns a sub-tile: its lanes read consecutive 16-byte pieces of shared memory, without bank conflicts.",
                  _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 32, "WM": 32, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4},
                  vec=4),
     _ladder_rung("double_buffered", "Double-buffered, cp.async",

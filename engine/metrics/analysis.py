@@ -439,15 +439,23 @@ def merged_rows(trace: Trace, s: int, width: int) -> np.ndarray | None:
     words = (r["offset"][idx] // WORD_BYTES).astype(np.int64)
     piece = words // width
     epoch = r["epoch"][idx].astype(np.int64)
-    order = np.lexsort((words, piece, epoch, thread))
-    t, e, pc, w = thread[order], epoch[order], piece[order], words[order]
-    new = np.r_[True, (t[1:] != t[:-1]) | (e[1:] != e[:-1]) | (pc[1:] != pc[:-1])]
+    ordinal = r["ordinal"][idx].astype(np.int64)
+    # A word read again in the same epoch is the next instruction's: its occurrence tells them apart.
+    by_word = np.lexsort((ordinal, words, epoch, thread))
+    same = np.r_[False, (thread[by_word][1:] == thread[by_word][:-1]) & (epoch[by_word][1:] == epoch[by_word][:-1])
+                 & (words[by_word][1:] == words[by_word][:-1])]
+    run_start = np.flatnonzero(~same)
+    occurrence = np.empty(len(idx), dtype=np.int64)
+    occurrence[by_word] = np.arange(len(idx)) - np.repeat(run_start, np.diff(np.r_[run_start, len(idx)]))
+    order = np.lexsort((words, piece, occurrence, epoch, thread))
+    t, e, pc, w, oc = thread[order], epoch[order], piece[order], words[order], occurrence[order]
+    new = np.r_[True, (t[1:] != t[:-1]) | (e[1:] != e[:-1]) | (oc[1:] != oc[:-1]) | (pc[1:] != pc[:-1])]
     starts = np.flatnonzero(new)
     sizes = np.diff(np.r_[starts, len(t)])
     within = np.arange(len(t)) - np.repeat(starts, sizes)
     if (sizes != width).any() or (w != pc * width + within).any():
         return None
-    first_ordinal = np.minimum.reduceat(r["ordinal"][idx][order].astype(np.int64), starts)
+    first_ordinal = np.minimum.reduceat(ordinal[order], starts)
     g_thread = t[starts]
     rank_order = np.lexsort((first_ordinal, g_thread))
     g_thread, g_word = g_thread[rank_order], (pc[starts] * width)[rank_order]

@@ -181,3 +181,46 @@ def ncu_command(kernel: str, size: tuple[int, int, int], params: Mapping[str, in
     names = "|".join(launches)
     return (f"ncu --clock-control none -k 'regex:^({names})$' --launch-count {len(launches)} "
             f"--metrics {','.join(COMPARED)} " + " ".join(shlex.quote(a) for a in args))
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """What a page shows beside its counts: the table (None when no GPU measured this configuration),
+    the command that measures it, and the configurations of the kernel that were measured."""
+    table: object            # pandas.DataFrame or None
+    command: str
+    note: str
+    measured_elsewhere: list[str]
+
+
+def side_by_side(kernel: str, size: tuple[int, int, int], params: Mapping[str, int], block: tuple[int, int],
+                 totals: Mapping[str, Mapping[str, int]], scale: int = 1, scope: str = "the whole launch") -> SideBySide:
+    """The trace's counts of a configuration beside Nsight Compute's, one row per counter and GPU.
+    params: every compile-time parameter, bound (registry.bind)."""
+    import pandas as pd  # noqa: PLC0415 - the engine's tables are pandas; only this view needs it here
+
+    key = case_key(kernel, size, params, block)
+    launches = [launch.kernel for launch in registry.get(kernel).launches]
+    command = ncu_command(kernel, size, params, block, launches)
+    rows = compare(kernel, size, totals, key, scale)
+    if not rows:
+        others = [k for k in measured_keys(kernel) if k != key]
+        return SideBySide(None, command, f"Nsight Compute has not measured {key} (the shipped reference has "
+                          f"{len(others)} other configurations of {kernel}); the command below measures it.", others)
+    table = pd.DataFrame({
+        "counter": [r.name for r in rows],
+        "kernel": [r.launch for r in rows],
+        "trace, as compiled": [f"{r.trace:,}" if r.verdict != "varies" else f"{r.trace:,} (its own)" for r in rows],
+        "Nsight Compute": [r.shown for r in rows],
+        "GPU": [r.gpu.replace("NVIDIA ", "") for r in rows],
+        "agree": [{"equal": "equal", "varies": "range", "explained": "differs: explained",
+                   "unexplained": "differs: NOT EXPLAINED"}[r.verdict] for r in rows],
+        "why": [r.reason for r in rows],
+        "metric": [r.metric for r in rows],
+    })
+    if len({r.launch for r in rows}) == 1:
+        table = table.drop(columns=["kernel"])
+    counts = {v: sum(r.verdict == v for r in rows) for v in ("equal", "varies", "explained", "unexplained")}
+    note = (f"{scope.capitalize()}: {counts['equal']} counters equal, {counts['varies']} within the range the "
+            f"launches measured, {counts['explained']} different for a reason named, {counts['unexplained']} unexplained.")
+    return SideBySide(table, command, note, [])

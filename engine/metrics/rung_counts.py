@@ -14,7 +14,7 @@ Counts are of one block, at the problem's size:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -48,6 +48,13 @@ class RungCounts:
     shared_wavefronts: int
     shared_ideal: int         # wavefronts of the same loads without bank conflicts
     intervals: pd.DataFrame   # per warp and barrier interval: see intervals()
+    # Nsight Compute's totals for the block, as compiled (analysis.compiled_totals), per launch kernel.
+    compiled_totals: dict = field(default_factory=dict)
+    # (instructions, wavefronts, bank conflicts) of the block's shared loads as the hardware executes
+    # them (nvcc's merges counted: analysis.as_compiled), None without a SASS listing; and of its
+    # shared stores (cp.async's writes apart: Nsight Compute counts those as LDGSTS).
+    compiled_loads: tuple | None = None
+    stores: tuple = (0, 0, 0)
 
     @property
     def fmas(self) -> int:
@@ -110,6 +117,12 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
     ig, is_ = mine[global_load[mine["site"]]], mine[shared_load[mine["site"]]]
     ideal_sectors = -(-ig["active"].astype(np.int64) * site_bytes[ig["site"]] // SECTOR_BYTES)
     compiled, why = _compiled_shared_loads(trace, mine, np.where(shared_load, per_site, 0), sass_info)
+    sites_hw = analysis.site_summary(trace, mine)
+    if sass_info and sass_info.get("available") and not why:
+        sites_hw, _, _ = analysis.as_compiled(trace, sites_hw, sass_info)
+    shared = sites_hw[(sites_hw["space"] == "shared") & ~sites_hw["copy"].astype(bool)]
+    loads, stores = shared[shared["op"] == "load"], shared[shared["op"] == "store"]
+    three = lambda t: tuple(int(t[c].sum()) for c in ("requests", "wavefronts", "bank_conflicts")) if len(t) else (0, 0, 0)  # noqa: E731
     threads = trace.launches[-1].block[0] * trace.launches[-1].block[1]
     return RungCounts(
         trace.kernel, dict(p.params), (bx, by), threads,
@@ -119,7 +132,8 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
         shared_bytes=int((per_site * site_bytes)[shared_load].sum()),
         global_requests=len(ig), global_sectors=int(ig["sectors"].sum()), ideal_sectors=int(ideal_sectors.sum()),
         shared_requests=len(is_), shared_wavefronts=int(is_["wavefronts"].sum()), shared_ideal=int(is_["ideal"].sum()),
-        intervals=intervals(trace, ig, is_))
+        intervals=intervals(trace, ig, is_),
+        compiled_loads=three(loads) if compiled is not None else None, stores=three(stores))
 
 
 def _compiled_shared_loads(trace: Trace, inst: np.ndarray, loads: np.ndarray,
@@ -135,8 +149,11 @@ def _compiled_shared_loads(trace: Trace, inst: np.ndarray, loads: np.ndarray,
             and ts.site.width == 1 and set(sass_info["by_line"].get(ts.site.line, {})) & set(analysis.VECTOR_WIDTH)}
     if wide - set(merged):
         return None, "not modelled"
+    # A thread's `width` merged loads are one instruction (merged: the sites as_compiled merged).
     merged_loads = int(loads[list(merged)].sum())
-    return int(loads.sum()) - merged_loads + sum(len(v) for v in merged.values()), ""
+    instructions = sum(int(loads[s]) // analysis.VECTOR_WIDTH[op] for s in merged
+                       for op in sass_info["by_line"].get(trace.sites[s].site.line, {}) if op in analysis.VECTOR_WIDTH)
+    return int(loads.sum()) - merged_loads + instructions, ""
 
 
 COPY, MULTIPLY = "tile loads (global)", "multiply (shared loads)"
@@ -241,15 +258,25 @@ METRICS = {   # row of the table -> its value for one rung, as shown
     "FMAs per block": lambda c: f"{c.fmas:,}",
     "global loads per FMA": lambda c: _ratio(c.global_loads, c.fmas),
     "shared loads per FMA": lambda c: _ratio(c.shared_loads, c.fmas),
-    "… as compiled (nvcc's LDS.128)": lambda c: _ratio(c.compiled_shared_loads, c.fmas, c.compiled_why),
+    "… as compiled (nvcc's LDS.64, LDS.128)": lambda c: _ratio(c.compiled_shared_loads, c.fmas, c.compiled_why),
     "FLOP per global byte": lambda c: _num(c.global_intensity),
     "FLOP per shared byte": lambda c: _num(c.shared_intensity),
     "sectors per global request (ideal)": lambda c: f"{_num(c.sectors_per_request)} "
                                                          f"({_num(c.ideal_sectors_per_request)})",
-    "wavefronts per shared request (ideal)": lambda c: f"{_num(c.wavefronts_per_request)} "
-                                                            f"({_num(c.ideal_wavefronts_per_request)})",
-    "bank conflicts per shared request": lambda c: _num(c.conflicts_per_request),
+    "wavefronts per shared load, as written (ideal)": lambda c: f"{_num(c.wavefronts_per_request)} "
+                                                                 f"({_num(c.ideal_wavefronts_per_request)})",
+    "bank conflicts per shared load, as written": lambda c: _num(c.conflicts_per_request),
+    "wavefronts per shared load, as compiled": lambda c: _per(c.compiled_loads, 1, c.compiled_why),
+    "bank conflicts per shared load, as compiled": lambda c: _per(c.compiled_loads, 2, c.compiled_why),
+    "bank conflicts per shared store": lambda c: _per(c.stores, 2),
 }
+
+
+def _per(three: tuple | None, which: int, why: str = "—") -> str:
+    """wavefronts (which=1) or bank conflicts (2) per instruction of (instructions, wavefronts, conflicts)."""
+    if three is None:
+        return why or "—"
+    return _num(three[which] / three[0]) if three[0] else "—"
 
 
 def metrics_table(rungs: dict[str, RungCounts | str]) -> pd.DataFrame:
@@ -257,3 +284,50 @@ def metrics_table(rungs: dict[str, RungCounts | str]) -> pd.DataFrame:
     (its value: the engine's one-line reason) is a column of dashes."""
     return pd.DataFrame({name: [fn(c) if isinstance(c, RungCounts) else "—" for fn in METRICS.values()]
                          for name, c in rungs.items()}, index=pd.Index(list(METRICS), name="one block"))
+
+
+# --------------------------------------------------------------------------- a step between two rungs
+
+# What the hardware does per FMA, as compiled: the costs a step between rungs trades. name -> value.
+STEP_COSTS = {
+    "global load instructions per FMA": lambda c: c.global_loads / c.fmas,
+    "shared load instructions per FMA (as compiled)": lambda c: (c.compiled_shared_loads if c.compiled_shared_loads
+                                                                 is not None else c.shared_loads) / c.fmas,
+    "shared load wavefronts per FMA (as compiled)": lambda c: (c.compiled_loads[1] if c.compiled_loads
+                                                               else c.shared_wavefronts) * 32 / c.fmas,
+    "shared store wavefronts per FMA": lambda c: c.stores[1] * 32 / c.fmas,
+    "shared store bank conflicts per FMA": lambda c: c.stores[2] * 32 / c.fmas,
+}
+
+
+def step(previous: RungCounts, current: RungCounts, speed_before: float | None = None,
+         speed_after: float | None = None) -> tuple[pd.DataFrame, str]:
+    """What changed from one rung to the next, per FMA (wavefronts are a warp's, so per 32 FMAs of
+    its lanes: times 32), and a sentence that says which costs moved with the speed. Every number
+    is counted in the two blocks' traces; the speeds are a recorded or live run's."""
+    rows = []
+    for name, fn in STEP_COSTS.items():
+        a, b = fn(previous), fn(current)
+        change = "same" if abs(b - a) <= 1e-9 * max(a, b, 1e-12) else f"{(b - a) / a:+.0%}" if a else "new"
+        rows.append({"per FMA": name, previous.name: f"{a:.4g}", current.name: f"{b:.4g}", "change": change,
+                     "_up": b > a * (1 + 1e-9), "_down": b < a * (1 - 1e-9)})
+    table = pd.DataFrame(rows)
+    worse = [r["per FMA"] for r in rows if r["_up"]]
+    better = [r["per FMA"] for r in rows if r["_down"]]
+    if speed_before and speed_after:
+        ratio = speed_after / speed_before
+        said = (f"{current.name} runs at {speed_after:,.1f} TFLOP/s against {previous.name}'s {speed_before:,.1f} "
+                f"({ratio - 1:+.0%}). ")
+        if ratio < 1:
+            said += ("It pays more per FMA in: " + "; ".join(worse) + "." if worse else
+                     "None of the counted costs per FMA went up: the step down is not explained by these counts "
+                     "(latency and occupancy, not counted here, remain).")
+        else:
+            said += ("It pays less per FMA in: " + "; ".join(better) + "." if better else
+                     "None of the counted costs per FMA went down: the gain comes from what is not counted here "
+                     "(latency hidden, occupancy).")
+            if worse:
+                said += " It pays more in: " + "; ".join(worse) + "."
+    else:
+        said = ("Costs per FMA that went down: " + ("; ".join(better) or "none") + ". Went up: " + ("; ".join(worse) or "none") + ".")
+    return table.drop(columns=["_up", "_down"]), said

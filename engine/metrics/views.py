@@ -34,7 +34,7 @@ class Step:
     offsets: np.ndarray   # byte offsets in the array
     sectors: int          # distinct 32-byte sectors (global)
     lines: int            # distinct 128-byte lines (global)
-    wavefronts: int       # shared: most distinct words in one bank (128-bit: summed over the half-warps)
+    wavefronts: int       # shared: most distinct words in one bank (wider: summed over the groups served)
     width: int = 1        # 4-byte words each lane reads or writes (4 for a 128-bit access)
     ideal: int = 1        # shared: the wavefronts it would need without bank conflicts
 

@@ -4,8 +4,10 @@ loads by wavefronts.
 """
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 
+from engine.metrics.analysis import served_lanes
 from engine.metrics.views import BankSteps, SharedKernel, Step
 from engine.plots import style
 from engine.plots.animation import AnimatedFigure, apply_style, axis, controls, headed_figure, with_frames
@@ -77,9 +79,12 @@ def bank_note(label: str, step: Step, total: int, what: str = "shared instructio
     extra = w - step.ideal
     verdict = "no conflict" if extra <= 0 else f"{extra} bank conflict{'s' if extra > 1 else ''}"
     head = f"<b>{label}</b> · {what} {step.index + 1:,} of {total:,} · line {step.line}, {step.op} {step.array}<br>"
-    if step.width > 1:   # served a half-warp at a time: "n-way" would not say what it costs
-        return (head + f"{len(step.lanes)} lanes × {4 * step.width} bytes, a half-warp at a time → <b>{w} wavefronts</b> "
-                f"(at best {step.ideal}): <b>{verdict}</b>")
+    if step.width > 1:   # served a group of lanes at a time: "n-way" would not say what it costs
+        first = np.full((1, 32), -1, dtype=np.int64)
+        first[0, step.lanes] = step.offsets // 4
+        group = int(served_lanes(first, step.width, step.op == "load")[0])
+        return (head + f"{len(step.lanes)} lanes × {4 * step.width} bytes, {group} lanes at a time → "
+                f"<b>{w} wavefronts</b> (at best {step.ideal}): <b>{verdict}</b>")
     return head + (f"{len(step.lanes)} lanes → <b>{w}-way</b>: {w} wavefront{'s' if w != 1 else ''}, "
                    f"<b>{verdict}</b>")
 

@@ -8,6 +8,8 @@ session waiting for it, or for another session's identical request, holds no pag
 """
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from engine.bench import export
@@ -15,7 +17,7 @@ from engine.devices import host_memory, memo
 from engine.errors import EngineError
 from engine.kernels import registry, sass
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, rung_counts, views
+from engine.metrics import analysis, ncu_reference, rung_counts, views
 from engine.tracing import plan, tracer
 from pages.lib import view_state
 from pages.lib.slots import LINE, heavy, off_page_slot, shared_wait
@@ -144,8 +146,13 @@ def rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCoun
 
     def compute():
         trace = tracer.trace(kernel, problem, [block], "auto")
-        return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
-                                       sass_listing(trace.launches[-1].file, trace.problem.params))
+        inst = analysis.warp_instructions(trace)
+        listing = sass_listing(trace.launches[-1].file, trace.problem.params)
+        counts = rung_counts.rung_counts(trace, inst, block, listing)
+        if listing.get("available"):    # the Nsight Compute view's numbers, from the same trace
+            totals, _ = analysis.compiled_totals(trace, analysis.site_summary(trace, inst), listing)
+            counts = dataclasses.replace(counts, compiled_totals=totals)
+        return counts
     key = ("rung", kernel, size, tuple(block), tracer.resolve_source("auto"))
     try:
         need = plan.host_need(kernel, problem, [block])
@@ -168,3 +175,28 @@ def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress
 LINE.held = _held
 
 
+
+
+def rung_side_by_side(kernel: str, size: int, counts: rung_counts.RungCounts) -> ncu_reference.SideBySide | None:
+    """The Nsight Compute view of a ladder rung from one block's counts: the whole launch when the block
+    is the whole grid, or when every block is a full tile like it (sizes that are multiples of 256, the
+    largest tile) and the launch is the block's counts times the grid; None otherwise."""
+    spec = registry.get(kernel)
+    problem = registry.bind(spec, make_problem(size, size, size, block=spec.default_block))
+    gx, gy = spec.launches[-1].grid(problem)
+    if not counts.compiled_totals or (gx * gy > 1 and size % 256):
+        return None
+    scope = "the whole launch" if gx * gy == 1 else f"one block, times the {gx * gy:,} blocks of the grid"
+    return RESULTS.get(("rung_side_by_side", kernel, size, counts.block), lambda: ncu_reference.side_by_side(
+        kernel, (size, size, size), problem.params, spec.default_block, counts.compiled_totals, gx * gy, scope))
+
+
+def side_by_side(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
+    """ncu_reference.side_by_side of the whole kernel's trace, as compiled: the Nsight Compute view."""
+    def compute():
+        t, _ = trace(kernel, m, n, k, params, block, None, "auto")
+        info = sass_listing(t.launches[-1].file, t.problem.params)
+        totals, _ = analysis.compiled_totals(t, site_summary(kernel, m, n, k, params, block), info)
+        return ncu_reference.side_by_side(kernel, (m, n, k), t.problem.params, block, totals)
+    return _heavy_get(RESULTS, ("side_by_side", kernel, m, n, k, _params_key(params), tuple(block)), compute,
+                      "trace", _whole_need(kernel, m, n, k, params, block), f"Counting the whole of {kernel}")

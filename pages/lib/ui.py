@@ -136,3 +136,18 @@ def kernel_label(name: str) -> str:
     return f"{spec.title} — from {spec.source_titles}"
 
 
+
+
+def nsight_view(view, label: str) -> None:
+    """The trace's counts beside Nsight Compute's for the configuration on screen (an
+    ncu_reference.SideBySide): the table, what agrees and why the rest differs, and the command that
+    measures it again."""
+    with st.expander(f"Beside Nsight Compute: {label}", expanded=False):
+        st.caption(view.note)
+        if view.table is not None:
+            st.dataframe(view.table.drop(columns=["metric"]), hide_index=True, width="stretch",
+                         column_config={"why": st.column_config.TextColumn(width="large")})
+            st.caption("Measured with `ncu --clock-control none`, one session per kernel group, each configuration "
+                       "launched three times. Metric names: " + ", ".join(f"`{m}`" for m in dict.fromkeys(view.table["metric"])))
+        st.caption("To measure it on a GPU machine with Nsight Compute:")
+        st.code(view.command, language="bash", wrap_lines=True)
