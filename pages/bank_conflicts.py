@@ -2,7 +2,7 @@
 import streamlit as st
 
 from engine.kernels import registry
-from engine.metrics import views
+from engine.metrics import analysis, views
 from engine.plots import bank_figures
 from pages.lib import cached, claim_texts, server, ui, view_state
 
@@ -56,6 +56,15 @@ if shown.steps:
                "time: lanes 0-7's wavefronts, then 8-15's, and so on (16 lanes at a time for a load whose lanes read "
                "in pairs, lane n what lane n ^ 1 or n ^ 2 reads; a 64-bit access: 16 lanes, or 32); red then marks "
                "those beyond the fewest its words need. Measured pattern by pattern against Nsight Compute.")
+    # The picture is the source's accesses; where nvcc merged them, the hardware's differ: say so here.
+    listing = cached.sass_listing(trace.launches[-1].file, trace.problem.params)
+    merged = sorted({op for ts in trace.sites if ts.site.space == "shared" and ts.site.op == "load" and ts.site.width == 1
+                     for op in listing.get("by_line", {}).get(ts.site.line, {}) if op in analysis.VECTOR_WIDTH})
+    if merged:
+        st.info(f"This picture shows {kernel}'s shared loads as written, one 32-bit read per access. nvcc compiled "
+                f"them into {', '.join(merged)}: each thread's reads of neighbouring words are one instruction, served "
+                "as the table below counts them (\"as compiled\"), which is what Nsight Compute measures.",
+                icon=":material/memory:")
 
 st.subheader("The whole kernel")
 whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shared_kernel, kernel, size, size,

@@ -45,7 +45,7 @@ st.caption("Per block, each rung with its default parameters. Loads per FMA coun
            "float4, LDG.128 or LDS.128, is one; so is a cp.async); FMAs are the outputs the block writes times K. "
            "Sectors, wavefronts and bank conflicts are per request, one warp's load, as Nsight Compute counts them: a 128-bit load "
            "of 32 lanes is 512 bytes, 16 sectors and, without conflicts, 4 wavefronts (fewer where lanes share "
-           "words). \"As compiled\": nvcc merges some scalar shared loads into LDS.128 (the Bank conflicts page shows "
+           "words). \"As compiled\": nvcc merges some scalar shared loads into LDS.64 or LDS.128 (the Bank conflicts page shows "
            "them); \"not modelled\" where it reordered a loop to do so.")
 
 shown_counts = counts[rung]

@@ -431,41 +431,100 @@ def merged_rows(trace: Trace, s: int, width: int) -> np.ndarray | None:
     must be read whole, once. A thread's pieces, in the order of their first read, are its
     instructions; the i-th of every lane of a warp is the warp's i-th instruction. Returns None when
     the records do not have that shape (the model then does not apply)."""
+    key = ("merged_rows", s, width)
+    if key not in trace.derived:      # asked for by the Ladder's counts and by the totals alike
+        trace.derived[key] = _merged_rows(trace, s, width)
+    return trace.derived[key]
+
+
+def _merged_rows(trace: Trace, s: int, width: int) -> np.ndarray | None:
     r = trace.columns
     idx = np.flatnonzero(r["site"] == s)
     if not len(idx):
         return None
     thread = np.searchsorted(trace.thread_starts(), idx, side="right") - 1
-    words = (r["offset"][idx] // WORD_BYTES).astype(np.int64)
-    piece = words // width
-    epoch = r["epoch"][idx].astype(np.int64)
+    words = (r["offset"][idx] // WORD_BYTES).astype(np.int32)
+    epoch = r["epoch"][idx]
+    fast = _merged_rows_alike(trace, thread, words, epoch, width)
+    if fast is not None:
+        return fast
+    words, epoch = words.astype(np.int64), epoch.astype(np.int64)
     ordinal = r["ordinal"][idx].astype(np.int64)
-    # A word read again in the same epoch is the next instruction's: its occurrence tells them apart.
-    by_word = np.lexsort((ordinal, words, epoch, thread))
-    same = np.r_[False, (thread[by_word][1:] == thread[by_word][:-1]) & (epoch[by_word][1:] == epoch[by_word][:-1])
-                 & (words[by_word][1:] == words[by_word][:-1])]
-    run_start = np.flatnonzero(~same)
-    occurrence = np.empty(len(idx), dtype=np.int64)
-    occurrence[by_word] = np.arange(len(idx)) - np.repeat(run_start, np.diff(np.r_[run_start, len(idx)]))
-    order = np.lexsort((words, piece, occurrence, epoch, thread))
-    t, e, pc, w, oc = thread[order], epoch[order], piece[order], words[order], occurrence[order]
-    new = np.r_[True, (t[1:] != t[:-1]) | (e[1:] != e[:-1]) | (oc[1:] != oc[:-1]) | (pc[1:] != pc[:-1])]
+    # One integer key per record, (thread, epoch) above the word (shared memory has under 2^17 words):
+    # a stable sort by it keeps each word's reads in program order, which is all the grouping needs.
+    word_bits = 17
+    if words.max() >= 1 << word_bits:
+        return None
+    outer = thread * (int(epoch.max()) + 1) + epoch
+    key = outer << word_bits | words
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    repeated = np.r_[False, k[1:] == k[:-1]]
+    if repeated.any():
+        # A word read again in the same epoch is the next instruction's: its occurrence tells them apart.
+        run_start = np.flatnonzero(~repeated)
+        occurrence = np.arange(len(k)) - np.repeat(run_start, np.diff(np.r_[run_start, len(k)]))
+        occ = np.empty(len(k), dtype=np.int64)
+        occ[order] = occurrence
+        key = (outer * (int(occurrence.max()) + 1) + occ) << word_bits | words
+        order = np.argsort(key, kind="stable")
+        k = key[order]
+    shift = int(width).bit_length() - 1          # width is 2 or 4: the piece is the word >> shift
+    new = np.r_[True, (k[1:] >> shift) != (k[:-1] >> shift)]
     starts = np.flatnonzero(new)
-    sizes = np.diff(np.r_[starts, len(t)])
-    within = np.arange(len(t)) - np.repeat(starts, sizes)
-    if (sizes != width).any() or (w != pc * width + within).any():
+    sizes = np.diff(np.r_[starts, len(k)])
+    within = np.arange(len(k)) - np.repeat(starts, sizes)
+    w = k & ((1 << word_bits) - 1)
+    if (sizes != width).any() or (w != ((w >> shift) << shift) + within).any():
         return None
     first_ordinal = np.minimum.reduceat(ordinal[order], starts)
-    g_thread = t[starts]
-    rank_order = np.lexsort((first_ordinal, g_thread))
-    g_thread, g_word = g_thread[rank_order], (pc[starts] * width)[rank_order]
+    g_thread = thread[order][starts]
+    rank_order = np.argsort(g_thread << 32 | first_ordinal, kind="stable")
+    g_thread, g_word = g_thread[rank_order], w[starts][rank_order]
     t_first = np.flatnonzero(np.r_[True, g_thread[1:] != g_thread[:-1]])
     rank = np.arange(len(g_thread)) - np.repeat(t_first, np.diff(np.r_[t_first, len(g_thread)]))
     warp_id = trace.thread_warp[g_thread].astype(np.int64)
     n_rows, inverse = _compact(warp_id * (int(rank.max()) + 1) + rank)
     lane = r["lane"][trace.thread_starts()[g_thread]]
-    rows = np.full((n_rows, WARP), -1, dtype=np.int64)
+    rows = np.full((n_rows, WARP), -1, dtype=np.int32)
     rows[inverse, lane] = g_word
+    return rows
+
+
+def _merged_rows_alike(trace: Trace, thread: np.ndarray, words: np.ndarray, epoch: np.ndarray,
+                       width: int) -> np.ndarray | None:
+    """merged_rows when every thread read the site alike (the common case, and the whole of a large
+    block): the same number of times, in the same epochs, and its reads grouping into aligned runs
+    the way the first thread's do. Then the first thread's grouping is every thread's, checked with
+    a few passes over the records instead of sorting them. None when they do not read alike."""
+    threads, per = np.unique(thread, return_counts=True)
+    n = int(per[0])
+    if (per != n).any() or n % width:
+        return None
+    w = words.reshape(len(threads), n)
+    e = epoch.reshape(len(threads), n)
+    if (e != e[:1]).any():
+        return None
+    # The first thread's grouping: by epoch, then how often it had read the word, then the word.
+    w0, e0 = w[0], e[0]
+    occurrence = np.zeros(n, dtype=np.int64)
+    seen: dict[tuple[int, int], int] = {}
+    for j in range(n):
+        occurrence[j] = seen.get((int(e0[j]), int(w0[j])), 0)
+        seen[(int(e0[j]), int(w0[j]))] = occurrence[j] + 1
+    perm = np.lexsort((w0, w0 // width, occurrence, e0))
+    groups = w[:, perm].reshape(len(threads), n // width, width)
+    first = groups[:, :, 0]
+    if (first % width).any() or (groups != first[:, :, None] + np.arange(width)).any():
+        return None
+    order = np.argsort(perm.reshape(-1, width).min(axis=1), kind="stable")   # by each group's first read
+    first = first[:, order]
+    starts = trace.thread_starts()[threads]
+    lane = trace.columns["lane"][starts].astype(np.int64)
+    warp_id = trace.thread_warp[threads].astype(np.int64)
+    n_warps, warp_row = _compact(warp_id)
+    rows = np.full((n_warps * first.shape[1], WARP), -1, dtype=np.int32)
+    rows[(warp_row[:, None] * first.shape[1] + np.arange(first.shape[1])).ravel(), np.repeat(lane, first.shape[1])] = first.ravel()
     return rows
 
 

@@ -116,10 +116,10 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
     mine = inst[(inst["launch"] == len(trace.launches) - 1) & (inst["block_x"] == bx) & (inst["block_y"] == by)]
     ig, is_ = mine[global_load[mine["site"]]], mine[shared_load[mine["site"]]]
     ideal_sectors = -(-ig["active"].astype(np.int64) * site_bytes[ig["site"]] // SECTOR_BYTES)
-    compiled, why = _compiled_shared_loads(trace, mine, np.where(shared_load, per_site, 0), sass_info)
     sites_hw = analysis.site_summary(trace, mine)
-    if sass_info and sass_info.get("available") and not why:
-        sites_hw, _, _ = analysis.as_compiled(trace, sites_hw, sass_info)
+    compiled, why, hw = _compiled_shared_loads(trace, sites_hw, np.where(shared_load, per_site, 0), sass_info)
+    if hw is not None:
+        sites_hw = hw
     shared = sites_hw[(sites_hw["space"] == "shared") & ~sites_hw["copy"].astype(bool)]
     loads, stores = shared[shared["op"] == "load"], shared[shared["op"] == "store"]
     three = lambda t: tuple(int(t[c].sum()) for c in ("requests", "wavefronts", "bank_conflicts")) if len(t) else (0, 0, 0)  # noqa: E731
@@ -136,24 +136,25 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
         compiled_loads=three(loads) if compiled is not None else None, stores=three(stores))
 
 
-def _compiled_shared_loads(trace: Trace, inst: np.ndarray, loads: np.ndarray,
-                           sass_info: dict | None) -> tuple[int | None, str]:
+def _compiled_shared_loads(trace: Trace, sites: pd.DataFrame, loads: np.ndarray,
+                           sass_info: dict | None) -> tuple[int | None, str, pd.DataFrame | None]:
     """Shared load instructions of the block as nvcc compiled them (analysis.as_compiled: where it
     merged `width` scalar loads of consecutive words into one LDS.128), or None and why not: no SASS
     listing, or a line nvcc compiled to LDS.128 whose loads are not consecutive words in the source
-    (nvcc reordered the loop; the model does not follow it). loads: the block's shared loads per site."""
+    (nvcc reordered the loop; the model does not follow it). sites: the block's site_summary; loads:
+    its shared loads per site. Also returns the site table as compiled (None where not modelled)."""
     if not sass_info or not sass_info.get("available"):
-        return None, "no SASS"
-    _, _, merged = analysis.as_compiled(trace, analysis.site_summary(trace, inst), sass_info)
+        return None, "no SASS", None
+    hw, _, merged = analysis.as_compiled(trace, sites, sass_info)
     wide = {i for i, ts in enumerate(trace.sites) if ts.site.space == "shared" and ts.site.op == "load"
             and ts.site.width == 1 and set(sass_info["by_line"].get(ts.site.line, {})) & set(analysis.VECTOR_WIDTH)}
     if wide - set(merged):
-        return None, "not modelled"
+        return None, "not modelled", None
     # A thread's `width` merged loads are one instruction (merged: the sites as_compiled merged).
     merged_loads = int(loads[list(merged)].sum())
     instructions = sum(int(loads[s]) // analysis.VECTOR_WIDTH[op] for s in merged
                        for op in sass_info["by_line"].get(trace.sites[s].site.line, {}) if op in analysis.VECTOR_WIDTH)
-    return int(loads.sum()) - merged_loads + instructions, ""
+    return int(loads.sum()) - merged_loads + instructions, "", hw
 
 
 COPY, MULTIPLY = "tile loads (global)", "multiply (shared loads)"

@@ -101,6 +101,9 @@ class Trace:
     timings: dict[str, float] = field(default_factory=dict)
     # Lazily built index (see block_records): where each traced thread's records start.
     _thread_starts: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Results worked out from the records once and kept with them (analysis.merged_rows: the
+    # hardware instructions of a merged site), keyed by what was asked.
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.columns["site"])
