@@ -30,6 +30,9 @@ from engine.metrics import ncu_reference  # noqa: E402
 # Full tiles, partial tiles in M, N and K, and odd sizes (every float4 and cp.async to its scalar
 # fallback); the naive and tiled kernels at the sizes their pages offer (up to 128).
 SMALL = [(128, 128, 128), (100, 120, 90), (37, 53, 29), (64, 64, 64)]
+# The pages' own defaults (Coalescing 32 x 32 x 16, Tile phases 40³) and the Bank conflicts page's
+# sizes (multiples of its TILE, or of 32 for the ladder's rungs).
+DEFAULTS = [(32, 32, 16), (40, 40, 40), (32, 32, 32), (96, 96, 96)]
 LADDER_SQUARES = [(s, s, s) for s in (128, 256, 512, 1024, 2048, 4096)]
 LADDER_ODD = [(200, 136, 100), (131, 67, 77), (257, 255, 129)]
 TENSOR = [(128, 128, 128), (256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096), (208, 144, 96), (144, 80, 48),
@@ -42,18 +45,18 @@ def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, 
     if group == "naive":
         for kernel in ("naive_x_rows", "naive_x_cols", "naive_transposed_b"):
             for block in registry.NAIVE_BLOCKS:
-                out += [(kernel, size, {}, block) for size in SMALL[:3]]
+                out += [(kernel, size, {}, block) for size in SMALL[:3] + DEFAULTS[:1]]
     elif group == "tiled":
         for kernel in ("tiled_guarded", "tiled_unguarded", "shared_bank_conflicts"):
             spec = registry.get(kernel)
             for params in spec.combinations():
-                out += [(kernel, size, dict(params), spec.default_block) for size in SMALL]
+                out += [(kernel, size, dict(params), spec.default_block) for size in SMALL + DEFAULTS[1:]]
     elif group == "ladder":
         for kernel in registry.LADDER_RUNGS:
             spec = registry.get(kernel)
             if spec.kind is not registry.Kind.CUDA or kernel in registry.TENSOR_RUNGS:
                 continue
-            sizes = LADDER_SQUARES + LADDER_ODD + ([(64, 64, 64)] if "bank_conflicts" in spec.shows else [])
+            sizes = LADDER_SQUARES + LADDER_ODD + ([(64, 64, 64), *DEFAULTS[2:]] if "bank_conflicts" in spec.shows else [])
             out += [(kernel, size, {}, spec.default_block) for size in sizes]
     elif group == "tensor":
         for kernel in registry.TENSOR_RUNGS:
