@@ -47,7 +47,8 @@ st.table(tensor_figures.seed_error_table(ev, errors))
 st.caption(f"Recorded: the {ev.device} run of tests/benchmarks/tensor_device.py (inputs from the engine's "
            f"make_inputs, {tensor_evidence.RECORDED_INPUTS}), not measured now. Computed here: the kernel worked "
            "out on the CPU from its source, as below: each warp's tile from its warp index, its fragments with the "
-           "layouts it declares, FP16 values summed in FP32; on the recorded inputs it gives the GPU's figures.")
+           "layouts it declares, FP16 values summed in FP32; on the recorded inputs it gives the GPU's figures. Up to "
+           f"{tensor_evidence.COMPUTED_MAX:,}³: a larger size would keep this page busy for seconds.")
 st.markdown("**Why, in its source:** the two highlighted lines below.  \n" + "  \n".join(
     f"{tensor_figures.FAULT_MARKS[i]} **Line {f.line}, {f.name}.** {f.why}" for i, f in enumerate(faults)))
 st.plotly_chart(tensor_figures.source_figure(listing.source_lines(tensor_evidence.SEED_FILE), faults,

@@ -57,8 +57,9 @@ def test_on_zero_mean_inputs_the_error_is_what_a_block_transpose_predicts():
     """About sqrt(2 - 2 * 16/256): A·B' shares only the blocks' diagonal terms with A·B."""
     errors = te.seed_errors()
     assert list(errors["M = N = K"]) == [256, 1024, 2048]
+    assert errors["computed"].isna().tolist() == errors["zero-mean"].isna().tolist() == [False, False, True]
     recorded = json.loads(te.SEED.read_text())["sizes"]
-    for _, row in errors.iterrows():
+    for _, row in errors.dropna().iterrows():
         assert row["computed"] == pytest.approx(recorded[str(int(row["M = N = K"]))]["error_vs_ab"], rel=1e-4)
         assert row["zero-mean"] == pytest.approx(te.diagonal_error(), abs=0.02)
     assert te.diagonal_error() == pytest.approx(1.3693, abs=1e-4)

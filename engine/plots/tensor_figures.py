@@ -28,8 +28,8 @@ def seed_error_table(ev: SeedEvidence, errors: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "M = N = K": [f"{n:,}" for n in t["M = N = K"]],
         f"vs A·B, inputs {RECORDED_INPUTS}: recorded on the {ev.device}": [f"{e:.1%}" for e in t["error vs A·B"]],
-        "the same, computed here": [f"{e:.1%}" for e in errors["computed"]],
-        f"vs A·B, inputs {ZERO_MEAN_INPUTS}: computed here": [f"{e:.0%}" for e in errors["zero-mean"]],
+        "the same, computed here": ["—" if np.isnan(e) else f"{e:.1%}" for e in errors["computed"]],
+        f"vs A·B, inputs {ZERO_MEAN_INPUTS}: computed here": ["—" if np.isnan(e) else f"{e:.0%}" for e in errors["zero-mean"]],
         "vs A·B' (B's 16×16 blocks transposed), recorded": [f"{e:.0e}" for e in t["error vs A·(B, 16x16 blocks transposed)"]],
     })
 
