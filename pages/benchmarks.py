@@ -92,30 +92,45 @@ CLAIM_FORMATS = {"A100 TFLOP/s": "%g", "% of peak": "%g", "peak that % implies":
                  claim_checks.SPEED: "%,.1f", claim_checks.OF_4096: "%.1f", claim_checks.TORCH_SPEED: "%,.1f", claim_checks.TORCH_SHARE: "%.1f"}
 
 
-def measuring(df: pd.DataFrame, kernels: list[str]) -> tuple[pd.DataFrame, str]:
-    """The rows a claim is measured from: the runs shown, and for each of the claim's kernels none of
-    them timed, its rows from the first shipped run on the same GPU that did (runs are recorded per
-    topic: the FP32 run shown by default has no cuBLAS FP16), so that a claim whose measurement ships
-    shows it by default; with the words that name that run."""
-    parts, names = [df], []
+def measuring(df: pd.DataFrame, kernels: list[str], shown: list[str], size: int | None = None) -> tuple[pd.DataFrame, str]:
+    """The rows a claim is measured from: the runs shown (file names `shown`), and for each of the
+    claim's kernels none of them timed, its rows from the first shipped run on the same GPU that did
+    (runs are recorded per topic: the FP32 run shown by default has no cuBLAS FP16), so that a claim
+    whose measurement ships shows it by default; with the words that name that run. With size (a claim
+    that quotes each kernel at size³ on its own, not a comparison within one run), a kernel's rows
+    there are its run of record's (claim_checks.run_of_record), the run the other pages quote."""
+    parts, names, of_record = [df], [], {}
     for kernel in kernels:
+        record = claim_checks.run_of_record(kernel, set(df["gpu"]), size) if size else None
+        if record is not None:
+            name, rows = record
+            parts[0] = parts[0][~((parts[0]["kernel"] == kernel) & (parts[0]["m"] == size) & (parts[0]["n"] == size)
+                                  & (parts[0]["k"] == size) & parts[0]["gpu"].isin(set(rows["gpu"])))]
+            parts.append(rows)
+            if name not in shown:
+                of_record.setdefault(name, []).append(kernel)
+            continue
         if (df["kernel"] == kernel).any():
             continue
         for path in benchmark.recorded_runs(holding=[kernel]):
             run, _ = benchmark.load_document(path.read_text())
             if run["gpu"].iloc[0] in set(df["gpu"]):
                 parts.append(run[run["kernel"] == kernel])
-                names.append(f"{kernel} from {path.name}")
+                names.append(f"{kernel} from {path.name}, a recorded run not selected above")
                 break
-    return pd.concat(parts, ignore_index=True), "".join(f"  \n{schema.plain(n)}, a recorded run not selected above." for n in names)
+    for name, ks in of_record.items():
+        listed = (", ".join(ks[:-1]) + " and " if len(ks) > 1 else "") + ks[-1]
+        names.append(f"{listed} from {name}, the newest recorded run that timed {'them' if len(ks) > 1 else 'it'} at "
+                     f"{size:,}³ (the run every page quotes)")
+    return pd.concat(parts, ignore_index=True), "".join(f"  \n{schema.plain(n)}." for n in names)
 
 
-def measured_claims(df: pd.DataFrame, peaks: dict) -> None:
+def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
     """The documents' speed figures, checked, beside the same kernels of the run shown (its first GPU)."""
     st.subheader("What the documents claim, measured here")
     config = {c: st.column_config.NumberColumn(c, format=f) for c, f in CLAIM_FORMATS.items()}
     all_rows = df
-    df, added = measuring(all_rows, [p.kernel for p in claim_checks.CUDA_TABLE])
+    df, added = measuring(all_rows, [p.kernel for p in claim_checks.CUDA_TABLE], shown, claim_checks.SQUARE)
     table = claim_checks.cuda_table(df, peaks)
     st.markdown(f"- *{claim_texts.MEASURED['cuda_table']}*  \n  {claim_checks.cuda_table_check()}  \n  "
                 f"{claim_checks.cuda_table_here(table, schema.plain)}  \n  {claim_checks.tensor_cores_here(table, schema.plain)}")
@@ -123,7 +138,7 @@ def measured_claims(df: pd.DataFrame, peaks: dict) -> None:
     st.caption("The same kernels here: " + claim_checks.cuda_table_kernels() + " % of this GPU's peak: FP32 from its "
                "attributes, TF32 and FP16 (dense, on tensor cores) from NVIDIA's datasheet. Peaks in TFLOP/s."
                + "".join(f"  \n{line}." for line in table.missing) + added)
-    df, added = measuring(all_rows, [claim_checks.DIVISIBLE_KERNEL, claim_checks.TORCH_KERNEL])
+    df, added = measuring(all_rows, [claim_checks.DIVISIBLE_KERNEL, claim_checks.TORCH_KERNEL], shown)
     sizes = claim_checks.divisible(df)
     st.markdown(f"- *{claim_texts.MEASURED['divisible']}*" +
                 (f"  \n  {claim_checks.divisible_here(sizes, schema.plain)}" if len(sizes.table) else ""))
@@ -290,7 +305,7 @@ if frames:
         exports(doc.rows, doc.prov, f"recorded-{i}" if i else "recorded", Path(name).stem if len(frames) > 1 else "")
     if uploads:
         st.caption("Uploaded runs are not exported again: each is already the export it was uploaded as.")
-    measured_claims(pd.concat(frames, ignore_index=True), peaks)
+    measured_claims(pd.concat(frames, ignore_index=True), peaks, choices)
 else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "
             "to see its charts and table.", icon=":material/arrow_upward:")

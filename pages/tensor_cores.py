@@ -3,10 +3,10 @@ tensor rungs, which lane holds which element of a fragment (recorded on the GPU,
 ldmatrix's banks without and with the swizzle, and the rungs' speed against cuBLAS."""
 import streamlit as st
 
-from engine.bench import schema, speeds
+from engine.bench import schema, speeds, tuning
 from engine.kernels import documents, registry
 from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
-from engine.plots import charts, tensor_figures
+from engine.plots import charts, listing, tensor_figures
 from pages.lib import cached, speed_runs, ui, view_state
 
 ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 × 16 per instruction: what the "
@@ -30,12 +30,29 @@ with ui.controls():
 # ------------------------------------------------------------------ 1. the document's WMMA kernel
 doc = documents.cite("002")
 ev = tensor_evidence.seed_evidence()
+errors = tensor_evidence.seed_errors()
+faults = tensor_evidence.seed_faults()
 st.subheader(f"1. The WMMA kernel of {doc}, as written")
-st.markdown(f"Its results are off by **{ev.table['error vs A·B'].min():.0%} to {ev.table['error vs A·B'].max():.0%}** "
-            f"against A·B, but match A·B' (B with each 16 × 16 block transposed) to rounding; its launch starts "
-            f"**{int(ev.table['warps per tile'].iloc[0])} warps per tile of C**, and Nsight Compute counts "
-            f"**{ev.hmma_seed:,} HMMA** instructions at 128³ where {ev.hmma_needed:,} do the product "
+st.markdown(f"On the recorded run's inputs, {tensor_evidence.RECORDED_INPUTS}, its results are off by "
+            f"**{ev.table['error vs A·B'].min():.0%} to {ev.table['error vs A·B'].max():.0%}** against A·B. That "
+            "looks nearly right only because every sum of A·B is then K positive products, and the wrong product "
+            f"has nearly the same sums. On zero-mean inputs, {tensor_evidence.ZERO_MEAN_INPUTS}, the same kernel "
+            f"is off by **{errors['zero-mean'].min():.0%} to {errors['zero-mean'].max():.0%}**: what it computes is "
+            f"A·B' (B with each 16 × 16 block transposed), which keeps only the blocks' diagonals in place, so it is "
+            f"about as far from A·B as an unrelated matrix (√(2 − 2·16/256) = {tensor_evidence.diagonal_error():.0%}). "
+            f"Its launch starts **{int(ev.table['warps per tile'].iloc[0])} warps per tile of C**, and Nsight Compute "
+            f"counts **{ev.hmma_seed:,} HMMA** instructions at 128³ where {ev.hmma_needed:,} do the product "
             f"(wmma_warp: {ev.hmma_warp:,}).")
+st.table(tensor_figures.seed_error_table(ev, errors))
+st.caption(f"Recorded: the {ev.device} run of tests/benchmarks/tensor_device.py (inputs from the engine's "
+           f"make_inputs, {tensor_evidence.RECORDED_INPUTS}), not measured now. Computed here: the kernel worked "
+           "out on the CPU from its source, as below: each warp's tile from its warp index, its fragments with the "
+           "layouts it declares, FP16 values summed in FP32; on the recorded inputs it gives the GPU's figures. Up to "
+           f"{tensor_evidence.COMPUTED_MAX:,}³: a larger size would keep this page busy for seconds.")
+st.markdown("**Why, in its source:** the two highlighted lines below.  \n" + "  \n".join(
+    f"{tensor_figures.FAULT_MARKS[i]} **Line {f.line}, {f.name}.** {f.why}" for i, f in enumerate(faults)))
+st.plotly_chart(tensor_figures.source_figure(listing.source_lines(tensor_evidence.SEED_FILE), faults,
+                                             view_state.presenter()), width="stretch", config=CHART, key="tc-seed-source")
 st.table(tensor_figures.seed_table(ev))
 st.caption(f"Recorded {ev.device} run, not measured now. Warps launched: from the launch the document writes "
            "(blocks of 32 × 4 threads, 8 × M/16 blocks in y), which the recorded count equals. wmma_warp: the same "
@@ -123,3 +140,23 @@ elif sizes:
                "tensor cores). Grey: cuBLAS BF16, PyTorch's torch.mm in FP16, and FP32 cuBLAS with and without "
                "TF32. The document's WMMA kernel is not timed: it launches 32 warps per tile of C (section 1), so "
                "it does 32 times the work." + (f" This run did not time {', '.join(missing)} at {at:,}³." if missing else ""))
+    same = speeds.same_tiles(df, tuning.SIZE, f"the {label}")
+    if len(same.tflops) == len(speeds.SAME_TILE_RUNGS):
+        t, q, wb = same.tflops, same.params, tensor_tiles.hierarchy("wmma_block")
+        hand = [k for k in ("mma_ldmatrix", "mma_swizzled") if not tensor_tiles.swept(k)]
+        (waves, conflicts, inst), (swz_waves, _, _) = (ldmatrix_banks.ncu_wavefronts(k) for k in ("mma_ldmatrix", "mma_swizzled"))
+        st.markdown(
+            "**Why mma_ldmatrix and mma_swizzled can run below wmma_block.** The bars compare different tiles: "
+            f"wmma_block's are its sweep's winner, {wb.block[0]} × {wb.block[1]} with {wb.threads // 32} warps"
+            + (f", while {' and '.join(hand)} {'were' if len(hand) > 1 else 'was'} not swept and run{'' if len(hand) > 1 else 's'} "
+               f"{q['BM']} × {q['BN']} with {(q['BM'] // q['WM']) * (q['BN'] // q['WN'])} warps, chosen by hand" if hand else "")
+            + f". At those {q['BM']} × {q['BN']} tiles (warps {q['WM']} × {q['WN']}), at {same.size:,}³: wmma_block "
+            f"{t['wmma_block']:,.0f} TFLOP/s ({same.source['wmma_block']}), mma_swizzled {t['mma_swizzled']:,.0f} and "
+            f"mma_ldmatrix {t['mma_ldmatrix']:,.0f} ({same.source['mma_swizzled']}): mma_swizzled is "
+            f"{abs(t['mma_swizzled'] / t['wmma_block'] - 1):.0%} {'faster' if t['mma_swizzled'] > t['wmma_block'] else 'slower'} "
+            f"than wmma_block there. mma_ldmatrix loses to its bank conflicts: at 128³ Nsight Compute counted {waves:,} "
+            f"ldmatrix wavefronts ({conflicts:,} of them conflicts) for its {inst:,} ldmatrix, against {swz_waves:,} for "
+            f"mma_swizzled, whose one change is the swizzle and which runs {t['mma_swizzled'] / t['mma_ldmatrix']:.1f}× "
+            "as fast at the same tiles. Not shown, because no measurement ships: wmma_block's own shared-memory "
+            "wavefronts (it pads its rows by 8 halves instead; no Nsight Compute profile of it is recorded), and "
+            f"mma_swizzled at wmma_block's {wb.block[0]} × {wb.block[1]} tiles (never timed).")

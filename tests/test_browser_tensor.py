@@ -9,13 +9,14 @@ from engine.plots.tensor_figures import fragment_headline
 from tests import browser
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
-FRAGMENT = 1   # the page's second chart: hierarchy, fragment map, banks, speeds
+FRAGMENT = 2   # the page's third chart: the document kernel's source, hierarchy, fragment map, banks, speeds
+BANKS = 3
 
 
 def ready(page) -> None:
     page.wait_for_function("Array.from(document.querySelectorAll('h3')).some(h => h.textContent.includes('Who holds'))",
                            timeout=120000)
-    browser.wait_for_chart(page, 4, 120000)
+    browser.wait_for_chart(page, 5, 120000)
     browser.wait_idle(page)
 
 
@@ -61,18 +62,19 @@ def test_the_fragment_map_steps_lane_by_lane_and_a_link_reopens_its_view(server,
     assert settled(page) == want("mma_a", 31)
     page.screenshot(path=str(shots / "tensor-fragment-lane31-1280x720.png"))
 
-    seed, instructions, banks = tables(page)
+    errors, seed, instructions, banks = tables(page)
+    assert [row[1:4] for row in errors] == [["5.7%", "5.7%", "136%"], ["2.9%", "2.9%", "137%"], ["2.0%", "—", "—"]]
     assert [(row[0], row[-1]) for row in instructions] == [("wmma_warp", "2"), ("mma_ldmatrix", "1"), ("wgmma_tma", "1")]
-    assert [row[3] for row in seed] == ["8,192 / 256 = 32", "131,072 / 4,096 = 32", "524,288 / 16,384 = 32"]
+    assert [row[1] for row in seed] == ["8,192 / 256 = 32", "131,072 / 4,096 = 32", "524,288 / 16,384 = 32"]
     assert banks == [["mma_ldmatrix", "256", "6,144", "6,144", "5,120"], ["mma_swizzled", "256", "1,024", "1,024", "0"]]
     page.locator("h3", has_text="rows on the banks").evaluate("h => h.scrollIntoView()")
     page.screenshot(path=str(shots / "tensor-banks-1280x720.png"))
     assert "4 wavefronts per matrix" in " ".join(browser.figure_texts(page))
     # The banks chart's titles stay inside their half of the page (one line ran past it).
-    inside = page.evaluate("""() => { const gd = document.querySelectorAll('.js-plotly-plot')[2];
+    inside = page.evaluate("""(i) => { const gd = document.querySelectorAll('.js-plotly-plot')[i];
         const box = gd.getBoundingClientRect();
         return Array.from(gd.querySelectorAll('.annotation-text')).map(t => t.getBoundingClientRect())
-            .every(r => r.left >= box.left && r.right <= box.right); }""")
+            .every(r => r.left >= box.left && r.right <= box.right); }""", BANKS)
     assert inside
 
     # The link follows the lane the map was left on: a reload opens there.
@@ -133,6 +135,36 @@ def test_presenter_mode_enlarges_the_tables_and_the_speed_chart_note(server, pag
     page.screenshot(path=str(shots / "tensor-fragment-presenter-1280x720.png"))
     page.locator("h3", has_text="TFLOP/s").evaluate("h => h.scrollIntoView()")
     page.screenshot(path=str(shots / "tensor-speed-presenter-1280x720.png"))
+    assert not page.errors, page.errors
+
+
+def test_the_document_kernel_shows_its_source_with_the_two_faulty_lines_and_its_warps_on_one_tile(server, page, shots):
+    page.goto(f"{server}/tensor_cores?rung=wmma_seed")
+    ready(page)
+    assert page.get_by_text("the same kernel is off by", exact=False).count() == 1
+    page.locator("h3", has_text="as written").evaluate("h => h.scrollIntoView()")
+    page.screenshot(path=str(shots / "tensor-seed-errors-1280x720.png"))
+    source = page.locator(".js-plotly-plot").nth(0)
+    source.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "tensor-seed-source-1280x720.png"))
+    texts = browser.figure_texts(page)
+    assert any(t.startswith("<b>① B's fragment layout</b>") for t in texts)
+    assert any(t.startswith("<b>② the warp index</b>") for t in texts)
+    # The names sit right of the code, inside the figure, on the rows of the lines they name.
+    drawn = page.evaluate("""() => { const gd = document.querySelectorAll('.js-plotly-plot')[0];
+        const box = gd.getBoundingClientRect();
+        const code = Array.from(gd.querySelectorAll('.textpoint text')).filter(t => /warpM =|col_major>/.test(t.textContent))
+            .map(t => t.getBoundingClientRect());
+        const names = Array.from(gd.querySelectorAll('.annotation-text')).map(t => t.getBoundingClientRect());
+        return {inside: names.every(r => r.left >= box.left && r.right <= box.right),
+                right: names.every(n => code.every(c => n.left > c.right)), code: code.length, names: names.length}; }""")
+    assert drawn == {"inside": True, "right": True, "code": 2, "names": 2}, drawn
+    page.locator("h3", has_text="Block →").evaluate("h => h.scrollIntoView()")
+    page.screenshot(path=str(shots / "tensor-seed-hierarchy-1280x720.png"))
+    assert "1 warp tile of 16 × 16,<br>computed 4 times: all 4 warps on it" in browser.figure_texts(page)
+    page.locator("h3", has_text="TFLOP/s").evaluate("h => h.scrollIntoView()")
+    page.get_by_text("Why mma_ldmatrix and mma_swizzled can run below wmma_block").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "tensor-speed-steps-1280x720.png"))
     assert not page.errors, page.errors
 
 

@@ -8,6 +8,7 @@ import re
 from engine.bench import benchmark, speeds
 from engine.kernels import registry
 from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
+from engine.plots import style
 from tests.test_pages import open_page
 
 PAGE = "pages/tensor_cores.py"
@@ -25,10 +26,86 @@ def test_the_document_kernel_is_cited_by_title_and_diagnosed_from_the_evidence()
     at = open_page(PAGE)
     assert at.subheader[0].value == "1. The WMMA kernel of “Matrix Multiplication in CUDA”, as written"
     assert "seed" not in (at.subheader[0].value + at.markdown[0].value).lower()   # the document by its title
-    seed = at.table[0].value
+    seed = next(t.value for t in at.table if "warps launched / tiles of C" in t.value.columns)
     assert list(seed["warps launched / tiles of C"]) == ["8,192 / 256 = 32", "131,072 / 4,096 = 32",
                                                          "524,288 / 16,384 = 32"]
-    assert "32,768 HMMA" in _texts(at) and "2% to 6%" in _texts(at)
+    assert "32,768 HMMA" in _texts(at)
+
+
+def test_the_error_figure_names_its_inputs_and_is_shown_on_zero_mean_inputs_computed():
+    """Before: "off by 2% to 6% against A·B", with no word on the inputs ([0, 1), where the wrong product
+    has nearly the same sums). Now the recorded figure names its inputs and beside it the same kernel,
+    worked out from its source, is off by about 137% on inputs uniform in [-1, 1)."""
+    at = open_page(PAGE)
+    text = _texts(at)
+    assert "On the recorded run's inputs, uniform in [0, 1), its results are off by **2% to 6%**" in text
+    errors = tensor_evidence.seed_errors()
+    lo, hi = errors["zero-mean"].min(), errors["zero-mean"].max()
+    assert 1.3 < lo and f"uniform in [−1, 1), the same kernel is off by **{lo:.0%} to {hi:.0%}**" in text
+    table = next(t.value for t in at.table if any("computed here" in c for c in t.value.columns))
+    recorded = json.loads(tensor_evidence.SEED.read_text())["sizes"]
+    assert list(table["vs A·B, inputs uniform in [0, 1): recorded on the NVIDIA H200"]) == \
+        [f"{recorded[n]['error_vs_ab']:.1%}" for n in ("256", "1024", "2048")] == ["5.7%", "2.9%", "2.0%"]
+    assert list(table["the same, computed here"]) == ["5.7%", "2.9%", "—"]
+    assert list(table["vs A·B, inputs uniform in [−1, 1): computed here"]) == [f"{e:.0%}" for e in errors["zero-mean"][:2]] + ["—"]
+
+
+def test_the_kernels_source_is_shown_with_its_two_faulty_lines_lit_and_named():
+    at = open_page(PAGE)
+    fig = next(f for f in _figures(at) if any("matmul_wmma" in t for d in f["data"] for t in (d.get("text") or [])))
+    code = next(d["text"] for d in fig["data"] if d.get("mode") == "text")
+    lit = [d for d in fig["data"] if d.get("fill") == "toself"]
+    assert len(lit) == 2
+    shown = {}
+    for band in lit:   # each band covers its line's display rows: what is written there
+        rows = range(int(band["y"][0] + 0.5), int(band["y"][2] - 0.5) + 1)
+        shown[band["y"][0]] = " ".join(code[r] for r in rows)
+    warp, layout = sorted(shown.values(), key=lambda t: "warpM" not in t)
+    assert "int warpM = (blockIdx.y * blockDim.y + threadIdx.y) / 32 * 16;" in " ".join(warp.split()[1:])
+    assert "fragment<matrix_b, 16, 16, 16, half, col_major> b_frag;" in layout
+    names = [a["text"] for a in fig["layout"]["annotations"]]
+    faults = tensor_evidence.seed_faults()
+    assert names == [f"<b>① B's fragment layout</b> (line {faults[0].line})", f"<b>② the warp index</b> (line {faults[1].line})"]
+    text = _texts(at)
+    assert f"① **Line {faults[0].line}, B's fragment layout.** B's fragment is declared col_major" in text
+    assert f"② **Line {faults[1].line}, the warp index.** It divides the thread's y index by 32" in text
+
+
+def test_the_hierarchy_of_the_document_kernel_draws_its_4_warps_on_one_tile():
+    """Before: "1 warp tile of 16 × 16" for a block whose 4 warps all compute that same tile."""
+    at = open_page(PAGE, {"rung": "wmma_seed"})
+    fig = next(f for f in _figures(at) if any("block:" in a.get("text", "") for a in f["layout"].get("annotations", [])))
+    labels = [a["text"] for a in fig["layout"]["annotations"]]
+    assert labels[0] == "block: 16 × 16 of C, 4 warps"
+    assert "1 warp tile of 16 × 16,<br>computed 4 times: all 4 warps on it" in labels
+    assert sum(s.get("line", {}).get("color") == style.RED for s in fig["layout"]["shapes"]) == 4   # a sheet per warp
+    at = open_page(PAGE, {"rung": "wmma_warp"})
+    fig = next(f for f in _figures(at) if any("block:" in a.get("text", "") for a in f["layout"].get("annotations", [])))
+    labels = [a["text"] for a in fig["layout"]["annotations"]]
+    assert labels[0] == "block: 16 × 64 of C, 128 threads" and "4 warp tiles of 16 × 16" in labels
+
+
+def test_why_mma_ldmatrix_and_mma_swizzled_run_below_wmma_block_is_said_from_the_recorded_files():
+    """Before: wmma_block's bar (its sweep winner) stood above mma_ldmatrix's and mma_swizzled's (tiles
+    chosen by hand) without a word. Now the page sets the three at one tile, each figure from its file."""
+    def tflops(path, kernel, params):
+        rows = json.loads(path.read_text())["results"]
+        return max(2 * 4096**3 / (r["median_ms"] * 1e-3) / 1e12 for r in rows if r["kernel"] == kernel
+                   and r["m"] == r["n"] == r["k"] == 4096 and r["status"] == "ok"
+                   and all(r["params"].get(k) == v for k, v in params.items()))
+    tile = {"BM": 128, "BN": 128, "WM": 64, "WN": 64}
+    run, sweep = benchmark.RECORDED / "h200-tensor-2026-11-22.json", benchmark.TUNING / "h200-tensor-2026-11-22.json"
+    wb, ld, sw = tflops(sweep, "wmma_block", tile), tflops(run, "mma_ldmatrix", tile), tflops(run, "mma_swizzled", tile)
+    assert ld < wb < sw   # at one tile the order the ladder teaches, save mma_ldmatrix
+    text = _texts(at := open_page(PAGE))
+    assert "**Why mma_ldmatrix and mma_swizzled can run below wmma_block.**" in text
+    assert "wmma_block's are its sweep's winner, 64 × 64 with 2 warps, while mma_ldmatrix and mma_swizzled were not swept" in text
+    assert (f"At those 128 × 128 tiles (warps 64 × 64), at 4,096³: wmma_block {wb:,.0f} TFLOP/s (the autotuning sweep "
+            f"tuning/h200-tensor-2026-11-22.json), mma_swizzled {sw:,.0f} and mma_ldmatrix {ld:,.0f} (the recorded NVIDIA "
+            f"H200 run of 2026-11-22): mma_swizzled is {sw / wb - 1:.0%} faster than wmma_block there") in text
+    assert "counted 6,144 ldmatrix wavefronts (5,120 of them conflicts) for its 256 ldmatrix, against 1,024" in text
+    assert f"runs {sw / ld:.1f}× as fast at the same tiles" in text and "no measurement ships" in text
+    assert not at.exception
 
 
 def test_the_documents_one_instruction_claims_are_set_beside_nsight_computes_counts():

@@ -474,6 +474,26 @@ def _recorded_quoted(path: Path | None) -> Quoted:
     return quoted(df, speeds.run_label(prov, live=False))
 
 
+@functools.cache   # the shipped runs do not change while the server runs: read once, not on every rerun
+def _recorded_run(path: Path) -> pd.DataFrame:
+    return benchmark.load_document(path.read_text())[0]
+
+
+def run_of_record(kernel: str, gpus: set, n: int) -> tuple[str, pd.DataFrame] | None:
+    """The recorded run every page quotes for `kernel` at n³ on one of `gpus`: the newest shipped run
+    that timed it there (the run the page that draws the kernel opens on), as (file name, its timed
+    rows of the kernel at n³); None where no shipped run did. Runs are recorded per topic, and two of
+    them may time the same kernel (cuBLAS TF32 in the FP32 run and the tensor run): one measurement,
+    one number, so the pages quote the one run."""
+    for path in reversed(benchmark.recorded_runs(holding=[kernel])):
+        run = _recorded_run(path)
+        rows = run[(run["kernel"] == kernel) & (run["m"] == n) & (run["n"] == n) & (run["k"] == n)
+                   & (run["status"] == "ok") & run["gpu"].isin(gpus)]
+        if len(rows):
+            return path.name, rows
+    return None
+
+
 def recorded_quoted() -> Quoted:
     """The figures from the newest recorded run of the naive kernels (engine/bench/recorded/), the run
     the Benchmarks page shows without a GPU."""

@@ -6,12 +6,14 @@ them; plain data, drawn by engine/plots/ladder_figures.py and tensor_figures.py;
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from engine.bench import benchmark
 from engine.kernels import registry
 
 
@@ -136,3 +138,50 @@ def per_sm_cycle(shown: TensorSpeeds, prov: dict) -> PerCycle | None:
     tflops = float(row["tflops"].iloc[0])
     flop = tflops * 1e12 / (sms * mhz * 1e6)
     return PerCycle(tflops, int(sms), float(mhz), flop, flop / 2, flop / 2 / A100_FMA_PER_SM)
+
+
+# --------------------------------------------------------------------------- the tensor rungs at one tile
+
+# The rungs whose order the Tensor cores page explains: wmma_block's defaults are a sweep's winner,
+# mma_ldmatrix's and mma_swizzled's chosen by hand (not swept), so their bars compare different tiles.
+SAME_TILE_RUNGS = ("wmma_block", "mma_ldmatrix", "mma_swizzled")
+
+
+@dataclass(frozen=True)
+class SameTiles:
+    """Each of SAME_TILE_RUNGS timed at one tile shape (mma_ldmatrix's defaults) at one size: the
+    fastest ok row of the run shown, or else of the newest recorded sweep that timed it there."""
+    params: dict[str, int]
+    size: int
+    tflops: dict[str, float]    # only the rungs some file timed at those tiles
+    source: dict[str, str]      # rung -> the file (or "the run shown") the figure comes from
+
+
+def _at_tiles(df: pd.DataFrame, kernel: str, params: dict, size: int) -> float | None:
+    at = df[(df["kernel"] == kernel) & (df["m"] == size) & (df["n"] == size) & (df["k"] == size) & (df["status"] == "ok")]
+    hits = [g for g, p in zip(at["gflops"], at["params"])
+            if isinstance(p, dict) and all(p.get(k) == v for k, v in params.items())]
+    return max(hits) / 1000 if hits else None
+
+
+@functools.cache   # the shipped sweeps do not change while the server runs: read once, not per rerun
+def _sweeps() -> tuple[tuple[str, pd.DataFrame], ...]:
+    """The recorded autotuning sweeps that timed one of SAME_TILE_RUNGS, oldest first, each named by its file."""
+    return tuple((f"the autotuning sweep tuning/{path.name}", benchmark.load_document(path.read_text())[0])
+                 for path in benchmark.tuning_runs(holding=SAME_TILE_RUNGS))
+
+
+def same_tiles(df: pd.DataFrame, size: int, shown: str = "the run shown") -> SameTiles:
+    """SAME_TILE_RUNGS at mma_ldmatrix's default tiles and size³, from df (the run a page shows, named
+    `shown`) or else from the newest recorded sweep of the same GPU that timed it there."""
+    params = dict(registry.get("mma_ldmatrix").defaults)
+    gpu = set(df["gpu"]) if "gpu" in df else set()
+    sources = [(shown, df)] + [(name, rows) for name, rows in reversed(_sweeps()) if set(rows["gpu"]) & gpu]
+    tflops, source = {}, {}
+    for kernel in SAME_TILE_RUNGS:
+        for name, rows in sources:
+            found = _at_tiles(rows, kernel, params, size)
+            if found is not None:
+                tflops[kernel], source[kernel] = found, name
+                break
+    return SameTiles(params, size, tflops, source)

@@ -7,9 +7,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
 from engine.bench import benchmark
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
+from engine.metrics import tensor_evidence
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,10 @@ class Hierarchy:
     unit: str                       # "warp" or "warpgroup"
     instruction: str
     threads: int
+    # How many warps of the block compute each warp tile: 1 where the warps split the block's tile;
+    # the document's kernel (wmma_seed) puts all its warps on one tile (its warp index, worked out
+    # from its source by tensor_evidence.seed_warp_tiles).
+    warps_per_tile: int = 1
 
 
 @functools.cache   # the shipped sweeps do not change while the server runs; read them once, not per rerun
@@ -38,9 +45,14 @@ def hierarchy(rung: str) -> Hierarchy:
     if rung == "wgmma_tma":
         return Hierarchy(rung, (q["BM"], q["BN"]), (64, q["BN"]), (64, q["BN"], 16), "consumer warpgroup",
                          f"wgmma.m64n{q['BN']}k16", bx * by)
-    if rung in ("wmma_seed", "wmma_warp"):
-        return Hierarchy(rung, (16, 64) if rung == "wmma_warp" else (16, 16), (16, 16), (16, 16, 16), "warp",
-                         "wmma m16n16k16 (2 × HMMA.16816)", bx * by)
+    if rung == "wmma_seed":
+        tiles = tensor_evidence.seed_warp_tiles(p)
+        first = tiles[tiles[:, 0] == 0][:, 1:]          # the first block's warps, each with its tile
+        shared = len(first) // len(np.unique(first, axis=0))
+        return Hierarchy(rung, (16, 16), (16, 16), (16, 16, 16), "warp", "wmma m16n16k16 (2 × HMMA.16816)", bx * by,
+                         shared)
+    if rung == "wmma_warp":
+        return Hierarchy(rung, (16, 64), (16, 16), (16, 16, 16), "warp", "wmma m16n16k16 (2 × HMMA.16816)", bx * by)
     wmma = rung == "wmma_block"
     return Hierarchy(rung, (q["BM"], q["BN"]), (q["WM"], q["WN"]), (16, 16, 16) if wmma else (16, 8, 16), "warp",
                      "wmma m16n16k16 (2 × HMMA.16816)" if wmma else "mma.sync.m16n8k16", bx * by)

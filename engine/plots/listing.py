@@ -82,7 +82,7 @@ def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: flo
     """The largest code font (down to 3 points below the page's) at which the whole kernel fits the
     column; below that, the page's smallest font and a window around the highlighted lines."""
     for font in range(st.code, st.code - 4, -1):
-        rows, chars = int(height_px / (font * 1.45)), _chars_fitting(width_px, font)
+        rows, chars = int(height_px / (font * 1.45)), chars_fitting(width_px, font)
         view = code_view(lines, chars, strip_comments=st.presenter)
         if view.n_rows <= rows:
             return view, font
@@ -109,6 +109,6 @@ def highlight_trace(view: CodeView, line: int, xref: str, yref: str) -> go.Scatt
                       line={"width": 0}, mode="lines", hoverinfo="skip", showlegend=False)
 
 
-def _chars_fitting(px: float, font: int) -> int:
+def chars_fitting(px: float, font: int) -> int:
     return int(px / (0.62 * font)) - 1   # monospace glyphs are about 0.6 em wide
 

@@ -14,25 +14,64 @@ from plotly.subplots import make_subplots
 from engine.bench.speeds import BASELINES, REFERENCE, TensorSpeeds
 from engine.metrics.ldmatrix_banks import LdmatrixRows
 from engine.metrics.recorded_fragments import OPERANDS
-from engine.metrics.tensor_evidence import SeedEvidence
+from engine.metrics.tensor_evidence import RECORDED_INPUTS, ZERO_MEAN_INPUTS, SeedEvidence, SeedFault
 from engine.metrics.tensor_tiles import Hierarchy
-from engine.plots import style
+from engine.plots import listing, style
 from engine.plots.animation import CONTROLS_PX, AnimatedFigure, axis, controls, headline_trace, rects, with_frames
 
 # --------------------------------------------------------------------------- 1. the document's kernel
 
-def seed_table(ev: SeedEvidence) -> pd.DataFrame:
-    """The evidence, one row per size, as displayed (numbers formatted)."""
+def seed_error_table(ev: SeedEvidence, errors: pd.DataFrame) -> pd.DataFrame:
+    """The kernel's error against A·B, one row per size, each column naming its inputs and where it
+    comes from: recorded on the GPU, or computed here from the source (tensor_evidence.seed_errors)."""
     t = ev.table
     return pd.DataFrame({
         "M = N = K": [f"{n:,}" for n in t["M = N = K"]],
-        "error vs A·B": [f"{e:.1%}" for e in t["error vs A·B"]],
-        "error vs A·(B, 16×16 blocks transposed)": [f"{e:.0e}" for e in t["error vs A·(B, 16x16 blocks transposed)"]],
+        f"vs A·B, inputs {RECORDED_INPUTS}: recorded on the {ev.device}": [f"{e:.1%}" for e in t["error vs A·B"]],
+        "the same, computed here": ["—" if np.isnan(e) else f"{e:.1%}" for e in errors["computed"]],
+        f"vs A·B, inputs {ZERO_MEAN_INPUTS}: computed here": ["—" if np.isnan(e) else f"{e:.0%}" for e in errors["zero-mean"]],
+        "vs A·B' (B's 16×16 blocks transposed), recorded": [f"{e:.0e}" for e in t["error vs A·(B, 16x16 blocks transposed)"]],
+    })
+
+
+def seed_table(ev: SeedEvidence) -> pd.DataFrame:
+    """The work the launch does, one row per size, as displayed (numbers formatted)."""
+    t = ev.table
+    return pd.DataFrame({
+        "M = N = K": [f"{n:,}" for n in t["M = N = K"]],
         "warps launched / tiles of C": [f"{w:,} / {n:,} = {w // n}" for w, n in zip(t["warps launched"], t["tiles of C"])],
         "time (ms)": [f"{v:.2f}" for v in t["time (ms)"]],
         "wmma_warp (ms)": [f"{v:.2f}" for v in t["wmma_warp time (ms)"]],
         "slower by": [f"{v:.1f}×" for v in t["slower by"]],
     })
+
+
+def source_figure(lines: list[str], faults: list[SeedFault], presenter: bool = False) -> go.Figure:
+    """The document's kernel as written, from its `__global__` line, each faulty line on a band and
+    numbered at the right with its name (① the warp index, ...)."""
+    st = style.sizes(presenter)
+    font = st.code + 1
+    code_share = 0.74                     # of the width: the rest holds the faults' names
+    view = listing.code_view(lines, listing.chars_fitting(st.width * code_share, font))
+    fig = go.Figure()
+    for i, f in enumerate(faults):
+        band = listing.highlight(view, f.line)
+        fig.add_trace(go.Scatter(**band, fill="toself", fillcolor=style.HIGHLIGHT, line={"width": 0}, mode="lines",
+                                 hoverinfo="skip", showlegend=False))
+        if band["y"]:
+            fig.add_annotation(x=code_share + 0.01, y=(band["y"][0] + band["y"][2]) / 2, xanchor="left", showarrow=False,
+                               text=f"<b>{FAULT_MARKS[i]} {f.name}</b> (line {f.line})",
+                               font={"size": st.base, "color": style.RED})
+    trace = listing.code_trace(view, "x", "y", font)
+    fig.add_trace(trace)
+    row_px = font * 1.45
+    fig.update_xaxes(visible=False, range=[0, 1], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[view.n_rows - 0.5, -0.5], fixedrange=True)
+    return style.apply(fig, st.base, height=round(view.n_rows * row_px + 16), margin={"t": 8, "b": 8, "l": 8, "r": 8},
+                       showlegend=False, dragmode=False)
+
+
+FAULT_MARKS = "①②③④"
 
 
 def instruction_table(t: pd.DataFrame) -> pd.DataFrame:
@@ -56,14 +95,15 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
     figure is as tall as its most upright panel needs, so a wide tile leaves no blank band below."""
     st = style.sizes(presenter)
     fig = make_subplots(1, 3, horizontal_spacing=0.06, subplot_titles=(
-        f"block: {h.block[0]} × {h.block[1]} of C, {h.threads} threads",
+        f"block: {h.block[0]} × {h.block[1]} of C, "
+        + (f"{h.threads // 32} warps" if h.warps_per_tile > 1 else f"{h.threads} threads"),
         f"one {h.unit}: {h.warp[0]} × {h.warp[1]}",
         f"one instruction: {h.mma[0]} × {h.mma[1]} × {h.mma[2]}"))
     aspects = []
     panel_px = st.width * 0.29   # a third of the planned width, less the spacing
     label_px = 2 * st.base * 1.4 + 6
 
-    def grid(col, rows, cols, tile_r, tile_c, fill, label):
+    def grid(col, rows, cols, tile_r, tile_c, fill, label, pad=1.0):
         for i in range(rows // tile_r):
             for j in range(cols // tile_c):
                 fig.add_shape(type="rect", x0=j * tile_c, x1=(j + 1) * tile_c, y0=i * tile_r, y1=(i + 1) * tile_r,
@@ -71,14 +111,22 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
         room = label_px * (cols + 2) / panel_px   # below the tile, its label's two lines, in the panel's units
         fig.add_annotation(x=cols / 2, y=rows + room * 0.1, text=label, showarrow=False, yanchor="top",
                            font={"size": st.base}, row=1, col=col)
-        fig.update_xaxes(range=[-1, cols + 1], row=1, col=col)
-        fig.update_yaxes(range=[rows + room, -1], scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
-        aspects.append((rows + room + 1) / (cols + 2))
+        fig.update_xaxes(range=[-1, cols + pad], row=1, col=col)
+        fig.update_yaxes(range=[rows + room, -pad], scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
+        aspects.append((rows + room + pad) / (cols + 1 + pad))
 
     br, bc = h.block
     wr, wc = h.warp
     mr, mc, mk = h.mma
-    grid(1, br, bc, wr, wc, style.BLUE_FILL, f"{_tiles((br // wr) * (bc // wc), h.unit + ' tile')} of {wr} × {wc}")
+    tiles = _tiles((br // wr) * (bc // wc), h.unit + " tile") + f" of {wr} × {wc}"
+    step = 0.05 * max(br, bc)   # how far each copy of a tile computed again sits behind the one before
+    if h.warps_per_tile > 1:   # every warp of the block on the same tile: a stack of that many sheets
+        for i in range(h.warps_per_tile - 1, -1, -1):   # back to front, each hiding the one behind
+            step_i = step * i
+            fig.add_shape(type="rect", x0=step_i, x1=wc + step_i, y0=-step_i, y1=wr - step_i,
+                          line={"color": style.RED, "width": 1.5}, fillcolor=style.MATRIX_FILL, row=1, col=1)
+        tiles += f",<br>computed {h.warps_per_tile} times: all {h.warps_per_tile} {h.unit}s on it"
+    grid(1, br, bc, wr, wc, style.BLUE_FILL, tiles, 1 + step * (h.warps_per_tile - 1))
     grid(2, wr, wc, mr, mc, style.RED_FILL, f"{_tiles((wr // mr) * (wc // mc), 'instruction tile')} of {mr} × {mc},"
                                             f"<br>K in steps of {mk}")
     grid(3, mr, mc, mr, mc, style.GREEN_FILL, f"{h.instruction}<br>A {mr} × {mk} · B {mk} × {mc} → C {mr} × {mc}")

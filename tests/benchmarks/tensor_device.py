@@ -23,6 +23,7 @@ import pycuda.driver as cuda  # noqa: E402
 from engine.devices import gpu  # noqa: E402
 from engine.kernels import build, reference, registry  # noqa: E402
 from engine.kernels.problem import make_inputs, make_problem  # noqa: E402
+from engine.metrics import tensor_evidence  # noqa: E402
 from engine.tracing.plan import global_shapes, size_arguments  # noqa: E402
 
 
@@ -46,11 +47,12 @@ def probe() -> dict:
             "mma_expected": (a64 @ b64[:, :8]).tolist()}
 
 
-def run(kernel: str, m: int, n: int, k: int, params=None, reps: int = 0, b_transform=None):
-    """C of the kernel (and its median time over reps launches), with the float64 reference."""
+def run(kernel: str, m: int, n: int, k: int, params=None, reps: int = 0, inputs=make_inputs):
+    """C of the kernel (and its median time over reps launches), with the float64 reference. inputs:
+    A and B for the problem (the engine's make_inputs, uniform in [0, 1), unless asked)."""
     spec = registry.get(kernel)
     p = registry.bind(spec, make_problem(m, n, k, params=params or {}))
-    a, b = make_inputs(p)
+    a, b = inputs(p)
     launcher = gpu.Launcher({}, global_shapes(p), size_arguments(p), spec.inputs)
     try:
         launcher.upload({"A": a, "B": b})
@@ -95,7 +97,12 @@ def main() -> int:
     for size in (256, 1024, 2048):
         c, a, b, ms = run("wmma_seed", size, size, size, reps=5)
         warp_c, _, _, warp_ms = run("wmma_warp", size, size, size, reps=5)
-        seed[size] = {"error_vs_ab": reference.relative_error(c, a @ b),
+        # An error on inputs in [0, 1) says little (the wrong product has nearly the same sums): the
+        # same kernel on zero-mean inputs too, each figure with the inputs it was measured on.
+        zc, za, zb, _ = run("wmma_seed", size, size, size, inputs=tensor_evidence.zero_mean_inputs)
+        seed[size] = {"inputs": tensor_evidence.RECORDED_INPUTS, "error_vs_ab": reference.relative_error(c, a @ b),
+                      "zero_mean_inputs": tensor_evidence.ZERO_MEAN_INPUTS,
+                      "error_vs_ab_zero_mean": reference.relative_error(zc, za @ zb),
                       "error_vs_block_transposed_b": reference.relative_error(c, a @ block_transposed(b)),
                       "ms": ms, "wmma_warp_ms": warp_ms,
                       "wmma_warp_error": reference.relative_error(warp_c, a @ b),
