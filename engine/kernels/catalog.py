@@ -152,8 +152,8 @@ TENSOR_LADDER = (
     KernelSpec(
         name="wgmma_padded", title="wgmma on rows padded to 16 bytes (any size)",
         seeds=("002",),
-        lesson="wgmma_tma at any M, N and K: a first pass copies A and B into rows padded to 16-byte multiples, "
-               "which TMA needs; cuBLAS FP16 falls off a cliff at the same sizes.",
+        lesson="wgmma_tma at any M, N and K: a first pass copies A and B into rows padded to 128-byte multiples, "
+               "as TMA needs them; cuBLAS FP16 falls off a cliff at the sizes that need it.",
         kind=Kind.OPAQUE,
         launches=(Launch("pad_ab.cu", grid=tensor_ladder.pad_grid, block=tensor_ladder.pad_block,
                          records_per_thread=lambda p: 0),

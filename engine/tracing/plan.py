@@ -68,14 +68,14 @@ class TracePlan:
 
 
 # The global arrays a kernel may name: the problem's A, B and C, B transposed (BT, the transposing
-# pipeline's), and A and B with their rows padded to a multiple of 8 elements (AP and BP, which
-# wgmma_padded's first launch writes: TMA needs rows of 16-byte multiples).
+# pipeline's), and A and B with their rows padded to a multiple of 64 elements (AP and BP, which
+# wgmma_padded's first launch writes: rows of 128-byte multiples, as TMA copies them fastest).
 GLOBAL_ARRAYS = ("A", "B", "C", "BT", "AP", "BP")
 
 
 def padded(n: int) -> int:
-    """n rounded up to a multiple of 8: the row length of AP and BP."""
-    return -(-n // 8) * 8
+    """n rounded up to a multiple of 64 (cuda/pad_ab.cu's): the row length of AP and BP."""
+    return -(-n // 64) * 64
 
 
 def global_shapes(p: Problem) -> dict[str, tuple[int, int]]:

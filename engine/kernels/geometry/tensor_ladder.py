@@ -4,7 +4,7 @@ which load fragments straight from global memory, need M, N and K multiples of 1
 on, a block of warps owns a BM x BN tile of C and each warp a WM x WN piece of it, copied through
 shared memory: tiles that overhang A, B or C are zero-filled there and not stored, so those rungs
 take any M, N and K. wgmma_tma's TMA copies need 16-byte row strides (K and N multiples of 8);
-wgmma_padded first copies A and B into rows padded to 8 halves, and takes any size.
+wgmma_padded first copies A and B into rows padded to 64 halves, and takes any size.
 """
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ PAD_THREADS = 256
 
 
 def pad_grid(p: Problem) -> tuple[int, int]:
-    chunks = p.m * cdiv(p.k, 8) + p.k * cdiv(p.n, 8)
+    chunks = p.m * cdiv(p.k, 64) * 8 + p.k * cdiv(p.n, 64) * 8
     return (cdiv(chunks, PAD_THREADS), 1)
 
 
