@@ -187,3 +187,13 @@ def test_the_cliff_section_reads_its_numbers_from_the_recorded_run_at_sizes_not_
     over = {a["x"]: a["text"] for a in fig["layout"]["annotations"] if a["x"] in labels}
     assert over["4,095³<br>not ×8"] == f"<b>{ratios[odd.index(4095)]:.1f}×</b>"
     assert "recorded NVIDIA H100 80GB HBM3 run of 2026-11-25" in text
+
+
+def test_every_tensor_rung_has_its_hierarchy_drawn():
+    """Each rung the selectbox offers opens: wgmma_padded, like wgmma_tma, has no WM x WN warp tile."""
+    for rung in registry.TENSOR_RUNGS:
+        h = tensor_tiles.hierarchy(rung)
+        assert h.rung == rung and h.threads > 0
+    at = open_page(PAGE, {"rung": "wgmma_padded"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert "2. Block → consumer warpgroup → instruction: wgmma_padded" in [s.value for s in at.subheader]
