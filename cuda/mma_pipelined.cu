@@ -7,7 +7,8 @@
 // publishes tile t and frees the slot that tile t + STAGES - 1 is copied into. A ring deep and wide
 // enough to hide the latency is more than the 48 KB a block may declare statically, so it lives in
 // dynamic shared memory, sized at launch. Swizzle and multiply are mma_swizzled's, for K tiles of
-// BK = 32 or 64 halves. Sizes: M, N and K multiples of 16; BN at least 64.
+// BK = 32 or 64 halves. Sizes: any M, N and K (edges as mma_ldmatrix's: where rows are not
+// 16-byte aligned, half-by-half loads stored in place of cp.async); BN at least 64.
 // Once the copies overlap the multiply, what is left around the 64 HMMA of a tile is integer work:
 // the copy loops have a count fixed at compile time and one column per thread, and each lane's
 // swizzled ldmatrix columns are worked out once (cuobjdump, 128 x 128 tiles, 64 x 32 warp tiles:
@@ -28,6 +29,19 @@ constexpr int kChunksA = BK / 8;
 __device__ __forceinline__ int swizzle_a(unsigned r, unsigned c) { return ((c / 8) ^ ((r / (8 / kChunksA)) % kChunksA)) * 8; }
 __device__ __forceinline__ int swizzle_b(unsigned r, unsigned c) { return ((c / 8) ^ (r % 8)) * 8; }
 
+// C[r][c] and C[r][c + 1] where they are inside C. Where N is even the pair is 8-byte aligned and
+// both or neither inside: one 8-byte store. Where N is odd every other row starts at an odd float,
+// so the pair is stored as two floats, the second only inside C.
+__device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c, float x, float y) {
+    if (r >= M || c >= N) return;
+    if (N % 2 == 0) {
+        STG2(C, r * N + c, make_float2(x, y));
+        return;
+    }
+    STG(C, r * N + c, x);
+    if (c + 1 < N) STG(C, r * N + c + 1, y);
+}
+
 // Tile kt of A and B into ring slot s (rows s * BM .. of As, s * BK .. of Bs): 16-byte copies in
 // flight until waited for; chunks outside A or B are stored as zeros. Thread tid copies the chunk in
 // column tid % (BK / 8) of row tid / (BK / 8) of A's tile, then of the rows kPassRowsA, 2 kPassRowsA,
@@ -40,18 +54,30 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * 
     int k0 = kt * BK;
     unsigned ra = threadIdx.x / (BK / 8), ca = threadIdx.x % (BK / 8) * 8, sca = swizzle_a(ra, ca);
     for (int pass = 0; pass < BM / kPassRowsA; pass++) {
-        int r = ra + pass * kPassRowsA, sr = s * BM + r;
-        if (row0 + r < M && k0 + ca < K) {
-            CP_ASYNC4(As, sr, sca, A, (row0 + r) * K + k0 + ca);
+        int r = ra + pass * kPassRowsA, sr = s * BM + r, row = row0 + r, k = k0 + ca;
+        if (row < M && k < K && K % 8 == 0) {
+            CP_ASYNC4(As, sr, sca, A, row * K + k);
+        } else if (row < M && k < K) {   // rows not 16-byte aligned: half by half, zeros past K
+            uint4 v = zero;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (k + e < K) set_half(v, e, LDG(A, row * K + k + e));
+            STS8(As, sr, sca, v);
         } else {
             STS8(As, sr, sca, zero);
         }
     }
     unsigned rb = threadIdx.x / (BN / 8), cb = threadIdx.x % (BN / 8) * 8;
     for (int pass = 0; pass < BK / kPassRowsB; pass++) {
-        int r = rb + pass * kPassRowsB, sr = s * BK + r, sc = swizzle_b(r, cb);
-        if (k0 + r < K && col0 + cb < N) {
-            CP_ASYNC4(Bs, sr, sc, B, (k0 + r) * N + col0 + cb);
+        int r = rb + pass * kPassRowsB, sr = s * BK + r, sc = swizzle_b(r, cb), k = k0 + r, col = col0 + cb;
+        if (k < K && col < N && N % 8 == 0) {
+            CP_ASYNC4(Bs, sr, sc, B, k * N + col);
+        } else if (k < K && col < N) {   // rows not 16-byte aligned: half by half, zeros past N
+            uint4 v = zero;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (col + e < N) set_half(v, e, LDG(B, k * N + col + e));
+            STS8(Bs, sr, sc, v);
         } else {
             STS8(Bs, sr, sc, zero);
         }
@@ -105,10 +131,13 @@ extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __hal
                 for (int j = 0; j < kTilesN; j++) MMA_16816(acc[i][j], a[i], b[j]);
         }
     }
+    // Unrolled: a loop left rolled would index acc at run time and put it in local memory.
+#pragma unroll
     for (int i = 0; i < kTilesM; i++)
+#pragma unroll
         for (int j = 0; j < kTilesN; j++) {
             int r = row0 + wrow + 16 * i + lane / 4, c = col0 + wcol + 8 * j + 2 * (lane % 4);
-            if (c < N && r < M) STG2(C, r * N + c, make_float2(acc[i][j][0], acc[i][j][1]));
-            if (c < N && r + 8 < M) STG2(C, (r + 8) * N + c, make_float2(acc[i][j][2], acc[i][j][3]));
+            store_pair(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
+            store_pair(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
         }
 }

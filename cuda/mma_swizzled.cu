@@ -5,7 +5,7 @@
 // moves within its row by an XOR with the row: chunk c of row r of Bs goes to chunk c ^ (r % 8), of
 // As (two 64-byte rows to a 128-byte line) to c ^ ((r / 2) % 4). Eight consecutive rows then name
 // eight different 16-byte bank groups: one wavefront per matrix. No padding, no extra memory;
-// everything else is mma_ldmatrix's. Sizes: M, N and K multiples of 16; BN at least 64.
+// everything else is mma_ldmatrix's, its edges too. Sizes: any M, N and K; BN at least 64.
 #include "trace.cuh"
 
 constexpr int kBK = 32;
@@ -16,6 +16,19 @@ constexpr int kTilesM = WM / 16, kTilesN = WN / 8;
 // Where column c (a multiple of 8: a 16-byte chunk) of row r is stored.
 __device__ __forceinline__ int swizzle_a(int r, int c) { return ((c / 8) ^ ((r / 2) % 4)) * 8; }
 __device__ __forceinline__ int swizzle_b(int r, int c) { return ((c / 8) ^ (r % 8)) * 8; }
+
+// C[r][c] and C[r][c + 1] where they are inside C. Where N is even the pair is 8-byte aligned and
+// both or neither inside: one 8-byte store. Where N is odd every other row starts at an odd float,
+// so the pair is stored as two floats, the second only inside C.
+__device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c, float x, float y) {
+    if (r >= M || c >= N) return;
+    if (N % 2 == 0) {
+        STG2(C, r * N + c, make_float2(x, y));
+        return;
+    }
+    STG(C, r * N + c, x);
+    if (c + 1 < N) STG(C, r * N + c + 1, y);
+}
 
 extern "C" __global__ void __launch_bounds__(kThreads) mma_swizzled(const __half *A, const __half *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) __half As[BM][32];   // kBK columns
@@ -28,14 +41,28 @@ extern "C" __global__ void __launch_bounds__(kThreads) mma_swizzled(const __half
     float acc[kTilesM][kTilesN][4] = {};
     for (int k0 = 0; k0 < K; k0 += kBK) {
         for (int i = tid; i < BM * kBK / 8; i += kThreads) {   // A's tile, 8 halves per copy
-            int r = i / (kBK / 8), c = i % (kBK / 8) * 8;
-            bool inside = row0 + r < M && k0 + c < K;
-            STS8(As, r, swizzle_a(r, c), inside ? LDG8(A, (row0 + r) * K + k0 + c) : zero);
+            int r = i / (kBK / 8), c = i % (kBK / 8) * 8, row = row0 + r, k = k0 + c;
+            uint4 v = zero;
+            if (row < M && k < K && K % 8 == 0) {
+                v = LDG8(A, row * K + k);
+            } else if (row < M && k < K) {   // rows not 16-byte aligned: half by half, zeros past K
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (k + e < K) set_half(v, e, LDG(A, row * K + k + e));
+            }
+            STS8(As, r, swizzle_a(r, c), v);
         }
         for (int i = tid; i < kBK * BN / 8; i += kThreads) {   // B's tile
-            int r = i / (BN / 8), c = i % (BN / 8) * 8;
-            bool inside = k0 + r < K && col0 + c < N;
-            STS8(Bs, r, swizzle_b(r, c), inside ? LDG8(B, (k0 + r) * N + col0 + c) : zero);
+            int r = i / (BN / 8), c = i % (BN / 8) * 8, k = k0 + r, col = col0 + c;
+            uint4 v = zero;
+            if (k < K && col < N && N % 8 == 0) {
+                v = LDG8(B, k * N + col);
+            } else if (k < K && col < N) {   // rows not 16-byte aligned: half by half, zeros past N
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (col + e < N) set_half(v, e, LDG(B, k * N + col + e));
+            }
+            STS8(Bs, r, swizzle_b(r, c), v);
         }
         SYNC();
         for (int kk = 0; kk < kBK; kk += 16) {
@@ -58,10 +85,13 @@ extern "C" __global__ void __launch_bounds__(kThreads) mma_swizzled(const __half
         SYNC();
     }
     // Lane l holds rows l / 4 and l / 4 + 8 of each tile, columns 2 (l % 4) and 2 (l % 4) + 1.
+    // Unrolled: a loop left rolled would index acc at run time and put it in local memory.
+#pragma unroll
     for (int i = 0; i < kTilesM; i++)
+#pragma unroll
         for (int j = 0; j < kTilesN; j++) {
             int r = row0 + wrow + 16 * i + lane / 4, c = col0 + wcol + 8 * j + 2 * (lane % 4);
-            if (c < N && r < M) STG2(C, r * N + c, make_float2(acc[i][j][0], acc[i][j][1]));
-            if (c < N && r + 8 < M) STG2(C, (r + 8) * N + c, make_float2(acc[i][j][2], acc[i][j][3]));
+            store_pair(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
+            store_pair(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
         }
 }

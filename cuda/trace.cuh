@@ -75,6 +75,14 @@ template <int N, typename T> TRACE_FN const typename TraceVec<T, N>::type &trace
     return *reinterpret_cast<const typename TraceVec<T, N>::type *>(p);
 }
 
+// Puts half h at element e (0 .. 7) of the 8 halves a uint4 holds, where a 16-byte copy would put
+// it: how a kernel builds a 16-byte chunk half by half where its rows are not 16-byte aligned.
+// (Bits, not a pointer into v: with e known after unrolling, v stays in registers.)
+TRACE_FN void set_half(uint4 &v, int e, __half h) {
+    unsigned int bits = (unsigned int)__half_as_ushort(h) << (16 * (e % 2));
+    if (e < 2) v.x |= bits; else if (e < 4) v.y |= bits; else if (e < 6) v.z |= bits; else v.w |= bits;
+}
+
 // Argument picking, so one macro takes a 1-D or a 2-D shared element: LDS(As, i) or LDS(As, r, c),
 // STS(As, i, v) or STS(As, r, c, v) (the value comes last), CP_ASYNC4(As, i, A, j) or
 // CP_ASYNC4(As, r, c, A, j). TRACE_PICKn names the macro for the count of arguments given.

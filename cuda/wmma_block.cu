@@ -5,7 +5,11 @@
 // thread per copy), and each warp multiplies a WM x WN piece from there as (WM / 16) x (WN / 16)
 // fragments, reusing each A fragment WN / 16 times and each B fragment WM / 16 times. Rows are
 // padded by 8 halves (16 bytes), so the fragment loads of consecutive rows start in different banks.
-// Sizes: M, N and K multiples of 16; tiles that overhang C are zero-filled and not stored.
+// Sizes: any M, N and K. Tiles that overhang A or B are zero-filled; where rows are not a multiple
+// of 8 halves (16 bytes) they are copied half by half. A fragment is stored straight to C only
+// where it lies wholly inside C on 32-byte-aligned rows (what store_matrix_sync needs); an edge
+// fragment goes through shared memory (the warp's 16 x 16 floats, in the tiles' own space, free by
+// then) and is copied out element by element, inside C only.
 #include <mma.h>
 using namespace nvcuda;
 
@@ -14,11 +18,27 @@ constexpr int kPad = 8;
 constexpr int kWarpsN = BN / WN;
 constexpr int kThreads = (BM / WM) * kWarpsN * 32;
 constexpr int kFragM = WM / 16, kFragN = WN / 16;
+// Shared memory: the tiles of A and B while the block multiplies, then each warp's 16 x 16 floats
+// for an edge fragment on its way to C.
+constexpr int kABytes = BM * (kBK + kPad) * 2, kTileBytes = kABytes + kBK * (BN + kPad) * 2;
+constexpr int kStageBytes = kThreads / 32 * 16 * 16 * 4;
+constexpr int kSharedBytes = kTileBytes > kStageBytes ? kTileBytes : kStageBytes;
+
+// The first n of the 8 halves from p, zeros after (n < 8 at the end of a row; all 8 where the row
+// is not 16-byte aligned and a 16-byte load would fault).
+__device__ __forceinline__ uint4 edge_chunk(const __half *p, int n) {
+    unsigned w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if (e < n) w[e / 2] |= (unsigned)__half_as_ushort(p[e]) << (16 * (e % 2));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
 
 extern "C" __global__ void __launch_bounds__(kThreads) wmma_block(const __half *A, const __half *B, float *C, int M, int N, int K) {
-    __shared__ __align__(32) __half As[BM][kBK + kPad];
-    __shared__ __align__(32) __half Bs[kBK][BN + kPad];
-    int warp = threadIdx.x / 32;
+    __shared__ __align__(32) unsigned char smem[kSharedBytes];
+    auto &As = *reinterpret_cast<__half (*)[BM][kBK + kPad]>(smem);
+    auto &Bs = *reinterpret_cast<__half (*)[kBK][BN + kPad]>(smem + kABytes);
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     int wrow = (warp / kWarpsN) * WM, wcol = (warp % kWarpsN) * WN;
 
@@ -29,15 +49,17 @@ extern "C" __global__ void __launch_bounds__(kThreads) wmma_block(const __half *
     for (int k0 = 0; k0 < K; k0 += kBK) {
         // The tiles, 8 halves (16 bytes) per copy; outside A or B: zeros.
         for (int i = threadIdx.x; i < BM * kBK / 8; i += kThreads) {
-            int r = i / (kBK / 8), c = i % (kBK / 8) * 8;
+            int r = i / (kBK / 8), c = i % (kBK / 8) * 8, row = row0 + r, k = k0 + c;
             uint4 v = make_uint4(0, 0, 0, 0);
-            if (row0 + r < M && k0 + c < K) v = *reinterpret_cast<const uint4 *>(A + (row0 + r) * K + k0 + c);
+            if (row < M && k < K && K % 8 == 0) v = *reinterpret_cast<const uint4 *>(A + row * K + k);
+            else if (row < M && k < K) v = edge_chunk(A + row * K + k, K - k);
             *reinterpret_cast<uint4 *>(&As[r][c]) = v;
         }
         for (int i = threadIdx.x; i < kBK * BN / 8; i += kThreads) {
-            int r = i / (BN / 8), c = i % (BN / 8) * 8;
+            int r = i / (BN / 8), c = i % (BN / 8) * 8, k = k0 + r, col = col0 + c;
             uint4 v = make_uint4(0, 0, 0, 0);
-            if (k0 + r < K && col0 + c < N) v = *reinterpret_cast<const uint4 *>(B + (k0 + r) * N + col0 + c);
+            if (k < K && col < N && N % 8 == 0) v = *reinterpret_cast<const uint4 *>(B + k * N + col);
+            else if (k < K && col < N) v = edge_chunk(B + k * N + col, N - col);
             *reinterpret_cast<uint4 *>(&Bs[r][c]) = v;
         }
         __syncthreads();
@@ -51,9 +73,20 @@ extern "C" __global__ void __launch_bounds__(kThreads) wmma_block(const __half *
         }
         __syncthreads();
     }
+    float *stage = reinterpret_cast<float *>(smem) + warp * 16 * 16;   // the tiles are done with
+#pragma unroll
     for (int i = 0; i < kFragM; i++)
+#pragma unroll
         for (int j = 0; j < kFragN; j++) {
             int r = row0 + wrow + 16 * i, c = col0 + wcol + 16 * j;
-            if (r < M && c < N) wmma::store_matrix_sync(C + r * N + c, acc[i][j], N, wmma::mem_row_major);
+            if (r + 16 <= M && c + 16 <= N && N % 8 == 0) {
+                wmma::store_matrix_sync(C + r * N + c, acc[i][j], N, wmma::mem_row_major);
+            } else if (r < M && c < N) {
+                wmma::store_matrix_sync(stage, acc[i][j], 16, wmma::mem_row_major);
+                __syncwarp();
+                for (int e = lane; e < 16 * 16; e += 32)
+                    if (r + e / 16 < M && c + e % 16 < N) C[(r + e / 16) * N + c + e % 16] = stage[e];
+                __syncwarp();
+            }
         }
 }

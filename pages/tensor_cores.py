@@ -1,9 +1,10 @@
 """Tensor cores: the document's WMMA kernel diagnosed from recorded evidence, the tile hierarchy of the
 tensor rungs, which lane holds which element of a fragment (recorded on the GPU, against the PTX ISA),
-ldmatrix's banks without and with the swizzle, and the rungs' speed against cuBLAS."""
+ldmatrix's banks without and with the swizzle, the rungs' speed against cuBLAS, and cuBLAS's cliff at
+sizes that are not multiples of 8 beside a rung that has none (recorded)."""
 import streamlit as st
 
-from engine.bench import schema, speeds, tuning
+from engine.bench import benchmark, schema, speeds, tuning
 from engine.kernels import documents, registry
 from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
 from engine.plots import charts, listing, tensor_figures
@@ -160,3 +161,21 @@ elif sizes:
             "as fast at the same tiles. Not shown, because no measurement ships: wmma_block's own shared-memory "
             "wavefronts (it pads its rows by 8 halves instead; no Nsight Compute profile of it is recorded), and "
             f"mma_swizzled at wmma_block's {wb.block[0]} × {wb.block[1]} tiles (never timed).")
+
+# ------------------------------------------------------------------ 6. sizes that are not multiples of 8
+st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and a rung without one")
+if (cliff_run := benchmark.any_size_run()) is None:
+    st.info("No recorded run of the tensor rungs at sizes that are not multiples of 8 ships with this copy.",
+            icon=":material/history:")
+    st.stop()
+cliff_df, cliff_prov = benchmark.load_document(cliff_run.read_text())
+cliff = speeds.cliff(cliff_df)
+st.markdown(speeds.cliff_story(cliff))
+st.plotly_chart(tensor_figures.cliff_figure(cliff, charts.notes([cliff_prov], cliff_df), view_state.presenter()),
+                width="stretch", config=CHART, key="tc-cliff")
+st.caption(f"A {speeds.run_label(cliff_prov, False)}, not measured now; each kernel with its default tiles. "
+           "TMA, the copy engine of wgmma_tma (and of cuBLAS's Hopper kernel, section 5), copies rows whose byte stride "
+           "is a multiple of 16: FP16 rows of K or N halves need K and N multiples of 8, so wgmma_tma refuses the "
+           "others. wgmma_padded takes any size: a first launch (cuda/pad_ab.cu) copies A and B into rows padded "
+           "with zeros to 64 halves, TMA zero-fills the tiles that overhang, and C is stored inside M × N only. Its "
+           "times include that copy.")

@@ -214,3 +214,32 @@ def test_the_link_follows_the_figure_and_a_quick_scrub_after_a_step_is_kept(serv
     ready(page)
     assert lane_shown(page) == lane and lane_box(page) == str(lane)
     assert not page.errors, page.errors
+
+
+def test_the_cliff_chart_shows_cublas_and_the_padded_rung_at_every_recorded_size(server, page, shots):
+    """Section 6 as drawn: a bar label for every size, wgmma_tma's refusals and wgmma_padded's speed
+    over cuBLAS FP16 at 4,095³ (from the shipped file), every label inside the chart."""
+    import json
+
+    from engine.bench import benchmark
+    rows = {(r["kernel"], r["m"]): r for r in json.loads(benchmark.any_size_run().read_text())["results"]}
+    padded, cublas = (rows[k, 4095]["gflops"] / 1000 for k in ("wgmma_padded", "cublas_gemm_fp16"))
+    page.goto(f"{server}/tensor_cores")
+    ready(page)
+    browser.wait_for_chart(page, 5, 120000)
+    page.locator("h3", has_text="not multiples of 8").evaluate("h => h.scrollIntoView()")
+    browser.wait_idle(page)
+    page.screenshot(path=str(shots / "tensor-cliff-1280x720.png"))
+    page.locator(".js-plotly-plot").nth(4).scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "tensor-cliff-chart-1280x720.png"))
+    drawn = page.evaluate("""() => { const gd = Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .find(d => ((d.layout.title || {}).text || '').includes('wgmma_padded over cuBLAS FP16'));
+        const box = gd.getBoundingClientRect();
+        const texts = Array.from(gd.querySelectorAll('.bartext')).map(t => [t.textContent, t.getBoundingClientRect()]);
+        return {texts: texts.map(t => t[0]),
+                inside: texts.every(([_, r]) => r.top >= box.top && r.bottom <= box.bottom && r.right <= box.right),
+                ticks: Array.from(gd.querySelectorAll('.xtick text')).map(t => t.textContent)}; }""")
+    assert f"{padded:,.0f}" in drawn["texts"] and f"<b>{padded / cublas:.1f}×</b>" in browser.figure_texts(page)
+    assert drawn["texts"].count("refused") == sum(1 for t in drawn["ticks"] if "not ×8" in t) >= 3
+    assert drawn["inside"], drawn["texts"]
+    assert not page.errors, page.errors

@@ -51,3 +51,19 @@ def test_plain_build_has_no_tracing_code():
     cubin = build.build_cubin("naive_x_cols.cu", {}, traced=False)
     traced = build.build_cubin("naive_x_cols.cu", {}, traced=True)
     assert b"trace_records" not in cubin.read_bytes() and b"trace_records" in traced.read_bytes()
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_editing_a_header_a_kernel_includes_rebuilds_the_kernel(tmp_path, monkeypatch):
+    """wgmma_tma.cu and wgmma_padded.cu share cuda/wgmma.cuh: a build keyed on the kernel's own text
+    alone would hand out the build of the header as it was."""
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "scale.cuh").write_text("#define SCALE_BY 2.0f\n")
+    kernel = tmp_path / "scaled.cu"
+    kernel.write_text('#include "trace.cuh"\n#include "scale.cuh"\n\nextern "C" __global__ void scaled(const float *A, '
+                      'float *C, int M, int N, int K) {\n    int i = threadIdx.x;\n    if (i < M) STG(C, i, LDG(A, i) * '
+                      'SCALE_BY);\n}\n')
+    first = build.build_cpu_library(str(kernel), {})
+    (tmp_path / "scale.cuh").write_text("#define SCALE_BY 3.0f\n")
+    second = build.build_cpu_library(str(kernel), {})
+    assert first != second and first.exists() and second.exists()

@@ -35,3 +35,17 @@ def test_cpu_trace_equals_gpu_trace(golden, case):
         if field == "array":   # each file numbers arrays its own way (meta "arrays"): compare names
             column, gpu = np.array(cpu.arrays)[column], np.array(recorded_arrays)[gpu]
         assert np.array_equal(column, gpu), field
+
+
+def test_re_recording_some_cases_keeps_the_others_as_they_were_recorded(golden, tmp_path):
+    """record_golden.py --only ... --onto golden_traces.npz re-records the cases a change touches
+    (on the device); every other case, its meta too, comes over unchanged."""
+    import subprocess
+    import sys
+    out = tmp_path / "merged.npz"
+    subprocess.run([sys.executable, str(GOLDEN.parent / "record_golden.py"), str(out), "--only", "no case is named so",
+                    "--onto", str(GOLDEN)], check=True, capture_output=True, timeout=300)
+    merged = np.load(out)
+    assert json.loads(str(merged["meta"])) == json.loads(str(golden["meta"]))
+    assert sorted(merged.files) == sorted(golden.files)
+    assert all(np.array_equal(merged[f], golden[f]) for f in golden.files if f != "meta")

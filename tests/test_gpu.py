@@ -71,6 +71,26 @@ def test_every_ladder_rung_with_its_tuned_parameters_matches_float64_numpy(spec,
     assert out["rel_error"] < 1e-5
 
 
+TENSOR_ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "wgmma_tma", "wgmma_padded")
+
+
+@pytest.mark.parametrize("kernel", TENSOR_ANY_SIZE)
+@pytest.mark.parametrize("size", [(1, 1, 1), (17, 33, 9), (4095, 4097, 511), (129, 517, 1031), (3, 4096, 5),
+                                  (1000, 1000, 1000), (4095, 4104, 520), (8, 24, 4104)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_tensor_rungs_match_float64_numpy_at_any_size(kernel, size):
+    """Zero-filled edges, half-by-half copies where rows are not 16-byte aligned, a float at a time
+    where N is odd; wgmma_tma (TMA: rows of 16-byte multiples) takes any M and refuses K or N not
+    multiples of 8, which wgmma_padded takes."""
+    spec, p = registry.get(kernel), make_problem(*size)
+    if kernel == "wgmma_tma" and (size[1] % 8 or size[2] % 8):
+        with pytest.raises(EngineError, match="multiples of 8"):
+            _bench(kernel, p)
+        return
+    out = _bench(kernel, p)
+    assert out["correct"] and out["rel_error"] < spec.tolerance, out
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_gpu_trace_equals_cpu_trace(case):
     gpu = trace_case(case, "gpu")

@@ -45,11 +45,49 @@ def test_the_documents_wmma_kernel_issues_32_times_the_tensor_instructions_it_ne
     assert warp == 8 * 8 * 8 * 2 and seed == 32 * warp
 
 
-@pytest.mark.parametrize("kernel", registry.TENSOR_RUNGS)
-def test_tensor_rungs_refuse_sizes_that_are_not_whole_fragments(kernel):
+ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "wgmma_padded")
+ODD_SIZES = [(1, 1, 1), (17, 33, 9), (4095, 4097, 511), (1000, 1000, 1000), (3, 4096, 5), (129, 517, 1031)]
+
+
+@pytest.mark.parametrize("kernel", ["wmma_seed", "wmma_warp"])
+def test_the_rungs_that_load_fragments_from_global_memory_refuse_sizes_that_are_not_whole_fragments(kernel):
     with pytest.raises(EngineError, match="multiples of 16"):
         registry.bind(registry.get(kernel), make_problem(1000, 512, 512))
     registry.bind(registry.get(kernel), make_problem(1040, 528, 272))
+
+
+@pytest.mark.parametrize("kernel", ANY_SIZE)
+@pytest.mark.parametrize("size", ODD_SIZES, ids=lambda s: "x".join(map(str, s)))
+def test_the_rungs_that_copy_through_shared_memory_take_any_size(kernel, size):
+    registry.bind(registry.get(kernel), make_problem(*size))
+
+
+def test_wgmma_tma_takes_any_m_and_refuses_rows_tma_cannot_copy():
+    spec = registry.get("wgmma_tma")
+    registry.bind(spec, make_problem(4095, 4104, 520))
+    for m, n, k in ((4096, 4095, 4096), (4096, 4096, 4095)):
+        with pytest.raises(EngineError, match="multiples of 8.*wgmma_padded takes any size"):
+            registry.bind(spec, make_problem(m, n, k))
+
+
+@pytest.mark.parametrize("kernel", ["mma_ldmatrix", "mma_swizzled", "mma_pipelined"])
+@pytest.mark.parametrize("size", [(1, 1, 1), (17, 33, 9), (150, 135, 37), (37, 264, 40)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_traced_tensor_rungs_are_right_at_odd_sizes_on_the_cpu(kernel, size):
+    """Rows of A (K) or B (N) that are not a multiple of 8 halves start off 16-byte boundaries: the
+    copies go half by half there, with zeros past the edge, and C's pairs go as two floats where N
+    is odd. Every element of C is stored once and equals float64's product of the rounded inputs."""
+    spec = registry.get(kernel)
+    m, n, k = size
+    trace = tracer.trace(kernel, registry.bind(spec, make_problem(m, n, k)), None, "cpu")
+    assert trace.rel_error < spec.tolerance and trace.checked_outputs == m * n
+    r = trace.records
+    stores = r[(r["array"] == trace.arrays.index("C")) & (r["op"] == 1)]
+    width = 1 if n % 2 else 2   # floats per store
+    assert len(stores) * width == m * n and len(np.unique(stores["offset"])) == len(stores)
+    a_loads = r[(r["array"] == trace.arrays.index("A")) & (r["op"] == 0)]
+    # Every element of A read, none past K: half by half where K is not a multiple of 8, else 8 at a time.
+    assert (a_loads["col"] < k).all() and len(np.unique(a_loads["offset"])) * (1 if k % 8 else 8) == m * k
 
 
 def test_the_documents_wmma_kernel_is_refused_where_its_32_fold_work_would_hold_the_gpu():

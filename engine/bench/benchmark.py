@@ -40,6 +40,10 @@ DATASHEET_TFLOPS = {"H100": {"tf32": 494.7, "fp16": 989.4, "bf16": 989.4},
 # sweeps in its tuning/); a folder of their own, so recorded_runs() does not list the sweeps.
 RECORDED = Path(os.environ.get("MATMUL_EXPLORER_RECORDED") or Path(__file__).parent / "recorded")
 TUNING = RECORDED / "tuning"
+# A run of the tensor rungs and cuBLAS FP16 at sizes around 4096 and 8192 that are and are not
+# multiples of 8 (the Tensor cores page's cliff); a folder of its own, so the Benchmarks page's list
+# of full runs (recorded_runs) stays as it was.
+ANY_SIZE = RECORDED / "any_size"
 
 
 @dataclass
@@ -318,6 +322,12 @@ def of_run(frame: pd.DataFrame, prov: dict) -> pd.DataFrame:
     older than those fields)."""
     return frame.assign(gpu=prov.get("gpu") or "unknown GPU", recorded=prov.get("date"),
                         cublas=charts.cublas_text(prov), toolkit=charts.toolkit_text(prov))
+
+
+def any_size_run() -> Path | None:
+    """The newest shipped run of ANY_SIZE (by name: GPU, then date), or None."""
+    runs = sorted(ANY_SIZE.glob("*.json"))
+    return runs[-1] if runs else None
 
 
 def recorded_runs(holding: Iterable[str] | None = None) -> list[Path]:

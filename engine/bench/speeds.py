@@ -108,6 +108,69 @@ def tensor_speeds(df: pd.DataFrame, size: int, label: str) -> TensorSpeeds:
     return TensorSpeeds(bars, label, size, [r for r in found.missing if r in registry.TENSOR_RUNGS], found.failed)
 
 
+# --------------------------------------------------------------------------- sizes that are not multiples of 8
+
+# The kernels of the cliff: cuBLAS FP16, then the rungs it is set beside (wgmma_tma refuses K or N not
+# multiples of 8; wgmma_padded takes any size; mma_pipelined copies such rows half by half).
+CLIFF = (REFERENCE, "wgmma_tma", "wgmma_padded", "mma_pipelined")
+
+
+def cliff(df: pd.DataFrame) -> pd.DataFrame:
+    """Per square size of a run (ascending): whether it is a multiple of 8, each CLIFF kernel's
+    TFLOP/s (NaN where it has no timed row: refused, or not run), the fastest tensor rung and its
+    speed over cuBLAS FP16's."""
+    rows = []
+    for n in square_sizes(df, CLIFF):
+        found = fastest(df, n, registry.TENSOR_RUNGS + (REFERENCE,)).rows["gflops"] / 1000
+        rungs = found.drop(REFERENCE, errors="ignore")
+        best = rungs.idxmax() if len(rungs) else None
+        ref = found.get(REFERENCE, np.nan)
+        rows.append({"N": n, "multiple of 8": n % 8 == 0, **{k: found.get(k, np.nan) for k in CLIFF},
+                     "best rung": best, "best": rungs.max() if best else np.nan,
+                     "best / cuBLAS": rungs.max() / ref if best else np.nan})
+    return pd.DataFrame(rows, columns=["N", "multiple of 8", *CLIFF, "best rung", "best", "best / cuBLAS"])
+
+
+def _span(values, fmt: str = "{:,.0f}") -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if f"{lo:.1f}" == f"{hi:.1f}" else f"{fmt.format(lo)}–{fmt.format(hi)}"
+
+
+def _sizes_text(ns) -> str:
+    return ", ".join(f"{int(n):,}³" for n in ns)
+
+
+def cliff_story(table: pd.DataFrame) -> str:
+    """What a cliff table (cliff()) says, in numbers from its rows: cuBLAS FP16 at the sizes that are
+    and are not multiples of 8, wgmma_padded against it at the latter, what padding costs where none
+    is needed, and what mma_pipelined's half-by-half copies cost. Markdown."""
+    t = table.set_index("N")
+    odd, even = t[~t["multiple of 8"]], t[t["multiple of 8"]]
+    ref, pad, tma, mma = (t[k].astype(float) for k in (REFERENCE, "wgmma_padded", "wgmma_tma", "mma_pipelined"))
+    if not len(odd) or odd[REFERENCE].isna().all():
+        return "This run has no cuBLAS FP16 time at a size that is not a multiple of 8."
+    out = [f"**cuBLAS FP16** ran {_span(even[REFERENCE].dropna())} TFLOP/s at the multiples of 8 "
+           f"({_sizes_text(even.index)}) and **{_span(odd[REFERENCE].dropna())}** at the other sizes "
+           f"({_sizes_text(odd.index)})"]
+    if 4096 in t.index and 4095 in t.index:
+        out[-1] += f": {ref[4096] / ref[4095]:.1f}× slower at 4,095³ than at 4,096³, for one row, column and k less."
+    else:
+        out[-1] += "."
+    ratios = (pad / ref)[odd.index].dropna()
+    if len(ratios):
+        out.append(f"**wgmma_padded**, which first copies A and B into rows padded to 128 bytes, ran "
+                   f"{_span(pad[odd.index].dropna())} TFLOP/s there: **{_span(ratios, '{:.1f}')}× cuBLAS FP16**.")
+    if 4096 in t.index and pd.notna(tma.get(4096)) and pd.notna(pad.get(4096)):
+        out.append(f"Where no padding is needed it costs: at 4,096³ wgmma_padded ran {pad[4096]:,.0f} against "
+                   f"wgmma_tma's {tma[4096]:,.0f} ({100 * (1 - pad[4096] / tma[4096]):.0f}% less: the copy is one "
+                   f"more pass over A and B), and cuBLAS FP16 {ref[4096]:,.0f}.")
+    if 4096 in t.index and 4095 in t.index and pd.notna(mma.get(4095)) and pd.notna(mma.get(4096)):
+        out.append(f"Predicated copies instead of padding: mma_pipelined, whose copies go half by half where rows "
+                   f"are not 16-byte aligned (no cp.async there), ran {mma[4095]:,.0f} TFLOP/s at 4,095³ against "
+                   f"{mma[4096]:,.0f} at 4,096³.")
+    return " ".join(out)
+
+
 # NVIDIA's A100 architecture whitepaper: 256 dense FP16 FMA per clock per tensor core, 4 tensor cores per
 # SM, so 1,024 per SM (x 2 FLOP x 108 SMs x 1,410 MHz = 312 TFLOP/s, the datasheet's dense FP16 peak).
 A100_FMA_PER_TENSOR_CORE = 256

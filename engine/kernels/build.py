@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -35,6 +36,16 @@ def _inputs_hash(*parts: str) -> str:
     for p in parts:
         h.update(p.encode())
     return h.hexdigest()[:20]
+
+
+def local_headers(src: sources.KernelSource) -> str:
+    """The text of each header a source includes by name (`#include "wgmma.cuh"`: beside it, or in
+    cuda/, as the compilers look), beyond the trace's own: part of its build's key, so that editing a
+    header two kernels share rebuilds both."""
+    names = re.findall(r'^\s*#include\s+"([^"]+)"', src.text, re.M)
+    found = (next((d / n for d in (src.path.parent, sources.CUDA_DIR) if (d / n).is_file()), None) for n in names
+             if n not in ("trace.cuh", "cpu_shim.h", "cpu_entry.h"))
+    return "".join(path.read_text() for path in found if path)
 
 
 @functools.lru_cache(maxsize=None)
@@ -159,7 +170,7 @@ def build_cubin(file: str, params: Mapping[str, int], traced: bool, arch: str | 
     # The trace's numbering of arrays and sites goes in a header of its own: nvcc would split a -D
     # value at its commas (TRACE_SITE_OF(l,a,o) has some).
     header = _trace_header(src) if traced else ""
-    key = _inputs_hash(src.text, arch, compiler_version(compiler), *defs, header)
+    key = _inputs_hash(src.text, local_headers(src), arch, compiler_version(compiler), *defs, header)
     target = cache.cache_dir() / f"{src.name}-{'trace' if traced else 'plain'}-{key}.cubin"
 
     def build(out: Path) -> None:
@@ -235,7 +246,7 @@ def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
         f'#include "{src.path}"',
         f"#define CPU_KERNEL_CALL {_kernel_call(src)}",
         f'#include "{cuda / "cpu_entry.h"}"', ""])
-    key = _inputs_hash(src.text, unit, compiler, compiler_version(compiler), *CPU_FLAGS)
+    key = _inputs_hash(src.text, local_headers(src), unit, compiler, compiler_version(compiler), *CPU_FLAGS)
     target = cache.cache_dir() / f"{src.name}-cpu-{key}.so"
 
     def build(out: Path) -> None:

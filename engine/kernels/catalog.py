@@ -88,7 +88,7 @@ def _mma_rung(name: str, title: str, lesson: str, defaults: dict, ring: dict | N
                          records_per_thread=tensor_ladder.mma_records,
                          shared_bytes=tensor_ladder.ring_bytes if ring else (lambda p: 0)),),
         params={**_MMA_PARAMS, **(ring or {})}, defaults=defaults,
-        rules=(Rule("warp shapes", tensor_ladder.warp_shapes), *fits, _MULTIPLES_OF_16),
+        rules=(Rule("warp shapes", tensor_ladder.warp_shapes), *fits),
         inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS)
 
 
@@ -124,7 +124,7 @@ TENSOR_LADDER = (
         launches=(Launch("wmma_block.cu", grid=tensor_ladder.grid, block=tensor_ladder.block,
                          records_per_thread=lambda p: 0),),
         params=_MMA_PARAMS, defaults={"BM": 64, "BN": 64, "WM": 32, "WN": 64},
-        rules=(Rule("warp shapes", tensor_ladder.warp_shapes), _MULTIPLES_OF_16),
+        rules=(Rule("warp shapes", tensor_ladder.warp_shapes),),
         inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
     _mma_rung("mma_ldmatrix", "mma.sync m16n8k16 with ldmatrix",
               "The instruction under WMMA, written out: ldmatrix hands each lane its fragment, mma.sync multiplies "
@@ -147,8 +147,24 @@ TENSOR_LADDER = (
                          records_per_thread=lambda p: 0, shared_bytes=tensor_ladder.wgmma_shared, arch="sm_90a",
                          tensor_maps=tensor_ladder.wgmma_boxes),),
         params={"BM": (128,), "BN": (128, 256), "STAGES": (3, 4, 5, 6)}, defaults={"BN": 256, "STAGES": 3},
-        rules=(Rule("fits a block's shared memory", tensor_ladder.wgmma_fits), _MULTIPLES_OF_16),
+        rules=(Rule("fits a block's shared memory", tensor_ladder.wgmma_fits),
+               Rule("K and N multiples of 8", tensor_ladder.tma_strides, sizes=True)),
         inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
+    KernelSpec(
+        name="wgmma_padded", title="wgmma on rows padded to 16 bytes (any size)",
+        seeds=("002",),
+        lesson="wgmma_tma at any M, N and K: a first pass copies A and B into rows padded to 128-byte multiples, "
+               "as TMA needs them; cuBLAS FP16 falls off a cliff at the sizes that need it.",
+        kind=Kind.OPAQUE,
+        launches=(Launch("pad_ab.cu", grid=tensor_ladder.pad_grid, block=tensor_ladder.pad_block,
+                         records_per_thread=lambda p: 0),
+                  Launch("wgmma_padded.cu", grid=tensor_ladder.grid, block=tensor_ladder.wgmma_block,
+                         records_per_thread=lambda p: 0, shared_bytes=tensor_ladder.wgmma_shared, arch="sm_90a",
+                         tensor_maps=tensor_ladder.padded_boxes)),
+        params={"BM": (128,), "BN": (128, 256), "STAGES": (3, 4, 5, 6)}, defaults={"BN": 256, "STAGES": 3},
+        rules=(Rule("fits a block's shared memory", tensor_ladder.wgmma_fits),),
+        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS,
+        notes=("Its timings include the padding launch (pad_ab.cu): one pass over A and B.",)),
 )
 TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
 

@@ -51,7 +51,7 @@ class Precision(enum.StrEnum):
     BF16 = "bf16"
 
 
-# The C element type of a kernel's A and B (and BT) for each input precision; C is float.
+# The C element type of a kernel's A and B (and BT, AP, BP) for each input precision; C is float.
 INPUT_TYPES = {Precision.FP32: ("float",), Precision.TF32: ("float",), Precision.FP16: ("__half", "half"),
                Precision.BF16: ("__nv_bfloat16", "nv_bfloat16")}
 
@@ -203,7 +203,7 @@ def check(spec: KernelSpec) -> None:
             bad(f"the default {name}={value} is not one of its allowed values")
     for launch in spec.launches:   # the sources store what the entry says they take
         for a in sources.load(launch.file).arrays:
-            want = ("float",) if a.name == "C" else INPUT_TYPES[spec.inputs] if a.name in ("A", "B", "BT") else None
+            want = ("float",) if a.name == "C" else INPUT_TYPES[spec.inputs] if a.name in ("A", "B", "BT", "AP", "BP") else None
             if a.space == "global" and want and a.element not in want:
                 bad(f"{launch.file} declares {a.name} as {a.element}, and its inputs are {spec.inputs} "
                     f"({' or '.join(want)})")

@@ -42,7 +42,7 @@ def hierarchy(rung: str) -> Hierarchy:
     q = {**{k: v[0] for k, v in spec.params.items()}, **spec.defaults}
     p = registry.bind(spec, make_problem(1024, 1024, 1024, block=spec.default_block, params=dict(q)))
     bx, by = spec.launches[-1].block(p)
-    if rung == "wgmma_tma":
+    if rung in ("wgmma_tma", "wgmma_padded"):   # one product (cuda/wgmma.cuh), padded copies or not
         return Hierarchy(rung, (q["BM"], q["BN"]), (64, q["BN"]), (64, q["BN"], 16), "consumer warpgroup",
                          f"wgmma.m64n{q['BN']}k16", bx * by)
     if rung == "wmma_seed":

@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.bench.speeds import BASELINES, REFERENCE, TensorSpeeds
+from engine.bench.speeds import BASELINES, CLIFF, REFERENCE, TensorSpeeds
 from engine.metrics.ldmatrix_banks import LdmatrixRows
 from engine.metrics.recorded_fragments import OPERANDS
 from engine.metrics.tensor_evidence import RECORDED_INPUTS, ZERO_MEAN_INPUTS, SeedEvidence, SeedFault
@@ -281,3 +281,44 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = Fals
                        yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category", "automargin": True},
                        margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": 8, "l": 8, "r": 8},
                        showlegend=False)
+
+
+# --------------------------------------------------------------------------- 6. sizes that are not multiples of 8
+
+# The cliff's kernels in their colours: cuBLAS FP16 red as in section 5, the rung that pads in the
+# colour section 5 gives the chosen rung, the others blue and green.
+CLIFF_COLORS = {REFERENCE: style.RED, "wgmma_tma": style.BLUE, "wgmma_padded": style.PALETTE[4],
+                "mma_pipelined": style.GREEN}
+
+
+def size_label(n: int, multiple_of_8: bool) -> str:
+    return f"{n:,}³" + ("" if multiple_of_8 else "<br>not ×8")
+
+
+def cliff_figure(table: pd.DataFrame, note: str, presenter: bool = False) -> go.Figure:
+    """TFLOP/s of cuBLAS FP16 and the rungs at each size of the run, grouped by size; the sizes that
+    are not multiples of 8 say so under their label; above each size, wgmma_padded's speed over
+    cuBLAS FP16's; a rung with no time at a size (wgmma_tma's refusals) says "refused" there."""
+    st = style.sizes(presenter)
+    x = [size_label(int(n), bool(m)) for n, m in zip(table["N"], table["multiple of 8"])]
+    fig = go.Figure()
+    for kernel in CLIFF:
+        y = table[kernel].astype(float)
+        fig.add_trace(go.Bar(x=x, y=y.fillna(0), name=kernel, marker_color=CLIFF_COLORS[kernel],
+                             text=["refused" if pd.isna(t) else f"{t:,.0f}" for t in y], textposition="outside",
+                             textangle=-90, constraintext="none", cliponaxis=False,
+                             textfont={"size": st.base - 1, "color": CLIFF_COLORS[kernel]},
+                             hovertemplate=f"{kernel}<br>%{{x}}<br>%{{text}} TFLOP/s<extra></extra>"))
+    tallest = table[list(CLIFF)].astype(float).max(axis=1)
+    over = table["wgmma_padded"].astype(float) / table[REFERENCE].astype(float)
+    for xi, top_of, o in zip(x, tallest, over):
+        if pd.notna(o):
+            fig.add_annotation(x=xi, y=top_of, yshift=st.base * 3.6, text=f"<b>{o:.1f}×</b>", showarrow=False,
+                               yanchor="bottom", font={"color": CLIFF_COLORS["wgmma_padded"], "size": st.base})
+    top = float(np.nanmax(tallest)) * 1.4
+    title = style.with_note("TFLOP/s near 4,096³ and 8,192³ · above each size: wgmma_padded over cuBLAS FP16", note, st)
+    return style.apply(fig, st.chart if presenter else st.base + 1, height=500 * st.scale, barmode="group",
+                       title={"text": title, "x": 0, "xanchor": "left"},
+                       yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category"},
+                       legend={"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0},
+                       margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": 8, "l": 8, "r": 8})

@@ -67,8 +67,20 @@ class TracePlan:
     inputs: registry.Precision = registry.Precision.FP32   # how A and B are stored (array_dtype)
 
 
+# The global arrays a kernel may name: the problem's A, B and C, B transposed (BT, the transposing
+# pipeline's), and A and B with their rows padded to a multiple of 64 elements (AP and BP, which
+# wgmma_padded's first launch writes: rows of 128-byte multiples, as TMA copies them fastest).
+GLOBAL_ARRAYS = ("A", "B", "C", "BT", "AP", "BP")
+
+
+def padded(n: int) -> int:
+    """n rounded up to a multiple of 64 (cuda/pad_ab.cu's): the row length of AP and BP."""
+    return -(-n // 64) * 64
+
+
 def global_shapes(p: Problem) -> dict[str, tuple[int, int]]:
-    return {"A": (p.m, p.k), "B": (p.k, p.n), "C": (p.m, p.n), "BT": (p.n, p.k)}
+    return {"A": (p.m, p.k), "B": (p.k, p.n), "C": (p.m, p.n), "BT": (p.n, p.k),
+            "AP": (p.m, padded(p.k)), "BP": (p.k, padded(p.n))}
 
 
 # bfloat16 has no numpy type: its arrays are kept as their 16 bits, as cuda_bf16.h stores them.
@@ -81,9 +93,9 @@ NAN_BITS = {np.dtype(np.float32): 0x7FC00000, np.dtype(np.float16): 0x7E00, BF16
 
 
 def array_dtype(name: str, inputs: registry.Precision = registry.Precision.FP32) -> np.dtype:
-    """The element type of a global array (A, B, C, BT) in its buffers, on the host and on the GPU,
+    """The element type of a global array (GLOBAL_ARRAYS) in its buffers, on the host and on the GPU,
     for a kernel whose inputs are `inputs` (its registry entry's, checked against its source): A and
-    B (and BT, B transposed) in that precision, C in float32 (every kernel here accumulates and
+    B (and BT, B transposed, and AP and BP, A and B padded) in that precision, C in float32 (every kernel here accumulates and
     stores FP32). Said here and nowhere else."""
     return np.dtype(np.float32) if name == "C" else _STORAGE[registry.Precision(inputs)]
 
@@ -176,10 +188,10 @@ def _chosen_blocks(blocks: list[tuple[int, int]], grid: tuple[int, int], problem
 
 
 def buffer_bytes(problem: Problem, kernel: str) -> int:
-    """Device memory a run needs: A, B, C, and BT for the transposing pipeline."""
+    """Device memory a run needs: A, B, C, and BT, AP or BP where its launches name them."""
     spec = registry.get(kernel)
-    names = {name for launch in spec.launches for _, name in sources.load(launch.file).params
-             if name in ("A", "B", "C", "BT")} or {"A", "B", "C"}   # library kernels: A, B and C
+    names = {name.removesuffix("_map") for launch in spec.launches for _, name in sources.load(launch.file).params
+             if name.removesuffix("_map") in GLOBAL_ARRAYS} or {"A", "B", "C"}   # library kernels: A, B and C
     shapes = global_shapes(problem)
     return sum(array_bytes(n, shapes[n], spec.inputs) for n in names)
 

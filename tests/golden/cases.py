@@ -37,6 +37,14 @@ CASES = [
      {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 32}),
     ("mma_pipelined_dynamic", "mma_pipelined", 144, 272, 208, 16, 0, (16, 16), None,
      {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "BK": 64}),
+    # At any size: K and N not multiples of 8 (rows off 16-byte boundaries: half-by-half copies, C
+    # stored a float at a time where N is odd), one of them only, and a single element.
+    ("mma_ldmatrix_odd", "mma_ldmatrix", 150, 135, 37, 16, 0, (16, 16), None),
+    ("mma_swizzled_odd", "mma_swizzled", 17, 33, 9, 16, 0, (16, 16), None),
+    ("mma_pipelined_odd", "mma_pipelined", 150, 135, 37, 16, 0, (16, 16), None),
+    ("mma_pipelined_odd_n", "mma_pipelined", 37, 45, 40, 16, 0, (16, 16), None,
+     {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "STAGES": 2, "BK": 32}),
+    ("mma_pipelined_1x1x1", "mma_pipelined", 1, 1, 1, 16, 0, (16, 16), None),
 ]
 
 

@@ -1,7 +1,11 @@
 """Run on the GPU machine: records the GPU traces of tests/golden/cases.py into one compressed file.
 
-    python tests/golden/record_golden.py OUT.npz
+    python tests/golden/record_golden.py OUT.npz [--only SUBSTRING ...] [--onto golden_traces.npz]
+
+--only records just the cases whose name holds one of the substrings (a change to some kernels
+re-records theirs); --onto keeps every other case of an earlier file as it was recorded.
 """
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -14,17 +18,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES, trace_case  # noqa: E402
 
 
-def main(out: str) -> None:
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--only", nargs="*", default=None, help="record only the cases whose name holds one of these")
+    ap.add_argument("--onto", help="an earlier golden file whose other cases are kept")
+    args = ap.parse_args()
     arrays, meta = {}, {}
+    if args.onto:
+        with np.load(args.onto) as old:
+            meta = json.loads(str(old["meta"]))
+            arrays = {name: old[name] for name in old.files if name != "meta"}
     for case in CASES:
+        if args.only is not None and not any(s in case[0] for s in args.only):
+            continue
         t = trace_case(case, "gpu")
+        arrays = {name: v for name, v in arrays.items() if not name.startswith(f"{case[0]}/")}
         for field, column in t.columns.items():
             arrays[f"{case[0]}/{field}"] = column
         # The array column numbers t.arrays: kept, so the file is read by names.
         meta[case[0]] = {"device": t.device, "records": len(t), "rel_error": t.rel_error, "arrays": list(t.arrays)}
         print(f"{case[0]:32} {len(t):>9,} records  rel_error {t.rel_error:.2e}  on {t.device}")
-    np.savez_compressed(out, meta=np.array(json.dumps(meta)), **arrays)
+    meta = {c[0]: meta[c[0]] for c in CASES if c[0] in meta}   # cases no longer listed are dropped
+    arrays = {name: v for name, v in arrays.items() if name.split("/")[0] in meta}
+    np.savez_compressed(args.out, meta=np.array(json.dumps(meta)), **arrays)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()

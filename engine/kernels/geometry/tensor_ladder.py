@@ -1,7 +1,10 @@
-"""Launch geometry of the tensor-core ladder (cuda/wmma_seed.cu ... wgmma_tma.cu): FP16 inputs, FP32
-accumulate. Every rung needs M, N and K multiples of 16 (a fragment, and an mma, is a whole 16-wide
-tile); tiles that overhang C are zero-filled and not stored. From wmma_block on, a block of warps
-owns a BM x BN tile of C and each warp a WM x WN piece of it.
+"""Launch geometry of the tensor-core ladder (cuda/wmma_seed.cu ... wgmma_padded.cu): FP16 inputs,
+FP32 accumulate. A fragment, and an mma, is a whole 16-wide tile: the document's kernel and wmma_warp,
+which load fragments straight from global memory, need M, N and K multiples of 16. From wmma_block
+on, a block of warps owns a BM x BN tile of C and each warp a WM x WN piece of it, copied through
+shared memory: tiles that overhang A, B or C are zero-filled there and not stored, so those rungs
+take any M, N and K. wgmma_tma's TMA copies need 16-byte row strides (K and N multiples of 8);
+wgmma_padded first copies A and B into rows padded to 64 halves, and takes any size.
 """
 from __future__ import annotations
 
@@ -15,6 +18,15 @@ SHARED_LIMIT_DYNAMIC = 227 * 1024   # per block on sm_90, with the opt-in attrib
 SEED_WMMA_MAX = 2048
 
 grid = block_tile_grid
+
+
+def tma_strides(p: Problem) -> str | None:
+    """TMA reads rows whose byte stride is a multiple of 16: K and N multiples of 8 halves."""
+    bad = [f"{n}={v}" for n, v in (("K", p.k), ("N", p.n)) if v % 8]
+    if not bad:
+        return None
+    return (f"needs K and N to be multiples of 8 ({', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not): TMA "
+            "copies rows whose stride is a multiple of 16 bytes (wgmma_padded takes any size)")
 
 
 def multiples_of_16(p: Problem) -> str | None:
@@ -101,13 +113,16 @@ def copy_passes(p: Problem) -> str | None:
 
 def mma_records(p: Problem) -> int:
     """Per thread at most: per K tile its 16-byte copies of A's and B's tiles (two records each: a
-    load and a store, or a cp.async's pair), its lane's ldmatrix rows (BK / 16 k steps of 16), then
-    its outputs (two float2 stores per 16 x 8 tile)."""
+    load and a store, or a cp.async's pair; nine where the matrix's rows are not 16-byte aligned
+    and a copy goes half by half), its lane's ldmatrix rows (BK / 16 k steps of 16), then its
+    outputs (per 16 x 8 tile two float2 stores, or four floats where N is odd)."""
     q = p.params
     threads, bk = 32 * warps(p), q.get("BK", TENSOR_K)
     tiles_m, tiles_n = q["WM"] // 16, q["WN"] // 8
-    copies = cdiv(q["BM"] * bk // 8, threads) + cdiv(bk * q["BN"] // 8, threads)
-    return cdiv(p.k, bk) * (2 * copies + bk // 16 * (tiles_m + tiles_n // 2)) + 2 * tiles_m * tiles_n
+    per_a, per_b = (2 if side % 8 == 0 else 9 for side in (p.k, p.n))
+    copies = per_a * cdiv(q["BM"] * bk // 8, threads) + per_b * cdiv(bk * q["BN"] // 8, threads)
+    stores = 2 if p.n % 2 == 0 else 4
+    return cdiv(p.k, bk) * (copies + bk // 16 * (tiles_m + tiles_n // 2)) + stores * tiles_m * tiles_n
 
 
 # wgmma_tma: one producer warpgroup (128 threads) and a consumer warpgroup per 64 rows of BM.
@@ -118,6 +133,25 @@ def wgmma_block(p: Problem) -> tuple[int, int]:
 def wgmma_boxes(p: Problem) -> dict[str, tuple[int, int]]:
     """The box one TMA copy moves, (columns, rows), for A's and B's tensor maps."""
     return {"A": (WGMMA_K, p.params["BM"]), "B": (64, WGMMA_K)}
+
+
+def padded_boxes(p: Problem) -> dict[str, tuple[int, int]]:
+    """wgmma_padded's boxes: wgmma_tma's, on the padded copies AP and BP."""
+    return {f"{name}P": box for name, box in wgmma_boxes(p).items()}
+
+
+# pad_ab (wgmma_padded's first launch): one thread per 16-byte chunk of AP (M x Kp), then of BP
+# (K x Np), in blocks of PAD_THREADS.
+PAD_THREADS = 256
+
+
+def pad_grid(p: Problem) -> tuple[int, int]:
+    chunks = p.m * cdiv(p.k, 64) * 8 + p.k * cdiv(p.n, 64) * 8
+    return (cdiv(chunks, PAD_THREADS), 1)
+
+
+def pad_block(p: Problem) -> tuple[int, int]:
+    return (PAD_THREADS, 1)
 
 
 def wgmma_shared(p: Problem) -> int:
