@@ -1,6 +1,7 @@
 """Bank conflicts: each shared-memory instruction's 32 lanes mapped onto the 32 banks."""
 import streamlit as st
 
+from engine import animations
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import bank_figures
@@ -41,7 +42,7 @@ with ui.controls():
     warp = d1.selectbox("Warp of block (0, 0)", warps, key=view_state.state("warp", 0, warps))
     shows = ["loads", "loads and stores"]
     kinds = d2.radio("Show", shows, horizontal=True, key=view_state.state("show", "loads", shows))
-    duration = view_state.speed_control(d3, {"slow": 900, "normal": 400, "fast": 80})
+    duration = view_state.speed_control(d3, animations.SPEEDS["bank_conflicts"])
     view_state.remember(warp=warp, show=kinds)
 
 shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
@@ -54,6 +55,8 @@ if shown.steps:
                "Lanes wired to one square read the same word: a broadcast, served together. A 128-bit load (the "
                "ladder's float4 rungs) wires each lane to 4 consecutive words and is served a half-warp at a time: "
                "lanes 0-15's wavefronts, then lanes 16-31's; red then marks those beyond the fewest its words need.")
+    ui.animation_exports(lambda: bank_figures.bank_figure(shown, label, True, duration),
+                         f"Bank conflicts: {label}, M = N = K = {size}")
 
 st.subheader("The whole kernel")
 whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shared_kernel, kernel, size, size,

@@ -1,6 +1,7 @@
 """Tile phases: what one block of C loads into shared memory, phase by phase, from its trace."""
 import streamlit as st
 
+from engine import animations
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import tile_phase_figures
@@ -27,7 +28,7 @@ with ui.controls():
     # The last block by default: it overhangs the matrices when sizes are not multiples of TILE.
     bx = d1.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", grid[0] - 1, lo=0, hi=grid[0] - 1))
     by = d2.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", grid[1] - 1, lo=0, hi=grid[1] - 1))
-    duration = view_state.speed_control(d3, {"slow": 1600, "normal": 900, "fast": 300})
+    duration = view_state.speed_control(d3, animations.SPEEDS["tile_phases"])
     view_state.remember(bx=bx, by=by)
     trace, _ = ui.trace_or_stop(kernel, m, n, k, params, spec.default_block, ((bx, by),))   # the block shown
     server.offer(tiled, {"TILE": spec.params["TILE"]})   # the other kernel and TILEs, compiled ahead
@@ -41,6 +42,8 @@ st.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}
            ("Red, dotted: the part of a tile past the edge of the matrix, which the guards fill with zeros "
             "so the products there add nothing." if view.zero_filled else
             "This block's tiles lie inside the matrices: pick the last block to see zero-filled edges."))
+ui.animation_exports(lambda: tile_phase_figures.tile_phase_figure(view, True, duration),
+                     f"Tile phases: {kernel} at {m}x{n}x{k}, TILE {tile}, block ({bx}, {by})")
 
 st.subheader("Global reads: tiled against naive, counted in the traces")
 reads = ui.or_stop(f"Counting the global reads of {kernel} and of the naive kernel at {m}x{n}x{k}",

@@ -16,11 +16,16 @@ sizes are engine/plots/style.py's, as for every figure.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import plotly.graph_objects as go
 
 from engine.plots import style
 from engine.plots.style import Sizes
 
+# Step buttons and arrow keys for every animated figure: the pages add it once (pages/lib/ui.py), the
+# exported HTML player carries it (engine/plots/movie.py).
+PLAYER_JS = Path(__file__).with_name("player.js").read_text()
 CONTROLS_PX = 86          # below the plot: the slider, then Play / Pause / Step buttons
 
 
@@ -58,7 +63,7 @@ def headline_trace(text: str, xref: str, yref: str, size: int) -> go.Scatter:
 
 def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redraw: bool,
              plot_px: float, url_key: str = "") -> dict:
-    """Play / Pause / one step back / one step on (pages/lib/player.js does the steps), and a slider
+    """Play / Pause / one step back / one step on (player.js does the steps), and a slider
     whose steps are the frames themselves, so it follows the animation and scrubs it. url_key: the
     page's query parameter that names the frame shown (frame names are its values), which the player
     keeps at the frame the figure stands still at."""

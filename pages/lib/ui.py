@@ -6,6 +6,8 @@ figure from engine/plots/.
 """
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -14,10 +16,10 @@ from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
+from engine.plots import animation, movie
 from engine.tracing import tracer
 from pages.lib import cached, routing, server, view_state
 
-PLAYER_JS = Path(__file__).with_name("player.js").read_text()
 # Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced
 # and drawn: on a browser's first visit that is seconds of JavaScript left until last. The player
 # starts fetching it at once, in parallel with the server's work (same file, so loaded once).
@@ -62,7 +64,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                        "figures sized to fit the screen with the Play button in view.")
         mode_banner()
     st.query_params["presenter"] = "1" if on else "0"
-    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{PLAYER_JS}</script>",
+    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{animation.PLAYER_JS}</script>",
             unsafe_allow_javascript=True)
     # A dashboard, not a document: less empty space above the title, so more of the figure shows.
     st.html("<style>.block-container {padding-top: 3.2rem !important; padding-bottom: 1rem !important;}"
@@ -129,6 +131,38 @@ def trace_or_stop(kernel: str, m: int, n: int, k: int, params: dict[str, int], b
     what = (f"Tracing {kernel} at {m}x{n}x{k}" + "".join(f", {name} {value}" for name, value in params.items())
             + where + f" ({'CPU' if tracer.resolve_source(source) == 'cpu' else 'GPU'})")
     return or_stop(what, cached.trace, kernel, m, n, k, params, block, blocks, source)
+
+
+def animation_exports(build, title: str) -> None:
+    """Under an animated figure: its animation for slides as an animated GIF, an MP4 or an offline
+    HTML player, at 1280x720 and the page's speed, frame for frame what the figure plays. build()
+    makes the figure in presenter sizing (a slide is a projector's screen)."""
+    with st.expander("Export this animation for slides: GIF, MP4 or an offline HTML player"):
+        cols = st.columns(3)
+        # every button drawn first (a click is one button's, on the rerun it starts)
+        asked = [fmt for fmt, col in zip(movie.FORMATS, cols)
+                 if col.button(f"Make {EXPORT_NAMES[fmt]}", key=f"animation-{fmt}")]
+        if not asked:
+            return
+        fmt = asked[0]
+        started = time.perf_counter()
+        with st.status(f"Making the {EXPORT_NAMES[fmt]}: Chromium steps through the frames", expanded=False) as box:
+            bar = st.progress(0.0)
+            try:
+                data = cached.animation_file(fmt, build, title, lambda done, total: bar.progress(
+                    done / total, f"frame {done} of {total}"))
+            except EngineError as exc:
+                box.update(label=str(exc), state="error")
+                return
+            box.update(label=f"Made the {EXPORT_NAMES[fmt]} ({len(data) / 2**20:.1f} MB) in "
+                             f"{time.perf_counter() - started:.1f} s", state="complete")
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", title).strip("-.")[:120]
+        cols[list(movie.FORMATS).index(fmt)].download_button(
+            f"Download {name}.{fmt}", data, f"{name}.{fmt}", movie.FORMATS[fmt], on_click="ignore",
+            key=f"animation-download-{fmt}")
+
+
+EXPORT_NAMES = {"gif": "GIF", "mp4": "MP4", "html": "HTML player"}
 
 
 def kernel_label(name: str) -> str:
