@@ -127,7 +127,24 @@ def capture(fig, title: str, each: Callable[[bytes], None],
     with tempfile.TemporaryDirectory(prefix="matmul-movie-") as tmp:
         page = Path(tmp) / "player.html"
         page.write_text(html, encoding="utf-8")
-        asyncio.run(_capture(path, page.as_uri() + "#capture", names, redraw, each, progress))
+        _in_own_loop(_capture(path, page.as_uri() + "#capture", names, redraw, each, progress))
+
+
+def _in_own_loop(work) -> None:
+    """Runs the coroutine to its end in a thread of its own: the caller's thread may already run an
+    event loop (Playwright's sync API does), where asyncio.run would refuse or wait for ever."""
+    failed: list[BaseException] = []
+
+    def run():
+        try:
+            asyncio.run(work)
+        except BaseException as exc:   # noqa: BLE001 - raised again in the caller's thread
+            failed.append(exc)
+    thread = threading.Thread(target=run, name="animation-capture", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 async def _capture(path: str, url: str, names: list[str], redraw: bool, each, progress) -> None:
