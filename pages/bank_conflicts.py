@@ -14,11 +14,13 @@ ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp f
 shared = registry.showing("bank_conflicts")
 # Opens on the first kernel that can pad its rows: the conflicts and what removes them.
 padded_first = next((name for name in shared if "PAD" in registry.get(name).params), shared[0])
+top = ui.figure_first()
 with ui.controls():
-    c0, c1, c2, c3 = st.columns([2.2, 1, 1, 1])
-    kernel = c0.selectbox("Kernel", shared, key=view_state.state("kernel", padded_first, shared),
+    # the kernel on a row of its own: beside TILE and the padding its name and 'Pad rows by one word' were cut
+    kernel = st.selectbox("Kernel", shared, key=view_state.state("kernel", padded_first, shared),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
+    c1, c2, c3 = st.columns(3)
     tiles = spec.params.get("TILE", registry.TILES)
     # A ladder rung has no TILE: it runs with its own tile shape (its defaults), the select stays put.
     tile = c1.selectbox("TILE", tiles, key=view_state.state("tile", 32, tiles), disabled="TILE" not in spec.params,
@@ -49,8 +51,8 @@ shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
 if shown.steps:
     label = kernel + (f", TILE {tile}" if "TILE" in spec.params else "") + (f", PAD {pad}" if padded else "") + f", warp {warp}"
     fig = cached.figure(lambda: bank_figures.bank_figure(shown, label, view_state.presenter(), duration))
-    st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
-    st.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
+    top.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
+    top.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "
                "Lanes wired to one square read the same word: a broadcast, served together. A 128-bit load (the "
                "ladder's float4 rungs) wires each lane to 4 consecutive words and is served a half-warp at a time: "
@@ -63,7 +65,8 @@ whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shar
                    size, params, spec.default_block)
 left, right = st.columns([1.3, 1])
 left.plotly_chart(bank_figures.ways_histogram(whole, view_state.presenter()), width="stretch")
-right.dataframe(whole.table, hide_index=True, width="stretch")
+# The table under them, at full width: in a column beside the chart it lost its last columns
+ui.fitting_table(whole.table, hide_index=True, width="stretch")
 right.caption("As written: one 32-bit read per access. As compiled: what `" +
               views.ncu_command("shared", "load", ("requests", "wavefronts", "bank_conflicts")) + "` reads.")
 for note in whole.notes:

@@ -14,14 +14,18 @@ ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and wri
 WINDOW = animations.COALESCING_WINDOW   # long traces are windowed, never sent whole
 kernels = registry.showing("coalescing")
 shapes = [f"{x}x{y}" for x, y in registry.NAIVE_BLOCKS]
+top = ui.figure_first()
 with ui.controls():
-    c0, c1, c2, c3, c4, c5 = st.columns([2.2, 2.2, 1, 1, 1, 1])
+    # the kernels on a row of their own: beside the sizes their names were cut ('…walks r')
+    c0, c1 = st.columns(2)
+    c2, c3, c4, c5 = st.columns(4)
     # The catalog lists the lanes-on-rows mapping first and the coalesced one second: the lesson, side by side.
     first = c0.selectbox("Kernel", kernels, key=view_state.state("kernel", kernels[0], kernels),
                          format_func=ui.kernel_label)
     options = ["(none)"] + kernels
     second = c1.selectbox("Side by side with", options, key=view_state.state("compare", kernels[1], options),
-                          format_func=lambda k: k if k == "(none)" else ui.kernel_label(k))
+                          # its title alone: with its documents' names it was cut at half width
+                          format_func=lambda k: k if k == "(none)" else registry.get(k).title)
     # 32x32 by default: a warp is then one row of the block, so lanes-on-rows touches 32 rows of A
     # (32 sectors) while lanes-on-columns reads one 128-byte line of B (4 sectors).
     block_text = c2.selectbox("Block", shapes, key=view_state.state("block", "32x32", shapes),
@@ -61,14 +65,14 @@ for name in chosen:
     if panel.steps:
         panels.append(panel)
     else:
-        st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
+        top.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
 
 if panels:
     def build(presenter: bool):
         return coalescing_figures.coalescing_figure(panels, presenter, duration)
-    st.plotly_chart(cached.figure(lambda: build(view_state.presenter())), width="stretch",
+    top.plotly_chart(cached.figure(lambda: build(view_state.presenter())), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
-    st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
+    top.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "
                "side by side (outlined red where touched), so the sectors and lines of the headline can be counted.")
     ui.animation_exports(lambda: build(True), f"Coalescing: {' beside '.join(p.kernel for p in panels)} at {m}x{n}x{k}, "

@@ -12,11 +12,13 @@ ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block o
               "and move on.")
 
 tiled = registry.showing("tile_phases")
+top = ui.figure_first()
 with ui.controls():
-    c0, c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1, 1])
-    kernel = c0.selectbox("Kernel", tiled, key=view_state.state("kernel", tiled[0], tiled),
+    # the kernel on a row of its own: beside the sizes its name was cut
+    kernel = st.selectbox("Kernel", tiled, key=view_state.state("kernel", tiled[0], tiled),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
+    c1, c2, c3, c4 = st.columns(4)
     m = c1.number_input("M", 1, 128, key=view_state.state("m", 40, lo=1, hi=128))
     n = c2.number_input("N", 1, 128, key=view_state.state("n", 40, lo=1, hi=128))
     k = c3.number_input("K", 1, 128, key=view_state.state("k", 40, lo=1, hi=128))
@@ -35,9 +37,9 @@ with ui.controls():
 
 view = views.tile_view(trace, bx, by)
 fig = cached.figure(lambda: tile_phase_figures.tile_phase_figure(view, view_state.presenter(), duration))
-st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
+top.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
 (r0, r1), (c0, c1) = view.rows, view.cols
-st.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}-{min(c1, n) - 1} of C. "
+top.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}-{min(c1, n) - 1} of C. "
            "Blue: the tiles it loads in this phase. " +
            ("Red, dotted: the part of a tile past the edge of the matrix, which the guards fill with zeros "
             "so the products there add nothing." if view.zero_filled else

@@ -70,6 +70,11 @@ def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redr
     args = lambda d: {"frame": {"duration": d, "redraw": redraw}, "mode": "immediate",  # noqa: E731
                       "transition": {"duration": 0}}
     font = st.base
+    # The first and last tick labels are centred on the rail's ends: half of each would stand past the
+    # figure's edges ('3 comput') without this room (a glyph is about 0.6 em)
+    shown = _sparse(labels)
+    half = lambda label: round(0.3 * max(font - 3, st.least) * len(label))   # noqa: E731
+    ends = {"l": half(shown[0]) if shown else 0, "r": half(next((lab for lab in reversed(shown) if lab), ""))}
     below = lambda px: -px / plot_px   # noqa: E731 - paper coordinates of a point px below the plot
     return {
         # (the buttons sit lower as the fonts grow, so presenter mode's slider labels stay clear of them)
@@ -81,11 +86,11 @@ def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redr
                                      {"label": "❚❚ Pause", "method": "animate", "args": [[None], args(0)]},
                                      {"label": "◀ Step", "method": "skip", "args": []},
                                      {"label": "Step ▶", "method": "skip", "args": []}]}],
-        "sliders": [{"active": 0, "x": 0, "len": 1, "y": below(4), "yanchor": "top", "pad": {"t": 0, "b": 0},
+        "sliders": [{"active": 0, "x": 0, "len": 1, "y": below(4), "yanchor": "top", "pad": {"t": 0, "b": 0, **ends},
                      "currentvalue": {"visible": False}, "ticklen": 3, "minorticklen": 0,
-                     "font": {"size": max(font - 3, 9)},
+                     "font": {"size": max(font - 3, st.least)},
                      "steps": [{"label": lab, "method": "animate", "args": [[name], args(0)]}
-                               for name, lab in zip(names, _sparse(labels))]}],
+                               for name, lab in zip(names, shown)]}],
         **({"meta": {"url_key": url_key}} if url_key else {}),
     }
 

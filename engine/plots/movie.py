@@ -41,7 +41,7 @@ NO_CODECS = "animation export needs Pillow and PyAV: python3 -m pip install -r r
 _PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{title}</title>
 <style>
-html, body {{margin: 0; background: #fff; font-family: {font};}}
+html, body {{margin: 0; background: {page}; font-family: {font};}}
 body {{min-height: 100vh; display: flex; flex-direction: column; align-items: center; justify-content: center;}}
 h1 {{font-size: 26px; font-weight: 600; color: {ink}; margin: 0 0 6px 0; width: {width}px;}}
 body.capture {{overflow: hidden;}}
@@ -98,7 +98,7 @@ def player_html(fig, title: str) -> str:
     safe = lambda text: text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")   # noqa: E731
     # "</" inside a script ends it: JSON written with "<\\/" is the same data
     data = pio.to_json(d, validate=False, remove_uids=False).replace("</", "<\\/")
-    return _PAGE.format(title=safe(title), font=style.FONT_FAMILY.replace('"', "'"), ink=style.INK, width=width,
+    return _PAGE.format(title=safe(title), page=style.PAGE_BACKGROUND, font=style.FONT_FAMILY.replace('"', "'"), ink=style.INK, width=width,
                         plotly=get_plotlyjs(),
                         player=PLAYER_JS, figure=data)
 

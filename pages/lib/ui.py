@@ -73,7 +73,9 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                ".stCode code {font-size: 1.2rem !important;}"
                # st.table's cells and captions stay at the app's 14 px otherwise: too small on a projector
                "[data-testid='stTable'] td, [data-testid='stTable'] th {font-size: 1.15rem !important;}"
-               "[data-testid='stCaptionContainer'] {font-size: 1.05rem !important;}" if on else
+               "[data-testid='stCaptionContainer'] {font-size: 1.05rem !important;}"
+               # inline code is drawn smaller than its text (12 px in a caption): not on a projector
+               "[data-testid='stMain'] code {font-size: max(0.9em, 14px) !important;}" if on else
                "h1 {font-size: 2.2rem !important; padding: 0 0 .3rem 0 !important;}") + "</style>")
     st.title(title)
     if not on:   # in presenter mode the figure's own headline says it, in bigger letters
@@ -82,6 +84,42 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
 
 def _flip_presenter() -> None:
     st.session_state["presenter_mode"] = st.session_state["_presenter_widget"]
+
+
+# The main column at 1280 px with the sidebar open (818 px), less the table's own margins.
+TABLE_PX = 790
+
+
+def _column_px(df, column) -> float:
+    """About how wide Streamlit's table draws a column: its longest text at 14 px, and padding."""
+    def text(v):
+        return f"{v:,.2f}" if isinstance(v, float) else str(v)
+    longest = max([len(str(column))] + [len(text(v)) for v in df[column].head(200)])
+    return 7.5 * longest + 22
+
+
+def fitting_table(df, **kwargs) -> None:
+    """A table whose columns all show on a 1280 px screen with the sidebar open: the leading columns
+    that fit, and where some do not, every column in an expander under it (there the table scrolls
+    sideways). Drawn whole, the last columns were out of sight ('253…', the V100 table's last)."""
+    keep, used = [], 0.0
+    for column in df.columns:
+        used += _column_px(df, column)
+        if used > TABLE_PX and keep:
+            break
+        keep.append(column)
+    st.dataframe(df[keep], **kwargs)
+    if len(keep) < len(df.columns):
+        with st.expander(f"Every column ({len(df.columns)}, {len(df.columns) - len(keep)} more: the table scrolls "
+                         "sideways)"):
+            st.dataframe(df, **kwargs)
+
+
+def figure_first():
+    """Where a page's animated figure goes: above its controls (the page fills it once they are read),
+    so that the title, the figure and its Play button share the first 1280x720 screen in both modes;
+    with the controls above, Play was below it in normal mode."""
+    return st.container()
 
 
 def controls(label: str = "Controls"):
