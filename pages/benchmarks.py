@@ -45,7 +45,7 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
         st.plotly_chart(fig, width="stretch", config=config, key=f"{key}-{name}")
         if name == "percent_of_cublas":   # what every % depends on, under the chart too (and in its picture)
             st.caption("  \n".join(schema.plain(charts.measured_with(p, charts.run_rows(df, p))) for p in provs))
-    ui.fitting_table(benchmark.table(df), hide_index=True, width="stretch",
+    ui.fitting_table(benchmark.table(df), ("GPU", "kernel", "GFLOP/s", "% of cuBLAS"), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in NUMBER_FORMATS.items()})
     ladder = df["kernel"].isin([k.name for k in registry.LADDER]).any()
     st.caption(heading + (" " + charts.LABEL_KEY if ladder else ""))

@@ -98,12 +98,13 @@ def _column_px(df, column) -> float:
     return 7.5 * longest + 22
 
 
-def fitting_table(df, **kwargs) -> None:
-    """A table whose columns all show on a 1280 px screen with the sidebar open: the leading columns
-    that fit, and where some do not, every column in an expander under it (there the table scrolls
-    sideways). Drawn whole, the last columns were out of sight ('253…', the V100 table's last)."""
+def fitting_table(df, lead: tuple[str, ...] = (), **kwargs) -> None:
+    """A table whose columns all show on a 1280 px screen with the sidebar open: the columns named in
+    `lead` (those that are there), then the others in order, as many as fit; where some do not, every
+    column in an expander under it (there the table scrolls sideways). Drawn whole, the last columns
+    were out of sight ('253…', the V100 table's last)."""
     keep, used = [], 0.0
-    for column in df.columns:
+    for column in [c for c in lead if c in df.columns] + [c for c in df.columns if c not in lead]:
         used += _column_px(df, column)
         if used > TABLE_PX and keep:
             break
