@@ -13,6 +13,7 @@ import asyncio
 import base64
 import io
 import json
+import os
 import queue
 import shutil
 import tempfile
@@ -30,9 +31,12 @@ from engine.plots.animation import PLAYER_JS
 
 FORMATS = {"gif": "image/gif", "mp4": "video/mp4", "html": "text/html"}
 SCREEN = (1280, 720)   # a projector's: every export is this size
-# What making one export holds (engine/devices/line.py): Chromium (~250 MB resident), the frames as
+# What making one export holds (engine/devices/line.py): Chromium (~250 MB resident, and a page per
+# window), the frames as
 # PNG (~0.1 MB each) and decoded while encoding (one 1280x720 RGB frame at a time).
-EXPORT_BYTES = 450 * 2**20
+EXPORT_BYTES = 600 * 2**20
+# Chromium windows taking frames at once: one per core, two at most (a window's page costs ~150 MB)
+WINDOWS = max(1, min(2, os.cpu_count() or 1))
 NO_CHROME = ("animation export needs Chrome or Chromium: install one (`apt install chromium`)")
 NO_CODECS = "animation export needs Pillow and PyAV: python3 -m pip install -r requirements.txt"
 # The HTML player: the figure centred on the screen under a title line, as presenter mode shows it.
@@ -163,8 +167,12 @@ async def _capture(path: str, url: str, names: list[str], redraw: bool, each, pr
         return result["result"].get("value")
 
     width, height = SCREEN
-    async with choreographer.Browser(path=path, headless=True) as browser:
-        tab = await browser.create_tab("")
+    options = json.dumps({"frame": {"duration": 0, "redraw": redraw}, "transition": {"duration": 0},
+                          "mode": "immediate"})
+
+    async def open_window(browser):
+        # a window each, not a tab: Chromium draws only a window's front tab
+        tab = await browser.create_tab("", window=True)
         ok(await tab.send_command("Emulation.setDeviceMetricsOverride", params={
             "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}))
         ok(await tab.send_command("Page.enable"))
@@ -172,15 +180,28 @@ async def _capture(path: str, url: str, names: list[str], redraw: bool, each, pr
         ok(await tab.send_command("Page.navigate", params={"url": url}))
         await asyncio.wait_for(loaded, 60)
         await evaluate(tab, "window.__ready.then(() => document.fonts.ready).then(() => true)")
-        options = json.dumps({"frame": {"duration": 0, "redraw": redraw}, "transition": {"duration": 0},
-                              "mode": "immediate"})
-        for i, name in enumerate(names):
+        return tab
+
+    taken: dict[int, bytes] = {}
+    handed = 0
+
+    async def take(tab, which):
+        nonlocal handed
+        for i in which:
             # Plotly.animate resolves once the frame is drawn; the screenshot waits for it to be painted.
-            await evaluate(tab, f"Plotly.animate('figure', [{json.dumps(name)}], {options}).then(() => true)")
+            await evaluate(tab, f"Plotly.animate('figure', [{json.dumps(names[i])}], {options}).then(() => true)")
             shot = ok(await tab.send_command("Page.captureScreenshot", params={"format": "png",
                                                                                "optimizeForSpeed": True}))
-            each(base64.b64decode(shot["data"]))
-            progress(i + 1, len(names))
+            taken[i] = base64.b64decode(shot["data"])
+            while handed in taken:   # in order, whichever window took it
+                each(taken.pop(handed))
+                handed += 1
+                progress(handed, len(names))
+
+    async with choreographer.Browser(path=path, headless=True) as browser:
+        windows = await asyncio.gather(*[open_window(browser) for _ in range(WINDOWS)])
+        # the frames dealt out in turn: each window steps through every WINDOWS-th frame
+        await asyncio.gather(*[take(tab, range(w, len(names), len(windows))) for w, tab in enumerate(windows)])
 
 
 def _images(pngs: Iterable[bytes]):
@@ -227,8 +248,9 @@ def _encode_mp4(av, path: Path, pngs: Iterable[bytes], ms: int) -> None:
         stream = container.add_stream("libx264", rate=Fraction(1000, ms))
         stream.width, stream.height = SCREEN
         stream.pix_fmt = "yuv420p"
-        # crf 18: the figures' thin outlines and small text stay sharp; veryfast keeps a 2-core machine quick
-        stream.options = {"crf": "18", "preset": "veryfast"}
+        # crf 18: the figures' thin outlines and small text stay sharp; ultrafast encodes a frame in ~8 ms
+        # (veryfast took 30, beside Chromium on two cores), its larger file no matter for a slide
+        stream.options = {"crf": "18", "preset": "ultrafast"}
         for image in _images(pngs):
             for packet in stream.encode(av.VideoFrame.from_image(image)):
                 container.mux(packet)
