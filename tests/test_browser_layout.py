@@ -90,7 +90,7 @@ def layout_cases():
             yield pytest.param(name, mode, marks=marks, id=f"{name or 'home'}-{mode}")
 
 
-@pytest.mark.parametrize("name, mode", layout_cases())
+@pytest.mark.parametrize("name, mode", list(layout_cases()))
 def test_every_page_fits_a_1280x720_screen(server, page, shots, name, mode):
     presenter = mode == "presenter"
     page.goto(f"{server}/{name}?presenter={int(presenter)}")
@@ -104,5 +104,4 @@ def test_every_page_fits_a_1280x720_screen(server, page, shots, name, mode):
             found[state] += fragment_map_fits(page)
             page.locator("[data-testid='stMain']").evaluate("(el) => el.scrollTo(0, 0)")
     assert not page.errors, page.errors
-    print(name or "home", mode, found)
     assert found == {"open": [], "closed": []}, found
