@@ -184,6 +184,8 @@ def main(argv=None) -> int:
     c.set_defaults(fn=cmd_cache)
     from engine.bench import bench_cli  # noqa: PLC0415 - registers `bench`
     bench_cli.register(sub)
+    from engine import animate_cli  # noqa: PLC0415 - registers `animate`
+    animate_cli.register(sub)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

@@ -1,6 +1,7 @@
 """Bank conflicts: each shared-memory instruction's 32 lanes mapped onto the 32 banks."""
 import streamlit as st
 
+from engine import animations
 from engine.kernels import registry
 from engine.metrics import analysis, views
 from engine.plots import bank_figures
@@ -13,11 +14,13 @@ ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp f
 shared = registry.showing("bank_conflicts")
 # Opens on the first kernel that can pad its rows: the conflicts and what removes them.
 padded_first = next((name for name in shared if "PAD" in registry.get(name).params), shared[0])
+top = ui.figure_first()
 with ui.controls():
-    c0, c1, c2, c3 = st.columns([2.2, 1, 1, 1])
-    kernel = c0.selectbox("Kernel", shared, key=view_state.state("kernel", padded_first, shared),
+    # the kernel on a row of its own: beside TILE and the padding its name and 'Pad rows by one word' were cut
+    kernel = st.selectbox("Kernel", shared, key=view_state.state("kernel", padded_first, shared),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
+    c1, c2, c3 = st.columns(3)
     tiles = spec.params.get("TILE", registry.TILES)
     # A ladder rung has no TILE: it runs with its own tile shape (its defaults), the select stays put.
     tile = c1.selectbox("TILE", tiles, key=view_state.state("tile", 32, tiles), disabled="TILE" not in spec.params,
@@ -41,27 +44,29 @@ with ui.controls():
     warp = d1.selectbox("Warp of block (0, 0)", warps, key=view_state.state("warp", 0, warps))
     shows = ["loads", "loads and stores"]
     kinds = d2.radio("Show", shows, horizontal=True, key=view_state.state("show", "loads", shows))
-    duration = view_state.speed_control(d3, {"slow": 900, "normal": 400, "fast": 80})
+    duration = view_state.speed_control(d3, animations.SPEEDS["bank_conflicts"])
     view_state.remember(warp=warp, show=kinds)
 
 shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
 if shown.steps:
     label = kernel + (f", TILE {tile}" if "TILE" in spec.params else "") + (f", PAD {pad}" if padded else "") + f", warp {warp}"
     fig = cached.figure(lambda: bank_figures.bank_figure(shown, label, view_state.presenter(), duration))
-    st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
-    st.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
+    top.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
+    top.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "
                "Lanes wired to one square read the same word: a broadcast, served together. A 128-bit access (the "
                "ladder's float4 rungs) wires each lane to 4 consecutive words and is served 128 bytes of lanes at a "
                "time: lanes 0-7's wavefronts, then 8-15's, and so on (16 lanes at a time for a load whose lanes read "
                "in pairs, lane n what lane n ^ 1 or n ^ 2 reads; a 64-bit access: 16 lanes, or 32); red then marks "
                "those beyond the fewest its words need. Measured pattern by pattern against Nsight Compute.")
+    ui.animation_exports(lambda: bank_figures.bank_figure(shown, label, True, duration),
+                         f"Bank conflicts: {label}, M = N = K = {size}")
     # The picture is the source's accesses; where nvcc merged them, the hardware's differ: say so here.
     listing = cached.sass_listing(trace.launches[-1].file, trace.problem.params)
     merged = sorted({op for ts in trace.sites if ts.site.space == "shared" and ts.site.op == "load" and ts.site.width == 1
                      for op in listing.get("by_line", {}).get(ts.site.line, {}) if op in analysis.VECTOR_WIDTH})
     if merged:
-        st.info(f"This picture shows {kernel}'s shared loads as written, one 32-bit read per access. nvcc compiled "
+        top.info(f"This picture shows {kernel}'s shared loads as written, one 32-bit read per access. nvcc compiled "
                 f"them into {', '.join(merged)}: each thread's reads of neighbouring words are one instruction, served "
                 "as the table below counts them (\"as compiled\"), which is what Nsight Compute measures.",
                 icon=":material/memory:")
@@ -71,7 +76,8 @@ whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shar
                    size, params, spec.default_block)
 left, right = st.columns([1.3, 1])
 left.plotly_chart(bank_figures.ways_histogram(whole, view_state.presenter()), width="stretch")
-right.dataframe(whole.table, hide_index=True, width="stretch")
+# The table under them, at full width: in a column beside the chart it lost its last columns
+ui.fitting_table(whole.table, hide_index=True, width="stretch")
 right.caption("As written: one 32-bit read per access. As compiled: what `" +
               views.ncu_command("shared", "load", ("requests", "wavefronts", "bank_conflicts")) + "` reads.")
 for note in whole.notes:

@@ -45,7 +45,7 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
         st.plotly_chart(fig, width="stretch", config=config, key=f"{key}-{name}")
         if name == "percent_of_cublas":   # what every % depends on, under the chart too (and in its picture)
             st.caption("  \n".join(schema.plain(charts.measured_with(p, charts.run_rows(df, p))) for p in provs))
-    st.dataframe(benchmark.table(df), hide_index=True, width="stretch",
+    ui.fitting_table(benchmark.table(df), ("GPU", "kernel", "GFLOP/s", "% of cuBLAS"), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in NUMBER_FORMATS.items()})
     ladder = df["kernel"].isin([k.name for k in registry.LADDER]).any()
     st.caption(heading + (" " + charts.LABEL_KEY if ladder else ""))
@@ -57,7 +57,7 @@ def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
     def named(filename: str) -> str:
         stem, dot, suffix = filename.rpartition(".")
         return f"{stem}-{run}{dot}{suffix}" if run else filename
-    a, b, c = st.columns(3)
+    a, b, c = st.columns([1, 1.4, 1.8])   # each label whole at 1280 px with the sidebar open
     a.download_button("Data as CSV", export.results_csv(rows, prov), named(export.file_stem("results", prov) + ".csv"),
                       "text/csv", key=f"csv-{key}")
     b.download_button("Data as JSON (with provenance)", json.dumps(schema.to_document(rows, prov), indent=1,
@@ -134,7 +134,7 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
     table = claim_checks.cuda_table(df, peaks)
     st.markdown(f"- *{claim_texts.MEASURED['cuda_table']}*  \n  {claim_checks.cuda_table_check()}  \n  "
                 f"{claim_checks.cuda_table_here(table, schema.plain)}  \n  {claim_checks.tensor_cores_here(table, schema.plain)}")
-    st.dataframe(table.table, hide_index=True, width="stretch", column_config=config)
+    ui.fitting_table(table.table, hide_index=True, width="stretch", column_config=config)
     st.caption("The same kernels here: " + claim_checks.cuda_table_kernels() + " % of this GPU's peak: FP32 from its "
                "attributes, TF32 and FP16 (dense, on tensor cores) from NVIDIA's datasheet. Peaks in TFLOP/s."
                + "".join(f"  \n{line}." for line in table.missing) + added)
@@ -143,7 +143,7 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
     st.markdown(f"- *{claim_texts.MEASURED['divisible']}*" +
                 (f"  \n  {claim_checks.divisible_here(sizes, schema.plain)}" if len(sizes.table) else ""))
     if len(sizes.table):
-        st.dataframe(sizes.table, hide_index=True, width="stretch", column_config=config)
+        ui.fitting_table(sizes.table, hide_index=True, width="stretch", column_config=config)
     st.caption(f"Each size N is N³ (M = N = K); ÷16 sizes are multiples of 8 too. Speeds within "
                f"{claim_checks.SAME_WITHIN:.0%} are called the same." + "".join(f"  \n{line}." for line in sizes.missing) + added)
     df = all_rows
@@ -151,7 +151,7 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
     st.markdown(f"- *{claim_texts.MEASURED['non_square']}*  \n  {claim_checks.non_square_check()}  \n  "
                 f"{claim_checks.non_square_here(headline, schema.plain)}")
     if len(headline.table):
-        st.dataframe(headline.table, hide_index=True, width="stretch", column_config=config)
+        ui.fitting_table(headline.table, hide_index=True, width="stretch", column_config=config)
     if headline.missing:
         st.caption("  \n".join(f"{line}." for line in headline.missing))
 
@@ -200,7 +200,7 @@ def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, 
     st.plotly_chart(fig, width="stretch", key=f"sweep-figure-{rung}", config={"displaylogo": False, "toImageButtonOptions": {
         "format": "png", "width": 1200, "height": 700,
         "filename": export.chart_filename(f"autotuning-{rung.replace(' ', '-')}", [gpu], [p.get("date") for p in provs])}})
-    st.dataframe(tuning.summary(found), hide_index=True, width="stretch",
+    ui.fitting_table(tuning.summary(found), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
     for v in found:
         (st.markdown if v.default_wins else st.warning)(v.text())

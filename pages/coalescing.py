@@ -1,6 +1,7 @@
 """Coalescing: step through one warp's global loads and stores, two kernels side by side."""
 import streamlit as st
 
+from engine import animations
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import coalescing_figures
@@ -10,17 +11,21 @@ ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and wri
               "instruction: the 32-byte sectors their addresses fall in decide how many memory transactions one "
               "load costs.")
 
-WINDOW = 160   # instructions per animation: long traces are windowed, never sent whole
+WINDOW = animations.COALESCING_WINDOW   # long traces are windowed, never sent whole
 kernels = registry.showing("coalescing")
 shapes = [f"{x}x{y}" for x, y in registry.NAIVE_BLOCKS]
+top = ui.figure_first()
 with ui.controls():
-    c0, c1, c2, c3, c4, c5 = st.columns([2.2, 2.2, 1, 1, 1, 1])
+    # the kernels on a row of their own: beside the sizes their names were cut ('…walks r')
+    c0, c1 = st.columns(2)
+    c2, c3, c4, c5 = st.columns(4)
     # The catalog lists the lanes-on-rows mapping first and the coalesced one second: the lesson, side by side.
     first = c0.selectbox("Kernel", kernels, key=view_state.state("kernel", kernels[0], kernels),
                          format_func=ui.kernel_label)
     options = ["(none)"] + kernels
     second = c1.selectbox("Side by side with", options, key=view_state.state("compare", kernels[1], options),
-                          format_func=lambda k: k if k == "(none)" else ui.kernel_label(k))
+                          # its title alone: with its documents' names it was cut at half width
+                          format_func=lambda k: k if k == "(none)" else registry.get(k).title)
     # 32x32 by default: a warp is then one row of the block, so lanes-on-rows touches 32 rows of A
     # (32 sectors) while lanes-on-columns reads one 128-byte line of B (4 sectors).
     block_text = c2.selectbox("Block", shapes, key=view_state.state("block", "32x32", shapes),
@@ -50,7 +55,7 @@ with ui.controls():
     first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW,
                                  key=view_state.state("from", 1, lo=1, hi=max(total0, 1)),
                                  help=f"the animation shows up to {WINDOW} instructions at a time") - 1
-    duration = view_state.speed_control(d5, {"slow": 700, "normal": 300, "fast": 60})
+    duration = view_state.speed_control(d5, animations.SPEEDS["coalescing"])
     view_state.remember(bx=bx, by=by, warp=warp, **{"from": first_step + 1})
 
 panels = []
@@ -60,14 +65,18 @@ for name in chosen:
     if panel.steps:
         panels.append(panel)
     else:
-        st.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
+        top.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
 
 if panels:
-    st.plotly_chart(cached.figure(lambda: coalescing_figures.coalescing_figure(panels, view_state.presenter(), duration)), width="stretch",
+    def build(presenter: bool):
+        return coalescing_figures.coalescing_figure(panels, presenter, duration)
+    top.plotly_chart(cached.figure(lambda: build(view_state.presenter())), width="stretch",
                     config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
-    st.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
+    top.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "
                "side by side (outlined red where touched), so the sectors and lines of the headline can be counted.")
+    ui.animation_exports(lambda: build(True), f"Coalescing: {' beside '.join(p.kernel for p in panels)} at {m}x{n}x{k}, "
+                         f"block {block_text}, warp {warp}")
 
 st.subheader("Whole kernel, as Nsight Compute counts it")
 whole = {name: ui.trace_or_stop(name, m, n, k, params[name], block) for name in chosen}

@@ -4,6 +4,7 @@ ldmatrix's banks without and with the swizzle, the rungs' speed against cuBLAS, 
 sizes that are not multiples of 8 beside a rung that has none (recorded)."""
 import streamlit as st
 
+from engine import animations
 from engine.bench import benchmark, schema, speeds, tuning
 from engine.kernels import documents, registry
 from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
@@ -25,7 +26,7 @@ with ui.controls():
                            help="The lane the map opens on. Play, Step and the slider move on from it; once the "
                                 "map stands still, the page's link follows it, so a reload or a copied link opens "
                                 "on the lane shown.")
-    speed = view_state.speed_control(c3, {"slow": 1200, "normal": 600, "fast": 250})
+    speed = view_state.speed_control(c3, animations.SPEEDS["tensor_cores"])
     view_state.remember(rung=rung, operand=operand, lane=lane)
 
 # ------------------------------------------------------------------ 1. the document's WMMA kernel
@@ -92,6 +93,9 @@ st.plotly_chart(fragment_map, width="stretch", config=CHART, key="tc-fragment")
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
            "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ... (two names in a "
            "cell where WMMA's fragment holds the element twice)")
+ui.animation_exports(lambda: tensor_figures.fragment_figure(operand, recorded, recorded_fragments.owners(operand), lane, True,
+                                                            speed, "lane"),
+                     f"Tensor cores: who holds what, {op.label}")
 
 # ------------------------------------------------------------------ 4. ldmatrix banks
 st.subheader("4. ldmatrix's rows on the banks, without and with the swizzle")

@@ -1,6 +1,7 @@
 """Tile phases: what one block of C loads into shared memory, phase by phase, from its trace."""
 import streamlit as st
 
+from engine import animations
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import tile_phase_figures
@@ -11,11 +12,13 @@ ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block o
               "and move on.")
 
 tiled = registry.showing("tile_phases")
+top = ui.figure_first()
 with ui.controls():
-    c0, c1, c2, c3, c4 = st.columns([2.2, 1, 1, 1, 1])
-    kernel = c0.selectbox("Kernel", tiled, key=view_state.state("kernel", tiled[0], tiled),
+    # the kernel on a row of its own: beside the sizes its name was cut
+    kernel = st.selectbox("Kernel", tiled, key=view_state.state("kernel", tiled[0], tiled),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
+    c1, c2, c3, c4 = st.columns(4)
     m = c1.number_input("M", 1, 128, key=view_state.state("m", 40, lo=1, hi=128))
     n = c2.number_input("N", 1, 128, key=view_state.state("n", 40, lo=1, hi=128))
     k = c3.number_input("K", 1, 128, key=view_state.state("k", 40, lo=1, hi=128))
@@ -27,20 +30,22 @@ with ui.controls():
     # The last block by default: it overhangs the matrices when sizes are not multiples of TILE.
     bx = d1.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", grid[0] - 1, lo=0, hi=grid[0] - 1))
     by = d2.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", grid[1] - 1, lo=0, hi=grid[1] - 1))
-    duration = view_state.speed_control(d3, {"slow": 1600, "normal": 900, "fast": 300})
+    duration = view_state.speed_control(d3, animations.SPEEDS["tile_phases"])
     view_state.remember(bx=bx, by=by)
     trace, _ = ui.trace_or_stop(kernel, m, n, k, params, spec.default_block, ((bx, by),))   # the block shown
     server.offer(tiled, {"TILE": spec.params["TILE"]})   # the other kernel and TILEs, compiled ahead
 
 view = views.tile_view(trace, bx, by)
 fig = cached.figure(lambda: tile_phase_figures.tile_phase_figure(view, view_state.presenter(), duration))
-st.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
+top.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
 (r0, r1), (c0, c1) = view.rows, view.cols
-st.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}-{min(c1, n) - 1} of C. "
+top.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}-{min(c1, n) - 1} of C. "
            "Blue: the tiles it loads in this phase. " +
            ("Red, dotted: the part of a tile past the edge of the matrix, which the guards fill with zeros "
             "so the products there add nothing." if view.zero_filled else
             "This block's tiles lie inside the matrices: pick the last block to see zero-filled edges."))
+ui.animation_exports(lambda: tile_phase_figures.tile_phase_figure(view, True, duration),
+                     f"Tile phases: {kernel} at {m}x{n}x{k}, TILE {tile}, block ({bx}, {by})")
 
 st.subheader("Global reads: tiled against naive, counted in the traces")
 reads = ui.or_stop(f"Counting the global reads of {kernel} and of the naive kernel at {m}x{n}x{k}",

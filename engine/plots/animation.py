@@ -16,11 +16,16 @@ sizes are engine/plots/style.py's, as for every figure.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import plotly.graph_objects as go
 
 from engine.plots import style
 from engine.plots.style import Sizes
 
+# Step buttons and arrow keys for every animated figure: the pages add it once (pages/lib/ui.py), the
+# exported HTML player carries it (engine/plots/movie.py).
+PLAYER_JS = Path(__file__).with_name("player.js").read_text()
 CONTROLS_PX = 86          # below the plot: the slider, then Play / Pause / Step buttons
 
 
@@ -58,13 +63,18 @@ def headline_trace(text: str, xref: str, yref: str, size: int) -> go.Scatter:
 
 def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redraw: bool,
              plot_px: float, url_key: str = "") -> dict:
-    """Play / Pause / one step back / one step on (pages/lib/player.js does the steps), and a slider
+    """Play / Pause / one step back / one step on (player.js does the steps), and a slider
     whose steps are the frames themselves, so it follows the animation and scrubs it. url_key: the
     page's query parameter that names the frame shown (frame names are its values), which the player
     keeps at the frame the figure stands still at."""
     args = lambda d: {"frame": {"duration": d, "redraw": redraw}, "mode": "immediate",  # noqa: E731
                       "transition": {"duration": 0}}
     font = st.base
+    # The first and last tick labels are centred on the rail's ends: half of each would stand past the
+    # figure's edges ('3 comput') without this room (a glyph is about 0.6 em)
+    shown = _sparse(labels)
+    half = lambda label: round(0.3 * max(font - 3, st.least) * len(label))   # noqa: E731
+    ends = {"l": half(shown[0]) if shown else 0, "r": half(next((lab for lab in reversed(shown) if lab), ""))}
     below = lambda px: -px / plot_px   # noqa: E731 - paper coordinates of a point px below the plot
     return {
         # (the buttons sit lower as the fonts grow, so presenter mode's slider labels stay clear of them)
@@ -76,11 +86,11 @@ def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redr
                                      {"label": "❚❚ Pause", "method": "animate", "args": [[None], args(0)]},
                                      {"label": "◀ Step", "method": "skip", "args": []},
                                      {"label": "Step ▶", "method": "skip", "args": []}]}],
-        "sliders": [{"active": 0, "x": 0, "len": 1, "y": below(4), "yanchor": "top", "pad": {"t": 0, "b": 0},
+        "sliders": [{"active": 0, "x": 0, "len": 1, "y": below(4), "yanchor": "top", "pad": {"t": 0, "b": 0, **ends},
                      "currentvalue": {"visible": False}, "ticklen": 3, "minorticklen": 0,
-                     "font": {"size": max(font - 3, 9)},
+                     "font": {"size": max(font - 3, st.least)},
                      "steps": [{"label": lab, "method": "animate", "args": [[name], args(0)]}
-                               for name, lab in zip(names, _sparse(labels))]}],
+                               for name, lab in zip(names, shown)]}],
         **({"meta": {"url_key": url_key}} if url_key else {}),
     }
 

@@ -22,7 +22,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     steps, layers, total, what = shown.steps, shown.layers, shown.total, shown.what
     max_layer = max((int(max(l["layer"])) for l in layers), default=0)
     head_px = 48 if presenter else 44
-    body_px = 400 if presenter else 420
+    body_px = 400   # with the headline and the player, Play stays on a 720 px screen under the title
     fig, plot_px, frac = headed_figure(head_px, body_px, st)
     x_banks, x_code = (0.035, .6), (.63, 1)
     body = (0, 1 - frac(head_px) - frac(st.base + 12))   # room for the bank numbers above
@@ -46,7 +46,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
                              hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(xaxis=bx_, yaxis=by_, mode="markers", marker={"symbol": "square", "size": square},
                              hovertemplate="%{customdata}<extra></extra>", showlegend=False))
-    view, font = fit_code(source_lines(shown.file), {s.line for s in steps}, (x_code[1] - x_code[0]) * st.width,
+    view, font = fit_code(source_lines(shown.file), {s.line for s in steps}, (x_code[1] - x_code[0]) * st.narrowest,
                           body_px, st)
     cx, cy = axis(fig, 3, x_code, body, (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(highlight_trace(view, steps[0].line, cx, cy))

@@ -30,7 +30,8 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
     """
     st = style.sizes(presenter)
     n = len(panels)
-    body_px = (180 if presenter else 250) if n == 2 else 330
+    # two panels stacked fit one 1280x720 screen with the title and Play in either mode
+    body_px = (180 if presenter else 175) if n == 2 else 330
     head_px, gap_px = (44, 10) if presenter else (42, 18)
     title_px = st.base + 8                       # the names above the matrices and the strip
     plot_px = n * (head_px + body_px) + (n - 1) * gap_px
@@ -80,7 +81,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
         strips.append(_StripPlace(x_strip, body_top + title_px, row_px,
                                   min((x_strip[1] - x_strip[0]) * st.width / 37, row_px) * .8))
         # source
-        view, font = fit_code(source_lines(p.file), {s.line for s in p.steps}, (x_code[1] - x_code[0]) * st.width,
+        view, font = fit_code(source_lines(p.file), {s.line for s in p.steps}, (x_code[1] - x_code[0]) * st.narrowest,
                               body_px, st)
         code_px = body_px / max(view.n_rows, body_px / (font * 1.45))
         place = lambda row, top=body_top, h=code_px: top + (row + .5) * h   # noqa: E731

@@ -79,9 +79,9 @@ def code_window(lines: list[str], wanted: set[int], max_rows: int, chars: int, s
 
 
 def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: float, st: Sizes) -> tuple[CodeView, int]:
-    """The largest code font (down to 3 points below the page's) at which the whole kernel fits the
-    column; below that, the page's smallest font and a window around the highlighted lines."""
-    for font in range(st.code, st.code - 4, -1):
+    """The largest code font (down to 3 points below the page's, never under st.least) at which the
+    whole kernel fits the column; below that, the smallest and a window around the highlighted lines."""
+    for font in range(st.code, max(st.code - 4, st.least - 1), -1):
         rows, chars = int(height_px / (font * 1.45)), chars_fitting(width_px, font)
         view = code_view(lines, chars, strip_comments=st.presenter)
         if view.n_rows <= rows:

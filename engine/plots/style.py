@@ -40,6 +40,7 @@ SLOT_LINE = "#cccccc"                      # a sector slot nothing touches
 WIRE = "rgba(80,80,80,0.5)"                # lane-to-bank wires
 HIGHLIGHT = "rgba(255, 200, 0, 0.45)"      # the source line a frame is at (the browser tests look for it)
 NOTE_BACKGROUND = "rgba(255,255,255,0.85)"
+PAGE_BACKGROUND = "#fff"                   # behind an exported animation (engine/plots/movie.py)
 BAR_TEXT = "white"                         # a label inside a filled bar
 LANE_SCALE = "Turbo"                       # lane 0..31 as a colour
 
@@ -55,7 +56,8 @@ class Sizes:
     is planned for (the page's content width at 1280 px: with the sidebar, or without it in presenter
     mode); marker sizes are in pixels, so they are worked out from it. `base`, `headline` and `code`
     are the trace figures' text sizes; `chart` the benchmark charts' (full-width, so larger); small
-    figures grow by `scale`."""
+    figures grow by `scale`; `least` is the smallest text a figure may draw (a projector's is 14 px, read
+    from the back of a room)."""
     presenter: bool
     width: int
     base: int
@@ -63,10 +65,15 @@ class Sizes:
     code: int
     chart: int
     scale: float
+    least: int = 9
+    # The narrowest the figure is drawn: the main column at 1280 px with the sidebar open, in either mode
+    # (presenter mode folds the sidebar, but a presenter may open it). Text that must not run past the
+    # figure's edge (source listings, headlines) is fitted to it.
+    narrowest: int = 820
 
 
 SCREEN = Sizes(False, 820, 12, 14, 11, 14, 1.0)
-PRESENTER = Sizes(True, 1100, 16, 17, 13, 23, 1.3)
+PRESENTER = Sizes(True, 1100, 16, 17, 14, 23, 1.3, 14)
 EXPORT_FONT = 13   # a benchmark chart saved as a 1200x700 picture
 
 
@@ -84,6 +91,12 @@ def apply(fig: go.Figure, font: int, **layout) -> go.Figure:
     """The template, text of `font` points (hover labels too), and the figure's own layout on top."""
     fig.update_layout(template=TEMPLATE, font={"family": FONT_FAMILY, "size": font},
                       hoverlabel={"font": {"size": font}}, **layout)
+    # Streamlit's chart theme draws tick labels at 12 px unless the figure names their size: on a
+    # projector that is under the 14 px a room reads
+    fig.for_each_xaxis(lambda a: a.update(tickfont={"size": font}) if a.tickfont.size is None else None)
+    fig.for_each_yaxis(lambda a: a.update(tickfont={"size": font}) if a.tickfont.size is None else None)
+    if fig.layout.legend.font.size is None:   # the theme's legend is 12 px too
+        fig.update_layout(legend_font_size=font)
     return fig
 
 

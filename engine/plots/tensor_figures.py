@@ -169,10 +169,11 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     one frame per lane, that lane's cells filled and labelled with its element order (x0, x1, ...)."""
     st = style.sizes(presenter)
     rows, cols = OPERANDS[operand].shape
-    # Cells big enough to read across a room: 16 rows of 30 px (34 presenting) fill most of a
-    # 720 px screen's height, with room for two register names in a cell.
+    # Cells big enough to read across a room: 16 rows of 30 px fill most of a 720 px screen's height
+    # with the headline, the column numbers and the player (34 px presenting pushed Play off it),
+    # with room for two register names in a cell.
     twice = len(recorded[0]) > len({(int(r), int(c)) for r, c in recorded[0]})   # WMMA's A and B: a second line
-    head_px, tick_px, cell = (64 if twice else 40), 24, (34 if presenter else 30)
+    head_px, tick_px, cell = (64 if twice else 40), 24, 30
     body_px = rows * cell + 8
     plot_px = head_px + tick_px + body_px
     fig = AnimatedFigure()
@@ -185,7 +186,7 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     gx, gy = axis(fig, 2, (left, min(1.0, left + width * 1.02)), (0, 1 - (head_px + tick_px) / plot_px),
                   (-0.5, cols - 0.5), (rows - 0.5, -0.5))
     ticks = {"visible": True, "showgrid": False, "zeroline": False, "showline": False, "ticks": "",
-             "tickmode": "linear", "tick0": 0, "dtick": 1, "tickfont": {"size": max(st.base - 3, 9), "color": style.NOTE_INK}}
+             "tickmode": "linear", "tick0": 0, "dtick": 1, "tickfont": {"size": max(st.base - 1, st.least), "color": style.NOTE_INK}}
     fig.layout[gx.replace("x", "xaxis")].update(side="top", **ticks)
     fig.layout[gy.replace("y", "yaxis")].update(**ticks)
     fig.add_trace(headline_trace("", hx, hy, st.headline))

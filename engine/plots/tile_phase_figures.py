@@ -67,7 +67,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
                              hovertemplate="C[%{y}][%{x}] = %{marker.color:.3f}<extra></extra>"))
     sums = len(fig.data) - 1
     x_code = (.64, 1)
-    view, font = fit_code(source, {load_line, compute_line}, (x_code[1] - x_code[0]) * st.width, body_px, st)
+    view, font = fit_code(source, {load_line, compute_line}, (x_code[1] - x_code[0]) * st.narrowest, body_px, st)
     sx, sy = axis(fig, 5, x_code, (0, 1 - frac(head_px)), (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(highlight_trace(view, load_line, sx, sy))
     lit = len(fig.data) - 1
@@ -100,13 +100,15 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
 
 
 def tile_note(ph, stage: str, n_phases: int, line: int) -> str:
+    # Two lines of about equal length: each fits the figure at its narrowest (style.Sizes.narrowest);
+    # the whole sentence on the first ran past its edge ('overhang,then')
     head = f"phase {ph.phase + 1} of {n_phases} · line {line} · "
     if stage == "load":
         zeros = f", stores {ph.zero_filled} zeros for the overhang" if ph.zero_filled else ""
-        return (head + f"<b>load</b>: the block reads {ph.a_loaded} elements of A and {ph.b_loaded} of B into "
-                f"shared memory{zeros},<br>then waits at __syncthreads()")
-    return head + (f"<b>compute</b>: every thread adds {ph.a_cols[1] - ph.a_cols[0]} products from shared memory "
-                   "to its sum<br>(the C tile shows the block's partial sums after this phase)")
+        return (head + f"<b>load</b>: the block reads {ph.a_loaded} elements of A and {ph.b_loaded} of B<br>"
+                f"into shared memory{zeros}, then waits at __syncthreads()")
+    return head + (f"<b>compute</b>: every thread adds {ph.a_cols[1] - ph.a_cols[0]} products from shared memory"
+                   "<br>to its sum (the C tile shows the block's partial sums after this phase)")
 
 
 def reads_bar(counts: dict[str, int], presenter: bool = False) -> go.Figure:

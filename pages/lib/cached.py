@@ -18,6 +18,7 @@ from engine.errors import EngineError
 from engine.kernels import registry, sass
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis, ncu_reference, rung_counts, views
+from engine.plots import movie
 from engine.tracing import plan, tracer
 from pages.lib import view_state
 from pages.lib.slots import LINE, heavy, off_page_slot, shared_wait
@@ -170,6 +171,17 @@ def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress
     key = ("chart_files", export.run_digest(rows, prov), tuple(formats))
     return _heavy_get(EXPORTS, key, lambda: export.chart_files(rows, prov, formats, progress), "export",
                       lambda: export.CHART_FILES_BYTES, "Making the chart files", keep=lambda made: not made[1])
+
+
+def animation_file(fmt: str, build, title: str, progress) -> bytes:
+    """The page's animation as a file (engine/plots/movie.py), made once for every session asking for
+    the same view in the same format; the GIF and MP4 in the line (Chromium and the encoding are
+    seconds of both cores). build() makes the figure, in presenter sizing."""
+    key = ("animation", st.session_state.get("_page"), view_state.saved(), fmt, tracer.resolve_source("auto"))
+    if fmt == "html":   # no browser, no encoding: the figure and plotly.js written out
+        return EXPORTS.get(key, lambda: movie.export(build(), fmt, title))
+    return _heavy_get(EXPORTS, key, lambda: movie.export(build(), fmt, title, progress), "export",
+                      lambda: movie.EXPORT_BYTES, f"Making the {fmt.upper()}")
 
 
 LINE.held = _held

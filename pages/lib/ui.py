@@ -6,6 +6,8 @@ figure from engine/plots/.
 """
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -14,10 +16,10 @@ from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
+from engine.plots import animation, movie
 from engine.tracing import tracer
 from pages.lib import cached, routing, server, view_state
 
-PLAYER_JS = Path(__file__).with_name("player.js").read_text()
 # Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced
 # and drawn: on a browser's first visit that is seconds of JavaScript left until last. The player
 # starts fetching it at once, in parallel with the server's work (same file, so loaded once).
@@ -62,7 +64,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                        "figures sized to fit the screen with the Play button in view.")
         mode_banner()
     st.query_params["presenter"] = "1" if on else "0"
-    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{PLAYER_JS}</script>",
+    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{animation.PLAYER_JS}</script>",
             unsafe_allow_javascript=True)
     # A dashboard, not a document: less empty space above the title, so more of the figure shows.
     st.html("<style>.block-container {padding-top: 3.2rem !important; padding-bottom: 1rem !important;}"
@@ -71,7 +73,9 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                ".stCode code {font-size: 1.2rem !important;}"
                # st.table's cells and captions stay at the app's 14 px otherwise: too small on a projector
                "[data-testid='stTable'] td, [data-testid='stTable'] th {font-size: 1.15rem !important;}"
-               "[data-testid='stCaptionContainer'] {font-size: 1.05rem !important;}" if on else
+               "[data-testid='stCaptionContainer'] {font-size: 1.05rem !important;}"
+               # inline code is drawn smaller than its text (12 px in a caption): not on a projector
+               "[data-testid='stMain'] code {font-size: max(0.9em, 14px) !important;}" if on else
                "h1 {font-size: 2.2rem !important; padding: 0 0 .3rem 0 !important;}") + "</style>")
     st.title(title)
     if not on:   # in presenter mode the figure's own headline says it, in bigger letters
@@ -80,6 +84,43 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
 
 def _flip_presenter() -> None:
     st.session_state["presenter_mode"] = st.session_state["_presenter_widget"]
+
+
+# The main column at 1280 px with the sidebar open (818 px), less the table's own margins.
+TABLE_PX = 790
+
+
+def _column_px(df, column) -> float:
+    """About how wide Streamlit's table draws a column: its longest text at 14 px, and padding."""
+    def text(v):
+        return f"{v:,.2f}" if isinstance(v, float) else str(v)
+    longest = max([len(str(column))] + [len(text(v)) for v in df[column].head(200)])
+    return 7.5 * longest + 22
+
+
+def fitting_table(df, lead: tuple[str, ...] = (), **kwargs) -> None:
+    """A table whose columns all show on a 1280 px screen with the sidebar open: the columns named in
+    `lead` (those that are there), then the others in order, as many as fit; where some do not, every
+    column in an expander under it (there the table scrolls sideways). Drawn whole, the last columns
+    were out of sight ('253…', the V100 table's last)."""
+    keep, used = [], 0.0
+    for column in [c for c in lead if c in df.columns] + [c for c in df.columns if c not in lead]:
+        used += _column_px(df, column)
+        if used > TABLE_PX and keep:
+            break
+        keep.append(column)
+    st.dataframe(df[keep], **kwargs)
+    if len(keep) < len(df.columns):
+        with st.expander(f"Every column ({len(df.columns)}, {len(df.columns) - len(keep)} more: the table scrolls "
+                         "sideways)"):
+            st.dataframe(df, **kwargs)
+
+
+def figure_first():
+    """Where a page's animated figure goes: above its controls (the page fills it once they are read),
+    so that the title, the figure and its Play button share the first 1280x720 screen in both modes;
+    with the controls above, Play was below it in normal mode."""
+    return st.container()
 
 
 def controls(label: str = "Controls"):
@@ -129,6 +170,38 @@ def trace_or_stop(kernel: str, m: int, n: int, k: int, params: dict[str, int], b
     what = (f"Tracing {kernel} at {m}x{n}x{k}" + "".join(f", {name} {value}" for name, value in params.items())
             + where + f" ({'CPU' if tracer.resolve_source(source) == 'cpu' else 'GPU'})")
     return or_stop(what, cached.trace, kernel, m, n, k, params, block, blocks, source)
+
+
+def animation_exports(build, title: str) -> None:
+    """Under an animated figure: its animation for slides as an animated GIF, an MP4 or an offline
+    HTML player, at 1280x720 and the page's speed, frame for frame what the figure plays. build()
+    makes the figure in presenter sizing (a slide is a projector's screen)."""
+    with st.expander("Export this animation for slides: GIF, MP4 or an offline HTML player"):
+        cols = st.columns(3)
+        # every button drawn first (a click is one button's, on the rerun it starts)
+        asked = [fmt for fmt, col in zip(movie.FORMATS, cols)
+                 if col.button(f"Make {EXPORT_NAMES[fmt]}", key=f"animation-{fmt}")]
+        if not asked:
+            return
+        fmt = asked[0]
+        started = time.perf_counter()
+        with st.status(f"Making the {EXPORT_NAMES[fmt]}: Chromium steps through the frames", expanded=False) as box:
+            bar = st.progress(0.0)
+            try:
+                data = cached.animation_file(fmt, build, title, lambda done, total: bar.progress(
+                    done / total, f"frame {done} of {total}"))
+            except EngineError as exc:
+                box.update(label=str(exc), state="error")
+                return
+            box.update(label=f"Made the {EXPORT_NAMES[fmt]} ({len(data) / 2**20:.1f} MB) in "
+                             f"{time.perf_counter() - started:.1f} s", state="complete")
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", title).strip("-.")[:120]
+        cols[list(movie.FORMATS).index(fmt)].download_button(
+            f"Download {name}.{fmt}", data, f"{name}.{fmt}", movie.FORMATS[fmt], on_click="ignore",
+            key=f"animation-download-{fmt}")
+
+
+EXPORT_NAMES = {"gif": "GIF", "mp4": "MP4", "html": "HTML player"}
 
 
 def kernel_label(name: str) -> str:

@@ -1,4 +1,5 @@
-// The explorer's animation player, added once to the page by pages/lib/ui.py.
+// The explorer's animation player, added once to the page by pages/lib/ui.py and carried by the
+// exported HTML player (engine/plots/movie.py).
 // Plotly's own controls give Play, Pause and a slider; this adds what they lack:
 //  - "◀ Step" / "Step ▶" buttons (updatemenu buttons with method "skip", which Plotly leaves to us):
 //    they move one frame from the slider's current position, with the same redraw setting as Play;

@@ -1,0 +1,107 @@
+"""Every page on a projector's 1280x720 screen, in normal and presenter mode, with the sidebar open and
+closed, measured in Chromium (tests/layout.js): nothing cut off (figure text past its figure, text past
+the screen, truncated labels, tables scrolling sideways), no two text boxes on each other, every label
+at least 14 px in presenter mode (Plotly's SVG text included), and the title, the figure and its Play
+button on one screen. One server and one browser for all; one page load per page and mode, the
+sidebar toggled in place. Screenshots go to $MATMUL_EXPLORER_SCREENSHOTS (CI: screenshots/).
+"""
+from pathlib import Path
+
+import pytest
+
+from tests import browser
+
+pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+LAYOUT_JS = Path(__file__).with_name("layout.js").read_text()
+PAGES = ["", "coalescing", "tile_phases", "bank_conflicts", "ladder", "tensor_cores", "benchmarks"]
+PRESENTER_MIN_PX = 14
+ANIMATED = ["coalescing", "tile_phases", "bank_conflicts"]   # the figure a page opens on plays
+
+
+def ready(page, name: str) -> None:
+    page.wait_for_selector("h1", timeout=60000)
+    if name:
+        browser.wait_for_chart(page)
+    browser.wait_idle(page, timeout_ms=180000)
+    page.wait_for_timeout(600)   # the figures' responsive relayout after the last element arrives
+
+
+def sidebar_open(page, want: bool) -> None:
+    """Opens or closes the sidebar with its own buttons, as a person does."""
+    bar = page.locator("[data-testid='stSidebar']")
+    is_open = bar.count() > 0 and bar.get_attribute("data-collapsed") == "false"
+    if is_open == want:
+        return
+    if want:
+        page.locator("[data-testid='stExpandSidebarButton']").first.click()
+    else:
+        bar.hover()
+        page.locator("[data-testid='stSidebarCollapseButton'] button").first.click()
+    page.wait_for_function(f"document.querySelector(\"[data-testid='stSidebar']\").dataset.collapsed === "
+                           f"'{str(not want).lower()}'", timeout=10000)
+    page.wait_for_timeout(900)   # the slide, then the figures redraw at their new width
+
+
+def problems(page, name: str, presenter: bool) -> list[str]:
+    """Everything wrong with the screen as shown now, one line each."""
+    m = page.evaluate(LAYOUT_JS, PRESENTER_MIN_PX if presenter else 0)
+    out = [f"cut off: {c}" for c in m["cut"]] + [f"overlap: {o}" for o in m["overlaps"]]
+    out += [f"under {PRESENTER_MIN_PX} px: {s}" for s in m["small"]]
+    vh = m["vh"]
+    if not m["h1"] or m["h1"]["y"] < 0 or m["h1"]["b"] > vh:
+        out.append(f"the title is not on the screen: {m['h1']}")
+    if name in ANIMATED:   # the page's lesson: its figure and Play under the title, on the first screen
+        if not m["plot"] or m["plot"]["y"] >= vh - 100:
+            out.append(f"the figure starts below the screen: {m['plot']}")
+        if not m["play"] or m["play"]["b"] > vh:
+            out.append(f"Play is below the screen: {m['play']}")
+    return out
+
+
+def fragment_map_fits(page) -> list[str]:
+    """Tensor cores' fragment map (section 3), scrolled to: the map and its Play button on one screen."""
+    plot = page.locator(".js-plotly-plot", has=page.locator(".updatemenu-button")).first
+    plot.evaluate("(el) => el.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)
+    box = plot.bounding_box()
+    play = plot.locator(".updatemenu-button", has_text="Play").bounding_box()
+    return [] if box["y"] >= -1 and play["y"] + play["height"] <= browser.VIEW["height"] else \
+        [f"the fragment map and its Play button take {play['y'] + play['height'] - box['y']:.0f} px of a 720 px screen"]
+
+
+# Found by this test and not fixed yet; strict, so each is noticed when it is fixed.
+KNOWN = {
+    ("tile_phases", "presenter"): "with the sidebar open, the reads bar's two labels run into each other",
+    ("ladder", "normal"): "with the sidebar open, the Rung select's label is cut",
+    ("ladder", "presenter"): "with the sidebar open, the speed chart's bar labels run into each other",
+    ("tensor_cores", "normal"): "the fragment map's owner labels stay under the lane's register names; the speed "
+                                "chart's bar labels run into each other",
+    ("tensor_cores", "presenter"): "as in normal mode, and the hierarchy's block label runs past its figure",
+    ("benchmarks", "normal"): "with the sidebar closed, a point label stands on the roofline's axis title",
+    ("benchmarks", "presenter"): "the charts' provenance notes and some legend entries run past the figure",
+}
+
+
+def layout_cases():
+    for name in PAGES:
+        for mode in ("normal", "presenter"):
+            why = KNOWN.get((name, mode))
+            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            yield pytest.param(name, mode, marks=marks, id=f"{name or 'home'}-{mode}")
+
+
+@pytest.mark.parametrize("name, mode", list(layout_cases()))
+def test_every_page_fits_a_1280x720_screen(server, page, shots, name, mode):
+    presenter = mode == "presenter"
+    page.goto(f"{server}/{name}?presenter={int(presenter)}")
+    ready(page, name)
+    found = {}
+    for state in ("open", "closed"):
+        sidebar_open(page, state == "open")
+        page.screenshot(path=str(shots / f"layout-{name or 'home'}-{mode}-sidebar-{state}.png"))
+        found[state] = problems(page, name, presenter)
+        if name == "tensor_cores":
+            found[state] += fragment_map_fits(page)
+            page.locator("[data-testid='stMain']").evaluate("(el) => el.scrollTo(0, 0)")
+    assert not page.errors, page.errors
+    assert found == {"open": [], "closed": []}, found
