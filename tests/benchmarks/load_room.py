@@ -150,23 +150,36 @@ class MemoryWatch:
     thread, for as long as it is on: the peak, and when it was."""
 
     def __init__(self, pid: int, every: float = 0.25):
-        self.pid, self.every, self.peak, self.when, self.samples = pid, every, 0, "", 0
+        self.pid, self.every, self.peak, self.when, self.samples, self.parts = pid, every, 0, "", 0, {}
         self.phase, self._stop = "start", threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
     def _watch(self) -> None:
         while not self._stop.wait(self.every):
-            rss = host_memory.tree_rss(self.pid)
+            parts = {}
+            for pid in [self.pid, *server.descendants(self.pid)]:
+                try:
+                    parts[pid] = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                except (OSError, IndexError, ValueError):
+                    continue
             self.samples += 1
-            if rss > self.peak:
-                self.peak, self.when = rss, self.phase
+            if sum(parts.values()) > self.peak:   # what held it, named while the processes are there
+                self.peak, self.when = sum(parts.values()), self.phase
+                self.parts = {pid: (Path(server.command(pid).split(" ")[0]).name or "?", rss) for pid, rss in parts.items()}
 
     def stop(self) -> str:
+        """The peak, and what held it: the server process, and the others by their program."""
         self._stop.set()
         self._thread.join()
-        return (f"server + workers RSS peak {self.peak / 2**20:.0f} MB (during {self.when}) over {self.samples} "
-                f"samples every {self.every} s (target <= 2048 MB throughout)")
+        others: dict[str, int] = {}
+        for pid, (name, rss) in self.parts.items():
+            if pid != self.pid:
+                others[name] = others.get(name, 0) + rss
+        held = ", ".join(f"{name} {rss / 2**20:.0f}" for name, rss in sorted(others.items(), key=lambda kv: -kv[1]))
+        return (f"server + workers RSS peak {self.peak / 2**20:.0f} MB (during {self.when}: the server "
+                f"{self.parts.get(self.pid, ('', 0))[1] / 2**20:.0f} MB; {held or 'nothing else'}) over {self.samples} samples "
+                f"every {self.every} s (target <= 2048 MB throughout)")
 
 
 def fresh_cache(sessions: int) -> None:
