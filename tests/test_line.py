@@ -183,7 +183,7 @@ def test_heavy_work_gives_its_page_slot_up_while_it_waits_and_runs(monkeypatch):
     """pages/lib/slots.py: every page slot stays free for page views while heavy work waits or runs,
     and is taken back after; work nested in a turn does not queue again."""
     from pages.lib import slots
-    monkeypatch.setattr(slots, "PAGE_SLOTS", threading.Semaphore(1))
+    monkeypatch.setattr(slots, "PAGE_SLOTS", line.Slots(1))
     monkeypatch.setattr(slots, "LINE", line.Line(1, budget=lambda: 100 * MB))
     free_while_waiting, free_inside = [], []
     gate = threading.Event()
@@ -224,3 +224,97 @@ def test_a_memo_says_when_a_key_is_being_computed():
     gate.set()
     t.join(10)
     assert not cache.computing("k") and cache.get("k", lambda: 2) == 1
+
+
+def taught(slots: line.Slots, clock: Clock, costs: dict[str, float]) -> None:
+    """What each kind of page script takes, learnt as the server learns it: a script run."""
+    for kind, seconds in costs.items():
+        assert slots.acquire(kind=kind)
+        clock.now += seconds
+        slots.release()
+
+
+def script(slots, kind, order, release):
+    def run():
+        slots.acquire(kind=kind)
+        order.append(kind)
+        release.wait(10)
+        slots.release()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_quick_view_passes_costly_scripts_that_came_before_it():
+    """Thirty sessions opening the Benchmarks page (0.2-0.6 s of the interpreter each) held a quiet
+    page's 0.05 s view for seconds behind them, first come first served. Costly scripts hold all
+    slots but one, and the earliest deadline (arrival + AGING x expected time) goes first."""
+    clock, order = Clock(), []
+    slots = line.Slots(2, clock=clock)
+    taught(slots, clock, {"benchmarks": 0.5, "coalescing": 0.05})
+    gates = {name: threading.Event() for name in ("b1", "b2", "c1", "c2")}
+    script(slots, "benchmarks", order, gates["b1"])
+    until(lambda: order == ["benchmarks"])
+    script(slots, "benchmarks", order, gates["b2"])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks"])   # a slot is free, kept for quick views
+    script(slots, "coalescing", order, gates["c1"])
+    until(lambda: order == ["benchmarks", "coalescing"])
+    clock.now += 1.0   # the second benchmarks waits with a deadline 5 s after it came; this view 0.5 s after
+    script(slots, "coalescing", order, gates["c2"])
+    until(lambda: slots.snapshot()["waiting"] == ["coalescing", "benchmarks"])
+    gates["b1"].set()   # a costly one ends: the quick view goes first, though it came later
+    until(lambda: order[2:] == ["coalescing"])
+    gates["c1"].set()
+    until(lambda: order[3:] == ["benchmarks"])
+    for gate in gates.values():
+        gate.set()
+
+
+def test_a_costly_script_waits_only_so_long_for_views_that_keep_coming():
+    """Aging: a view that came AGING x the costly script's time after it goes after it."""
+    clock, order = Clock(), []
+    slots = line.Slots(1, clock=clock)
+    taught(slots, clock, {"benchmarks": 0.5, "coalescing": 0.05})
+    gates = [threading.Event() for _ in range(3)]
+    script(slots, "coalescing", order, gates[0])
+    until(lambda: order == ["coalescing"])
+    script(slots, "benchmarks", order, gates[1])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks"])
+    clock.now += line.AGING * 0.5
+    script(slots, "coalescing", order, gates[2])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks", "coalescing"])
+    gates[0].set()
+    until(lambda: order == ["coalescing", "benchmarks"])
+    for gate in gates:
+        gate.set()
+
+
+def test_the_page_slot_goes_to_a_quick_page_before_a_costly_one(monkeypatch):
+    """pages/lib/slots.py: app.py's page slot is taken by page name and a quiet page's view gets the
+    next free slot before a Benchmarks view that came first."""
+    from pages.lib import slots
+    clock, order = Clock(), []
+    monkeypatch.setattr(slots.PAGE_SLOTS, "clock", clock)
+    monkeypatch.setattr(slots.PAGE_SLOTS, "count", 1)
+    for page, seconds in (("benchmarks", 0.5), ("coalescing", 0.05)):
+        with slots.page_slot(page):
+            clock.now += seconds
+    gates = [threading.Event() for _ in range(3)]
+
+    def view(page, gate):
+        def run():
+            with slots.page_slot(page):
+                order.append(page)
+                gate.wait(10)
+        threading.Thread(target=run, daemon=True).start()
+    view("tile_phases", gates[0])
+    until(lambda: order == ["tile_phases"])
+    view("benchmarks", gates[1])
+    until(lambda: slots.PAGE_SLOTS.snapshot()["waiting"] == ["benchmarks"])
+    view("coalescing", gates[2])
+    until(lambda: len(slots.PAGE_SLOTS.snapshot()["waiting"]) == 2)
+    gates[0].set()
+    until(lambda: order == ["tile_phases", "coalescing"])
+    for gate in gates:
+        gate.set()
+    until(lambda: order == ["tile_phases", "coalescing", "benchmarks"])

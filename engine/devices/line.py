@@ -176,3 +176,76 @@ class Line:
                 self.reserved -= need
                 self._durations.setdefault(kind, deque(maxlen=RECENT)).append(self.clock() - ticket.started)
                 self._moved()
+
+
+# A page script expected to take longer than this (its kind's recent average) is costly: costly
+# scripts hold all but one of the slots at most, so a quick view never waits for a slot behind them.
+CHEAP_S = 0.15
+# A waiting script's deadline is when it came plus this many times its expected duration: the
+# earliest deadline goes first, so a 0.05 s view passes a queue of 0.5 s ones, and a costly script
+# waits at most this many of its own durations for views that keep coming after it.
+AGING = 10.0
+
+
+class Slots:
+    """How many page scripts compute at once in one server (count), the cheapest first.
+
+    A room's page scripts share one interpreter lock, so a few run at once and the rest wait. Served
+    first come first served, thirty sessions opening the Benchmarks page (0.2 to 0.6 s of one core
+    each) held a 0.05 s view of a quiet page for seconds behind them. Here each script is expected
+    to take what its kind (the page) took lately; waiting scripts go earliest deadline first (when
+    they came, plus AGING times what they are expected to take), and costly ones hold count - 1
+    slots at most (one, where there is one). Semaphore-like: acquire() and release() in the same thread."""
+
+    def __init__(self, count: int, clock: Callable[[], float] = time.monotonic, first_guess: float = 0.1):
+        self.count, self.clock, self.first_guess = count, clock, first_guess
+        self._cond = threading.Condition()
+        self._waiting: list[tuple[float, int, str]] = []
+        self._running: list[str] = []
+        self._durations: dict[str, deque] = {}
+        self._numbers = itertools.count()
+        self._mine = threading.local()
+
+    def expected(self, kind: str) -> float:
+        recent = self._durations.get(kind)
+        return sum(recent) / len(recent) if recent else self.first_guess
+
+    def _costly(self, kind: str) -> bool:
+        return self.expected(kind) > CHEAP_S
+
+    def _next(self):
+        """Under the lock: the waiter that may take a free slot now, if any."""
+        if len(self._running) >= self.count:
+            return None
+        costly = sum(map(self._costly, self._running))
+        for entry in self._waiting:
+            if not self._costly(entry[2]) or costly < max(1, self.count - 1):
+                return entry
+        return None
+
+    def acquire(self, blocking: bool = True, kind: str = "") -> bool:
+        with self._cond:
+            entry = (self.clock() + AGING * self.expected(kind), next(self._numbers), kind)
+            self._waiting.append(entry)
+            self._waiting.sort()
+            try:
+                while self._next() is not entry:
+                    if not blocking:
+                        return False
+                    self._cond.wait()
+            finally:
+                self._waiting.remove(entry)
+            self._running.append(kind)
+        self._mine.held = (kind, self.clock())
+        return True
+
+    def release(self) -> None:
+        kind, started = self._mine.held
+        with self._cond:
+            self._running.remove(kind)
+            self._durations.setdefault(kind, deque(maxlen=RECENT)).append(self.clock() - started)
+            self._cond.notify_all()
+
+    def snapshot(self) -> dict:
+        with self._cond:
+            return {"waiting": [kind for _, _, kind in self._waiting], "running": list(self._running)}
