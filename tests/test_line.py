@@ -226,11 +226,11 @@ def test_a_memo_says_when_a_key_is_being_computed():
     assert not cache.computing("k") and cache.get("k", lambda: 2) == 1
 
 
-def taught(slots: line.Slots, clock: Clock, costs: dict[str, float]) -> None:
+def taught(slots: line.Slots, work: Clock, costs: dict[str, float]) -> None:
     """What each kind of page script takes, learnt as the server learns it: a script run."""
     for kind, seconds in costs.items():
         assert slots.acquire(kind=kind)
-        clock.now += seconds
+        work.now += seconds
         slots.release()
 
 
@@ -249,9 +249,9 @@ def test_a_quick_view_passes_costly_scripts_that_came_before_it():
     """Thirty sessions opening the Benchmarks page (0.2-0.6 s of the interpreter each) held a quiet
     page's 0.05 s view for seconds behind them, first come first served. Costly scripts hold all
     slots but one, and the earliest deadline (arrival + AGING x expected time) goes first."""
-    clock, order = Clock(), []
-    slots = line.Slots(2, clock=clock)
-    taught(slots, clock, {"benchmarks": 0.5, "coalescing": 0.05})
+    clock, work, order = Clock(), Clock(), []
+    slots = line.Slots(2, clock=clock, work_clock=work)
+    taught(slots, work, {"benchmarks": 0.5, "coalescing": 0.05})
     gates = {name: threading.Event() for name in ("b1", "b2", "c1", "c2")}
     script(slots, "benchmarks", order, gates["b1"])
     until(lambda: order == ["benchmarks"])
@@ -272,9 +272,9 @@ def test_a_quick_view_passes_costly_scripts_that_came_before_it():
 
 def test_a_costly_script_waits_only_so_long_for_views_that_keep_coming():
     """Aging: a view that came AGING x the costly script's time after it goes after it."""
-    clock, order = Clock(), []
-    slots = line.Slots(1, clock=clock)
-    taught(slots, clock, {"benchmarks": 0.5, "coalescing": 0.05})
+    clock, work, order = Clock(), Clock(), []
+    slots = line.Slots(1, clock=clock, work_clock=work)
+    taught(slots, work, {"benchmarks": 0.5, "coalescing": 0.05})
     gates = [threading.Event() for _ in range(3)]
     script(slots, "coalescing", order, gates[0])
     until(lambda: order == ["coalescing"])
@@ -293,12 +293,14 @@ def test_the_page_slot_goes_to_a_quick_page_before_a_costly_one(monkeypatch):
     """pages/lib/slots.py: app.py's page slot is taken by page name and a quiet page's view gets the
     next free slot before a Benchmarks view that came first."""
     from pages.lib import slots
-    clock, order = Clock(), []
+    clock, work, order = Clock(), Clock(), []
     monkeypatch.setattr(slots.PAGE_SLOTS, "clock", clock)
+    monkeypatch.setattr(slots.PAGE_SLOTS, "work_clock", work)
+    monkeypatch.setattr(slots.PAGE_SLOTS, "_durations", {})   # what this server learnt so far is not this test's
     monkeypatch.setattr(slots.PAGE_SLOTS, "count", 1)
     for page, seconds in (("benchmarks", 0.5), ("coalescing", 0.05)):
         with slots.page_slot(page):
-            clock.now += seconds
+            work.now += seconds
     gates = [threading.Event() for _ in range(3)]
 
     def view(page, gate):
@@ -318,3 +320,13 @@ def test_the_page_slot_goes_to_a_quick_page_before_a_costly_one(monkeypatch):
     for gate in gates:
         gate.set()
     until(lambda: order == ["tile_phases", "coalescing", "benchmarks"])
+
+
+def test_a_script_is_weighed_by_its_interpreter_time_not_by_how_long_the_room_kept_it():
+    """In a full room every script's wall time grows; a quick page waiting its turns for the
+    interpreter (or for a worker) must not be taken for a costly one."""
+    slots = line.Slots(2)
+    assert slots.acquire(kind="coalescing")
+    threading.Event().wait(0.3)   # waiting, not computing
+    slots.release()
+    assert slots.expected("coalescing") < line.CHEAP_S

@@ -169,25 +169,37 @@ def recorded_runs(folder: Path, count: int) -> list[str]:
     return names
 
 
+def pss(pid: int) -> int:
+    """Proportional set size: pages shared between processes (the browser's several processes share
+    most of theirs) counted once over them all, where RSS counts them in each."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 class MemoryWatch:
     """Server + workers RSS (tree_rss: the kaleido browser included) every `every` seconds, in a
-    thread, for as long as it is on: the peak, and when it was."""
+    thread, for as long as it is on: the peak, and when it was; and the peak of their PSS."""
 
     def __init__(self, pid: int, every: float = 0.25):
         self.pid, self.every, self.peak, self.when, self.samples, self.parts = pid, every, 0, "", 0, {}
+        self.peak_pss = 0
         self.phase, self._stop = "start", threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
     def _watch(self) -> None:
         while not self._stop.wait(self.every):
-            parts = {}
+            parts, proportional = {}, 0
             for pid in [self.pid, *server.descendants(self.pid)]:
                 try:
                     parts[pid] = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                    proportional += pss(pid)
                 except (OSError, IndexError, ValueError):
                     continue
             self.samples += 1
+            self.peak_pss = max(self.peak_pss, proportional)
             if sum(parts.values()) > self.peak:   # what held it, named while the processes are there
                 self.peak, self.when = sum(parts.values()), self.phase
                 self.parts = {pid: (Path(server.command(pid).split(" ")[0]).name or "?", rss) for pid, rss in parts.items()}
@@ -203,7 +215,7 @@ class MemoryWatch:
         held = ", ".join(f"{name} {rss / 2**20:.0f}" for name, rss in sorted(others.items(), key=lambda kv: -kv[1]))
         return (f"server + workers RSS peak {self.peak / 2**20:.0f} MB (during {self.when}: the server "
                 f"{self.parts.get(self.pid, ('', 0))[1] / 2**20:.0f} MB; {held or 'nothing else'}) over {self.samples} samples "
-                f"every {self.every} s (target <= 2048 MB throughout)")
+                f"every {self.every} s (target <= 2048 MB throughout); PSS peak {self.peak_pss / 2**20:.0f} MB")
 
 
 def fresh_cache(sessions: int) -> None:
