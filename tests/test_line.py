@@ -330,3 +330,21 @@ def test_a_script_is_weighed_by_its_interpreter_time_not_by_how_long_the_room_ke
     threading.Event().wait(0.3)   # waiting, not computing
     slots.release()
     assert slots.expected("coalescing") < line.CHEAP_S
+
+
+def test_a_page_not_seen_yet_leaves_a_slot_to_the_quick_pages():
+    """The first views of a page (its cost unknown) are taken for costly ones: a room opening the
+    Benchmarks page first thing held every slot with its cold views."""
+    clock, work, order = Clock(), Clock(), []
+    slots = line.Slots(2, clock=clock, work_clock=work)
+    taught(slots, work, {"coalescing": 0.05})
+    gates = [threading.Event() for _ in range(3)]
+    script(slots, "benchmarks", order, gates[0])
+    until(lambda: order == ["benchmarks"])
+    script(slots, "benchmarks", order, gates[1])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks"])
+    script(slots, "coalescing", order, gates[2])
+    until(lambda: order == ["benchmarks", "coalescing"])
+    for gate in gates:
+        gate.set()
+    until(lambda: order == ["benchmarks", "coalescing", "benchmarks"])

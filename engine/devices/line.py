@@ -197,10 +197,12 @@ class Slots:
     wall time grows with the room, and every page would look costly when it is full); waiting scripts
     go earliest deadline first (when
     they came, plus AGING times what they are expected to take), and costly ones hold count - 1
-    slots at most (one, where there is one). Semaphore-like: acquire() and release() in the same thread."""
+    slots at most (one, where there is one). A page not seen yet is expected to be costly
+    (first_guess) until one of its scripts has run: six sessions opening the Benchmarks page first
+    thing took every slot from the quick pages while its first, cold views ran. Semaphore-like: acquire() and release() in the same thread."""
 
     def __init__(self, count: int, clock: Callable[[], float] = time.monotonic,
-                 work_clock: Callable[[], float] = time.thread_time, first_guess: float = 0.1):
+                 work_clock: Callable[[], float] = time.thread_time, first_guess: float = 0.5):
         self.count, self.clock, self.work_clock, self.first_guess = count, clock, work_clock, first_guess
         self._cond = threading.Condition()
         self._waiting: list[tuple[float, int, str]] = []
