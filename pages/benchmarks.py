@@ -12,7 +12,7 @@ from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
 from pages.lib import cached, claim_texts, ui, view_state
-from pages.lib.slots import heavy
+from pages.lib.slots import LINE, heavy
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
               "repetitions after warm-up, each result checked against float64 numpy before it is shown.")
@@ -61,6 +61,10 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
     st.caption(heading + (" " + charts.LABEL_KEY if ladder else ""))
 
 
+def take_place(name: str) -> None:
+    st.session_state[name] = LINE.number()
+
+
 def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
     """A run's data and charts as files; run (the run's file name, when several are shown) is in every
     file name: two runs of one GPU and day would otherwise save files of the same names."""
@@ -72,7 +76,10 @@ def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
                       "text/csv", key=f"csv-{key}")
     b.download_button("Data as JSON (with provenance)", json.dumps(schema.to_document(rows, prov), indent=1,
                       default=float), named(export.file_stem("results", prov) + ".json"), "application/json", key=f"json-{key}")
-    if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
+    # The click's place in line is taken as it arrives (callbacks run before the page is drawn again):
+    # sessions clicking one after another are served in that order, however long each page takes.
+    if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}", on_click=take_place,
+                    args=(f"line-{key}",)):
         return
     started = time.perf_counter()
     # Made in the server's line, once for every session exporting this run: the place in line shows
@@ -81,7 +88,8 @@ def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
                    "(a few seconds)", expanded=True) as box:
         try:
             files, skipped = cached.chart_files(rows, prov, ("html", "png", "svg"),
-                                                lambda chart: box.write(f"{chart}: PNG and SVG"))
+                                                lambda chart: box.write(f"{chart}: PNG and SVG"),
+                                                st.session_state.pop(f"line-{key}", None))
         except EngineError as exc:
             box.update(label=str(exc), state="error")
             return

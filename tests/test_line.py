@@ -348,3 +348,34 @@ def test_a_page_not_seen_yet_leaves_a_slot_to_the_quick_pages():
     for gate in gates:
         gate.set()
     until(lambda: order == ["benchmarks", "coalescing", "benchmarks"])
+
+
+def test_a_click_numbered_first_goes_first_though_its_request_comes_later():
+    """Thirty sessions clicking the export one after another: the page each draws before its request
+    reaches the line took longer for one than for the next, and the exports finished out of the
+    order clicked. A place taken when the click came (number()) goes before the waiting requests
+    numbered after it, never before a running one."""
+    lines, order = line.Line(1, budget=lambda: 10 * MB), []
+    gates = [threading.Event() for _ in range(4)]
+    first, second = lines.number(), lines.number()   # two clicks, in this order
+
+    def request(kind, number, gate, places):
+        def run():
+            with lines.turn(kind, 0, places.append, poll_s=60, number=number):
+                order.append(kind)
+                gate.wait(10)
+        threading.Thread(target=run, daemon=True).start()
+    request("running", None, gates[0], [])
+    until(lambda: order == ["running"])
+    request("second click", second, gates[1], [])
+    queued(lines, 1)
+    places = []
+    request("first click", first, gates[2], places)
+    until(lambda: lines.snapshot()["waiting"] == ["first click", "second click"])
+    until(lambda: places and places[-1].place == 1)
+    request("unnumbered", None, gates[3], [])
+    queued(lines, 3)
+    for gate in gates:
+        gate.set()
+    until(lambda: len(order) == 4)
+    assert order == ["running", "first click", "second click", "unnumbered"]

@@ -134,19 +134,29 @@ class Line:
             return {"waiting": [t.kind for t in self._waiting], "running": [t.kind for t in self._running],
                     "reserved": self.reserved}
 
+    def number(self) -> int:
+        """A place in line taken now, for a request that comes to the line a moment later (turn's
+        number): a click is numbered when it arrives, and the page drawn before its request gets
+        here takes longer for one session than for the next."""
+        with self._cond:
+            return next(self._numbers)
+
     @contextmanager
     def turn(self, kind: str, need: int = 0, on_wait: Callable[[Place], None] | None = None,
-             poll_s: float = 1.0):
+             poll_s: float = 1.0, number: int | None = None):
         """Holds a place to run `kind` with `need` bytes reserved; while it waits, on_wait(Place)
         is called in the waiting thread each time its place changes and every poll_s (the time
-        estimate moves on). A request that could not fit even with nothing else running is refused."""
+        estimate moves on). A request that could not fit even with nothing else running is refused.
+        number: its place, taken earlier (number()): it goes before the waiting requests numbered
+        after it (not before those already running)."""
         with self._cond:
             room = self.budget() - self.held()
             if need > room:
                 raise EngineError(f"this needs about {_mb(need)} of memory and the server has {_mb(max(room, 0))} "
                                   f"of its {_mb(self.budget())} left beside what it holds ({SERVER_MEMORY_ENV})")
-            ticket = Ticket(kind, need, next(self._numbers))
-            self._waiting.append(ticket)
+            ticket = Ticket(kind, need, next(self._numbers) if number is None else number)
+            self._waiting.insert(sum(t.number < ticket.number for t in self._waiting), ticket)
+            self._moved()   # those it went before are told their new place
             try:
                 while not self._may_start(ticket):
                     seen = self._moves

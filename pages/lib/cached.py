@@ -45,11 +45,12 @@ def _held() -> int:
     return _RUNTIME[0] + sum(m.bytes for m in (TRACES, RESULTS, FIGURES, EXPORTS))
 
 
-def _heavy_get(cache: memo.Memo, key, compute, kind: str, need, what: str, **keep):
+def _heavy_get(cache: memo.Memo, key, compute, kind: str, need, what: str, number: int | None = None, **keep):
     """cache.get(key, compute) with compute in the line, reserving need() bytes; off the page slot
-    throughout, also while waiting for another session computing the same key."""
+    throughout, also while waiting for another session computing the same key. number: its place in
+    line, taken earlier (slots.heavy)."""
     def in_line():
-        with heavy(kind, need(), what):
+        with heavy(kind, need(), what, number):
             return compute()
     with off_page_slot(), shared_wait(cache.computing(key), what):
         return cache.get(key, in_line, **keep)
@@ -159,13 +160,14 @@ def rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCoun
         return str(exc)
 
 
-def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress):
+def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress, number: int | None = None):
     """export.chart_files of a run, made once for every session asking for the same run in the same
-    formats, in the line (Chrome and the pictures are seconds of a core each). Files made without
-    their pictures (no Chrome here) are not kept: installing it is tried again next time."""
+    formats, in the line (Chrome and the pictures are seconds of a core each), at the place number
+    (taken when the button was clicked). Files made without their pictures (no Chrome here) are not
+    kept: installing it is tried again next time."""
     key = ("chart_files", export.run_digest(rows, prov), tuple(formats))
     return _heavy_get(EXPORTS, key, lambda: export.chart_files(rows, prov, formats, progress), "export",
-                      lambda: export.CHART_FILES_BYTES, "Making the chart files", keep=lambda made: not made[1])
+                      lambda: export.CHART_FILES_BYTES, "Making the chart files", number, keep=lambda made: not made[1])
 
 
 def file_version(path: Path) -> tuple:

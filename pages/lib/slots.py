@@ -82,17 +82,17 @@ def shared_wait(computing: bool, what: str):
 
 
 @contextmanager
-def heavy(kind: str, need: int = 0, what: str = "Waiting"):
+def heavy(kind: str, need: int = 0, what: str = "Waiting", number: int | None = None):
     """Runs the block as heavy work of `kind` reserving `need` bytes of the server's memory, off the
     page slot. A thread already in its turn keeps it for the work nested in its work (what it
-    reserved covers it)."""
+    reserved covers it). number: its place in line, taken when the click came (LINE.number())."""
     if getattr(_SLOTS, "heavy", False):
         yield
         return
     on_wait, done = _show_place(what)
     with off_page_slot():
         try:
-            with LINE.turn(kind, need, on_wait):
+            with LINE.turn(kind, need, on_wait, number=number):
                 done()
                 _SLOTS.heavy = True
                 try:
