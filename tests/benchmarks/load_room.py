@@ -147,6 +147,7 @@ async def room(port: int, runs: list[str], browsers: int, pause: float):
         waiting.discard(i)
         if not waiting and not turns[0].is_set():
             turns[0].set()
+            STARTED.append(time.perf_counter())
             print(f"    every exporter has its run on screen at {time.perf_counter() - STARTED[0]:.1f} s: the clicks begin")
     results = await asyncio.gather(*(exporter(port, run, lambda i=i: ready(i), turns[i], turns[i + 1], done)
                                      for i, run in enumerate(runs)))
@@ -259,8 +260,10 @@ def main() -> None:
         load_server.report(f"{len(views)} ordinary page views by {browsers} sessions meanwhile, {pause} s apart", [v[:2] for v in views], health,
                            "target: every one within 1 s")
         slow = [f"{page} {t:.1f} s at {began - start:.0f} s" for t, p, began, page in views if not p and t > 1]
-        print(f"    page views over 1 s: {len(slow)}" + (f" ({', '.join(slow[:12])}{', ...' if len(slow) > 12 else ''})"
-                                                     if slow else ""))
+        clicks = STARTED[1] if len(STARTED) > 1 else float("inf")
+        opening = sum(t > 1 for t, p, began, _ in views if not p and began < clicks)
+        print(f"    page views over 1 s: {len(slow)}, {opening} of them while the exporters opened their pages (before "
+              f"{clicks - start:.0f} s)" + (f" ({', '.join(slow[:12])}{', ...' if len(slow) > 12 else ''})" if slow else ""))
         rss = host_memory.tree_rss(proc.pid) / 2**20
         print(f"server + workers RSS after the exports: {rss:.0f} MB (target <= 2048 MB)")
         watch.phase = "the Ladder sessions"
