@@ -21,5 +21,5 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 routing.ROUTED.by_app = True   # this run is routed by app.py (see routing.routed_by_app)
-with slots.page_slot():
+with slots.page_slot(page.url_path):
     page.run()

@@ -1,4 +1,5 @@
 """Benchmarks: the kernels timed against cuBLAS, live on the GPU or from runs recorded on one."""
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
 from pages.lib import cached, claim_texts, ui, view_state
-from pages.lib.slots import heavy
+from pages.lib.slots import LINE, heavy
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
               "repetitions after warm-up, each result checked against float64 numpy before it is shown.")
@@ -32,11 +33,20 @@ NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "
                   "temperature (°C)": "%.0f"}
 
 
-def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict]) -> None:
-    """Charts (full width: side by side they are too small to read at 1280 px), the table, the exports."""
+def drawn(df: pd.DataFrame, peaks: dict, provs: list[dict]) -> tuple:
+    """What show() draws of the runs: the derived rows, the charts, the headline and the table."""
     df = benchmark.derive(df, peaks)
-    figs = charts.all_charts(df, peaks, font, note=charts.notes(provs, df))
-    st.markdown(benchmark.headline(df, escape=schema.plain))
+    return (df, charts.all_charts(df, peaks, font, note=charts.notes(provs, df)),
+            benchmark.headline(df, escape=schema.plain), benchmark.table(df))
+
+
+def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict], files: tuple = ()) -> None:
+    """Charts (full width: side by side they are too small to read at 1280 px), the table, the exports.
+    files: the versions of the files the runs came from, when they all did (every session showing
+    them is shown the same, drawn once)."""
+    build = lambda: drawn(df, peaks, provs)   # noqa: E731
+    df, figs, headline, table = cached.page_part(("benchmarks", files, font), build) if files else build()
+    st.markdown(headline)
     fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
     for name, fig in figs.items():
         filename = export.chart_filename(name, [p.get("gpu") for p in provs], [p.get("date") for p in provs])
@@ -45,10 +55,14 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
         st.plotly_chart(fig, width="stretch", config=config, key=f"{key}-{name}")
         if name == "percent_of_cublas":   # what every % depends on, under the chart too (and in its picture)
             st.caption("  \n".join(schema.plain(charts.measured_with(p, charts.run_rows(df, p))) for p in provs))
-    ui.fitting_table(benchmark.table(df), ("GPU", "kernel", "GFLOP/s", "% of cuBLAS"), hide_index=True, width="stretch",
+    ui.fitting_table(table, ("GPU", "kernel", "GFLOP/s", "% of cuBLAS"), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in NUMBER_FORMATS.items()})
     ladder = df["kernel"].isin([k.name for k in registry.LADDER]).any()
     st.caption(heading + (" " + charts.LABEL_KEY if ladder else ""))
+
+
+def take_place(name: str) -> None:
+    st.session_state[name] = LINE.number()
 
 
 def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
@@ -62,7 +76,10 @@ def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
                       "text/csv", key=f"csv-{key}")
     b.download_button("Data as JSON (with provenance)", json.dumps(schema.to_document(rows, prov), indent=1,
                       default=float), named(export.file_stem("results", prov) + ".json"), "application/json", key=f"json-{key}")
-    if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}"):
+    # The click's place in line is taken as it arrives (callbacks run before the page is drawn again):
+    # sessions clicking one after another are served in that order, however long each page takes.
+    if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}", on_click=take_place,
+                    args=(f"line-{key}",)):
         return
     started = time.perf_counter()
     # Made in the server's line, once for every session exporting this run: the place in line shows
@@ -71,7 +88,8 @@ def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
                    "(a few seconds)", expanded=True) as box:
         try:
             files, skipped = cached.chart_files(rows, prov, ("html", "png", "svg"),
-                                                lambda chart: box.write(f"{chart}: PNG and SVG"))
+                                                lambda chart: box.write(f"{chart}: PNG and SVG"),
+                                                st.session_state.pop(f"line-{key}", None))
         except EngineError as exc:
             box.update(label=str(exc), state="error")
             return
@@ -113,7 +131,7 @@ def measuring(df: pd.DataFrame, kernels: list[str], shown: list[str], size: int 
         if (df["kernel"] == kernel).any():
             continue
         for path in benchmark.recorded_runs(holding=[kernel]):
-            run, _ = benchmark.load_document(path.read_text())
+            run, _ = cached.recorded(path)
             if run["gpu"].iloc[0] in set(df["gpu"]):
                 parts.append(run[run["kernel"] == kernel])
                 names.append(f"{kernel} from {path.name}, a recorded run not selected above")
@@ -172,31 +190,37 @@ def autotuning_sweep() -> None:
                 "timing (tests/benchmarks/tune_ladder.py) at 4096³ on a GPU; it is kept in "
                 "engine/bench/recorded/tuning/.", icon=":material/tune:")
         return
-    sweeps = [(path.name, *benchmark.load_document(path.read_text())) for path in paths]
+    sweeps = [(path.name, *cached.recorded(path)) for path in paths]
     gpus = list(dict.fromkeys(df["gpu"].iloc[0] for _, df, _ in sweeps))
     gpu = st.selectbox("Swept on", gpus) if len(gpus) > 1 else gpus[0]
     runs = [(name, df, prov) for name, df, prov in sweeps if df["gpu"].iloc[0] == gpu]
-    # % of cuBLAS again over the files together: a tensor sweep's cuBLAS FP16 is in a file of its own.
-    df = benchmark.derive(tuning.combine([(d, prov) for _, d, prov in runs]), runs[-1][2]["peaks"])
-    shown = [(family, ranked) for family in tuning.FAMILIES if not (ranked := tuning.ranking(df, family.rungs)).empty]
+    def ranked():
+        # % of cuBLAS again over the files together: a tensor sweep's cuBLAS FP16 is in a file of its own.
+        df = benchmark.derive(tuning.combine([(d, prov) for _, d, prov in runs]), runs[-1][2]["peaks"])
+        return df, [(family, ranked) for family in tuning.FAMILIES if not (ranked := tuning.ranking(df, family.rungs)).empty]
+    files = tuple(cached.file_version(p) for p in paths)
+    df, shown = cached.page_part(("sweeps", files, gpu), ranked)
     if not shown:
         st.warning(f"The sweeps on the {schema.plain(gpu)} hold no row of a ladder or tensor rung.")
     for family, ranked in shown:
-        sweep_family(family, ranked, df, [(name, prov) for name, d, prov in runs if d["kernel"].isin(family.rungs).any()])
+        sweep_family(family, ranked, df, [(name, prov) for name, d, prov in runs if d["kernel"].isin(family.rungs).any()],
+                     files)
 
 
-def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, runs: list[tuple[str, dict]]) -> None:
-    found = tuning.verdicts(ranked)
+def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, runs: list[tuple[str, dict]],
+                 files: tuple) -> None:
+    """files: the sweep files' versions (what is drawn is drawn once for every session)."""
     provs = [prov for _, prov in runs]
     gpu = df["gpu"].iloc[0]
+    rung = "ladder rung" if family.rungs == tuning.RUNGS else "tensor rung"
+    found, fig = cached.page_part(("sweep_family", files, gpu, font, family.name), lambda: (
+        tuning.verdicts(ranked), charts.tuning_sweep(ranked, font, charts.notes(provs, df), tuning.cublas_gflops(df, family),
+                                                     rung, family.cublas_name)))
     st.markdown(f"**The {family.name}.** Every configuration swept of each rung, timed at "
                 f"{tuning.sweep_size(df, family.rungs)}³ on the {schema.plain(gpu)}; the winner is starred, the "
                 f"registry's default ringed; the dotted line: {family.cublas_name} ({family.cublas}).")
     st.caption(schema.plain(f"From {', '.join(name for name, _ in runs)}" + (
         ": a configuration timed in more than one file shows its latest timing." if len(runs) > 1 else ".")))
-    rung = "ladder rung" if family.rungs == tuning.RUNGS else "tensor rung"
-    fig = charts.tuning_sweep(ranked, font, charts.notes(provs, df), tuning.cublas_gflops(df, family), rung,
-                              family.cublas_name)
     st.plotly_chart(fig, width="stretch", key=f"sweep-figure-{rung}", config={"displaylogo": False, "toImageButtonOptions": {
         "format": "png", "width": 1200, "height": 700,
         "filename": export.chart_filename(f"autotuning-{rung.replace(' ', '-')}", [gpu], [p.get("date") for p in provs])}})
@@ -274,9 +298,10 @@ runs = benchmark.recorded_runs()
 choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in runs[:1]])
 uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
                            accept_multiple_files=True, max_upload_size=schema.MAX_MB)
-frames, peaks, labels, provs = [], None, [], []
+frames, peaks, labels, provs, files = [], None, [], [], []
 for name in choices:
-    df, prov = benchmark.load_document((benchmark.RECORDED / name).read_text())
+    df, prov = cached.recorded(benchmark.RECORDED / name)
+    files.append(cached.file_version(benchmark.RECORDED / name))
     frames.append(df)
     provs.append(prov)
     peaks = peaks or prov["peaks"]
@@ -285,6 +310,7 @@ for name in choices:
 # out; everything it says is shown as plain text (a Markdown image in a GPU's name is not fetched).
 for up in uploads or []:
     run, problems = benchmark.load_upload(up.name, up.getvalue())
+    files.append(("upload", hashlib.sha256(up.getvalue()).hexdigest()))
     if problems:
         (st.warning if run else st.error)("  \n".join(map(schema.plain, problems)))
     if run is None:
@@ -297,9 +323,9 @@ for up in uploads or []:
 if frames:
     st.markdown("**Recorded on:** " + "; ".join(labels))
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",
-         "Recorded results, not measured now. Roofs are those of the first GPU listed.", provs)
+         "Recorded results, not measured now. Roofs are those of the first GPU listed.", provs, tuple(files))
     for i, name in enumerate(choices):   # each run shown, exported as it was recorded
-        doc = schema.read((benchmark.RECORDED / name).read_bytes())
+        doc = cached.recorded_document(benchmark.RECORDED / name)
         if len(frames) > 1:
             st.markdown(f"**Exports of {schema.plain(name)}**")
         exports(doc.rows, doc.prov, f"recorded-{i}" if i else "recorded", Path(name).stem if len(frames) > 1 else "")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.bench import benchmark
+from engine.bench import benchmark, schema, tuning
+from engine.plots import charts
 from tests import synthetic_runs
 from tests.test_pages import APP, TIMEOUT
 
@@ -352,3 +353,25 @@ def test_live_sweep_streams_results_with_cublas_alongside():
     table = _results(at)
     assert table["% of cuBLAS"].notna().sum() >= 4 and (table["GFLOP/s"] > 0).all()
     assert "tiled_guarded T16" in set(table["kernel"])   # labelled by the TILE its params name
+
+
+def test_another_view_reads_no_recorded_file_and_draws_nothing_again(monkeypatch):
+    """A room opening the Benchmarks page: each recorded file is read and checked, and its charts and
+    sweeps drawn, once for every session. Every view did it all again (1.8 s of one core's pandas),
+    and six sessions opening the page held the interpreter lock every other page view waits for."""
+    _open()
+    calls = []
+    for module, name in ((schema, "read"), (charts, "all_charts"), (tuning, "combine"), (charts, "tuning_sweep")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
+    for method in ("read_text", "read_bytes"):
+        real = getattr(Path, method)
+
+        def reading(path, *a, _real=real, **k):
+            if benchmark.RECORDED in Path(path).absolute().parents:
+                calls.append(Path(path).name)
+            return _real(path, *a, **k)
+        monkeypatch.setattr(Path, method, reading)
+    at = _open()
+    assert "Throughput against size" in [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert calls == []

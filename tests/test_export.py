@@ -239,3 +239,25 @@ def test_percent_of_cublas_is_against_the_same_precision_and_size():
     assert row["pct_cublas"] == pytest.approx(100 * row["gflops"] / ref["gflops"])
     tf32 = df[(df["kernel"] == "cublas_sgemm_tf32") & (df["m"] == 4096) & (df["n"] == 4096)].iloc[0]
     assert tf32["pct_cublas"] == pytest.approx(100)
+
+
+@pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+def test_the_browser_drawing_pictures_runs_at_the_lowest_priority_and_the_caller_at_its_own():
+    """An export's Chrome took the cores the server's page views needed (on two cores its start
+    and pictures are seconds of both): every thread of its processes runs at BROWSER_NICE once it
+    has drawn, while the thread asking for the pictures keeps its priority."""
+    import os
+    import threading
+
+    from engine.devices import host_memory
+    fig = export.figures(*benchmark.load_document(RECORDED.read_text()))["roofline"]
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    with export.image_session():
+        export.image(fig, "svg", 400, 300)
+        threads = {}
+        for pid in host_memory.descendants():
+            if b"chrom" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].lower():
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    threads[int(task.name)] = os.getpriority(os.PRIO_PROCESS, int(task.name))
+    assert threads and set(threads.values()) == {export.BROWSER_NICE}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine

@@ -183,7 +183,7 @@ def test_heavy_work_gives_its_page_slot_up_while_it_waits_and_runs(monkeypatch):
     """pages/lib/slots.py: every page slot stays free for page views while heavy work waits or runs,
     and is taken back after; work nested in a turn does not queue again."""
     from pages.lib import slots
-    monkeypatch.setattr(slots, "PAGE_SLOTS", threading.Semaphore(1))
+    monkeypatch.setattr(slots, "PAGE_SLOTS", line.Slots(1))
     monkeypatch.setattr(slots, "LINE", line.Line(1, budget=lambda: 100 * MB))
     free_while_waiting, free_inside = [], []
     gate = threading.Event()
@@ -224,3 +224,158 @@ def test_a_memo_says_when_a_key_is_being_computed():
     gate.set()
     t.join(10)
     assert not cache.computing("k") and cache.get("k", lambda: 2) == 1
+
+
+def taught(slots: line.Slots, work: Clock, costs: dict[str, float]) -> None:
+    """What each kind of page script takes, learnt as the server learns it: a script run."""
+    for kind, seconds in costs.items():
+        assert slots.acquire(kind=kind)
+        work.now += seconds
+        slots.release()
+
+
+def script(slots, kind, order, release):
+    def run():
+        slots.acquire(kind=kind)
+        order.append(kind)
+        release.wait(10)
+        slots.release()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_quick_view_passes_costly_scripts_that_came_before_it():
+    """Thirty sessions opening the Benchmarks page (0.2-0.6 s of the interpreter each) held a quiet
+    page's 0.05 s view for seconds behind them, first come first served. Costly scripts hold all
+    slots but one, and the earliest deadline (arrival + AGING x expected time) goes first."""
+    clock, work, order = Clock(), Clock(), []
+    slots = line.Slots(2, clock=clock, work_clock=work)
+    taught(slots, work, {"benchmarks": 0.5, "coalescing": 0.05})
+    gates = {name: threading.Event() for name in ("b1", "b2", "c1", "c2")}
+    script(slots, "benchmarks", order, gates["b1"])
+    until(lambda: order == ["benchmarks"])
+    script(slots, "benchmarks", order, gates["b2"])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks"])   # a slot is free, kept for quick views
+    script(slots, "coalescing", order, gates["c1"])
+    until(lambda: order == ["benchmarks", "coalescing"])
+    clock.now += 1.0   # the second benchmarks waits with a deadline 5 s after it came; this view 0.5 s after
+    script(slots, "coalescing", order, gates["c2"])
+    until(lambda: slots.snapshot()["waiting"] == ["coalescing", "benchmarks"])
+    gates["b1"].set()   # a costly one ends: the quick view goes first, though it came later
+    until(lambda: order[2:] == ["coalescing"])
+    gates["c1"].set()
+    until(lambda: order[3:] == ["benchmarks"])
+    for gate in gates.values():
+        gate.set()
+
+
+def test_a_costly_script_waits_only_so_long_for_views_that_keep_coming():
+    """Aging: a view that came AGING x the costly script's time after it goes after it."""
+    clock, work, order = Clock(), Clock(), []
+    slots = line.Slots(1, clock=clock, work_clock=work)
+    taught(slots, work, {"benchmarks": 0.5, "coalescing": 0.05})
+    gates = [threading.Event() for _ in range(3)]
+    script(slots, "coalescing", order, gates[0])
+    until(lambda: order == ["coalescing"])
+    script(slots, "benchmarks", order, gates[1])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks"])
+    clock.now += line.AGING * 0.5
+    script(slots, "coalescing", order, gates[2])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks", "coalescing"])
+    gates[0].set()
+    until(lambda: order == ["coalescing", "benchmarks"])
+    for gate in gates:
+        gate.set()
+
+
+def test_the_page_slot_goes_to_a_quick_page_before_a_costly_one(monkeypatch):
+    """pages/lib/slots.py: app.py's page slot is taken by page name and a quiet page's view gets the
+    next free slot before a Benchmarks view that came first."""
+    from pages.lib import slots
+    clock, work, order = Clock(), Clock(), []
+    monkeypatch.setattr(slots.PAGE_SLOTS, "clock", clock)
+    monkeypatch.setattr(slots.PAGE_SLOTS, "work_clock", work)
+    monkeypatch.setattr(slots.PAGE_SLOTS, "_durations", {})   # what this server learnt so far is not this test's
+    monkeypatch.setattr(slots.PAGE_SLOTS, "count", 1)
+    for page, seconds in (("benchmarks", 0.5), ("coalescing", 0.05)):
+        with slots.page_slot(page):
+            work.now += seconds
+    gates = [threading.Event() for _ in range(3)]
+
+    def view(page, gate):
+        def run():
+            with slots.page_slot(page):
+                order.append(page)
+                gate.wait(10)
+        threading.Thread(target=run, daemon=True).start()
+    view("tile_phases", gates[0])
+    until(lambda: order == ["tile_phases"])
+    view("benchmarks", gates[1])
+    until(lambda: slots.PAGE_SLOTS.snapshot()["waiting"] == ["benchmarks"])
+    view("coalescing", gates[2])
+    until(lambda: len(slots.PAGE_SLOTS.snapshot()["waiting"]) == 2)
+    gates[0].set()
+    until(lambda: order == ["tile_phases", "coalescing"])
+    for gate in gates:
+        gate.set()
+    until(lambda: order == ["tile_phases", "coalescing", "benchmarks"])
+
+
+def test_a_script_is_weighed_by_its_interpreter_time_not_by_how_long_the_room_kept_it():
+    """In a full room every script's wall time grows; a quick page waiting its turns for the
+    interpreter (or for a worker) must not be taken for a costly one."""
+    slots = line.Slots(2)
+    assert slots.acquire(kind="coalescing")
+    threading.Event().wait(0.3)   # waiting, not computing
+    slots.release()
+    assert slots.expected("coalescing") < line.CHEAP_S
+
+
+def test_a_page_not_seen_yet_leaves_a_slot_to_the_quick_pages():
+    """The first views of a page (its cost unknown) are taken for costly ones: a room opening the
+    Benchmarks page first thing held every slot with its cold views."""
+    clock, work, order = Clock(), Clock(), []
+    slots = line.Slots(2, clock=clock, work_clock=work)
+    taught(slots, work, {"coalescing": 0.05})
+    gates = [threading.Event() for _ in range(3)]
+    script(slots, "benchmarks", order, gates[0])
+    until(lambda: order == ["benchmarks"])
+    script(slots, "benchmarks", order, gates[1])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks"])
+    script(slots, "coalescing", order, gates[2])
+    until(lambda: order == ["benchmarks", "coalescing"])
+    for gate in gates:
+        gate.set()
+    until(lambda: order == ["benchmarks", "coalescing", "benchmarks"])
+
+
+def test_a_click_numbered_first_goes_first_though_its_request_comes_later():
+    """Thirty sessions clicking the export one after another: the page each draws before its request
+    reaches the line took longer for one than for the next, and the exports finished out of the
+    order clicked. A place taken when the click came (number()) goes before the waiting requests
+    numbered after it, never before a running one."""
+    lines, order = line.Line(1, budget=lambda: 10 * MB), []
+    gates = [threading.Event() for _ in range(4)]
+    first, second = lines.number(), lines.number()   # two clicks, in this order
+
+    def request(kind, number, gate, places):
+        def run():
+            with lines.turn(kind, 0, places.append, poll_s=60, number=number):
+                order.append(kind)
+                gate.wait(10)
+        threading.Thread(target=run, daemon=True).start()
+    request("running", None, gates[0], [])
+    until(lambda: order == ["running"])
+    request("second click", second, gates[1], [])
+    queued(lines, 1)
+    places = []
+    request("first click", first, gates[2], places)
+    until(lambda: lines.snapshot()["waiting"] == ["first click", "second click"])
+    until(lambda: places and places[-1].place == 1)
+    request("unnumbered", None, gates[3], [])
+    queued(lines, 3)
+    for gate in gates:
+        gate.set()
+    until(lambda: len(order) == 4)
+    assert order == ["running", "first click", "second click", "unnumbered"]

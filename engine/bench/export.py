@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 import warnings
@@ -15,6 +16,7 @@ from engine import outputs
 from engine.bench.benchmark import derive, of_run
 from engine.bench.schema import FORMATS as DOCUMENT_FORMATS
 from engine.bench.schema import as_frame, to_document
+from engine.devices import host_memory
 from engine.errors import EngineError
 from engine.plots import charts, style
 
@@ -77,6 +79,47 @@ def _chrome_found() -> bool:
     return bool(path) and Path(path).is_file()
 
 
+# The niceness of the browser kaleido starts: a chart export takes seconds of both cores (Chrome's
+# start and each picture), and the server's page views must not wait for them.
+BROWSER_NICE = 19
+
+
+def _start_browser(kaleido) -> None:
+    """kaleido's server, started from a thread of its own that first lowers its own priority: the
+    thread kaleido starts, and the browser processes that thread starts, inherit it (on Linux a
+    thread's nice value is its own and passes to what it creates), while the server's threads keep
+    theirs (a process cannot raise its priority back without privileges)."""
+    failed: list[BaseException] = []
+
+    def start():
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BROWSER_NICE)
+        except (OSError, AttributeError):   # not Linux, or not allowed: at the usual priority
+            pass
+        try:
+            kaleido.start_sync_server(silence_warnings=True)
+        except BaseException as exc:   # noqa: BLE001 - handed to the caller's thread
+            failed.append(exc)
+    thread = threading.Thread(target=start, name="kaleido-start", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _lower_browser() -> None:
+    """Every thread of the browser's processes at BROWSER_NICE: the browser may have raised its own
+    (Chrome gives its main threads a higher priority where it is allowed to, as root)."""
+    for pid in host_memory.descendants():
+        try:
+            if b"chrom" not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].lower():
+                continue
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                os.setpriority(os.PRIO_PROCESS, int(task.name), BROWSER_NICE)
+        except (OSError, ValueError, AttributeError):   # gone meanwhile, not Linux, or not allowed
+            continue
+
+
 @contextmanager
 def image_session():
     """One Chrome for a batch of pictures: the first costs ~3 s to start it, each later one ~0.3 s."""
@@ -89,7 +132,7 @@ def image_session():
     with _IMAGES, warnings.catch_warnings():
         warnings.simplefilter("ignore")   # plotly warns that its defaults are ignored by a running server
         try:
-            kaleido.start_sync_server(silence_warnings=True)
+            _start_browser(kaleido)
         except Exception as exc:   # noqa: BLE001 - kaleido raises bare RuntimeErrors
             raise _image_error(exc) from None
         try:
@@ -102,7 +145,9 @@ def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.
     """PNG or SVG through kaleido, which drives a local Chrome or Chromium; a one-line EngineError
     saying what is missing when it cannot."""
     try:
-        return fig.to_image(format=fmt, width=width, height=height, scale=scale)
+        picture = fig.to_image(format=fmt, width=width, height=height, scale=scale)
+        _lower_browser()   # its processes and threads as they are once it has drawn
+        return picture
     except ImportError:
         raise EngineError(NO_KALEIDO) from None
     except Exception as exc:   # noqa: BLE001 - kaleido raises bare RuntimeErrors

@@ -40,20 +40,28 @@ def keep_large_blocks_separate() -> None:
         _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
 
 
-def tree_rss(pid: int | None = None) -> int:
-    """Resident bytes of a process and every process below it (the server and its workers, and
-    the browser kaleido starts); 0 where /proc cannot say (not Linux)."""
-    pid = os.getpid() if pid is None else pid
+def descendants(pid: int | None = None) -> list[int]:
+    """Every process below pid (by default this one), as /proc says now; none where it cannot."""
     parents: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             parents.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
         except (OSError, IndexError, ValueError):
             continue
-    total, todo = 0, [pid]
+    out, todo = [], [os.getpid() if pid is None else pid]
     while todo:
-        p = todo.pop()
-        todo += parents.get(p, [])
+        children = parents.get(todo.pop(), [])
+        out += children
+        todo += children
+    return out
+
+
+def tree_rss(pid: int | None = None) -> int:
+    """Resident bytes of a process and every process below it (the server and its workers, and
+    the browser kaleido starts); 0 where /proc cannot say (not Linux)."""
+    pid = os.getpid() if pid is None else pid
+    total = 0
+    for p in [pid, *descendants(pid)]:
         try:
             total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, IndexError, ValueError):

@@ -134,19 +134,29 @@ class Line:
             return {"waiting": [t.kind for t in self._waiting], "running": [t.kind for t in self._running],
                     "reserved": self.reserved}
 
+    def number(self) -> int:
+        """A place in line taken now, for a request that comes to the line a moment later (turn's
+        number): a click is numbered when it arrives, and the page drawn before its request gets
+        here takes longer for one session than for the next."""
+        with self._cond:
+            return next(self._numbers)
+
     @contextmanager
     def turn(self, kind: str, need: int = 0, on_wait: Callable[[Place], None] | None = None,
-             poll_s: float = 1.0):
+             poll_s: float = 1.0, number: int | None = None):
         """Holds a place to run `kind` with `need` bytes reserved; while it waits, on_wait(Place)
         is called in the waiting thread each time its place changes and every poll_s (the time
-        estimate moves on). A request that could not fit even with nothing else running is refused."""
+        estimate moves on). A request that could not fit even with nothing else running is refused.
+        number: its place, taken earlier (number()): it goes before the waiting requests numbered
+        after it (not before those already running)."""
         with self._cond:
             room = self.budget() - self.held()
             if need > room:
                 raise EngineError(f"this needs about {_mb(need)} of memory and the server has {_mb(max(room, 0))} "
                                   f"of its {_mb(self.budget())} left beside what it holds ({SERVER_MEMORY_ENV})")
-            ticket = Ticket(kind, need, next(self._numbers))
-            self._waiting.append(ticket)
+            ticket = Ticket(kind, need, next(self._numbers) if number is None else number)
+            self._waiting.insert(sum(t.number < ticket.number for t in self._waiting), ticket)
+            self._moved()   # those it went before are told their new place
             try:
                 while not self._may_start(ticket):
                     seen = self._moves
@@ -176,3 +186,81 @@ class Line:
                 self.reserved -= need
                 self._durations.setdefault(kind, deque(maxlen=RECENT)).append(self.clock() - ticket.started)
                 self._moved()
+
+
+# A page script expected to take longer than this (its kind's recent average) is costly: costly
+# scripts hold all but one of the slots at most, so a quick view never waits for a slot behind them.
+CHEAP_S = 0.15
+# A waiting script's deadline is when it came plus this many times its expected duration: the
+# earliest deadline goes first, so a 0.05 s view passes a queue of 0.5 s ones, and a costly script
+# waits at most this many of its own durations for views that keep coming after it.
+AGING = 10.0
+
+
+class Slots:
+    """How many page scripts compute at once in one server (count), the cheapest first.
+
+    A room's page scripts share one interpreter lock, so a few run at once and the rest wait. Served
+    first come first served, thirty sessions opening the Benchmarks page (0.2 to 0.6 s of one core
+    each) held a 0.05 s view of a quiet page for seconds behind them. Here each script is expected
+    to take the interpreter time its kind (the page) took lately (the thread's CPU time, work_clock:
+    wall time grows with the room, and every page would look costly when it is full); waiting scripts
+    go earliest deadline first (when
+    they came, plus AGING times what they are expected to take), and costly ones hold count - 1
+    slots at most (one, where there is one). A page not seen yet is expected to be costly
+    (first_guess) until one of its scripts has run: six sessions opening the Benchmarks page first
+    thing took every slot from the quick pages while its first, cold views ran. Semaphore-like: acquire() and release() in the same thread."""
+
+    def __init__(self, count: int, clock: Callable[[], float] = time.monotonic,
+                 work_clock: Callable[[], float] = time.thread_time, first_guess: float = 0.5):
+        self.count, self.clock, self.work_clock, self.first_guess = count, clock, work_clock, first_guess
+        self._cond = threading.Condition()
+        self._waiting: list[tuple[float, int, str]] = []
+        self._running: list[str] = []
+        self._durations: dict[str, deque] = {}
+        self._numbers = itertools.count()
+        self._mine = threading.local()
+
+    def expected(self, kind: str) -> float:
+        recent = self._durations.get(kind)
+        return sum(recent) / len(recent) if recent else self.first_guess
+
+    def _costly(self, kind: str) -> bool:
+        return self.expected(kind) > CHEAP_S
+
+    def _next(self):
+        """Under the lock: the waiter that may take a free slot now, if any."""
+        if len(self._running) >= self.count:
+            return None
+        costly = sum(map(self._costly, self._running))
+        for entry in self._waiting:
+            if not self._costly(entry[2]) or costly < max(1, self.count - 1):
+                return entry
+        return None
+
+    def acquire(self, blocking: bool = True, kind: str = "") -> bool:
+        with self._cond:
+            entry = (self.clock() + AGING * self.expected(kind), next(self._numbers), kind)
+            self._waiting.append(entry)
+            self._waiting.sort()
+            try:
+                while self._next() is not entry:
+                    if not blocking:
+                        return False
+                    self._cond.wait()
+            finally:
+                self._waiting.remove(entry)
+            self._running.append(kind)
+        self._mine.held = (kind, self.work_clock())
+        return True
+
+    def release(self) -> None:
+        kind, started = self._mine.held
+        with self._cond:
+            self._running.remove(kind)
+            self._durations.setdefault(kind, deque(maxlen=RECENT)).append(self.work_clock() - started)
+            self._cond.notify_all()
+
+    def snapshot(self) -> dict:
+        with self._cond:
+            return {"waiting": [kind for _, _, kind in self._waiting], "running": list(self._running)}

@@ -9,10 +9,11 @@ session waiting for it, or for another session's identical request, holds no pag
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import streamlit as st
 
-from engine.bench import export
+from engine.bench import benchmark, export, schema
 from engine.devices import host_memory, memo
 from engine.errors import EngineError
 from engine.kernels import registry, sass
@@ -46,11 +47,12 @@ def _held() -> int:
     return _RUNTIME[0] + sum(m.bytes for m in (TRACES, RESULTS, FIGURES, EXPORTS))
 
 
-def _heavy_get(cache: memo.Memo, key, compute, kind: str, need, what: str, **keep):
+def _heavy_get(cache: memo.Memo, key, compute, kind: str, need, what: str, number: int | None = None, **keep):
     """cache.get(key, compute) with compute in the line, reserving need() bytes; off the page slot
-    throughout, also while waiting for another session computing the same key."""
+    throughout, also while waiting for another session computing the same key. number: its place in
+    line, taken earlier (slots.heavy)."""
     def in_line():
-        with heavy(kind, need(), what):
+        with heavy(kind, need(), what, number):
             return compute()
     with off_page_slot(), shared_wait(cache.computing(key), what):
         return cache.get(key, in_line, **keep)
@@ -82,8 +84,9 @@ def trace(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tu
 
 
 # A figure is weighed by the dict it hands out (its plotly objects share validators and templates
-# with every other figure, which are not its to free).
-FIGURES = memo.Memo("figures", memo.budget("MATMUL_EXPLORER_FIGURE_CACHE_MB", 100), lambda f: memo.nbytes(f.to_dict()))
+# with every other figure, which are not its to free). Also the parts of a page drawn from files
+# alone (page_part).
+FIGURES = memo.Memo("figures", memo.budget("MATMUL_EXPLORER_FIGURE_CACHE_MB", 100), lambda f: _weigh_part(f))
 
 
 def figure(build):
@@ -164,13 +167,50 @@ def rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCoun
         return str(exc)
 
 
-def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress):
+def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress, number: int | None = None):
     """export.chart_files of a run, made once for every session asking for the same run in the same
-    formats, in the line (Chrome and the pictures are seconds of a core each). Files made without
-    their pictures (no Chrome here) are not kept: installing it is tried again next time."""
+    formats, in the line (Chrome and the pictures are seconds of a core each), at the place number
+    (taken when the button was clicked). Files made without their pictures (no Chrome here) are not
+    kept: installing it is tried again next time."""
     key = ("chart_files", export.run_digest(rows, prov), tuple(formats))
     return _heavy_get(EXPORTS, key, lambda: export.chart_files(rows, prov, formats, progress), "export",
-                      lambda: export.CHART_FILES_BYTES, "Making the chart files", keep=lambda made: not made[1])
+                      lambda: export.CHART_FILES_BYTES, "Making the chart files", number, keep=lambda made: not made[1])
+
+
+def file_version(path: Path) -> tuple:
+    """A file as it is now: a file written again (another size or time) is read again."""
+    stat = path.stat()
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+# A recorded run, read and checked (schema.read) once for every session and every rerun: the
+# Benchmarks page reads each of its files on every view, 0.7 s of one core's pandas a view, and a
+# room opening it held the interpreter lock that every other page view waits for.
+def recorded(path: Path):
+    """benchmark.load_document of a recorded file: (rows, provenance), shared, read-only."""
+    return RESULTS.get(("recorded", *file_version(path)), lambda: benchmark.load_document(path.read_bytes()))
+
+
+def recorded_document(path: Path) -> schema.Document:
+    """schema.read of a recorded file (its rows as written, for its exports), shared, read-only."""
+    return RESULTS.get(("recorded_document", *file_version(path)), lambda: schema.read(path.read_bytes()))
+
+
+def page_part(key: tuple, build):
+    """What a page draws from files alone (the same for every session showing the same files: their
+    versions are in key), built once and shared read-only: frames, tables and figures."""
+    return FIGURES.get(("page_part", *key), build)
+
+
+def _weigh_part(value) -> int:
+    """A plotly figure by the dict it hands out, anything else by memo.nbytes."""
+    if hasattr(value, "to_plotly_json"):
+        return memo.nbytes(value.to_dict())
+    if isinstance(value, (list, tuple)):
+        return sum(map(_weigh_part, value))
+    if isinstance(value, dict):
+        return sum(map(_weigh_part, value.values()))
+    return memo.nbytes(value)
 
 
 def animation_file(fmt: str, build, title: str, progress) -> bytes:

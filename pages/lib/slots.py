@@ -22,8 +22,9 @@ from engine.devices import line
 # messages, health checks) needs Python's interpreter lock between its steps, and waits its turn
 # behind every thread that is computing: with a room of 30 sessions computing at once it got a turn
 # every ~150 ms and answered nothing for seconds. Scripts beyond these slots wait without taking
-# the lock; the kernels themselves run in worker processes.
-PAGE_SLOTS = threading.Semaphore(max(2, 2 * (os.cpu_count() or 1)))
+# the lock; the kernels themselves run in worker processes. The quickest views go first
+# (line.Slots): a quiet page's view does not wait behind a room opening the Benchmarks page.
+PAGE_SLOTS = line.Slots(max(2, 2 * (os.cpu_count() or 1)))
 # Heavy work runs a few at a time, leaving a core (and a CPU trace worker) to the page views.
 # What the server holds besides it is set by pages/lib/cached.py (its caches and processes).
 LINE = line.Line(max(1, (os.cpu_count() or 1) - 1))
@@ -31,14 +32,15 @@ _SLOTS = threading.local()
 
 
 @contextmanager
-def page_slot():
-    """Held by app.py while a page's script runs."""
-    with PAGE_SLOTS:
-        _SLOTS.page = True
-        try:
-            yield
-        finally:
-            _SLOTS.page = False
+def page_slot(page: str = ""):
+    """Held by app.py while a page's script runs (page: its name, what its views take is learnt)."""
+    PAGE_SLOTS.acquire(kind=page)
+    _SLOTS.page, _SLOTS.kind = True, page
+    try:
+        yield
+    finally:
+        _SLOTS.page = False
+        PAGE_SLOTS.release()
 
 
 @contextmanager
@@ -53,7 +55,7 @@ def off_page_slot():
         yield
     finally:
         if gave_up:
-            PAGE_SLOTS.acquire()
+            PAGE_SLOTS.acquire(kind=_SLOTS.kind)
             _SLOTS.page = True
 
 
@@ -80,17 +82,17 @@ def shared_wait(computing: bool, what: str):
 
 
 @contextmanager
-def heavy(kind: str, need: int = 0, what: str = "Waiting"):
+def heavy(kind: str, need: int = 0, what: str = "Waiting", number: int | None = None):
     """Runs the block as heavy work of `kind` reserving `need` bytes of the server's memory, off the
     page slot. A thread already in its turn keeps it for the work nested in its work (what it
-    reserved covers it)."""
+    reserved covers it). number: its place in line, taken when the click came (LINE.number())."""
     if getattr(_SLOTS, "heavy", False):
         yield
         return
     on_wait, done = _show_place(what)
     with off_page_slot():
         try:
-            with LINE.turn(kind, need, on_wait):
+            with LINE.turn(kind, need, on_wait, number=number):
                 done()
                 _SLOTS.heavy = True
                 try:
