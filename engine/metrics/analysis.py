@@ -439,15 +439,21 @@ def merged_rows(trace: Trace, s: int, width: int) -> np.ndarray | None:
 
 def _merged_rows(trace: Trace, s: int, width: int) -> np.ndarray | None:
     r = trace.columns
-    idx = np.flatnonzero(r["site"] == s)
+    mask = r["site"] == s
+    idx = np.flatnonzero(mask)
     if not len(idx):
         return None
-    thread = np.searchsorted(trace.thread_starts(), idx, side="right") - 1
+    # Records per thread at the site (the records are in thread order; a thread with none adds 0).
+    counts = trace.thread_counts.astype(np.int64)
+    per_thread = np.zeros(len(counts), dtype=np.int64)
+    some = counts > 0
+    per_thread[some] = np.add.reduceat(mask, trace.thread_starts()[:-1][some], dtype=np.int64)
     words = (r["offset"][idx] // WORD_BYTES).astype(np.int32)
     epoch = r["epoch"][idx]
-    fast = _merged_rows_alike(trace, thread, words, epoch, width)
+    fast = _merged_rows_alike(trace, np.flatnonzero(per_thread), per_thread[per_thread > 0], words, epoch, width)
     if fast is not None:
         return fast
+    thread = np.repeat(np.arange(len(per_thread)), per_thread)
     words, epoch = words.astype(np.int64), epoch.astype(np.int64)
     ordinal = r["ordinal"][idx].astype(np.int64)
     # One integer key per record, (thread, epoch) above the word (shared memory has under 2^17 words):
@@ -491,13 +497,13 @@ def _merged_rows(trace: Trace, s: int, width: int) -> np.ndarray | None:
     return rows
 
 
-def _merged_rows_alike(trace: Trace, thread: np.ndarray, words: np.ndarray, epoch: np.ndarray,
-                       width: int) -> np.ndarray | None:
+def _merged_rows_alike(trace: Trace, threads: np.ndarray, per: np.ndarray, words: np.ndarray,
+                       epoch: np.ndarray, width: int) -> np.ndarray | None:
     """merged_rows when every thread read the site alike (the common case, and the whole of a large
     block): the same number of times, in the same epochs, and its reads grouping into aligned runs
     the way the first thread's do. Then the first thread's grouping is every thread's, checked with
-    a few passes over the records instead of sorting them. None when they do not read alike."""
-    threads, per = np.unique(thread, return_counts=True)
+    a few passes over the records instead of sorting them. None when they do not read alike.
+    threads: the threads that read the site, in order; per: how many times each did."""
     n = int(per[0])
     if (per != n).any() or n % width:
         return None
@@ -506,16 +512,16 @@ def _merged_rows_alike(trace: Trace, thread: np.ndarray, words: np.ndarray, epoc
     if (e != e[:1]).any():
         return None
     # The first thread's grouping: by epoch, then how often it had read the word, then the word.
-    w0, e0 = w[0], e[0]
-    occurrence = np.zeros(n, dtype=np.int64)
-    seen: dict[tuple[int, int], int] = {}
-    for j in range(n):
-        occurrence[j] = seen.get((int(e0[j]), int(w0[j])), 0)
-        seen[(int(e0[j]), int(w0[j]))] = occurrence[j] + 1
+    w0, e0 = w[0].astype(np.int64), e[0].astype(np.int64)
+    by_word = np.lexsort((np.arange(n), w0, e0))          # each (epoch, word)'s reads in program order
+    again = np.r_[False, (w0[by_word][1:] == w0[by_word][:-1]) & (e0[by_word][1:] == e0[by_word][:-1])]
+    run_start = np.flatnonzero(~again)
+    occurrence = np.empty(n, dtype=np.int64)
+    occurrence[by_word] = np.arange(n) - np.repeat(run_start, np.diff(np.r_[run_start, n]))
     perm = np.lexsort((w0, w0 // width, occurrence, e0))
     groups = w[:, perm].reshape(len(threads), n // width, width)
     first = groups[:, :, 0]
-    if (first % width).any() or (groups != first[:, :, None] + np.arange(width)).any():
+    if (first % width).any() or (groups != first[:, :, None] + np.arange(width, dtype=w.dtype)).any():
         return None
     order = np.argsort(perm.reshape(-1, width).min(axis=1), kind="stable")   # by each group's first read
     first = first[:, order]
