@@ -144,7 +144,7 @@ CONTENTION_SHARE = 0.01
 CONTENTION = ("Every launch measured a little more than the trace (under 1%): this l1tex counter also counts "
               "wavefronts that other traffic in the same data banks adds (global loads filling L1 beside the "
               "ldmatrix reads); with one wave of blocks the timing, and so the count, repeats from launch to launch. "
-              "The per-instruction counters (sm__sass_..._op_ldsm) equal the trace.")
+              "Where the kernel uses ldmatrix, its per-instruction counters (sm__sass_..._op_ldsm) equal the trace.")
 
 
 def compare(kernel: str, size: tuple[int, int, int], totals: Mapping[str, Mapping[str, int]],
