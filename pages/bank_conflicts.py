@@ -63,8 +63,7 @@ if shown.steps:
                          f"Bank conflicts: {label}, M = N = K = {size}")
     # The picture is the source's accesses; where nvcc merged them, the hardware's differ: say so here.
     listing = cached.sass_listing(trace.launches[-1].file, trace.problem.params)
-    merged = sorted({op for ts in trace.sites if ts.site.space == "shared" and ts.site.op == "load" and ts.site.width == 1
-                     for op in listing.get("by_line", {}).get(ts.site.line, {}) if op in analysis.VECTOR_WIDTH})
+    merged = sorted(set(analysis.merged_sites(trace, listing).values()))
     if merged:
         top.info(f"This picture shows {kernel}'s shared loads as written, one 32-bit read per access. nvcc compiled "
                 f"them into {', '.join(merged)}: each thread's reads of neighbouring words are one instruction, served "

@@ -544,6 +544,16 @@ def _merged_site_totals(trace: Trace, s: int, width: int) -> dict | None:
             "bank_conflicts": int(np.maximum(wavefronts - ideal, 0).sum()), "per_instruction": wavefronts}
 
 
+def merged_sites(trace: Trace, sass_info: dict) -> dict[int, str]:
+    """The scalar shared-load sites of the main launch whose source line the SASS shows as a wider
+    load (nvcc merged them), with that opcode: site -> 'LDS.64' or 'LDS.128'."""
+    by_line = sass_info.get("by_line", {}) if sass_info.get("available") else {}
+    return {i: op for i, ts in enumerate(trace.sites)
+            if ts.site.space == "shared" and ts.site.op == "load" and ts.site.width == 1
+            and ts.kernel == trace.launches[-1].kernel
+            for op in by_line.get(ts.site.line, {}) if op in VECTOR_WIDTH}
+
+
 def as_compiled(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[pd.DataFrame, list[str], dict]:
     """The site table as the hardware executes it: shared-load sites that the SASS shows as
     vector loads get their hardware instruction, wavefront and conflict counts (what ncu reads).
@@ -581,6 +591,13 @@ def compiled_totals(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple
     as_compiled's sites, and the instructions ptxas emitted that never execute but that the warp
     issues all the same (`@!PT LDS` beside each LDGSTS: counted among the executed shared loads)."""
     hw, notes, _ = as_compiled(trace, sites, sass_info)
+    return hardware_totals(trace, hw, notes, sass_info)
+
+
+def hardware_totals(trace: Trace, hw: pd.DataFrame, notes: list[str],
+                    sass_info: dict) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """compiled_totals from a site table already read as compiled (as_compiled's hw and notes)."""
+    notes = list(notes)
     totals = {k: ncu_totals(hw, k) for k in dict.fromkeys(hw["kernel"])}
     never = sass_info.get("never_per_copy", {}) if sass_info.get("available") else {}
     last = trace.launches[-1].kernel

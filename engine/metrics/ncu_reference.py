@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import pandas as pd
+
 from engine.kernels import registry
 from engine.metrics.analysis import NCU_COPY_METRICS, NCU_LDSM_METRICS, NCU_METRICS
 
@@ -203,7 +205,7 @@ def ncu_command(kernel: str, size: tuple[int, int, int], params: Mapping[str, in
 class SideBySide:
     """What a page shows beside its counts: the table (None when no GPU measured this configuration),
     the command that measures it, and the configurations of the kernel that were measured."""
-    table: object            # pandas.DataFrame or None
+    table: pd.DataFrame | None
     command: str
     note: str
     measured_elsewhere: list[str]
@@ -213,8 +215,6 @@ def side_by_side(kernel: str, size: tuple[int, int, int], params: Mapping[str, i
                  totals: Mapping[str, Mapping[str, int]], scale: int = 1, scope: str = "the whole launch") -> SideBySide:
     """The trace's counts of a configuration beside Nsight Compute's, one row per counter and GPU.
     params: every compile-time parameter, bound (registry.bind)."""
-    import pandas as pd  # noqa: PLC0415 - the engine's tables are pandas; only this view needs it here
-
     key = case_key(kernel, size, params, block)
     launches = [launch.kernel for launch in registry.get(kernel).launches]
     command = ncu_command(kernel, size, params, block, launches)

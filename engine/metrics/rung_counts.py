@@ -117,9 +117,14 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
     ig, is_ = mine[global_load[mine["site"]]], mine[shared_load[mine["site"]]]
     ideal_sectors = -(-ig["active"].astype(np.int64) * site_bytes[ig["site"]] // SECTOR_BYTES)
     sites_hw = analysis.site_summary(trace, mine)
-    compiled, why, hw = _compiled_shared_loads(trace, sites_hw, np.where(shared_load, per_site, 0), sass_info)
-    if hw is not None:
-        sites_hw = hw
+    totals = {}
+    compiled, why = None, "no SASS"
+    if sass_info and sass_info.get("available"):
+        hw, notes, merged = analysis.as_compiled(trace, sites_hw, sass_info)
+        totals, _ = analysis.hardware_totals(trace, hw, notes, sass_info)   # what Nsight Compute reads
+        compiled, why = _compiled_shared_loads(trace, merged, np.where(shared_load, per_site, 0), sass_info)
+        if compiled is not None:
+            sites_hw = hw
     shared = sites_hw[(sites_hw["space"] == "shared") & ~sites_hw["copy"].astype(bool)]
     loads, stores = shared[shared["op"] == "load"], shared[shared["op"] == "store"]
     three = lambda t: tuple(int(t[c].sum()) for c in ("requests", "wavefronts", "bank_conflicts")) if len(t) else (0, 0, 0)  # noqa: E731
@@ -133,28 +138,21 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
         global_requests=len(ig), global_sectors=int(ig["sectors"].sum()), ideal_sectors=int(ideal_sectors.sum()),
         shared_requests=len(is_), shared_wavefronts=int(is_["wavefronts"].sum()), shared_ideal=int(is_["ideal"].sum()),
         intervals=intervals(trace, ig, is_),
-        compiled_loads=three(loads) if compiled is not None else None, stores=three(stores))
+        compiled_loads=three(loads) if compiled is not None else None, stores=three(stores), compiled_totals=totals)
 
 
-def _compiled_shared_loads(trace: Trace, sites: pd.DataFrame, loads: np.ndarray,
-                           sass_info: dict | None) -> tuple[int | None, str, pd.DataFrame | None]:
-    """Shared load instructions of the block as nvcc compiled them (analysis.as_compiled: where it
-    merged `width` scalar loads of consecutive words into one LDS.128), or None and why not: no SASS
-    listing, or a line nvcc compiled to LDS.128 whose loads are not consecutive words in the source
-    (nvcc reordered the loop; the model does not follow it). sites: the block's site_summary; loads:
-    its shared loads per site. Also returns the site table as compiled (None where not modelled)."""
-    if not sass_info or not sass_info.get("available"):
-        return None, "no SASS", None
-    hw, _, merged = analysis.as_compiled(trace, sites, sass_info)
-    wide = {i for i, ts in enumerate(trace.sites) if ts.site.space == "shared" and ts.site.op == "load"
-            and ts.site.width == 1 and set(sass_info["by_line"].get(ts.site.line, {})) & set(analysis.VECTOR_WIDTH)}
-    if wide - set(merged):
-        return None, "not modelled", None
-    # A thread's `width` merged loads are one instruction (merged: the sites as_compiled merged).
+def _compiled_shared_loads(trace: Trace, merged: dict, loads: np.ndarray, sass_info: dict) -> tuple[int | None, str]:
+    """Shared load instructions of the block as nvcc compiled them (where it merged `width` scalar
+    loads of an aligned piece into one LDS.64 or LDS.128), or None and why not: a line nvcc compiled
+    wider whose loads the model does not group (nvcc reordered the loop in a way it does not follow).
+    merged: the sites analysis.as_compiled merged; loads: the block's shared loads per site."""
+    wide = analysis.merged_sites(trace, sass_info)
+    if set(wide) - set(merged):
+        return None, "not modelled"
+    # A thread's `width` merged loads are one instruction.
     merged_loads = int(loads[list(merged)].sum())
-    instructions = sum(int(loads[s]) // analysis.VECTOR_WIDTH[op] for s in merged
-                       for op in sass_info["by_line"].get(trace.sites[s].site.line, {}) if op in analysis.VECTOR_WIDTH)
-    return int(loads.sum()) - merged_loads + instructions, "", hw
+    instructions = sum(int(loads[s]) // analysis.VECTOR_WIDTH[wide[s]] for s in merged)
+    return int(loads.sum()) - merged_loads + instructions, ""
 
 
 COPY, MULTIPLY = "tile loads (global)", "multiply (shared loads)"

@@ -8,7 +8,6 @@ session waiting for it, or for another session's identical request, holds no pag
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import streamlit as st
@@ -150,13 +149,8 @@ def rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCoun
 
     def compute():
         trace = tracer.trace(kernel, problem, [block], "auto")
-        inst = analysis.warp_instructions(trace)
-        listing = sass_listing(trace.launches[-1].file, trace.problem.params)
-        counts = rung_counts.rung_counts(trace, inst, block, listing)
-        if listing.get("available"):    # the Nsight Compute view's numbers, from the same trace
-            totals, _ = analysis.compiled_totals(trace, analysis.site_summary(trace, inst), listing)
-            counts = dataclasses.replace(counts, compiled_totals=totals)
-        return counts
+        return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
+                                       sass_listing(trace.launches[-1].file, trace.problem.params))
     key = ("rung", kernel, size, tuple(block), tracer.resolve_source("auto"))
     try:
         need = plan.host_need(kernel, problem, [block])
