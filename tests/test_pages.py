@@ -257,3 +257,20 @@ def test_bank_conflicts_shows_the_ladders_shared_loads_scalar_and_128_bit():
                 group = int(analysis.served_lanes(first, 4, True)[0])
                 assert step.width == 4 and f"{group} lanes at a time → <b>{step.wavefronts} wavefronts</b> " \
                     f"(at best {step.ideal})" in head
+
+
+def test_an_animation_export_takes_its_place_in_line_when_clicked(monkeypatch):
+    """The room's exports run in the order they were asked for: the place is taken by the click's
+    callback, before the rerun that makes the file (and draws the page) starts."""
+    asked = []
+
+    def fake_file(fmt, build, title, progress, number=None):
+        asked.append((fmt, number))
+        return b"GIF89a"
+    monkeypatch.setattr(cached, "animation_file", fake_file)
+    at = open_page("pages/tile_phases.py", {"m": "16", "n": "16", "k": "16", "tile": "8"})
+    before = cached.LINE.number()
+    at.button(key="animation-gif").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(asked) == 1 and asked[0][0] == "gif"
+    assert isinstance(asked[0][1], int) and asked[0][1] > before

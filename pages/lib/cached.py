@@ -207,15 +207,16 @@ def _weigh_part(value) -> int:
     return memo.nbytes(value)
 
 
-def animation_file(fmt: str, build, title: str, progress) -> bytes:
+def animation_file(fmt: str, build, title: str, progress, number: int | None = None) -> bytes:
     """The page's animation as a file (engine/plots/movie.py), made once for every session asking for
     the same view in the same format; the GIF and MP4 in the line (Chromium and the encoding are
-    seconds of both cores). build() makes the figure, in presenter sizing."""
+    seconds of both cores), at number, the place the click took in it. build() makes the figure, in
+    presenter sizing."""
     key = ("animation", st.session_state.get("_page"), view_state.saved(), fmt, tracer.resolve_source("auto"))
     if fmt == "html":   # no browser, no encoding: the figure and plotly.js written out
         return EXPORTS.get(key, lambda: movie.export(build(), fmt, title))
     return _heavy_get(EXPORTS, key, lambda: movie.export(build(), fmt, title, progress), "export",
-                      lambda: movie.EXPORT_BYTES, f"Making the {fmt.upper()}")
+                      lambda: movie.EXPORT_BYTES, f"Making the {fmt.upper()}", number)
 
 
 LINE.held = _held

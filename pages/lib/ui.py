@@ -19,6 +19,7 @@ from engine.kernels.problem import make_problem
 from engine.plots import animation, movie
 from engine.tracing import tracer
 from pages.lib import cached, routing, server, view_state
+from pages.lib.slots import LINE
 
 # Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced
 # and drawn: on a browser's first visit that is seconds of JavaScript left until last. The player
@@ -179,8 +180,11 @@ def animation_exports(build, title: str) -> None:
     with st.expander("Export this animation for slides: GIF, MP4 or an offline HTML player"):
         cols = st.columns(3)
         # every button drawn first (a click is one button's, on the rerun it starts)
+        # Each click takes its place in the server's line as it arrives (on_click runs before the
+        # rerun draws the page), so exports asked for by a room run in the order they were asked.
         asked = [fmt for fmt, col in zip(movie.FORMATS, cols)
-                 if col.button(f"Make {EXPORT_NAMES[fmt]}", key=f"animation-{fmt}")]
+                 if col.button(f"Make {EXPORT_NAMES[fmt]}", key=f"animation-{fmt}", on_click=_take_place,
+                               args=(f"animation-place-{fmt}",))]
         if not asked:
             return
         fmt = asked[0]
@@ -189,7 +193,7 @@ def animation_exports(build, title: str) -> None:
             bar = st.progress(0.0)
             try:
                 data = cached.animation_file(fmt, build, title, lambda done, total: bar.progress(
-                    done / total, f"frame {done} of {total}"))
+                    done / total, f"frame {done} of {total}"), st.session_state.pop(f"animation-place-{fmt}", None))
             except EngineError as exc:
                 box.update(label=str(exc), state="error")
                 return
@@ -202,6 +206,10 @@ def animation_exports(build, title: str) -> None:
 
 
 EXPORT_NAMES = {"gif": "GIF", "mp4": "MP4", "html": "HTML player"}
+
+
+def _take_place(name: str) -> None:
+    st.session_state[name] = LINE.number()
 
 
 def kernel_label(name: str) -> str:
