@@ -23,6 +23,11 @@ def test_the_default_view_stands_beside_nsight_compute_and_agrees(page, params):
         assert tables, f"{view.label}: no measurement shipped for the default view"
         table = tables[0]
         assert len(table) >= 6 and set(table["agree"]) <= AGREE, table[["counter", "agree"]]
+        # every difference points at its reason, written out whole under the table
+        captions = [c.value for c in view.caption]
+        for mark, agree in zip(table["why"], table["agree"]):
+            assert (mark != "") == (agree != "equal"), (mark, agree)
+            assert not mark or any(c.startswith(mark + " ") for c in captions), mark
         assert any("ncu --clock-control none" in c.value for c in view.code)
 
 

@@ -226,8 +226,13 @@ def nsight_view(view, label: str) -> None:
     with st.expander(f"Beside Nsight Compute: {label}", expanded=False):
         st.caption(view.note)
         if view.table is not None:
-            st.dataframe(view.table.drop(columns=["metric"]), hide_index=True, width="stretch",
-                         column_config={"why": st.column_config.TextColumn(width="large")})
+            # Each reason once, numbered under the table: in a column of its own a sentence was cut
+            # at the column's edge on a 1280x720 screen, and the same one repeated row after row.
+            reasons = list(dict.fromkeys(r for r in view.table["why"] if r))
+            marks = [f"({reasons.index(r) + 1})" if r else "" for r in view.table["why"]]
+            st.dataframe(view.table.drop(columns=["metric"]).assign(why=marks), hide_index=True, width="stretch")
+            for i, reason in enumerate(reasons, 1):
+                st.caption(f"({i}) {reason}")
             st.caption("Measured with `ncu --clock-control none`, one session per kernel group, each configuration "
                        "launched three times. Metric names: " + ", ".join(f"`{m}`" for m in dict.fromkeys(view.table["metric"])))
         st.caption("To measure it on a GPU machine with Nsight Compute:")
