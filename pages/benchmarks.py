@@ -295,7 +295,7 @@ else:
 # ------------------------------------------------------------------ recorded runs and uploads
 st.subheader("Recorded runs" + ("" if status.available else " (not live)"))
 runs = benchmark.recorded_runs()
-choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in runs[:1]])
+choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in benchmark.opening_runs(runs)])
 uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
                            accept_multiple_files=True, max_upload_size=schema.MAX_MB)
 frames, peaks, labels, provs, files = [], None, [], [], []

@@ -25,7 +25,7 @@ def _open():
 
 
 # What the shipped run says of itself: the day it was recorded (UTC) and its versions.
-SHIPPED = json.loads(benchmark.recorded_runs()[0].read_text())["provenance"]
+SHIPPED = json.loads(benchmark.opening_runs(benchmark.recorded_runs())[0].read_text())["provenance"]
 DAY = SHIPPED["date"][:10]
 FORMAT_1_RUN = Path(__file__).parent / "data" / "h200-2026-11-21-format1.json"
 

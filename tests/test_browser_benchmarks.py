@@ -18,7 +18,7 @@ KERNELS = ["naive_x_rows 16x16", "naive_x_cols 16x16", "naive_transposed_b 32x32
            "tiled_unguarded T16", "shared_bank_conflicts T16", "blocktile_1d 64x64x32 t16", "blocktile_2d 64x64x32 t8x4",
            "vectorized 64x256x32 t8x4", "warptile 128x128x32 w32x64 t4x4 i2", "double_buffered 128x128x16 w128x32 t4x4 i4",
            "prefetched 128x256x16 w32x128 t8x4 i2", "cublas_sgemm", "cublas_sgemm_tf32"]
-DAY = json.loads(benchmark.recorded_runs()[0].read_text())["provenance"]["date"][:10]
+DAY = json.loads(benchmark.opening_runs(benchmark.recorded_runs())[0].read_text())["provenance"]["date"][:10]
 ROUND_TICK = re.compile(r"\d{1,3}(,\d{3})*|\d+(\.\d+)?[kM]?")
 # Per chart, by title: its plot area, title, legend (entries with their drawn colour) and tick labels.
 DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => {
@@ -140,7 +140,7 @@ def test_roofline_is_readable_at_1440x900(server, shots):
 def test_hostile_uploads_get_a_message_and_the_recorded_run_stays_charted(server, shots):
     """A damaged upload used to put a traceback (with the server's paths) in the browser and take every
     chart away; a Markdown image in a GPU's name would have been fetched from elsewhere."""
-    doc = json.loads(benchmark.recorded_runs()[0].read_text())
+    doc = json.loads(benchmark.opening_runs(benchmark.recorded_runs())[0].read_text())
     evil = "![x](http://evil.invalid/i.png) <img src=//evil.invalid/j.png> www.evil.invalid a@evil.invalid :smile: :red[r] $x^2$"
     named = {**doc, "provenance": {**doc["provenance"], "gpu": evil}}
     damaged = json.loads(json.dumps(doc))

@@ -161,7 +161,7 @@ def recorded_runs(folder: Path, count: int) -> list[str]:
     beside them): the shipped run, each copy with a date of its own."""
     for item in benchmark.RECORDED.iterdir():
         (folder / item.name).symlink_to(item)
-    doc = json.loads(benchmark.recorded_runs()[0].read_text())
+    doc = json.loads(benchmark.opening_runs(benchmark.recorded_runs())[0].read_text())
     names = []
     for i in range(count):
         doc["provenance"]["date"] = f"2026-01-{1 + i // 24:02d}T{i % 24:02d}:00:00+00:00"
