@@ -26,210 +26,23 @@ here; spec_from_source makes a whole entry of a source outside the catalog the s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import EngineError
 from engine.kernels import sources
+from engine.kernels.cexpr import Env, Expr, evaluate, parse
 from engine.kernels.contract import INPUT_TYPES, NAIVE_BLOCKS, KernelSpec, Kind, Launch, Precision, Rule
 from engine.kernels.problem import Problem
 
-
-class ContractError(EngineError, ValueError):
-    """A contract the engine cannot read, or a value it cannot compute: one line, naming the source line."""
-
-
-# ---- expressions ---------------------------------------------------------------------------------
-
-_TOKEN_RE = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)|"
-                       r"(<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%<>&|^!~?:(),]))")
-# Binary operators by C precedence, loosest first (?: is looser still, and handled on its own).
-_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="), ("<<", ">>"),
-           ("+", "-"), ("*", "/", "%"))
-_FUNCTIONS = {"CDIV": 2, "MIN": 2, "MAX": 2}
 # The names a size rule, a launch line and a trace bound may use beside the parameters.
 SIZE_NAMES = ("M", "N", "K")
 BLOCK_NAMES = ("BLOCK_X", "BLOCK_Y")
 
-Env = Callable[[str], int]   # a name's value
 
-
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out, at = [], 0
-    text = text.rstrip()
-    while at < len(text):
-        m = _TOKEN_RE.match(text, at)
-        if not m or m.end() == at:
-            raise ValueError(f"cannot read {text[at:].strip()[:20]!r}")
-        number, name, op = m.groups()
-        out.append(("num", number) if number else ("name", name) if name else ("op", op))
-        at = m.end()
-    return out
-
-
-def _div(a: int, b: int) -> int:
-    if b == 0:
-        raise ZeroDivisionError
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-def _mod(a: int, b: int) -> int:
-    return a - b * _div(a, b)
-
-
-def _shift(a: int, b: int, left: bool) -> int:
-    if b < 0:
-        raise ValueError(f"a shift by {b}")
-    return a << b if left else a >> b
-
-
-_BINARY = {
-    "*": lambda a, b: a * b, "/": _div, "%": _mod, "+": lambda a, b: a + b, "-": lambda a, b: a - b,
-    "<<": lambda a, b: _shift(a, b, True), ">>": lambda a, b: _shift(a, b, False),
-    "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
-    ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-    "&": lambda a, b: a & b, "^": lambda a, b: a ^ b, "|": lambda a, b: a | b,
-}
-_UNARY = {"-": lambda a: -a, "+": lambda a: a, "!": lambda a: int(not a), "~": lambda a: ~a}
-
-
-@dataclass(frozen=True)
-class Expr:
-    """A parsed C expression: its text, the names it reads, and a function of their values."""
-    text: str
-    names: frozenset[str]
-    run: Callable[[Env], int]
-
-    def __call__(self, env: Env) -> int:
-        return self.run(env)
-
-
-class _Parser:
-    def __init__(self, text: str):
-        self.toks = _tokens(text)
-        self.at = 0
-        self.names: set[str] = set()
-
-    def peek(self) -> str | None:
-        return self.toks[self.at][1] if self.at < len(self.toks) else None
-
-    def take(self, want: str | None = None) -> tuple[str, str]:
-        if self.at >= len(self.toks):
-            raise ValueError("the expression ends too early")
-        tok = self.toks[self.at]
-        if want is not None and tok[1] != want:
-            raise ValueError(f"expected {want!r}, found {tok[1]!r}")
-        self.at += 1
-        return tok
-
-    def whole(self):
-        fn = self.conditional()
-        if self.at != len(self.toks):
-            raise ValueError(f"unexpected {self.toks[self.at][1]!r}")
-        return fn
-
-    def conditional(self):
-        cond = self.binary(0)
-        if self.peek() != "?":
-            return cond
-        self.take("?")
-        yes = self.conditional()
-        self.take(":")
-        no = self.conditional()
-        return lambda env: yes(env) if cond(env) else no(env)
-
-    def binary(self, level: int):
-        if level == len(_LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.peek() in _LEVELS[level] and self.toks[self.at][0] == "op":
-            op = self.take()[1]
-            right = self.binary(level + 1)
-            left = self._combine(op, left, right)
-        return left
-
-    @staticmethod
-    def _combine(op, left, right):
-        if op == "&&":
-            return lambda env: int(bool(left(env)) and bool(right(env)))
-        if op == "||":
-            return lambda env: int(bool(left(env)) or bool(right(env)))
-        f = _BINARY[op]
-        return lambda env: f(left(env), right(env))
-
-    def unary(self):
-        if self.peek() in _UNARY and self.toks[self.at][0] == "op":
-            f = _UNARY[self.take()[1]]
-            arg = self.unary()
-            return lambda env: f(arg(env))
-        return self.primary()
-
-    def primary(self):
-        kind, text = self.take()
-        if kind == "num":
-            value = int(text, 0)
-            return lambda env: value
-        if text == "(":
-            inner = self.conditional()
-            self.take(")")
-            return inner
-        if kind != "name":
-            raise ValueError(f"unexpected {text!r}")
-        if text == "sizeof":
-            self.take("(")
-            words = []
-            while self.peek() not in (")", None):
-                words.append(self.take()[1])
-            self.take(")")
-            ctype = " ".join(words)
-            if ctype not in sources.ELEMENT_TYPES:
-                raise ValueError(f"sizeof({ctype}) is not of an element type ({', '.join(sources.ELEMENT_TYPES)})")
-            size = sources.ELEMENT_TYPES[ctype]
-            return lambda env: size
-        if text in _FUNCTIONS:
-            self.take("(")
-            args = [self.conditional()]
-            while self.peek() == ",":
-                self.take(",")
-                args.append(self.conditional())
-            self.take(")")
-            if len(args) != _FUNCTIONS[text]:
-                raise ValueError(f"{text} takes {_FUNCTIONS[text]} arguments, not {len(args)}")
-            a, b = args
-            if text == "CDIV":   # ((a) + (b) - 1) / (b), as contract.cuh defines it
-                return lambda env: _div(a(env) + b(env) - 1, b(env))
-            pick = min if text == "MIN" else max
-            return lambda env: pick(a(env), b(env))
-        if self.peek() == "(":
-            raise ValueError(f"{text}(...) is not a function the engine knows (CDIV, MIN, MAX, sizeof)")
-        self.names.add(text)
-        return lambda env: env(text)
-
-
-@lru_cache(maxsize=4096)
-def parse(text: str) -> Expr:
-    """A C integer expression; ValueError saying what is wrong with it."""
-    p = _Parser(text)
-    if not p.toks:
-        raise ValueError("the expression is empty")
-    return Expr(text.strip(), frozenset(p.names), p.whole())
-
-
-def evaluate(text: str, values: Mapping[str, int]) -> int:
-    """One expression over named values; ValueError for a name it lacks or a division by zero."""
-    expr = parse(text)
-
-    def env(name: str) -> int:
-        if name not in values:
-            raise ValueError(f"{name} is not defined")
-        return values[name]
-    try:
-        return expr(env)
-    except ZeroDivisionError:
-        raise ValueError(f"division by zero in {expr.text}") from None
+class ContractError(EngineError, ValueError):
+    """A contract the engine cannot read, or a value it cannot compute: one line, naming the source line."""
 
 
 # ---- the contract block --------------------------------------------------------------------------
@@ -307,7 +120,7 @@ def _statements(path: Path, main: bool = True, seen: frozenset = frozenset()):
         yield Line(str(path), start, " ".join(text.split())), main
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Declared:
     """The contract of one source."""
     file: str
@@ -317,6 +130,9 @@ class Declared:
     requires: tuple[Requirement, ...]
     launch: dict[str, tuple[tuple[Expr, ...], Line]]   # GRID, BLOCK, SHARED, RECORDS, BOX <map>
     traced: bool
+
+    def __repr__(self) -> str:   # a Launch's functions are its methods: keep their repr short
+        return f"Declared({self.file!r})"
 
     # -- evaluation
     def _env(self, problem: Problem) -> Env:
@@ -556,13 +372,18 @@ def entry_fields(*launches: Launch) -> dict:
     return {"launches": tuple(launches), "params": params, "defaults": defaults, "rules": tuple(rules)}
 
 
-def _header(text: str) -> list[str]:
-    out = []
+def _header(text: str) -> tuple[str, str]:
+    """(title, lesson) from a source's opening comment: `// name.cu (note): Title. Lesson ...`; the
+    title is its first line up to a full stop, the lesson the first paragraph after the title."""
+    rows = []
     for row in text.splitlines():
-        if not row.startswith("//"):
+        if not row.startswith("//") or not row[2:].strip():
             break
-        out.append(row[2:].strip())
-    return out
+        rows.append(row[2:].strip())
+    paragraph = re.sub(r"^\S+\.cu\b[^:]*:\s*", "", " ".join(rows))
+    title, _, lesson = paragraph.partition(". ")
+    title = title.rstrip(".")
+    return title[:1].upper() + title[1:], lesson.strip()
 
 
 def spec_from_source(path: str | Path, name: str | None = None, **fields) -> KernelSpec:
@@ -570,15 +391,13 @@ def spec_from_source(path: str | Path, name: str | None = None, **fields) -> Ker
     kind (CUDA if it includes trace.cuh), parameters, rules and launch from its contract block, its
     input precision from what its A stores, its title and lesson from its header comment's first
     line (`// name.cu: title. lesson`). fields overrides any of them (shows, seeds, ...)."""
-    file = str(path)
+    file = str(Path(path).resolve()) if Path(path).is_file() else str(path)   # else a name in cuda/
     src = sources.load(file)
     d = read(file)
-    header = _header(src.text)
-    first = re.sub(r"^\S+\.cu\b[^:]*:\s*", "", header[0]) if header else src.name
-    title, _, rest = first.partition(". ")
+    title, lesson = _header(src.text)
     element = next((a.element for a in src.arrays if a.name == "A"), "float")
     inputs = next((p for p, types in INPUT_TYPES.items() if element in types), Precision.FP32)
-    base = dict(name=name or src.name, title=title.rstrip("."), seeds=(), lesson=rest or first,
+    base = dict(name=name or src.name, title=title or src.name, seeds=(), lesson=lesson or title or src.name,
                 kind=Kind.CUDA if src.traced else Kind.OPAQUE, inputs=inputs, compute=inputs,
                 shows=frozenset({"coalescing", "benchmarks"} if src.traced else {"benchmarks"}),
                 block_shapes=NAIVE_BLOCKS if d.block_at_launch else (),
