@@ -24,11 +24,11 @@
 #define OUTPUTS_ACROSS 1
 REQUIRE(BM * BN % TM == 0, "needs TM to divide BM x BN");
 REQUIRE(THREADS >= 32 && THREADS <= 1024 && THREADS % 32 == 0,
-        "would run {THREADS} threads per block (it needs a multiple of 32, up to 1024)");
-REQUIRE(OUTPUTS_DOWN * OUTPUTS_ACROSS <= 128, "would keep {OUTPUTS_DOWN * OUTPUTS_ACROSS} outputs per thread in "
-        "registers (a thread has at most 255; over 128 they spill to local memory)");
+        "needs a multiple of 32 threads per block, up to 1024 (it would run {THREADS})");
+REQUIRE(OUTPUTS_DOWN * OUTPUTS_ACROSS <= 128, "needs at most 128 outputs per thread: a thread has at most 255 registers, and "
+        "over 128 outputs they spill to local memory (it would keep {OUTPUTS_DOWN * OUTPUTS_ACROSS})");
 REQUIRE(4 * BK * (BM + BN) <= 48 * 1024,
-        "needs {4 * BK * (BM + BN) / 1024} KB of shared memory (48 KB is the static limit)");
+        "needs at most 48 KB of shared memory, the static limit (it would take {4 * BK * (BM + BN) / 1024} KB)");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
 LAUNCH_BLOCK(THREADS, 1);
 // Per K tile its share of the tiles' elements, each loaded and stored once (at an edge a float4 is

@@ -31,9 +31,9 @@ constexpr int kThreads = (BM / WM) * kWarpsN * 32;
 constexpr int kTilesM = WM / 16, kTilesN = WN / 8;
 
 REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
-REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "would run {kThreads / 32} warps per block (1 to 16 fit)");
+REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "needs 1 to 16 warps per block (it would run {kThreads / 32})");
 REQUIRE(2 * kBK * (BM + BN) <= 48 * 1024,
-        "needs {2 * kBK * (BM + BN) / 1024} KB of shared memory (48 KB is the static limit)");
+        "needs at most 48 KB of shared memory, the static limit (it would take {2 * kBK * (BM + BN) / 1024} KB)");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
 LAUNCH_BLOCK(kThreads, 1);
 // Per K tile its 16-byte copies of A's and B's tiles (two records each: a load and a store, or a

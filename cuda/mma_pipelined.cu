@@ -41,14 +41,14 @@ constexpr int kTilesM = WM / 16, kTilesN = WN / 8;
 constexpr int kGroupRows = 8;
 
 REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
-REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "would run {kThreads / 32} warps per block (1 to 16 fit)");
+REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "needs 1 to 16 warps per block (it would run {kThreads / 32})");
 #define RING_BYTES (STAGES * (BM * BK + BK * BN) * 2)   // As and Bs, the views of the dynamic shared memory
-REQUIRE(RING_BYTES <= 227 * 1024, "needs {RING_BYTES / 1024} KB of shared memory (227 KB is a block's most)");
+REQUIRE(RING_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {RING_BYTES / 1024} KB)");
 #define PASS_ROWS_A (kThreads / (BK / 8))   // the rows of A's and of B's tile one pass of all threads copies
 #define PASS_ROWS_B (kThreads / (BN / 8))
 REQUIRE(PASS_ROWS_A % 8 == 0 && BM % PASS_ROWS_A == 0 && BK % PASS_ROWS_B == 0,
-        "needs its {kThreads} threads to copy whole rows per pass ({PASS_ROWS_A} rows of A, {PASS_ROWS_B} of B, "
-        "for tiles of {BM} x {BK} and {BK} x {BN})");
+        "needs its threads to copy whole rows of the tiles per pass ({kThreads} threads copy "
+        "{PASS_ROWS_A} rows of A and {PASS_ROWS_B} of B a pass, for tiles of {BM} x {BK} and {BK} x {BN})");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
 LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(RING_BYTES);

@@ -44,19 +44,20 @@ constexpr int kBLoads = BK * BN / 4 / kThreads;
 #define OUTPUTS_DOWN (WM * WN / (32 * TN * WNITER))   // a thread's outputs down (rows of C) and across
 #define OUTPUTS_ACROSS (WNITER * TN)
 REQUIRE(kThreads >= 32 && kThreads <= 1024 && kThreads % 32 == 0,
-        "would run {kThreads} threads per block (it needs a multiple of 32, up to 1024)");
-REQUIRE(OUTPUTS_DOWN * OUTPUTS_ACROSS <= 128, "would keep {OUTPUTS_DOWN * OUTPUTS_ACROSS} outputs per thread in "
-        "registers (a thread has at most 255; over 128 they spill to local memory)");
+        "needs a multiple of 32 threads per block, up to 1024 (it would run {kThreads})");
+REQUIRE(OUTPUTS_DOWN * OUTPUTS_ACROSS <= 128, "needs at most 128 outputs per thread: a thread has at most 255 registers, and "
+        "over 128 outputs they spill to local memory (it would keep {OUTPUTS_DOWN * OUTPUTS_ACROSS})");
 REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
 REQUIRE(WM * WN % (32 * TM * TN * WNITER) == 0 && WN % WNITER == 0,
         "needs a warp tile that its 32 lanes' TM x TN pieces and WNITER sub-tiles divide exactly");
 REQUIRE(kWMIter != 0 && WM % kWMIter == 0 && kSubN % TN == 0 && kSubN / TN != 0 && 32 % (kSubN / TN) == 0 &&
         32 / (kSubN / TN) * TM == kSubM, "needs each warp sub-tile to be exactly its 32 lanes' TM x TN pieces");
 REQUIRE(4 * 2 * BK * (BM + BN) <= 48 * 1024,
-        "needs {4 * 2 * BK * (BM + BN) / 1024} KB of shared memory (48 KB is the static limit)");
+        "needs at most 48 KB of shared memory, the static limit (it would take {4 * 2 * BK * (BM + BN) / 1024} KB)");
 REQUIRE(BK % 4 == 0 && TM % 4 == 0 && TN % 4 == 0, "needs BK, TM and TN multiples of 4 (it moves float4s)");
 REQUIRE(BM * BK / 4 % kThreads == 0 && BK * BN / 4 % kThreads == 0,
-        "needs A's and B's tiles to be whole float4s for each of its {kThreads} threads (fixed register arrays)");
+        "needs A's and B's tiles to be whole float4s for each thread, in fixed register "
+        "arrays (it runs {kThreads} threads)");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
 LAUNCH_BLOCK(kThreads, 1);
 // Per K tile its share of the tiles' elements, each loaded and stored once (at an edge a float4 is

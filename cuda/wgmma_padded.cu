@@ -23,7 +23,7 @@
 REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
         "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + 1024)   // the ring, its mbarriers, room to align it to 1 KB
-REQUIRE(SHARED_BYTES <= 227 * 1024, "needs {SHARED_BYTES / 1024} KB of shared memory (227 KB is a block's most)");
+REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
 LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(SHARED_BYTES);

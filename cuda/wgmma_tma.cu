@@ -32,7 +32,7 @@
 REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
         "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + 1024)   // the ring, its mbarriers, room to align it to 1 KB
-REQUIRE(SHARED_BYTES <= 227 * 1024, "needs {SHARED_BYTES / 1024} KB of shared memory (227 KB is a block's most)");
+REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
 REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
               "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));

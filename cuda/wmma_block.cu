@@ -39,7 +39,7 @@ constexpr int kStageBytes = kThreads / 32 * 16 * 16 * 4;
 constexpr int kSharedBytes = kTileBytes > kStageBytes ? kTileBytes : kStageBytes;
 
 REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
-REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "would run {kThreads / 32} warps per block (1 to 16 fit)");
+REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "needs 1 to 16 warps per block (it would run {kThreads / 32})");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
 LAUNCH_BLOCK(kThreads, 1);
 

@@ -168,7 +168,7 @@ def test_a_value_the_contract_cannot_compute_for_a_request_is_a_one_line_error(t
 
 def test_a_message_quotes_the_values_that_break_the_rule():
     spec = registry.get("mma_pipelined")
-    with pytest.raises(EngineError, match=re.escape("mma_pipelined needs 240 KB of shared memory (227 KB is")):
+    with pytest.raises(EngineError, match=re.escape("mma_pipelined needs at most 227 KB of shared memory, a block's most (it would take 240 KB)")):
         registry.bind(spec, make_problem(256, 256, 256, params={"BN": 256, "STAGES": 5, "BK": 64}))
     with pytest.raises(EngineError, match=re.escape("wgmma_tma needs K and N to be multiples of 8 (K=4095, N=4096)")):
         registry.bind(registry.get("wgmma_tma"), make_problem(4096, 4096, 4095))

@@ -67,9 +67,24 @@ class Requirement:
 
     @property
     def says(self) -> str:
-        """The message without its quoted values: what the catalog lists."""
-        first = re.split(r" \(|: |\. ", self.message, maxsplit=1)[0]   # its first clause
-        return re.sub(r"(\w+)=\{\1\}|\{([^{}]*)\}", lambda m: m.group(1) or m.group(2), first).strip()
+        """The rule as the catalog lists it: the message without the values it quotes (a part in
+        parentheses that quotes one) and without what follows its first colon."""
+        kept, depth, start = [], 0, 0
+        for i, ch in enumerate(self.message):
+            if ch == "(":
+                if depth == 0:
+                    kept.append(self.message[start:i])
+                    start = i
+                depth += 1
+            elif ch == ")" and depth:
+                depth -= 1
+                if depth == 0:
+                    part = self.message[start:i + 1]
+                    kept.append("" if "{" in part else part)
+                    start = i + 1
+        text = "".join([*kept, self.message[start:]]).split(": ")[0]
+        text = re.sub(r"(\w+)=\{\1\}", r"\1", text)        # "TILE={TILE}": TILE
+        return " ".join(re.sub(r"\{([^{}]*)\}", r"\1", text).split())
 
 
 _PARAM_RE = re.compile(r"#\s*ifndef\s+([A-Z][A-Z0-9_]*)\s*$")
