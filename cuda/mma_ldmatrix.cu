@@ -12,10 +12,36 @@
 // those copies go half by half (a 16-byte load there would fault); C's pairs are two floats where N is odd.
 #include "trace.cuh"
 
+#ifndef BM
+#define BM 128   // one of: 64 128 256
+#endif
+#ifndef BN
+#define BN 128   // one of: 64 128 256
+#endif
+#ifndef WM
+#define WM 64   // one of: 32 64
+#endif
+#ifndef WN
+#define WN 64   // one of: 32 64
+#endif
+
 constexpr int kBK = 32;
 constexpr int kWarpsN = BN / WN;
 constexpr int kThreads = (BM / WM) * kWarpsN * 32;
 constexpr int kTilesM = WM / 16, kTilesN = WN / 8;
+
+REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
+REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "needs 1 to 16 warps per block (it would run {kThreads / 32})");
+REQUIRE(2 * kBK * (BM + BN) <= 48 * 1024,
+        "needs at most 48 KB of shared memory, the static limit (it would take {2 * kBK * (BM + BN) / 1024} KB)");
+LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
+LAUNCH_BLOCK(kThreads, 1);
+// Per K tile its 16-byte copies of A's and B's tiles (two records each: a load and a store, or a
+// cp.async's pair; nine where the rows are not 16-byte aligned and a copy goes half by half), its
+// lane's ldmatrix rows, then its outputs (per 16 x 8 tile two float2 stores, or four floats where N is odd).
+TRACE_RECORDS(CDIV(K, kBK) * ((K % 8 == 0 ? 2 : 9) * CDIV(BM * kBK / 8, kThreads) +
+                              (N % 8 == 0 ? 2 : 9) * CDIV(kBK * BN / 8, kThreads) + kBK / 16 * (kTilesM + kTilesN / 2)) +
+              (N % 2 == 0 ? 2 : 4) * kTilesM * kTilesN);
 
 // C[r][c] and C[r][c + 1] where they are inside C. Where N is even the pair is 8-byte aligned and
 // both or neither inside: one 8-byte store. Where N is odd every other row starts at an odd float,

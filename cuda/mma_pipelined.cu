@@ -16,10 +16,48 @@
 // the blocks on the GPU together share B's columns in L2 (H200, 4096^3: 367 -> 408 TFLOP/s).
 #include "trace.cuh"
 
+#ifndef BM
+#define BM 128   // one of: 64 128 256
+#endif
+#ifndef BN
+#define BN 128   // one of: 64 128 256
+#endif
+#ifndef WM
+#define WM 64   // one of: 32 64
+#endif
+#ifndef WN
+#define WN 64   // one of: 32 64
+#endif
+#ifndef STAGES
+#define STAGES 3   // one of: 2 3 4 5
+#endif
+#ifndef BK
+#define BK 64   // one of: 32 64
+#endif
+
 constexpr int kWarpsN = BN / WN;
 constexpr int kThreads = (BM / WM) * kWarpsN * 32;
 constexpr int kTilesM = WM / 16, kTilesN = WN / 8;
 constexpr int kGroupRows = 8;
+
+REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
+REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "needs 1 to 16 warps per block (it would run {kThreads / 32})");
+#define RING_BYTES (STAGES * (BM * BK + BK * BN) * 2)   // As and Bs, the views of the dynamic shared memory
+REQUIRE(RING_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {RING_BYTES / 1024} KB)");
+#define PASS_ROWS_A (kThreads / (BK / 8))   // the rows of A's and of B's tile one pass of all threads copies
+#define PASS_ROWS_B (kThreads / (BN / 8))
+REQUIRE(PASS_ROWS_A % 8 == 0 && BM % PASS_ROWS_A == 0 && BK % PASS_ROWS_B == 0,
+        "needs its threads to copy whole rows of the tiles per pass ({kThreads} threads copy "
+        "{PASS_ROWS_A} rows of A and {PASS_ROWS_B} of B a pass, for tiles of {BM} x {BK} and {BK} x {BN})");
+LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
+LAUNCH_BLOCK(kThreads, 1);
+LAUNCH_SHARED(RING_BYTES);
+// Per K tile its 16-byte copies of A's and B's tiles (two records each: a load and a store, or a
+// cp.async's pair; nine where the rows are not 16-byte aligned and a copy goes half by half), its
+// lane's ldmatrix rows, then its outputs (per 16 x 8 tile two float2 stores, or four floats where N is odd).
+TRACE_RECORDS(CDIV(K, BK) * ((K % 8 == 0 ? 2 : 9) * CDIV(BM * BK / 8, kThreads) +
+                              (N % 8 == 0 ? 2 : 9) * CDIV(BK * BN / 8, kThreads) + BK / 16 * (kTilesM + kTilesN / 2)) +
+              (N % 2 == 0 ? 2 : 4) * kTilesM * kTilesN);
 
 // Where column c (a multiple of 8: a 16-byte chunk) of row r is stored. The 8 rows one ldmatrix
 // matrix reads land in 8 different 16-byte bank groups: A's rows hold BK / 8 chunks, so 8 / (BK / 8)

@@ -5,6 +5,11 @@
 // BT[j][p], K floats from its neighbour, one sector per lane. As slow as rung 1, 12x slower than rung 2.
 #include "trace.cuh"
 
+// One thread per output, in blocks of the shape the user picks at launch (no rebuild per shape).
+LAUNCH_GRID(CDIV(N, BLOCK_X), CDIV(M, BLOCK_Y));
+LAUNCH_BLOCK(BLOCK_X, BLOCK_Y);
+TRACE_RECORDS(2 * K + 1);   // a load of A and of B per k, one store of C
+
 extern "C" __global__ void naive_transposed_b(const float *A, const float *BT, float *C, int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;

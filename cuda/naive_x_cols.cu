@@ -5,6 +5,11 @@
 // from global memory once per output that uses it ("2 N^3 reads" in "Matrix Multiplication using Shared Memory Tiling").
 #include "trace.cuh"
 
+// One thread per output, in blocks of the shape the user picks at launch (no rebuild per shape).
+LAUNCH_GRID(CDIV(N, BLOCK_X), CDIV(M, BLOCK_Y));
+LAUNCH_BLOCK(BLOCK_X, BLOCK_Y);
+TRACE_RECORDS(2 * K + 1);   // a load of A and of B per k, one store of C
+
 extern "C" __global__ void naive_x_cols(const float *A, const float *B, float *C, int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;  // lane -> column: consecutive addresses in B and C

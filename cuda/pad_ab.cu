@@ -9,6 +9,11 @@
 // instructions for 8 halves rather than eight. The copy reads and writes each element of A and B
 // once, about 4 (MK + KN) bytes.
 #include <cuda_fp16.h>
+#include "contract.cuh"
+
+// One thread per 16-byte chunk of AP (M x Kp), then of BP (K x Np), Kp and Np rounded up to 64 halves.
+LAUNCH_GRID(CDIV(M * CDIV(K, 64) * 8 + K * CDIV(N, 64) * 8, 256), 1);
+LAUNCH_BLOCK(256, 1);
 
 // Of two 32-bit words of four halves, the word starting `odd` halves into the first.
 __device__ __forceinline__ unsigned pick(unsigned w0, unsigned w1, bool odd) {

@@ -8,6 +8,16 @@
 // TILE and PAD are set at compile time. The global loads stay uncoalesced (lanes walk rows).
 #include "trace.cuh"
 
+#ifndef TILE
+#define TILE 16   // one of: 8 16 32
+#endif
+#ifndef PAD
+#define PAD 0   // one of: 0 1
+#endif
+LAUNCH_GRID(CDIV(M, TILE), CDIV(N, TILE));
+LAUNCH_BLOCK(TILE, TILE);
+TRACE_RECORDS(CDIV(K, TILE) * (4 + 2 * TILE) + 1);   // per phase 2 loads, 2 stores, 2 TILE shared loads
+
 extern "C" __global__ void shared_bank_conflicts(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ float tile_A[TILE][TILE + PAD];
     __shared__ float tile_B[TILE][TILE + PAD];

@@ -5,6 +5,13 @@
 // elements are stored as zeros, so any M, N, K work. TILE is set at compile time (8, 16 or 32).
 #include "trace.cuh"
 
+#ifndef TILE
+#define TILE 16   // one of: 8 16 32
+#endif
+LAUNCH_GRID(CDIV(N, TILE), CDIV(M, TILE));
+LAUNCH_BLOCK(TILE, TILE);
+TRACE_RECORDS(CDIV(K, TILE) * (4 + 2 * TILE) + 1);   // per phase 2 loads, 2 stores, 2 TILE shared loads
+
 extern "C" __global__ void tiled_guarded(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];

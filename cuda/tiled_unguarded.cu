@@ -4,6 +4,22 @@
 // and C and drops the last partial tile of K, so the engine refuses those sizes.
 #include "trace.cuh"
 
+#ifndef TILE
+#define TILE 16   // one of: 8 16 32
+#endif
+REQUIRE_SIZES(M % TILE == 0, "needs M, N and K to be multiples of TILE={TILE} (M={M} is not): it has no "
+              "boundary guards, so edge threads would read and write outside A, B and C, and its K / TILE phase "
+              "loop would drop the last partial tile. Use tiled_guarded for these sizes.");
+REQUIRE_SIZES(N % TILE == 0, "needs M, N and K to be multiples of TILE={TILE} (N={N} is not): it has no "
+              "boundary guards, so edge threads would read and write outside A, B and C, and its K / TILE phase "
+              "loop would drop the last partial tile. Use tiled_guarded for these sizes.");
+REQUIRE_SIZES(K % TILE == 0, "needs M, N and K to be multiples of TILE={TILE} (K={K} is not): it has no "
+              "boundary guards, so edge threads would read and write outside A, B and C, and its K / TILE phase "
+              "loop would drop the last partial tile. Use tiled_guarded for these sizes.");
+LAUNCH_GRID(CDIV(N, TILE), CDIV(M, TILE));
+LAUNCH_BLOCK(TILE, TILE);
+TRACE_RECORDS(CDIV(K, TILE) * (4 + 2 * TILE) + 1);   // per phase 2 loads, 2 stores, 2 TILE shared loads
+
 extern "C" __global__ void tiled_unguarded(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ float Asub[TILE][TILE];
     __shared__ float Bsub[TILE][TILE];

@@ -44,6 +44,8 @@
 // and two compilers could then record the same thread's accesses in different orders.
 #pragma once
 
+#include "contract.cuh"   // the macros a kernel declares its parameters, rules and launch with
+
 #ifndef MATMUL_CPU
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -14,6 +14,40 @@
 // float at a time with guards; any M, N, K work.
 #include "trace.cuh"
 
+#ifndef BM
+#define BM 64   // one of: 32 64 128 256
+#endif
+#ifndef BN
+#define BN 256   // one of: 32 64 128 256
+#endif
+#ifndef BK
+#define BK 32   // one of: 8 16 32
+#endif
+#ifndef TM
+#define TM 8   // one of: 4 8
+#endif
+#ifndef TN
+#define TN 4   // one of: 4 8
+#endif
+#define THREADS (BM * BN / (TM * TN))
+#define OUTPUTS_DOWN TM   // a thread's outputs down (rows of C) and across
+#define OUTPUTS_ACROSS TN
+REQUIRE(BM * BN % (TM * TN) == 0, "needs TM x TN to divide BM x BN");
+REQUIRE(THREADS >= 32 && THREADS <= 1024 && THREADS % 32 == 0,
+        "needs a multiple of 32 threads per block, up to 1024 (it would run {THREADS})");
+REQUIRE(OUTPUTS_DOWN * OUTPUTS_ACROSS <= 128, "needs at most 128 outputs per thread: a thread has at most 255 registers, and "
+        "over 128 outputs they spill to local memory (it would keep {OUTPUTS_DOWN * OUTPUTS_ACROSS})");
+REQUIRE(4 * BK * (BM + BN) <= 48 * 1024,
+        "needs at most 48 KB of shared memory, the static limit (it would take {4 * BK * (BM + BN) / 1024} KB)");
+REQUIRE(BK % 4 == 0 && TM % 4 == 0 && TN % 4 == 0, "needs BK, TM and TN multiples of 4 (it moves float4s)");
+LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
+LAUNCH_BLOCK(THREADS, 1);
+// Per K tile its share of the tiles' elements, each loaded and stored once (at an edge a float4 is
+// four scalar loads; a cp.async is one record of a copy and one of its store), its shared loads
+// (4 elements each), then its outputs.
+TRACE_RECORDS(CDIV(K, BK) * (2 * (CDIV(BM * BK, THREADS) + CDIV(BK * BN, THREADS)) + BK * (OUTPUTS_DOWN + OUTPUTS_ACROSS) / 4) +
+              OUTPUTS_DOWN * OUTPUTS_ACROSS);
+
 extern "C" __global__ void __launch_bounds__(BM * BN / (TM * TN)) vectorized(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[BK][BM];   // transposed: As[k][m] = A[row0 + m][k0 + k]
     __shared__ __align__(16) float Bs[BK][BN];

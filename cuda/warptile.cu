@@ -14,10 +14,57 @@
 // kernel's.
 #include "trace.cuh"
 
+#ifndef BM
+#define BM 128   // one of: 32 64 128 256
+#endif
+#ifndef BN
+#define BN 128   // one of: 32 64 128 256
+#endif
+#ifndef BK
+#define BK 32   // one of: 8 16 32
+#endif
+#ifndef WM
+#define WM 32   // one of: 32 64 128
+#endif
+#ifndef WN
+#define WN 64   // one of: 32 64 128
+#endif
+#ifndef WNITER
+#define WNITER 2   // one of: 1 2 4
+#endif
+#ifndef TM
+#define TM 4   // one of: 4 8
+#endif
+#ifndef TN
+#define TN 4   // one of: 4 8
+#endif
+
 constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
 constexpr int kWMIter = (WM * WN) / (32 * TM * TN * WNITER);   // sub-tiles down a warp's tile
 constexpr int kSubM = WM / kWMIter;
 constexpr int kSubN = WN / WNITER;
+
+#define OUTPUTS_DOWN (WM * WN / (32 * TN * WNITER))   // a thread's outputs down (rows of C) and across
+#define OUTPUTS_ACROSS (WNITER * TN)
+REQUIRE(kThreads >= 32 && kThreads <= 1024 && kThreads % 32 == 0,
+        "needs a multiple of 32 threads per block, up to 1024 (it would run {kThreads})");
+REQUIRE(OUTPUTS_DOWN * OUTPUTS_ACROSS <= 128, "needs at most 128 outputs per thread: a thread has at most 255 registers, and "
+        "over 128 outputs they spill to local memory (it would keep {OUTPUTS_DOWN * OUTPUTS_ACROSS})");
+REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
+REQUIRE(WM * WN % (32 * TM * TN * WNITER) == 0 && WN % WNITER == 0,
+        "needs a warp tile that its 32 lanes' TM x TN pieces and WNITER sub-tiles divide exactly");
+REQUIRE(kWMIter != 0 && WM % kWMIter == 0 && kSubN % TN == 0 && kSubN / TN != 0 && 32 % (kSubN / TN) == 0 &&
+        32 / (kSubN / TN) * TM == kSubM, "needs each warp sub-tile to be exactly its 32 lanes' TM x TN pieces");
+REQUIRE(4 * BK * (BM + BN) <= 48 * 1024,
+        "needs at most 48 KB of shared memory, the static limit (it would take {4 * BK * (BM + BN) / 1024} KB)");
+REQUIRE(BK % 4 == 0 && TM % 4 == 0 && TN % 4 == 0, "needs BK, TM and TN multiples of 4 (it moves float4s)");
+LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
+LAUNCH_BLOCK(kThreads, 1);
+// Per K tile its share of the tiles' elements, each loaded and stored once (at an edge a float4 is
+// four scalar loads; a cp.async is one record of a copy and one of its store), its shared loads
+// (4 elements each), then its outputs.
+TRACE_RECORDS(CDIV(K, BK) * (2 * (CDIV(BM * BK, kThreads) + CDIV(BK * BN, kThreads)) + BK * (OUTPUTS_DOWN + OUTPUTS_ACROSS) / 4) +
+              OUTPUTS_DOWN * OUTPUTS_ACROSS);
 
 extern "C" __global__ void __launch_bounds__(kThreads) warptile(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[BK][BM];   // transposed: As[k][m] = A[row0 + m][k0 + k]

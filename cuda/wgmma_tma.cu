@@ -16,9 +16,30 @@
 // The machinery (and the product, wgmma_gemm) is in wgmma.cuh, which wgmma_padded.cu shares.
 // Sizes: any M; K and N multiples of 8 (TMA copies rows whose stride is a multiple of 16 bytes).
 // Tiles that overhang A, B or C are zero-filled by TMA and not stored.
+#include "contract.cuh"
+
+#ifndef BM
+#define BM 128   // one of: 128
+#endif
+#ifndef BN
+#define BN 256   // one of: 128 256
+#endif
+#ifndef STAGES
+#define STAGES 3   // one of: 3 4 5 6
+#endif
 #include "wgmma.cuh"
 
-static_assert(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2, "the shapes wgmma.cuh is written for");
+REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
+        "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
+#define SHARED_BYTES (STAGES * (kStageBytes + 16) + 1024)   // the ring, its mbarriers, room to align it to 1 KB
+REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
+REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
+              "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
+LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
+LAUNCH_BLOCK(kThreads, 1);
+LAUNCH_SHARED(SHARED_BYTES);
+LAUNCH_TMA_BOX(A_map, kBK, BM);   // (columns, rows): A's tile, BM rows of one 128-byte swizzle row
+LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) wgmma_tma(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, float *C, int M, int N, int K) {
     wgmma_gemm(&A_map, &B_map, C, M, N, K);

@@ -12,6 +12,20 @@
 // then) and is copied out element by element, inside C only.
 #include <mma.h>
 using namespace nvcuda;
+#include "contract.cuh"
+
+#ifndef BM
+#define BM 64   // one of: 64 128 256
+#endif
+#ifndef BN
+#define BN 64   // one of: 64 128 256
+#endif
+#ifndef WM
+#define WM 32   // one of: 32 64
+#endif
+#ifndef WN
+#define WN 64   // one of: 32 64
+#endif
 
 constexpr int kBK = 32;
 constexpr int kPad = 8;
@@ -23,6 +37,11 @@ constexpr int kFragM = WM / 16, kFragN = WN / 16;
 constexpr int kABytes = BM * (kBK + kPad) * 2, kTileBytes = kABytes + kBK * (BN + kPad) * 2;
 constexpr int kStageBytes = kThreads / 32 * 16 * 16 * 4;
 constexpr int kSharedBytes = kTileBytes > kStageBytes ? kTileBytes : kStageBytes;
+
+REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
+REQUIRE(kThreads / 32 >= 1 && kThreads / 32 <= 16, "needs 1 to 16 warps per block (it would run {kThreads / 32})");
+LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
+LAUNCH_BLOCK(kThreads, 1);
 
 // The first n of the 8 halves from p, zeros after (n < 8 at the end of a row; all 8 where the row
 // is not 16-byte aligned and a 16-byte load would fault).

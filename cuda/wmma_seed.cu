@@ -1,5 +1,5 @@
 // wmma_seed.cu: the WMMA kernel of "Matrix Multiplication in CUDA", exactly as that document writes
-// it (only `extern "C"`, so the engine finds it by name, is added).
+// it (only `extern "C"`, so the engine finds it by name, and the engine's contract block are added).
 // What it gets wrong, measured (the Tensor cores page shows the evidence):
 //   - warpM divides the thread's y index by 32, although a warp is 32 threads along x: the 32 warps
 //     whose y indices share y / 32 all compute the same 16 x 16 tile of C. Whatever the launch,
@@ -11,6 +11,16 @@
 // the last row tile (registry: wmma_seed).
 #include <mma.h>
 using namespace nvcuda::wmma;
+#include "contract.cuh"
+
+REQUIRE_SIZES(M % 16 == 0 && N % 16 == 0 && K % 16 == 0,
+              "needs M, N and K to be multiples of 16 (M={M}, N={N}, K={K}): a tensor-core fragment is a "
+              "whole 16 x 16 tile");
+REQUIRE_SIZES(MAX(M, N) <= 2048, "is refused above 2048 (M={M}, N={N}): it computes every tile of C 32 times, so "
+              "a larger run would take the GPU for seconds per call");
+// Blocks of 32 x 4 threads and 8 x M / 16 blocks in y, so that warpM reaches every row tile.
+LAUNCH_GRID(CDIV(N, 16), 8 * CDIV(M, 16));
+LAUNCH_BLOCK(32, 4);
 
 // Tensor cores operate on matrix fragments
 // Ampere: 16×16×16 for FP16, meaning:

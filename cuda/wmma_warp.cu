@@ -7,6 +7,14 @@
 // shared memory. Sizes: M, N and K multiples of 16 (a fragment is a whole 16 x 16 tile).
 #include <mma.h>
 using namespace nvcuda;
+#include "contract.cuh"
+
+REQUIRE_SIZES(M % 16 == 0 && N % 16 == 0 && K % 16 == 0,
+              "needs M, N and K to be multiples of 16 (M={M}, N={N}, K={K}): a tensor-core fragment is a "
+              "whole 16 x 16 tile");
+// A block of 4 warps side by side, each owning one 16 x 16 tile of C.
+LAUNCH_GRID(CDIV(N, 64), CDIV(M, 16));
+LAUNCH_BLOCK(128, 1);
 
 extern "C" __global__ void __launch_bounds__(128) wmma_warp(const __half *A, const __half *B, float *C, int M, int N, int K) {
     int warp = threadIdx.x / 32;

@@ -25,7 +25,7 @@ def parameters(k: registry.KernelSpec) -> list[str]:
     params = [f"{name} " + "/".join(map(str, allowed)) for name, allowed in k.params.items()]
     if k.block_shapes:
         params.append("block shape")
-    return params + [rule.says for rule in k.rules]
+    return params + list(dict.fromkeys(rule.says for rule in k.rules))   # one rule per size may say the same
 
 
 def catalog_markdown() -> str:

@@ -1,5 +1,5 @@
 """The kernel contract (engine/kernels/contract.py): every entry keeps it, requests are checked against it,
-and a new kernel with a new parameter is a .cu file and a registry entry, nothing else."""
+and a new kernel with a new parameter is a .cu file with its contract block, nothing else."""
 import re
 from pathlib import Path
 
@@ -8,7 +8,7 @@ import pytest
 
 from engine import cli
 from engine.errors import EngineError
-from engine.kernels import build, registry, sources, warmup
+from engine.kernels import build, declared, registry, sources, warmup
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis
 from engine.tracing import tracer
@@ -56,15 +56,8 @@ def _renamed(spec, **change):
 
 
 def _rows_1d() -> registry.KernelSpec:
-    """The whole of what a new kernel takes: this entry and its .cu file."""
-    def bs(p):
-        return p.params["BS"]
-    return registry.KernelSpec(
-        name="rows_1d", title="One thread per output, 1-D blocks", seeds=("002",),
-        lesson="A block-size parameter the engine has never heard of.",
-        launches=(registry.Launch(CONTRACT_CU, grid=lambda p: (-(-p.m * p.n // bs(p)), 1),
-                                  block=lambda p: (bs(p), 1), records_per_thread=lambda p: 2 * p.k + 1),),
-        params={"BS": (64, 128)}, shows=frozenset({"coalescing", "benchmarks"}))
+    """The whole of what a new kernel takes: its .cu file, contract block included."""
+    return declared.spec_from_source(CONTRACT_CU)
 
 
 def test_a_new_kernel_is_a_source_and_an_entry():
@@ -113,15 +106,7 @@ def test_cli_takes_any_parameter_by_name(capsys):
 
 def _moved_pointers() -> registry.KernelSpec:
     """A tiled kernel written the production way: moved pointers, 1-D shared tiles, a template helper."""
-    def bs(p):
-        return p.params["TILE"]
-    return registry.KernelSpec(
-        name="moved_pointers", title="Tiling with moved pointers", seeds=("002",),
-        lesson="Production-style tiling: pointers moved to the block's tiles, 1-D shared tiles.",
-        launches=(registry.Launch(MOVED_CU, grid=lambda p: (p.n // bs(p), p.m // bs(p)),
-                                  block=lambda p: (bs(p) * bs(p), 1),
-                                  records_per_thread=lambda p: 4 * (p.k // bs(p)) + 2 * p.k + 1),),
-        params={"TILE": (8, 16)}, shows=frozenset({"coalescing", "benchmarks"}))
+    return declared.spec_from_source(MOVED_CU)
 
 
 def test_moved_pointers_record_each_element_by_its_place_in_the_matrix():
@@ -195,12 +180,8 @@ BF16_CU = str(Path(__file__).parent / "cuda" / "contract" / "bf16_inputs.cu")
 
 
 def _low_precision(name: str, file: str, inputs: registry.Precision) -> registry.KernelSpec:
-    """A naive kernel whose A and B are stored in 16 bits: the entry says so (inputs)."""
-    return registry.KernelSpec(
-        name=name, title=f"Naive, {inputs} inputs", seeds=("002",), lesson=f"A and B stored as {inputs}.",
-        launches=(registry.Launch(file, grid=lambda p: (-(-p.n // 16), -(-p.m // 16)), block=lambda p: (16, 16),
-                                  records_per_thread=lambda p: 2 * p.k + 1),),
-        inputs=inputs, shows=frozenset({"coalescing", "benchmarks"}))
+    """A naive kernel whose A and B are stored in 16 bits: the entry says so (inputs), whatever A stores."""
+    return declared.spec_from_source(file, name=name, inputs=inputs, compute=registry.Precision.FP32)
 
 
 def _rounded_error(p, inputs: registry.Precision) -> float:

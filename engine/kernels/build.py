@@ -31,7 +31,7 @@ COMPILE_TIMEOUT = 300   # seconds; a compiler that takes longer is killed
 
 def _inputs_hash(*parts: str) -> str:
     h = hashlib.sha256()
-    for name in ("trace.cuh", "cpu_shim.h", "cpu_entry.h"):
+    for name in ("trace.cuh", "contract.cuh", "cpu_shim.h", "cpu_entry.h"):
         h.update((sources.CUDA_DIR / name).read_bytes())
     for p in parts:
         h.update(p.encode())
@@ -44,7 +44,7 @@ def local_headers(src: sources.KernelSource) -> str:
     header two kernels share rebuilds both."""
     names = re.findall(r'^\s*#include\s+"([^"]+)"', src.text, re.M)
     found = (next((d / n for d in (src.path.parent, sources.CUDA_DIR) if (d / n).is_file()), None) for n in names
-             if n not in ("trace.cuh", "cpu_shim.h", "cpu_entry.h"))
+             if n not in ("trace.cuh", "contract.cuh", "cpu_shim.h", "cpu_entry.h"))
     return "".join(path.read_text() for path in found if path)
 
 

@@ -1,20 +1,34 @@
 """The kernel catalog: the one list of kernels that the pages, benchmarks, tests and README read
 (through engine/kernels/registry.py, which answers questions about it).
 
-Each entry is a KernelSpec (engine/kernels/contract.py says what its fields mean); its launch
-geometry and shape checks are functions of engine/kernels/geometry/, one module per kernel family.
-Every entry is checked against the contract when this module is imported, so a broken one stops
-the engine at start-up. Adding a kernel is a .cu file and an entry here.
+An entry keeps what is not code: its title and lesson, the documents it comes from (seeds), its kind
+and precisions, the views that show it, notes, and, for a kernel of several launches, their order
+(naive_transposed_b: transpose_b.cu, then naive_transposed_b.cu). Its parameters with their
+defaults, its rules and its launch geometry are the contract block of its sources
+(cuda/contract.cuh), which engine/kernels/declared.py reads. Every entry is checked against the
+contract when this module is imported, so a broken one stops the engine at start-up. Adding a
+kernel is a .cu file with its contract block and an entry here for its title, lesson and pages.
 """
 from __future__ import annotations
 
-from engine.kernels.contract import KernelSpec, Kind, Launch, Precision, Rule, check
-from engine.kernels.documents import cite
-from engine.kernels.geometry import fp32_ladder, naive, tensor_ladder, tiled
+import numpy as np
 
-# The FP32 ladder after tiling (cuda/blocktile_1d.cu ... prefetched.cu; geometry/fp32_ladder.py).
-# The defaults are the winners of the autotuning sweep (tests/benchmarks/tune_ladder.py) at 4096^3
-# on the H200, recorded in engine/bench/recorded/tuning/ (the Benchmarks page shows it).
+from engine.kernels import declared
+from engine.kernels.contract import NAIVE_BLOCKS, KernelSpec, Kind, Launch, Precision, check
+from engine.kernels.documents import cite
+from engine.kernels.problem import Problem
+
+
+def _entry(*launches: str | Launch, **fields) -> KernelSpec:
+    """An entry whose parameters, rules and launches its sources declare (launches: the files, in
+    order, or a Launch where the catalog adds what is not the source's to say)."""
+    made = [declared.launch(lc) if isinstance(lc, str) else lc for lc in launches]
+    return KernelSpec(**declared.entry_fields(*made), **fields)
+
+
+# The FP32 ladder after tiling (cuda/blocktile_1d.cu ... prefetched.cu). The defaults in the
+# sources are the winners of the autotuning sweep (tests/benchmarks/tune_ladder.py) at 4096^3 on
+# the H200, recorded in engine/bench/recorded/tuning/ (the Benchmarks page shows it).
 LADDER_VIEWS = frozenset({"ladder", "coalescing", "benchmarks"})
 # The rungs whose shared loads the Bank conflicts page also shows, at their own shapes:
 # blocktile_2d's scalar loads of As and Bs (lanes a row or TN words apart: in conflict as written;
@@ -23,155 +37,90 @@ LADDER_VIEWS = frozenset({"ladder", "coalescing", "benchmarks"})
 BANK_RUNGS = ("blocktile_2d", "vectorized", "warptile")
 
 
-def _ladder_rung(name: str, title: str, lesson: str, params: dict, defaults: dict, vec: int = 1,
-                 buffers: int = 1) -> KernelSpec:
-    rules = [Rule("thread and warp shapes", fp32_ladder.shapes),
-             Rule("fits 48 KB of static shared memory", fp32_ladder.fits_shared(buffers))]
-    if vec == 4:
-        rules.append(Rule("float4 shapes", fp32_ladder.float4_shapes))
-    if buffers == 2:
-        rules.append(Rule("whole float4s per thread", fp32_ladder.even_loads))
-    return KernelSpec(
-        name=name, title=title, seeds=("002",), lesson=lesson,
-        launches=(Launch(f"{name}.cu", grid=fp32_ladder.grid, block=fp32_ladder.block,
-                         records_per_thread=fp32_ladder.records(vec, buffers)),),
-        params=params, defaults=defaults, rules=tuple(rules),
-        shows=LADDER_VIEWS | ({"bank_conflicts"} if name in BANK_RUNGS else set()))
+def _ladder_rung(name: str, title: str, lesson: str) -> KernelSpec:
+    return _entry(f"{name}.cu", name=name, title=title, seeds=("002",), lesson=lesson,
+                  shows=LADDER_VIEWS | ({"bank_conflicts"} if name in BANK_RUNGS else set()))
 
 
-_BLOCK_SIDES = (32, 64, 128, 256)
-_WARP_PARAMS = {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "WM": (32, 64, 128),
-                "WN": (32, 64, 128), "WNITER": (1, 2, 4), "TM": (4, 8), "TN": (4, 8)}
 LADDER = (
     _ladder_rung("blocktile_1d", "1-D register tiling (TM outputs per thread)",
-                 "Each thread computes TM outputs of one column: one b from shared memory serves TM FMAs.",
-                 {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (4, 8, 16, 32), "TM": (4, 8, 16, 32)},
-                 {"BM": 64, "BN": 64, "BK": 32, "TM": 16}),
+                 "Each thread computes TM outputs of one column: one b from shared memory serves TM FMAs."),
     _ladder_rung("blocktile_2d", "2-D register tiling (TM x TN outputs per thread)",
-                 "Each thread computes a TM x TN tile as outer products of registers: TM + TN loads per TM x TN FMAs.",
-                 {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
-                 {"BM": 64, "BN": 64, "BK": 32, "TM": 8, "TN": 4}),
+                 "Each thread computes a TM x TN tile as outer products of registers: TM + TN loads per TM x TN FMAs."),
     _ladder_rung("vectorized", "float4 loads, A transposed in shared memory",
-                 "128-bit global and shared loads: a quarter of the load instructions, A's column as consecutive words.",
-                 {"BM": _BLOCK_SIDES, "BN": _BLOCK_SIDES, "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
-                 {"BM": 64, "BN": 256, "BK": 32, "TM": 8, "TN": 4}, vec=4),
+                 "128-bit global and shared loads: a quarter of the load instructions, A's column as consecutive words."),
     _ladder_rung("warptile", "Warp tiling",
-                 "Each warp owns a sub-tile: its lanes read consecutive 16-byte pieces of shared memory, without bank conflicts.",
-                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 32, "WM": 32, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4},
-                 vec=4),
+                 "Each warp owns a sub-tile: its lanes read consecutive 16-byte pieces of shared memory, without bank "
+                 "conflicts."),
     _ladder_rung("double_buffered", "Double-buffered, cp.async",
-                 "Two shared buffers: tile t + 1 is copied (cp.async) while tile t is multiplied; one barrier per tile.",
-                 _WARP_PARAMS, {"BM": 128, "BN": 128, "BK": 16, "WM": 128, "WN": 32, "WNITER": 4, "TM": 4, "TN": 4},
-                 vec=4, buffers=2),
+                 "Two shared buffers: tile t + 1 is copied (cp.async) while tile t is multiplied; one barrier per tile."),
     _ladder_rung("prefetched", "Prefetched fragments (register double buffering)",
-                 "Step k + 1's shared loads are issued before step k's FMAs: the multiply no longer waits on shared memory.",
-                 _WARP_PARAMS, {"BM": 128, "BN": 256, "BK": 16, "WM": 32, "WN": 128, "WNITER": 2, "TM": 8, "TN": 4},
-                 vec=4, buffers=2),
+                 "Step k + 1's shared loads are issued before step k's FMAs: the multiply no longer waits on shared "
+                 "memory."),
 )
 
-# The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_tma.cu; geometry/tensor_ladder.py): FP16
-# inputs, FP32 accumulate. Defaults: the winners of the sweep at 4096^3 on the H200
-# (engine/bench/recorded/tuning/h200-tensor-*).
+# The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_padded.cu): FP16 inputs, FP32 accumulate.
+# Defaults: the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*).
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
-_MULTIPLES_OF_16 = Rule("sizes multiple of 16", tensor_ladder.multiples_of_16, sizes=True)
-_MMA_PARAMS = {"BM": (64, 128, 256), "BN": (64, 128, 256), "WM": (32, 64), "WN": (32, 64)}
+# The K step of mma_ldmatrix's and mma_swizzled's shared tiles (kBK in their sources), which the
+# Tensor cores page draws.
+TENSOR_K = declared.read("mma_ldmatrix.cu").named("kBK")
 
 
-def _mma_rung(name: str, title: str, lesson: str, defaults: dict, ring: dict | None = None) -> KernelSpec:
-    """An mma.sync rung; ring: the parameters of a cp.async ring in dynamic shared memory (STAGES, BK)."""
-    fits = (Rule("fits a block's shared memory", tensor_ladder.ring_fits),
-            Rule("copies in whole passes", tensor_ladder.copy_passes)) if ring \
-        else (Rule("fits 48 KB of static shared memory", tensor_ladder.mma_shared),)
-    return KernelSpec(
-        name=name, title=title, seeds=("002",), lesson=lesson,
-        launches=(Launch(f"{name}.cu", grid=tensor_ladder.grid, block=tensor_ladder.block,
-                         records_per_thread=tensor_ladder.mma_records,
-                         shared_bytes=tensor_ladder.ring_bytes if ring else (lambda p: 0)),),
-        params={**_MMA_PARAMS, **(ring or {})}, defaults=defaults,
-        rules=(Rule("warp shapes", tensor_ladder.warp_shapes), *fits),
-        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS)
+def _tensor(name: str, title: str, lesson: str, *launches: str | Launch, **fields) -> KernelSpec:
+    return _entry(*(launches or (f"{name}.cu",)), name=name, title=title, seeds=("002",), lesson=lesson,
+                  kind=fields.pop("kind", Kind.CUDA), inputs=Precision.FP16, compute=Precision.FP16,
+                  shows=TENSOR_VIEWS, **fields)
 
+
+# wgmma needs the architecture-specific target (sm_90a), not what the other kernels build for.
+_WGMMA = {"arch": "sm_90a"}
 
 TENSOR_LADDER = (
-    KernelSpec(
-        name="wmma_seed", title="WMMA as the document writes it",
-        seeds=("002",),
-        lesson="The document's kernel, as written: its warps compute every tile 32 times, and it reads B's 16 x 16 "
-               "blocks transposed.",
-        kind=Kind.OPAQUE,
-        launches=(Launch("wmma_seed.cu", grid=tensor_ladder.seed_grid, block=tensor_ladder.seed_block,
-                         records_per_thread=lambda p: 0),),
-        rules=(_MULTIPLES_OF_16,
-               Rule(f"M and N at most {tensor_ladder.SEED_WMMA_MAX}", tensor_ladder.seed_sizes, sizes=True)),
-        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS,
-        notes=("Launched with blocks of 32 x 4 threads and 8 x M / 16 blocks in y, so that warpM reaches every row "
-               "tile: 32 warps then share each tile.",)),
-    KernelSpec(
-        name="wmma_warp", title="WMMA, one warp per 16 x 16 tile",
-        seeds=("002",),
-        lesson="The same instructions, indexed right: each warp owns one 16 x 16 tile of C and walks K.",
-        kind=Kind.OPAQUE,
-        launches=(Launch("wmma_warp.cu", grid=tensor_ladder.warp_grid, block=tensor_ladder.warp_block,
-                         records_per_thread=lambda p: 0),),
-        rules=(_MULTIPLES_OF_16,),
-        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
-    KernelSpec(
-        name="wmma_block", title="WMMA from shared-memory tiles",
-        seeds=("002",),
-        lesson="A block's warps share A's and B's tiles through shared memory; each warp reuses its fragments "
-               "across a WM x WN piece.",
-        kind=Kind.OPAQUE,
-        launches=(Launch("wmma_block.cu", grid=tensor_ladder.grid, block=tensor_ladder.block,
-                         records_per_thread=lambda p: 0),),
-        params=_MMA_PARAMS, defaults={"BM": 64, "BN": 64, "WM": 32, "WN": 64},
-        rules=(Rule("warp shapes", tensor_ladder.warp_shapes),),
-        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
-    _mma_rung("mma_ldmatrix", "mma.sync m16n8k16 with ldmatrix",
-              "The instruction under WMMA, written out: ldmatrix hands each lane its fragment, mma.sync multiplies "
-              "16 x 8 x 16.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64}),
-    _mma_rung("mma_swizzled", "mma.sync on swizzled shared tiles",
-              "An XOR of each 16-byte chunk with its row puts ldmatrix's 8 rows in 8 different bank groups: one "
-              "wavefront per matrix.", {"BM": 128, "BN": 128, "WM": 64, "WN": 64}),
-    _mma_rung("mma_pipelined", "mma.sync with a cp.async pipeline",
-              "STAGES tiles in flight: the copies of the next tiles overlap the multiply of this one, one barrier "
-              "per tile; blocks run in groups of 8 block rows, sharing B's tiles in L2.",
-              {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 64},
-              ring={"STAGES": (2, 3, 4, 5), "BK": (32, 64)}),
-    KernelSpec(
-        name="wgmma_tma", title="wgmma with TMA and warp specialisation",
-        seeds=("002",),
-        lesson="Hopper's path: TMA copies whole tiles, wgmma multiplies 64 x BN x 16 from shared memory, a producer "
-               "warpgroup feeds consumer warpgroups.",
-        kind=Kind.OPAQUE,
-        launches=(Launch("wgmma_tma.cu", grid=tensor_ladder.grid, block=tensor_ladder.wgmma_block,
-                         records_per_thread=lambda p: 0, shared_bytes=tensor_ladder.wgmma_shared, arch="sm_90a",
-                         tensor_maps=tensor_ladder.wgmma_boxes),),
-        params={"BM": (128,), "BN": (128, 256), "STAGES": (3, 4, 5, 6)}, defaults={"BN": 256, "STAGES": 3},
-        rules=(Rule("fits a block's shared memory", tensor_ladder.wgmma_fits),
-               Rule("K and N multiples of 8", tensor_ladder.tma_strides, sizes=True)),
-        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS),
-    KernelSpec(
-        name="wgmma_padded", title="wgmma on rows padded to 16 bytes (any size)",
-        seeds=("002",),
-        lesson="wgmma_tma at any M, N and K: a first pass copies A and B into rows padded to 128-byte multiples, "
-               "as TMA needs them; cuBLAS FP16 falls off a cliff at the sizes that need it.",
-        kind=Kind.OPAQUE,
-        launches=(Launch("pad_ab.cu", grid=tensor_ladder.pad_grid, block=tensor_ladder.pad_block,
-                         records_per_thread=lambda p: 0),
-                  Launch("wgmma_padded.cu", grid=tensor_ladder.grid, block=tensor_ladder.wgmma_block,
-                         records_per_thread=lambda p: 0, shared_bytes=tensor_ladder.wgmma_shared, arch="sm_90a",
-                         tensor_maps=tensor_ladder.padded_boxes)),
-        params={"BM": (128,), "BN": (128, 256), "STAGES": (3, 4, 5, 6)}, defaults={"BN": 256, "STAGES": 3},
-        rules=(Rule("fits a block's shared memory", tensor_ladder.wgmma_fits),),
-        inputs=Precision.FP16, compute=Precision.FP16, shows=TENSOR_VIEWS,
-        notes=("Its timings include the padding launch (pad_ab.cu): one pass over A and B.",)),
+    _tensor("wmma_seed", "WMMA as the document writes it",
+            "The document's kernel, as written: its warps compute every tile 32 times, and it reads B's 16 x 16 "
+            "blocks transposed.", kind=Kind.OPAQUE,
+            notes=("Launched with blocks of 32 x 4 threads and 8 x M / 16 blocks in y, so that warpM reaches every "
+                   "row tile: 32 warps then share each tile.",)),
+    _tensor("wmma_warp", "WMMA, one warp per 16 x 16 tile",
+            "The same instructions, indexed right: each warp owns one 16 x 16 tile of C and walks K.", kind=Kind.OPAQUE),
+    _tensor("wmma_block", "WMMA from shared-memory tiles",
+            "A block's warps share A's and B's tiles through shared memory; each warp reuses its fragments "
+            "across a WM x WN piece.", kind=Kind.OPAQUE),
+    _tensor("mma_ldmatrix", "mma.sync m16n8k16 with ldmatrix",
+            "The instruction under WMMA, written out: ldmatrix hands each lane its fragment, mma.sync multiplies "
+            "16 x 8 x 16."),
+    _tensor("mma_swizzled", "mma.sync on swizzled shared tiles",
+            "An XOR of each 16-byte chunk with its row puts ldmatrix's 8 rows in 8 different bank groups: one "
+            "wavefront per matrix."),
+    _tensor("mma_pipelined", "mma.sync with a cp.async pipeline",
+            "STAGES tiles in flight: the copies of the next tiles overlap the multiply of this one, one barrier "
+            "per tile; blocks run in groups of 8 block rows, sharing B's tiles in L2."),
+    _tensor("wgmma_tma", "wgmma with TMA and warp specialisation",
+            "Hopper's path: TMA copies whole tiles, wgmma multiplies 64 x BN x 16 from shared memory, a producer "
+            "warpgroup feeds consumer warpgroups.", declared.launch("wgmma_tma.cu", **_WGMMA), kind=Kind.OPAQUE),
+    _tensor("wgmma_padded", "wgmma on rows padded to 16 bytes (any size)",
+            "wgmma_tma at any M, N and K: a first pass copies A and B into rows padded to 128-byte multiples, "
+            "as TMA needs them; cuBLAS FP16 falls off a cliff at the sizes that need it.",
+            "pad_ab.cu", declared.launch("wgmma_padded.cu", **_WGMMA), kind=Kind.OPAQUE,
+            notes=("Its timings include the padding launch (pad_ab.cu): one pass over A and B.",)),
 )
 TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
 
 
-# The naive kernels' block shapes to choose from, and the tiled kernels' tile sides.
-NAIVE_BLOCKS = ((16, 16), (32, 32), (32, 8), (8, 32), (32, 16), (16, 8), (32, 1))
-TILES = (8, 16, 32)
+def _transposes_read_by(p: Problem, blocks: np.ndarray) -> np.ndarray:
+    """Which blocks of transpose_b a traced block of naive_transposed_b reads (not a contract: how
+    the two launches' outputs and inputs meet). Block (x, y) of naive_transposed_b reads rows
+    x*bx .. x*bx+bx-1 of BT (its columns of C), all K of them; transpose_b's block (x, y), of the
+    same block shape, writes those rows for columns y*by .. y*by+by-1 of BT. So: the transpose
+    blocks of the same x, every y."""
+    xs = np.unique(blocks[:, 0])
+    rows = -(-p.k // p.block[1])
+    return np.array([(x, y) for y in range(rows) for x in xs], dtype=np.uint32).reshape(-1, 2)
+
+
+# The tiled kernels' tile sides (what their sources offer; a page's TILE select lists them).
+TILES = declared.read("tiled_guarded.cu").params["TILE"]
 NAIVE_VIEWS = frozenset({"coalescing", "benchmarks"})
 TILED_VIEWS = frozenset({"coalescing", "tile_phases", "bank_conflicts", "benchmarks"})
 
@@ -182,7 +131,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         title="Naive, threadIdx.x walks rows",
         seeds=("000",),
         lesson="One thread per output, lanes on consecutive rows: every lane reads its own 32-byte sector of A.",
-        launches=(Launch("naive_x_rows.cu", grid=naive.rows_grid, block=naive.block, records_per_thread=naive.records),),
+        **declared.entry_fields(declared.launch("naive_x_rows.cu")),
         block_shapes=NAIVE_BLOCKS,
         shows=NAIVE_VIEWS,
         rows_from_block_x=True,
@@ -195,7 +144,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         title="Naive, threadIdx.x walks columns",
         seeds=("002", "003", "004"),
         lesson="Same arithmetic, lanes on consecutive columns: B and C accesses coalesce into 4 sectors per warp.",
-        launches=(Launch("naive_x_cols.cu", grid=naive.cols_grid, block=naive.block, records_per_thread=naive.records),),
+        **declared.entry_fields(declared.launch("naive_x_cols.cu")),
         block_shapes=NAIVE_BLOCKS,
         shows=NAIVE_VIEWS,
     ),
@@ -204,11 +153,8 @@ CATALOG: tuple[KernelSpec, ...] = (
         title="Naive on pre-transposed B",
         seeds=("001",),
         lesson="Transposing B makes each thread walk a row, but a warp's 32 lanes still land K floats apart.",
-        launches=(
-            Launch("transpose_b.cu", grid=naive.transpose_grid, block=naive.block,
-                   records_per_thread=naive.transpose_records, prepares=naive.transposes_read_by),
-            Launch("naive_transposed_b.cu", grid=naive.cols_grid, block=naive.block, records_per_thread=naive.records),
-        ),
+        **declared.entry_fields(declared.launch("transpose_b.cu", prepares=_transposes_read_by),
+                                declared.launch("naive_transposed_b.cu")),
         block_shapes=NAIVE_BLOCKS,
         default_block=(32, 32),
         shows=NAIVE_VIEWS,
@@ -221,10 +167,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         title="Shared-memory tiled (guarded)",
         seeds=("000", "002"),
         lesson="Each block loads a tile of A and of B per phase and reuses every element TILE times from shared memory.",
-        launches=(Launch("tiled_guarded.cu", grid=tiled.grid("n", "m"), block=tiled.block,
-                         records_per_thread=tiled.records),),
-        params={"TILE": TILES},
-        defaults={"TILE": 16},
+        **declared.entry_fields(declared.launch("tiled_guarded.cu")),
         shows=TILED_VIEWS | {"ladder"},   # the ladder's first rung
     ),
     KernelSpec(
@@ -233,11 +176,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         seeds=("003", "004"),
         lesson="The tiled kernel as these documents write it, without boundary guards: right only when M, N and K "
                "are multiples of TILE.",
-        launches=(Launch("tiled_unguarded.cu", grid=tiled.grid("n", "m"), block=tiled.block,
-                         records_per_thread=tiled.records),),
-        params={"TILE": TILES},
-        defaults={"TILE": 16},
-        rules=(Rule("sizes multiple of TILE", tiled.multiples_of_tile, sizes=True),),
+        **declared.entry_fields(declared.launch("tiled_unguarded.cu")),
         shows=TILED_VIEWS,
     ),
     KernelSpec(
@@ -245,10 +184,7 @@ CATALOG: tuple[KernelSpec, ...] = (
         title="Shared-memory tiled, threadIdx.x walks rows (bank conflicts, padding)",
         seeds=("001",),
         lesson="tile_A[threadIdx.x][p] puts a warp's lanes TILE words apart, in one bank; one word of padding spreads them.",
-        launches=(Launch("shared_bank_conflicts.cu", grid=tiled.grid("m", "n"), block=tiled.block,
-                         records_per_thread=tiled.records),),
-        params={"TILE": TILES, "PAD": (0, 1)},
-        defaults={"TILE": 16},
+        **declared.entry_fields(declared.launch("shared_bank_conflicts.cu")),
         shows=TILED_VIEWS,
         rows_from_block_x=True,
     ),

@@ -4,15 +4,17 @@ An entry (KernelSpec) says where its source lives (cuda/), which source document
 (`seeds`: ids of engine/kernels/documents.py, whose titles are what users read), the lesson it
 teaches, and:
 - its compile-time parameters by name, with their allowed values (`params`, `defaults`) and rules
-  between them or on the sizes (`rules`); each name is a macro its source uses, set with -D;
+  between them or on the sizes (`rules`), and its launches (Launch: grid, block, dynamic shared
+  memory, the trace's bound per thread): all of these are read from the contract block of its
+  sources (engine/kernels/declared.py reads what cuda/contract.cuh's macros declare), so that the
+  C++ the compiler checks and what the engine launches are one text; each parameter is a macro
+  with a default in the source, set with -D;
 - its kind (Kind): CUDA kernels run from cuda/ sources and can be traced; CUBLAS entries call cuBLAS
   on the same buffers (timed, not traced); TORCH entries call torch.mm where the GPU machine has
   PyTorch (timed, not traced); REFERENCE is the float64 numpy product every result is checked
   against;
 - its number types (`inputs`, `compute` (the multiply), `accumulate`): what the tolerance of its
   result check follows;
-- its launches (Launch: grid and block, read from the problem's sizes, block and params; the
-  functions that compute them are in engine/kernels/geometry/, not in the .cu files);
 - which views of the app show it (`shows`): a page lists the kernels that name it.
 
 check() is the contract: engine/kernels/catalog.py runs it on every entry when it is imported, so a
@@ -66,11 +68,16 @@ TRACED_VIEWS = ("coalescing", "tile_phases", "bank_conflicts", "ladder")
 # has one; the ladder's rungs it shows run with their own tile shapes.)
 VIEW_NEEDS = {"tile_phases": ("TILE",)}
 
+# The launch block shapes a page offers a kernel whose block is chosen at launch (its contract
+# reads BLOCK_X and BLOCK_Y: the naive kernels).
+NAIVE_BLOCKS = ((16, 16), (32, 32), (32, 8), (8, 32), (32, 16), (16, 8), (32, 1))
+
 
 @dataclass(frozen=True)
 class Launch:
     """One kernel launch: the source file (in cuda/, or a path; kernel name = file stem) and its
-    geometry, read from a problem bound to the kernel (every parameter it declares is in params)."""
+    geometry, read from a problem bound to the kernel (every parameter it declares is in params):
+    functions of the source's contract block (declared.launch makes them)."""
 
     file: str
     grid: Callable[[Problem], tuple[int, int]]

@@ -50,4 +50,6 @@ def cite(ids: tuple[str, ...] | list[str] | str, mark: str = "“{}”") -> str:
     if isinstance(ids, str):
         ids = (ids,)
     names = [mark.format(get(i).title) for i in ids]
+    if not names:   # a kernel from outside the catalog (declared.spec_from_source) cites none
+        return ""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

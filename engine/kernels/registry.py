@@ -17,14 +17,15 @@ from engine.kernels.catalog import (
     CATALOG,
     LADDER,
     LADDER_RUNGS,
-    NAIVE_BLOCKS,
     SWEEP_DEFAULT,
+    TENSOR_K,
     TENSOR_LADDER,
     TENSOR_RUNGS,
     TILES,
 )
 from engine.kernels.contract import (
     INPUT_TYPES,
+    NAIVE_BLOCKS,
     TOLERANCE,
     TRACED_VIEWS,
     VIEWS,
@@ -34,7 +35,6 @@ from engine.kernels.contract import (
     Precision,
     check,
 )
-from engine.kernels.geometry.tensor_ladder import TENSOR_K
 from engine.kernels.problem import Problem
 
 __all__ = [

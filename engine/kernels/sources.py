@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from engine.kernels import cexpr
+
 CUDA_DIR = Path(__file__).resolve().parents[2] / "cuda"
 
 _MACROS = {"LDG": ("global", "load"), "STG": ("global", "store"),
@@ -58,8 +60,7 @@ _VIEW_RE = re.compile(r"auto\s*&\s*(\w+)\s*=\s*\*\s*reinterpret_cast<\s*((?:unsi
 MAX_SITES = 255
 
 # The element types a traced array may have, with their size in bytes.
-ELEMENT_TYPES = {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8, "__half": 2, "half": 2,
-                 "__nv_bfloat16": 2, "nv_bfloat16": 2}
+ELEMENT_TYPES = cexpr.ELEMENT_SIZES
 COPY_BYTES = 16   # what one cp.async moves here (CP_ASYNC4)
 MATRIX_ROW_BYTES = 16   # what one lane's row of an ldmatrix holds: 8 elements of 16 bits
 
@@ -151,11 +152,10 @@ def _product(dims: tuple[str, ...], params: Mapping[str, int]) -> int:
 
 
 def _eval_int(expr: str, env: Mapping[str, int]) -> int:
-    # The shapes are written in parameter names, integers and + - * ( ): check that, then evaluate.
-    names = set(re.findall(r"[A-Za-z_]\w*", expr))
-    if not re.fullmatch(r"[\w\s+\-*()]+", expr) or names - set(env):
-        raise ValueError(f"shared array size {expr!r} is not an expression in {', '.join(env) or 'no parameters'}")
-    return int(eval(expr, {"__builtins__": {}}, dict(env)))  # noqa: S307 - checked above
+    try:
+        return cexpr.evaluate(expr, env)
+    except ValueError as exc:
+        raise ValueError(f"shared array size {expr!r}: {exc}") from None
 
 
 def _element(ctype: str) -> str | None:

@@ -23,22 +23,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine.bench import benchmark, export  # noqa: E402
 from engine.devices import gpu_client  # noqa: E402
-from engine.kernels import build, registry  # noqa: E402
-from engine.kernels.geometry import fp32_ladder, tensor_ladder  # noqa: E402
+from engine.kernels import (  # noqa: E402
+    build,
+    declared,  # noqa: E402
+    registry,
+)
 from engine.kernels.problem import Problem  # noqa: E402
 
 
 def candidates(spec: registry.KernelSpec) -> list[dict[str, int]]:
     if spec.name == "mma_pipelined":   # 4 or 8 warps, block tiles of 128 x 128 or more, warp tiles 64 x 32 or 64 x 64
-        return [q for q in spec.combinations() if tensor_ladder.warps(Problem(1, 1, 1, params=q)) in (4, 8)
+        block = spec.launches[-1].block
+        return [q for q in spec.combinations() if block(Problem(1, 1, 1, params=q))[0] // 32 in (4, 8)
                 and min(q["BM"], q["BN"]) >= 128 and q["WM"] == 64]
     if spec not in registry.LADDER:   # the other tensor-core rungs: few enough to time every one
         return spec.combinations()
     out = []
     for params in spec.combinations():
         probe = Problem(1, 1, 1, params=params)
-        threads = fp32_ladder.threads(probe)
-        down, across = fp32_ladder.thread_outputs(probe)
+        threads = spec.launches[-1].block(probe)[0]
+        source = declared.read(spec.launches[-1].file)   # a thread's outputs, as the source names them
+        down, across = source.named("OUTPUTS_DOWN", probe), source.named("OUTPUTS_ACROSS", probe)
         if not 128 <= threads <= 512:
             continue
         if "WM" in params and (threads > 256 or params["BM"] * params["BN"] < 128 * 128 or down * across < 64):

@@ -2,6 +2,10 @@
 // mantissa), the input type of the bf16 tensor-core rungs.
 #include "trace.cuh"
 
+LAUNCH_GRID(CDIV(N, 16), CDIV(M, 16));
+LAUNCH_BLOCK(16, 16);
+TRACE_RECORDS(2 * K + 1);   // a load of A and of B per k, one store of C
+
 extern "C" __global__ void bf16_inputs(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C, int M, int N,
                                        int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;

@@ -3,6 +3,10 @@
 // stores A and B rounded to half, on the CPU and on the GPU alike.
 #include "trace.cuh"
 
+LAUNCH_GRID(CDIV(N, 16), CDIV(M, 16));
+LAUNCH_BLOCK(16, 16);
+TRACE_RECORDS(2 * K + 1);   // a load of A and of B per k, one store of C
+
 extern "C" __global__ void half_inputs(const __half *A, const __half *B, float *C, int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;

@@ -7,6 +7,14 @@
 // multiples of TILE.
 #include "trace.cuh"
 
+#ifndef TILE
+#define TILE 8   // one of: 8 16
+#endif
+REQUIRE_SIZES(M % TILE == 0 && N % TILE == 0 && K % TILE == 0, "needs M, N and K to be multiples of TILE={TILE}");
+LAUNCH_GRID(N / TILE, M / TILE);
+LAUNCH_BLOCK(TILE * TILE, 1);
+TRACE_RECORDS(4 * (K / TILE) + 2 * K + 1);   // per tile 2 loads and 2 stores, 2 shared loads per k, C
+
 template <int S>
 __device__ float tile_dot(const float (&As)[S * S], const float (&Bs)[S * S], int row, int col) {
     float sum = 0.0f;
