@@ -82,7 +82,8 @@ if traced:
 
 # ------------------------------------------------------------------ measured speed
 st.subheader("Measured speed against cuBLAS SGEMM")
-run = speed_runs.speed_run(rungs, ["cublas_sgemm"], size or max(m, n, k), "every rung and cuBLAS", "ladder_live")
+run = speed_runs.speed_run(rungs, ["cublas_sgemm"], size or max(m, n, k), "every rung and cuBLAS", "ladder_live",
+                           {rung: params})
 if run:
     df, prov, label, live = run
     sizes = speeds.square_sizes(df, rungs)

@@ -120,13 +120,22 @@ def _link_names(kernels: list[str], names: dict) -> None:
             del st.query_params[name]
 
 
-def check(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
-    """The problem bound to the kernel (registry.bind), or its one-line reason next to the controls and
-    nothing drawn after it."""
+def reason(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int] | None = None) -> str | None:
+    """Why the kernel cannot take these sizes and parameters (registry.bind's one line), or None."""
+    spec = registry.get(kernel)
     try:
-        return registry.bind(registry.get(kernel), make_problem(m, n, k, block=block, params=params))
+        registry.bind(spec, make_problem(m, n, k, block=block or spec.default_block, params=params))
     except EngineError as exc:
-        st.error(str(exc), icon=":material/error:")
+        return str(exc)
+    return None
+
+
+def check(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> None:
+    """Nothing when the kernel takes them; else its one-line reason next to the controls, and nothing
+    drawn after it."""
+    why = reason(kernel, m, n, k, params, block)
+    if why:
+        st.error(why, icon=":material/error:")
         st.stop()
 
 

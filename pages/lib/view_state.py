@@ -31,7 +31,7 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     notes = st.session_state.setdefault(page_key("_url_notes"), {})
     if key not in st.session_state:
         raw = st.query_params.get(name) if st.session_state.get("_url_seeds") else None
-        fallback = saved.get(f"{scope}.{name}" if scope else name, default)
+        fallback = saved.get(name, default)   # remember() keeps values by their URL name
         if raw is None:
             st.session_state[key] = fallback
         else:
