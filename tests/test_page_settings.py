@@ -77,7 +77,7 @@ def test_coalescing_takes_the_tiled_kernels_tile_and_non_square_sizes_from_its_l
                                            "m": "40", "n": "24", "k": "16", "block": "16x16"})
     assert _select(at, "TILE").value == 8 and _select(at, "Block").value == "16x16"
     assert [at.number_input(key=f"coalescing.{d}").value for d in "mnk"] == [40, 24, 16]
-    assert "Kernel parameters: block 16x16, TILE 8" in [c.value for c in at.caption]
+    assert "Kernel parameters: block 16x16, TILE 8" in [e.label for e in at.expander]   # said when folded too
     assert "tiled_guarded" in notes(figures(at)[0], 0)
     _select(at, "TILE").set_value(32).run()
     assert at.query_params["TILE"] == "32" and not _errors(at)

@@ -79,23 +79,23 @@ def parameter_inputs(kernels: list[str], block_default: tuple[int, int] | None =
         return {k: {} for k in kernels}, block
     # The widget of a parameter is kept per name and allowed values: kernels declaring the same
     # choices share one (TILE of both tiled kernels), others keep their own (BK 4..32 against 8..32).
-    box = st.expander(label, expanded=False, key=view_state.page_key("parameters"))
-    with box:
+    # Their keys first, outside the folded group: a message about the link's value must be seen.
+    texts = [_block_text(s) for s in shapes]
+    block_key = view_state.state("block", _block_text(block if block in shapes else shapes[0]), texts) if shapes else None
+    keys = {name: view_state.state(name, defaults[name], list(allowed), scope="-".join(map(str, allowed)))
+            for name, allowed in names.items()}   # e.g. bank_conflicts.8-16-32.TILE
+    words = ", ".join(([f"block {st.session_state[block_key]}"] if shapes else [])
+                      + [f"{name} {st.session_state[key]}" for name, key in keys.items()])
+    with st.expander(f"{label}: {words}", expanded=False, key=view_state.page_key("parameters")):
         cols = [c for _ in range(-(-fields // PER_ROW)) for c in st.columns(PER_ROW)]
         if shapes:
-            texts = [_block_text(s) for s in shapes]
-            default = _block_text(block if block in shapes else shapes[0])
-            text = cols.pop(0).selectbox("Block", texts, key=view_state.state("block", default, texts),
+            text = cols.pop(0).selectbox("Block", texts, key=block_key,
                                          help="threads per block, x by y, of the naive kernels' launch")
             block = tuple(int(v) for v in text.split("x"))
             view_state.remember(block=text)
-        for (name, allowed), col in zip(names.items(), cols):
-            scope = "-".join(map(str, allowed))   # the widget key: bank_conflicts.8-16-32.TILE
-            chosen[name] = int(col.selectbox(name, allowed, key=view_state.state(
-                name, defaults[name], list(allowed), scope=scope)))
+        for (name, key), col in zip(keys.items(), cols):
+            chosen[name] = int(col.selectbox(name, names[name], key=key))
         view_state.remember(**chosen)
-    box_words = ", ".join([f"block {_block_text(block)}"] * bool(shapes) + [f"{n} {v}" for n, v in chosen.items()])
-    st.caption(f"{label}: {box_words}")
     return {k: {n: v for n, v in chosen.items() if n in registry.get(k).params} for k in kernels}, block
 
 
