@@ -5,7 +5,7 @@ from engine import animations
 from engine.kernels import registry
 from engine.metrics import analysis, views
 from engine.plots import bank_figures
-from pages.lib import cached, claim_texts, server, ui, view_state
+from pages.lib import cached, claim_texts, server, settings, ui, view_state
 
 ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp from 32 banks of 4-byte words. Lanes "
               "reading different words of one bank are served one after another: each extra word is one more "
@@ -20,23 +20,13 @@ with ui.controls():
     kernel = st.selectbox("Kernel", shared, key=view_state.state("kernel", padded_first, shared),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
-    c1, c2, c3 = st.columns(3)
-    tiles = spec.params.get("TILE", registry.TILES)
-    # A ladder rung has no TILE: it runs with its own tile shape (its defaults), the select stays put.
-    tile = c1.selectbox("TILE", tiles, key=view_state.state("tile", 32, tiles), disabled="TILE" not in spec.params,
-                        help=None if "TILE" in spec.params else f"{kernel} runs with its own tile shape: "
-                        + ", ".join(f"{k} {v}" for k, v in spec.default_params().items()))
-    padded = "PAD" in spec.params
-    if not padded:   # a kernel without padding: the toggle shows it off, not a stale "on"
-        st.session_state[view_state.state("pad", False)] = False
-    pad = int(c2.toggle("Pad rows by one word", disabled=not padded, key=view_state.state("pad", False),
-                        help="tile_A[TILE][TILE + 1]: each row starts one bank later"))
-    params = spec.takes({"TILE": tile, "PAD": pad})
-    step = tile if "TILE" in spec.params else 32
-    size = c3.number_input("M = N = K", step, 128, step=step, key=view_state.state("size", 64, lo=step, hi=128))
-    view_state.remember(kernel=kernel, tile=tile, pad=pad, size=size)
+    view_state.remember(kernel=kernel)
+    # TILE 32 first: a warp's 32 lanes in one bank, the 32-way conflict that padding removes.
+    shown = settings.kernel_settings([kernel], (64, 64, 64), hi=128, opening={"TILE": 32})
+    m, n, k, params = shown.m, shown.n, shown.k, shown.of(kernel)
+    tile, pad, padded = params.get("TILE"), params.get("PAD", 0), "PAD" in params
     # The animation shows block (0, 0): tracing that block alone draws it quickly.
-    trace, inst = ui.trace_or_stop(kernel, size, size, size, params, spec.default_block, ((0, 0),))
+    trace, inst = ui.trace_or_stop(kernel, m, n, k, params, spec.default_block, ((0, 0),))
     # The other kernels, TILEs and padding, compiled ahead (with the SASS their as-compiled counts read).
     server.offer(shared, {"TILE": registry.TILES, "PAD": (0, 1)}, listing=True)
     d1, d2, d3 = st.columns([1, 1, 2])
@@ -49,7 +39,7 @@ with ui.controls():
 
 shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
 if shown.steps:
-    label = kernel + (f", TILE {tile}" if "TILE" in spec.params else "") + (f", PAD {pad}" if padded else "") + f", warp {warp}"
+    label = ", ".join([kernel] + [f"{name} {value}" for name, value in params.items()]) + f", warp {warp}"
     fig = cached.figure(lambda: bank_figures.bank_figure(shown, label, view_state.presenter(), duration))
     top.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
     top.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
@@ -60,7 +50,7 @@ if shown.steps:
                "in pairs, lane n what lane n ^ 1 or n ^ 2 reads; a 64-bit access: 16 lanes, or 32); red then marks "
                "those beyond the fewest its words need. Measured pattern by pattern against Nsight Compute.")
     ui.animation_exports(lambda: bank_figures.bank_figure(shown, label, True, duration),
-                         f"Bank conflicts: {label}, M = N = K = {size}")
+                         f"Bank conflicts: {label}, {m}x{n}x{k}")
     # The picture is the source's accesses; where nvcc merged them, the hardware's differ: say so here.
     listing = cached.sass_listing(trace.launches[-1].file, trace.problem.params)
     merged = sorted(set(analysis.merged_sites(trace, listing).values()))
@@ -71,8 +61,8 @@ if shown.steps:
                 icon=":material/memory:")
 
 st.subheader("The whole kernel")
-whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shared_kernel, kernel, size, size,
-                   size, params, spec.default_block)
+whole = ui.or_stop("Counting wavefronts as written and as compiled", cached.shared_kernel, kernel, m, n,
+                   k, params, spec.default_block)
 left, right = st.columns([1.3, 1])
 left.plotly_chart(bank_figures.ways_histogram(whole, view_state.presenter()), width="stretch")
 # The table under them, at full width: in a column beside the chart it lost its last columns
@@ -83,7 +73,7 @@ for note in whole.notes:
     right.info(note, icon=":material/memory:")
 if whole.sass_note:
     right.caption(whole.sass_note)
-ui.nsight_view(ui.or_stop(f"Counting the whole of {kernel}", cached.side_by_side, kernel, size, size, size, params,
+ui.nsight_view(ui.or_stop(f"Counting the whole of {kernel}", cached.side_by_side, kernel, m, n, k, params,
                           spec.default_block), kernel)
 
 st.subheader("What the source documents say, and what measurement shows")

@@ -11,7 +11,7 @@ from engine.bench import benchmark, claim_checks, export, schema, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
-from pages.lib import cached, claim_texts, ui, view_state
+from pages.lib import cached, claim_texts, settings, ui, view_state
 from pages.lib.slots import LINE, heavy
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
@@ -243,16 +243,34 @@ def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, 
 if status.available:
     st.subheader(f"Live on this {status.name}")
     kernels = st.multiselect("Kernels", timeable, default=list(registry.SWEEP_DEFAULT), format_func=ui.kernel_label)
-    c1, c2, c3, c4, c5, c6 = st.columns([1.3, 2, 0.7, 0.7, 0.7, 0.9])
+    c1, c2, c5, c6 = st.columns([1.3, 2.7, 0.9, 0.9])
     preset = c1.selectbox("Sizes", list(SIZE_PRESETS) + ["custom"])
     sizes_text = c2.text_input("N or MxNxK, comma-separated", SIZE_PRESETS.get(preset, "1024,1000x2000x512"),
                                disabled=preset != "custom")
-    tile = c3.selectbox("TILE", registry.TILES, index=1)
-    pad = int(c4.toggle("PAD 1", help="shared_bank_conflicts: pad the shared rows by one word"))
     reps = c5.number_input("Repetitions", 5, 200, 20)
     flush = c6.toggle("Flush L2", help="clear the L2 before every timed repetition (outside the timed region)")
+    # One kernel's parameters (and block shape) chosen here; every other kernel runs with its defaults.
+    tunable = [k for k in kernels if registry.get(k).params or registry.get(k).block_shapes]
+    tuned = st.selectbox("Parameters of", tunable, key=view_state.state("tuned", tunable[0], tunable),
+                         help="the kernel of the sweep whose compile-time parameters are set below; the "
+                              "others run with their defaults") if tunable else None
+    if tuned:
+        view_state.remember(tuned=tuned)
+        chosen, block = settings.parameter_inputs([tuned], label=f"Parameters of {tuned}")
+        asked = {tuned: chosen[tuned]}
+        blocks = {tuned: block} if registry.get(tuned).block_shapes else {}
+    else:
+        asked, blocks = {}, {}
+    # The chosen parameters against the kernel's rules at each size asked for, said before anything runs.
+    try:
+        wrong = next((why for size in benchmark.parse_sizes(sizes_text) if tuned
+                      for why in [settings.reason(tuned, *size, asked[tuned], blocks.get(tuned))] if why), None)
+    except EngineError as exc:
+        wrong = str(exc)
+    if wrong:
+        st.error(wrong, icon=":material/error:")
     go, stop = st.columns([1, 5])
-    start = go.button("Start sweep", type="primary")
+    start = go.button("Start sweep", type="primary", disabled=bool(wrong))
     stop.button("Stop", help="stops after the point being measured; what was measured stays")
     if start:
         try:
@@ -260,8 +278,8 @@ if status.available:
         except EngineError as exc:
             st.error(str(exc))
             st.stop()
-        settings = benchmark.Settings(reps=int(reps), flush_l2=flush)
-        st.session_state["bench_prov"] = benchmark.provenance(status.info, settings)
+        timing = benchmark.Settings(reps=int(reps), flush_l2=flush)
+        st.session_state["bench_prov"] = benchmark.provenance(status.info, timing)
         st.session_state["bench_rows"] = rows = []
         peaks = st.session_state["bench_prov"]["peaks"]
         total = len(sizes) * len(kernels)
@@ -270,7 +288,9 @@ if status.available:
         # One sweep at a time on the GPU, in the server's line with the rest of the heavy work; each
         # point is drawn as it is measured.
         with heavy("benchmark", 0, "Live sweep"):
-            for i, row in enumerate(benchmark.sweep(kernels, sizes, settings, {"TILE": tile, "PAD": pad})):
+            points = [(kernel, size) for size in sizes for kernel in kernels]   # every kernel at a size, then the next
+            for i, row in enumerate(benchmark.measure(kernel, *size, timing, asked.get(kernel), blocks.get(kernel))
+                                    for kernel, size in points):
                 rows.append(row)
                 progress.progress((i + 1) / total, f"{i + 1} of {total}: {row['kernel']} {row['m']}x{row['n']}x{row['k']}"
                                                    f" {row['status']}")

@@ -5,7 +5,7 @@ from engine import animations
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import coalescing_figures
-from pages.lib import cached, claim_texts, server, ui, view_state
+from pages.lib import cached, claim_texts, server, settings, ui, view_state
 
 ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and write in global memory, instruction by "
               "instruction: the 32-byte sectors their addresses fall in decide how many memory transactions one "
@@ -13,12 +13,10 @@ ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and wri
 
 WINDOW = animations.COALESCING_WINDOW   # long traces are windowed, never sent whole
 kernels = registry.showing("coalescing")
-shapes = [f"{x}x{y}" for x, y in registry.NAIVE_BLOCKS]
 top = ui.figure_first()
 with ui.controls():
     # the kernels on a row of their own: beside the sizes their names were cut ('…walks r')
     c0, c1 = st.columns(2)
-    c2, c3, c4, c5 = st.columns(4)
     # The catalog lists the lanes-on-rows mapping first and the coalesced one second: the lesson, side by side.
     first = c0.selectbox("Kernel", kernels, key=view_state.state("kernel", kernels[0], kernels),
                          format_func=ui.kernel_label)
@@ -26,22 +24,17 @@ with ui.controls():
     second = c1.selectbox("Side by side with", options, key=view_state.state("compare", kernels[1], options),
                           # its title alone: with its documents' names it was cut at half width
                           format_func=lambda k: k if k == "(none)" else registry.get(k).title)
+    view_state.remember(kernel=first, compare=second)
+    chosen = [first] + ([second] if second != "(none)" else [])
     # 32x32 by default: a warp is then one row of the block, so lanes-on-rows touches 32 rows of A
     # (32 sectors) while lanes-on-columns reads one 128-byte line of B (4 sectors).
-    block_text = c2.selectbox("Block", shapes, key=view_state.state("block", "32x32", shapes),
-                              help="threads per block, x by y, for the naive kernels; tiled kernels use TILE x TILE")
-    m = c3.number_input("M", 1, 128, key=view_state.state("m", 32, lo=1, hi=128), help="rows of A and C")
-    n = c4.number_input("N", 1, 128, key=view_state.state("n", 32, lo=1, hi=128), help="columns of B and C")
-    k = c5.number_input("K", 1, 128, key=view_state.state("k", 16, lo=1, hi=128), help="columns of A, rows of B")
-    block = tuple(int(v) for v in block_text.split("x"))
-    chosen = [first] + ([second] if second != "(none)" else [])
-    d0, d1, d2, d3, d4, d5 = st.columns([1, 1, 1, 1, 1, 1.4])
-    tile = d0.selectbox("TILE", registry.TILES, key=view_state.state("tile", 16, registry.TILES), help="tiled kernels only")
-    view_state.remember(kernel=first, compare=second, m=m, n=n, k=k, block=block_text, tile=tile)
-    # The TILE select applies to the kernels that take it; the others ignore it (and share one trace).
-    params = {name: registry.get(name).takes({"TILE": tile}) for name in chosen}
+    shown = settings.kernel_settings(list(dict.fromkeys(chosen)), (32, 32, 16), hi=128, block_default=(32, 32))
+    m, n, k, block = shown.m, shown.n, shown.k, shown.block
+    block_text = f"{block[0]}x{block[1]}"
+    params = {name: shown.of(name) for name in chosen}
     grids = {name: ui.grid_of(name, m, n, k, params[name], block) for name in chosen}
     grid = grids[first]
+    d1, d2, d3, d4, d5 = st.columns([1, 1, 1, 1, 1.4])
     bx = d1.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))
     by = d2.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", 0, lo=0, hi=grid[1] - 1))
     # The animation needs one block of each kernel (the same block index, within each one's grid).

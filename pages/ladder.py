@@ -6,25 +6,30 @@ from engine.bench import schema, speeds
 from engine.kernels import registry
 from engine.metrics import rung_counts, rung_diff
 from engine.plots import charts, ladder_figures
-from pages.lib import cached, server, speed_runs, ui, view_state
+from pages.lib import cached, server, settings, speed_runs, ui, view_state
 
 ui.setup_page("ladder", "The FP32 ladder", "From the tiled kernel towards cuBLAS one fix at a time: each rung's "
               "source against the rung before, what one block's trace counts, and the measured speed.")
 
 rungs = list(registry.LADDER_RUNGS)
-SIZES = [128, 256, 512, 1024, 2048, 4096]
 with ui.controls():
-    c0, c1, c2, c3 = st.columns([2.8, 2.2, 0.9, 0.9])
+    c0, c2, c3 = st.columns([5, 0.9, 0.9])
     rung = c0.selectbox("Rung", rungs, key=view_state.state("rung", rungs[1], rungs),
                         format_func=lambda r: f"{rungs.index(r) + 1}. {r}: {registry.get(r).title}")
-    size = c1.select_slider("M = N = K (traced)", SIZES, key=view_state.state("size", 512, SIZES),
-                            help="the size of the product whose one block is traced, for every rung")
+    view_state.remember(rung=rung)
     spec = registry.get(rung)
-    grid = ui.grid_of(rung, size, size, size, {}, spec.default_block)
+    # Every rung's one block is traced at these sizes; the rung chosen with the parameters below, the
+    # others with their defaults.
+    shown = settings.kernel_settings([rung], (512, 512, 512), hi=4096)
+    m, n, k, params = shown.m, shown.n, shown.k, shown.of(rung)
+    grid = ui.grid_of(rung, m, n, k, params, spec.default_block)
     bx = c2.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))
     by = c3.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", 0, lo=0, hi=grid[1] - 1))
-    view_state.remember(rung=rung, size=size, bx=bx, by=by)
+    view_state.remember(bx=bx, by=by)
     server.offer(rungs, listing=True)   # every rung is traced below: their builds first in the background
+size = m if m == n == k else None   # the measured speeds below are of square products
+dims = f"{m:,}³" if size else f"{m:,} x {n:,} x {k:,}"
+rung_params = {r: params if r == rung else registry.get(r).default_params() for r in rungs}
 
 # ------------------------------------------------------------------ the rung and what it changed
 st.subheader(f"Rung {rungs.index(rung) + 1} of {len(rungs)}: {spec.title}")
@@ -32,16 +37,19 @@ st.markdown(f"**{spec.lesson}**")
 st.html(ladder_figures.source_html(rung_diff.rung_source(rung), view_state.presenter()))
 
 # ------------------------------------------------------------------ what one block's trace counts
-st.subheader(f"What one block's trace counts, at {size:,}³")
+st.subheader(f"What one block's trace counts, at {dims}")
 # Each rung's block (bx, by), within its own grid (rungs own tiles of different sizes).
-blocks = {r: tuple(min(b, g - 1) for b, g in zip((bx, by), ui.grid_of(r, size, size, size, {}, registry.get(r).default_block)))
+blocks = {r: tuple(min(b, g - 1) for b, g in zip((bx, by), ui.grid_of(r, m, n, k, rung_params[r],
+                                                                      registry.get(r).default_block)))
           for r in rungs}
-counts = {r: ui.or_stop(f"Tracing block {blocks[r]} of {r} at {size}³", cached.rung, r, size, blocks[r]) for r in rungs}
+counts = {r: ui.or_stop(f"Tracing block {blocks[r]} of {r} at {dims}", cached.rung, r, m, n, k, rung_params[r], blocks[r])
+          for r in rungs}
 st.table(ladder_figures.metrics_styler(rung_counts.metrics_table(counts), rung))
 for r, c in counts.items():
     if isinstance(c, str):
         st.warning(f"{r}: {c}", icon=":material/warning:")
-st.caption("Per block, each rung with its default parameters. Loads per FMA count instructions, one thread's each (a "
+st.caption(f"Per block, {rung} with {shown.words(rung)} (the parameters above), each other rung with its defaults. "
+           "Loads per FMA count instructions, one thread's each (a "
            "float4, LDG.128 or LDS.128, is one; so is a cp.async); FMAs are the outputs the block writes times K. "
            "Sectors, wavefronts and bank conflicts are per request, one warp's load, as Nsight Compute counts them: a 128-bit load "
            "of 32 lanes is 512 bytes, 16 sectors and, without conflicts, 4 wavefronts (fewer where lanes share "
@@ -49,11 +57,11 @@ st.caption("Per block, each rung with its default parameters. Loads per FMA coun
            "them); \"not modelled\" where it reordered a loop to do so.")
 
 shown_counts = counts[rung]
-nsight = None if isinstance(shown_counts, str) else cached.rung_side_by_side(rung, size, shown_counts)
+nsight = None if isinstance(shown_counts, str) else cached.rung_side_by_side(rung, m, n, k, params, shown_counts)
 if nsight is not None:
-    ui.nsight_view(nsight, f"{rung} at {size:,}³")
+    ui.nsight_view(nsight, f"{rung} at {dims}")
 else:
-    st.caption(f"Beside Nsight Compute: at {size:,}³ {rung}'s grid has partial tiles, so one block's counts do not "
+    st.caption(f"Beside Nsight Compute: at {dims} {rung}'s grid has partial tiles, so one block's counts do not "
                "make the launch's; the Bank conflicts page compares whole kernels.")
 
 previous = registry.previous_rung(rung)
@@ -74,7 +82,8 @@ if traced:
 
 # ------------------------------------------------------------------ measured speed
 st.subheader("Measured speed against cuBLAS SGEMM")
-run = speed_runs.speed_run(rungs, ["cublas_sgemm"], size, "every rung and cuBLAS", "ladder_live")
+run = speed_runs.speed_run(rungs, ["cublas_sgemm"], size or max(m, n, k), "every rung and cuBLAS", "ladder_live",
+                           {rung: params})
 if run:
     df, prov, label, live = run
     sizes = speeds.square_sizes(df, rungs)
@@ -98,5 +107,5 @@ if run:
         if prev and not isinstance(counts.get(prev), str) and not isinstance(counts[rung], str):
             tf = dict(zip(timed.rows["rung"], timed.rows["gflops"] / 1e3))
             table, said = rung_counts.step(counts[prev], counts[rung], tf.get(prev), tf.get(rung))
-            st.markdown(f"**From {prev} to {rung}** (speeds at {at:,}³, counts of one block at {size:,}³): {said}")
+            st.markdown(f"**From {prev} to {rung}** (speeds at {at:,}³, counts of one block at {dims}): {said}")
             st.dataframe(table, hide_index=True, width="stretch")

@@ -6,10 +6,11 @@ import streamlit as st
 
 from engine import animations
 from engine.bench import benchmark, schema, speeds, tuning
+from engine.errors import EngineError
 from engine.kernels import documents, registry
 from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
 from engine.plots import charts, listing, tensor_figures
-from pages.lib import cached, speed_runs, ui, view_state
+from pages.lib import cached, settings, speed_runs, ui, view_state
 
 ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 × 16 per instruction: what the "
               "document's WMMA kernel gets wrong, how the faster rungs split the work, and who holds which element.")
@@ -28,6 +29,14 @@ with ui.controls():
                                 "on the lane shown.")
     speed = view_state.speed_control(c3, animations.SPEEDS["tensor_cores"])
     view_state.remember(rung=rung, operand=operand, lane=lane)
+    # The rung's tiles (section 2) and what a live run times (section 5): its parameters and sizes.
+    shape = settings.size_inputs((4096, 4096, 4096), hi=16384)   # (M, N, K); the page's loops use k
+    chosen, _ = settings.parameter_inputs([rung])
+    params = chosen[rung]
+    # Said here, not stopping the page: sections 1, 3, 4 and 6 do not read the rung's settings.
+    wrong = settings.reason(rung, *shape, params)
+    if wrong:
+        st.error(wrong, icon=":material/error:")
 
 # ------------------------------------------------------------------ 1. the document's WMMA kernel
 doc = documents.cite("002")
@@ -67,12 +76,22 @@ st.caption("Tensor instructions: sm__inst_executed_pipe_tensor_op_hmma, warp-lev
            "instruction is 16×8×16, and on Hopper wgmma does 64×256×16 per warpgroup instruction.")
 
 # ------------------------------------------------------------------ 2. hierarchy
-h = tensor_tiles.hierarchy(rung)
-st.subheader(f"2. Block → {h.unit} → instruction: {rung}")
-st.plotly_chart(tensor_figures.hierarchy_figure(h, view_state.presenter()), width="stretch", config=CHART, key="tc-hierarchy")
-st.caption(f"{registry.get(rung).lesson} Tiles of the rung's defaults ("
-           + ("the winners of a recorded 4096³ sweep, on the Benchmarks page" if tensor_tiles.swept(rung) else
-              "chosen by hand: this rung was not swept") + "); above them, the grid: one block per tile of C.")
+try:   # the tiles follow from the parameters alone (the sizes above are what a live run times)
+    h = tensor_tiles.hierarchy(rung, params)
+except EngineError as exc:
+    h, why = None, str(exc)
+st.subheader(f"2. Block → {h.unit if h else 'warp'} → instruction: {rung}")
+if h is None:
+    st.info(f"No hierarchy drawn: {why}.", icon=":material/error:")
+else:
+    defaults = params == registry.get(rung).default_params()
+    st.plotly_chart(tensor_figures.hierarchy_figure(h, view_state.presenter()), width="stretch", config=CHART,
+                    key="tc-hierarchy")
+    st.caption(f"{registry.get(rung).lesson} Tiles of " + (
+        "the rung's defaults (" + ("the winners of a recorded 4096³ sweep, on the Benchmarks page"
+                                   if tensor_tiles.swept(rung) else "chosen by hand: this rung was not swept") + ")"
+        if defaults else f"the parameters chosen above ({', '.join(f'{a} {b}' for a, b in params.items())})")
+        + "; above them, the grid: one block per tile of C.")
 
 # ------------------------------------------------------------------ 3. fragment map
 op = recorded_fragments.OPERANDS[operand]
@@ -118,7 +137,9 @@ cols[1].caption("At 128³, one block, defaults; LDSM: ldmatrix instructions. Cou
 # ------------------------------------------------------------------ 5. speed
 st.subheader("5. TFLOP/s per rung against cuBLAS FP16")
 # The document's kernel is left out of a live run: it is refused at 4,096 (see its rule).
-run = speed_runs.speed_run(rungs[1:], ["cublas_gemm_fp16"], 4096, "every rung and cuBLAS FP16", "tc_live")
+timed_size = max(shape)   # the speed chart compares square products: M = N = K, the largest asked for
+run = speed_runs.speed_run(rungs[1:], ["cublas_gemm_fp16"], timed_size, "every rung and cuBLAS FP16", "tc_live",
+                           {} if wrong else {rung: params})
 df, prov, label, live = run or (None, None, "", False)
 sizes = speeds.square_sizes(df, rungs) if df is not None else []
 if df is not None and not sizes:

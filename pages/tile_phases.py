@@ -5,7 +5,7 @@ from engine import animations
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import tile_phase_figures
-from pages.lib import cached, claim_texts, server, ui, view_state
+from pages.lib import cached, claim_texts, server, settings, ui, view_state
 
 ui.setup_page("tile_phases", "Tile phases", "A tiled kernel computes its block of C in phases: the block's threads "
               "load one tile of A and one of B into shared memory, wait at a barrier, multiply them, wait again, "
@@ -18,13 +18,10 @@ with ui.controls():
     kernel = st.selectbox("Kernel", tiled, key=view_state.state("kernel", tiled[0], tiled),
                           format_func=ui.kernel_label)
     spec = registry.get(kernel)
-    c1, c2, c3, c4 = st.columns(4)
-    m = c1.number_input("M", 1, 128, key=view_state.state("m", 40, lo=1, hi=128))
-    n = c2.number_input("N", 1, 128, key=view_state.state("n", 40, lo=1, hi=128))
-    k = c3.number_input("K", 1, 128, key=view_state.state("k", 40, lo=1, hi=128))
-    tile = c4.selectbox("TILE", spec.params["TILE"], key=view_state.state("tile", 16, spec.params["TILE"]))
-    view_state.remember(kernel=kernel, m=m, n=n, k=k, tile=tile)
-    params = {"TILE": tile}
+    view_state.remember(kernel=kernel)
+    shown = settings.kernel_settings([kernel], (40, 40, 40), hi=128)
+    m, n, k, params = shown.m, shown.n, shown.k, shown.of(kernel)
+    tile = params["TILE"]   # the phase picture steps through K by TILE (contract.VIEW_NEEDS)
     grid = ui.grid_of(kernel, m, n, k, params, spec.default_block)
     d1, d2, d3 = st.columns([1, 1, 2])
     # The last block by default: it overhangs the matrices when sizes are not multiples of TILE.

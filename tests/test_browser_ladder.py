@@ -36,8 +36,11 @@ def shown_table(page) -> dict[str, dict[str, str]]:
     return {r: {row[0]: row[1 + i] for row in rows} for i, r in enumerate(rungs)}
 
 
-def engine_column(rung: str, size: int) -> dict[str, str]:
-    t = tracer.trace(rung, make_problem(size, size, size, block=registry.get(rung).default_block), [(0, 0)], "cpu")
+def engine_column(rung: str, size: int | tuple[int, int, int], params: dict[str, int] | None = None) -> dict[str, str]:
+    """The rung's column of the metrics table, from the engine: at size³ (or M x N x K), with params."""
+    m, n, k = (size,) * 3 if isinstance(size, int) else size
+    t = tracer.trace(rung, make_problem(m, n, k, block=registry.get(rung).default_block, params=params or {}),
+                     [(0, 0)], "cpu")
     listing = sass.memory_instructions(registry.get(rung).launches[-1].file, t.problem.params)
     return rung_counts.metrics_table({rung: rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0),
                                                                     listing)})[rung].to_dict()
@@ -55,7 +58,7 @@ def listing(page) -> dict:
 
 
 def test_the_ladder_shows_the_rung_its_diff_and_the_engines_counts_and_survives_a_reload(server, page, shots):
-    page.goto(f"{server}/ladder?rung=warptile&size=256")
+    page.goto(f"{server}/ladder?rung=warptile&m=256&n=256&k=256")
     ready(page, "warptile")
     assert page.locator("h3", has_text=f"Rung 5 of {len(registry.LADDER_RUNGS)}: Warp tiling").count() == 1
     page.screenshot(path=str(shots / "ladder-warptile-1280x720.png"))
@@ -85,14 +88,14 @@ def test_the_ladder_shows_the_rung_its_diff_and_the_engines_counts_and_survives_
 
     page.reload()
     ready(page, "warptile")
-    assert "rung=warptile" in page.url and "size=256" in page.url
+    assert "rung=warptile" in page.url and all(f"{d}=256" in page.url for d in "mnk")
     assert page.get_by_role("combobox", name="Rung", exact=True).first.input_value().startswith("5. warptile")
     assert listing(page)["changed"] == code
     assert not page.errors, page.errors
 
 
 def test_choosing_a_rung_redraws_the_page_and_the_link(server, page, shots):
-    page.goto(f"{server}/ladder?size=256")
+    page.goto(f"{server}/ladder?m=256&n=256&k=256")
     ready(page, "blocktile_1d")
     page.get_by_role("combobox", name="Rung", exact=True).first.click()
     page.get_by_role("option", name="6. double_buffered", exact=False).click()

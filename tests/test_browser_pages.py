@@ -88,13 +88,13 @@ def test_each_page_keeps_its_own_controls_whatever_the_order(server, page, order
 
 
 def test_a_changed_view_survives_leaving_the_page_and_a_reload(server, page):
-    open_page(page, f"{server}/tile_phases?m=24&n=24&k=24&tile=8")
+    open_page(page, f"{server}/tile_phases?m=24&n=24&k=24&TILE=8")
     assert value(page, "M") == "24" and selected(page, "TILE").strip() == "8"
     go_to(page, "Coalescing")
     assert value(page, "M") == "32"                       # not Tile phases' 24
     go_to(page, "Tile phases")
     assert value(page, "M") == "24" and selected(page, "TILE").strip() == "8"
-    assert "m=24" in page.url and "tile=8" in page.url    # the URL is the view: a link to share
+    assert "m=24" in page.url and "TILE=8" in page.url    # the URL is the view: a link to share
     page.reload()
     page_ready(page)
     assert value(page, "M") == "24" and "phase 1 of 3" in " ".join(browser.shown(page)["heads"])
@@ -106,7 +106,7 @@ def test_a_shared_link_opened_first_after_start_gets_the_app_navigation(chrome):
     with browser.app_server({"MATMUL_EXPLORER_GPU": "0"}) as url:
         context = chrome.new_context(viewport=VIEW)
         p = context.new_page()
-        p.goto(f"{url}/bank_conflicts?tile=16&size=32")
+        p.goto(f"{url}/bank_conflicts?TILE=16&m=32&n=32&k=32")
         p.wait_for_selector("h1", timeout=60000)
         browser.wait_for_chart(p)
         nav = p.locator("[data-testid='stSidebarNav']").inner_text()
@@ -170,7 +170,7 @@ def test_a_windowed_trace_says_which_instructions_it_shows(server, page):
 
 
 def test_tile_phases_slider_scrubs_and_follows_play(server, page, shots):
-    open_page(page, f"{server}/tile_phases?m=40&n=40&k=40&tile=16&speed=fast")
+    open_page(page, f"{server}/tile_phases?m=40&n=40&k=40&TILE=16&speed=fast")
     s = browser.shown(page)
     assert s["frames"] == 6 and "phase 1 of 3" in s["heads"][0] and "load" in s["heads"][0]
     check_in_step(s)
@@ -193,7 +193,7 @@ def test_tile_phases_slider_scrubs_and_follows_play(server, page, shots):
 
 
 def test_bank_conflicts_headline_follows_the_frames(server, page):
-    open_page(page, f"{server}/bank_conflicts?tile=32&pad=0&size=64")
+    open_page(page, f"{server}/bank_conflicts?TILE=32&PAD=0&m=64&n=64&k=64")
     s = browser.shown(page)
     assert "32-way" in s["heads"][0]
     check_in_step(s)
@@ -202,12 +202,14 @@ def test_bank_conflicts_headline_follows_the_frames(server, page):
     s = browser.wait_settled(page)
     assert s["active"] == 3
     check_in_step(s)
-    page.get_by_text("Pad rows by one word").click()
+    page.get_by_text("Kernel parameters:").click()          # the folded group of the kernel's parameters
+    page.get_by_role("combobox", name="PAD", exact=True).first.click()
+    page.get_by_role("option", name="1", exact=True).click()
     browser.wait_for_chart(page)
     page.wait_for_function("() => Array.from(document.querySelectorAll('.textpoint text')).some(t => t.textContent.includes('1-way'))",
                            timeout=60000)
     # The shared link follows in the same run, in a message that may come after the figure's.
-    page.wait_for_function("() => location.href.includes('pad=1')", timeout=10000)
+    page.wait_for_function("() => location.href.includes('PAD=1')", timeout=10000)
 
 
 # ------------------------------------------------------------------------------ projector
@@ -234,15 +236,15 @@ def test_presenter_mode_fits_a_1280x720_projector(server, page, shots, name):
 
 
 def test_presenter_figures_are_bigger_not_only_their_text(server, page):
-    open_page(page, f"{server}/bank_conflicts?presenter=0&size=32")
+    open_page(page, f"{server}/bank_conflicts?presenter=0&m=32&n=32&k=32")
     normal = page.locator(".js-plotly-plot").first.bounding_box()
-    open_page(page, f"{server}/bank_conflicts?presenter=1&size=32")
+    open_page(page, f"{server}/bank_conflicts?presenter=1&m=32&n=32&k=32")
     big = page.locator(".js-plotly-plot").first.bounding_box()
     assert big["width"] > normal["width"] * 1.2
 
 
-@pytest.mark.parametrize("name, query", [("coalescing", ""), ("tile_phases", ""), ("bank_conflicts", "?pad=1&tile=32"),
-                                         ("bank_conflicts", "?pad=0&tile=16")])
+@pytest.mark.parametrize("name, query", [("coalescing", ""), ("tile_phases", ""), ("bank_conflicts", "?PAD=1&TILE=32"),
+                                         ("bank_conflicts", "?PAD=0&TILE=16")])
 def test_source_listings_are_whole_and_readable_at_1440(server, chrome, name, query):
     """Listings were clipped at the right on every page, and with padding on, Bank conflicts' lines
     overlapped: every drawn code row must end inside its figure and sit below the one before."""

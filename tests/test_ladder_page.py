@@ -37,11 +37,11 @@ def test_opens_on_the_first_rung_after_tiling_with_its_diff_and_every_rungs_coun
     want = rung_counts.metrics_table({"warptile": rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0),
                                                                           listing)})
     assert table["warptile"].tolist() == want["warptile"].tolist()
-    assert at.query_params["rung"] == "blocktile_1d" and at.query_params["size"] == "512"
+    assert at.query_params["rung"] == "blocktile_1d" and at.query_params["m"] == "512"
 
 
 def test_a_link_opens_its_rung_size_and_block_and_double_buffering_shows_its_overlap():
-    at = open_page(PAGE, {"rung": "double_buffered", "size": "256", "bx": "1", "warp": "2"})
+    at = open_page(PAGE, {"rung": "double_buffered", "m": "256", "n": "256", "k": "256", "bx": "1", "warp": "2"})
     assert at.subheader[0].value == f"Rung 6 of {len(registry.LADDER_RUNGS)}: Double-buffered, cp.async"
     assert at.table[0].value.loc["block traced", "double_buffered"] == "(1, 0)"
     fig = next(f for f in _figures(at) if "barrier interval" in json.dumps(f["layout"]))
@@ -59,7 +59,7 @@ def test_the_timeline_title_counts_the_intervals_it_draws():
     said '31 of 32' over 8 drawn. The title counts what is drawn (multiply bars, highlighted intervals),
     and says how many there are in all."""
     import re
-    at = open_page(PAGE, {"rung": "double_buffered", "size": "512", "bx": "0", "warp": "2"})
+    at = open_page(PAGE, {"rung": "double_buffered", "m": "512", "n": "512", "k": "512", "bx": "0", "warp": "2"})
     fig = next(f for f in _figures(at) if "barrier interval" in json.dumps(f["layout"]))
     title = [a["text"] for a in fig["layout"]["annotations"]][1]
     drawn = re.search(r"(\d+) of (\d+) multiply intervals drawn", title)
@@ -74,7 +74,7 @@ def test_the_timeline_title_counts_the_intervals_it_draws():
 def test_its_figures_are_in_the_one_style_at_its_sizes(presenter):
     from engine.plots import style
     sizes = style.sizes(presenter == "1")
-    intervals, speed = _figures(open_page(PAGE, {"size": "128", "presenter": presenter}))
+    intervals, speed = _figures(open_page(PAGE, {"m": "128", "n": "128", "k": "128", "presenter": presenter}))
     for fig in (intervals, speed):
         assert fig["layout"]["font"]["family"] == style.FONT_FAMILY
         assert fig["layout"]["template"]["layout"]["colorway"] == style.PALETTE
@@ -86,7 +86,7 @@ def test_a_trace_over_the_record_cap_is_its_one_line_and_the_rest_is_shown(monke
     from pages.lib import cached
     cached.RESULTS.clear()
     try:
-        at = open_page(PAGE, {"size": "256"})
+        at = open_page(PAGE, {"m": "256", "n": "256", "k": "256"})
     finally:
         cached.RESULTS.clear()
     warnings = [str(w.value) for w in at.warning]
@@ -99,7 +99,7 @@ def test_a_trace_over_the_record_cap_is_its_one_line_and_the_rest_is_shown(monke
 def test_speeds_come_from_the_recorded_run_and_say_which_rungs_it_lacks(tmp_path, monkeypatch):
     (tmp_path / "h200-2027-01-02.json").write_text(synthetic_export())
     monkeypatch.setattr(benchmark, "RECORDED", tmp_path)
-    at = open_page(PAGE, {"rung": "blocktile_2d", "size": "128"})
+    at = open_page(PAGE, {"rung": "blocktile_2d", "m": "128", "n": "128", "k": "128"})
     fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
     assert "at 1,024³ · recorded NVIDIA H200 run of 2027-01-02" in fig["layout"]["title"]["text"]
     bars = fig["data"][0]
@@ -110,7 +110,7 @@ def test_speeds_come_from_the_recorded_run_and_say_which_rungs_it_lacks(tmp_path
 
 
 def test_the_shipped_recorded_run_is_labelled_and_its_missing_rungs_named():
-    at = open_page(PAGE, {"size": "128"})
+    at = open_page(PAGE, {"m": "128", "n": "128", "k": "128"})
     fig = next(f for f in _figures(at) if "Measured GFLOP/s" in f["layout"].get("title", {}).get("text", ""))
     df, run = benchmark.load_document(benchmark.recorded_runs(registry.LADDER_RUNGS)[-1].read_text())
     assert f"recorded {run['gpu']} run of {run['date'][:10]}" in fig["layout"]["title"]["text"]
@@ -135,7 +135,7 @@ def test_a_live_run_is_drawn_and_labelled_live(monkeypatch):
         rows = json.loads(synthetic_export())["results"]
         return iter([{**r, "m": sizes[0][0], "n": sizes[0][1], "k": sizes[0][2]} for r in rows])
     monkeypatch.setattr(benchmark, "sweep", sweep)
-    at = open_page(PAGE, {"size": "128"})
+    at = open_page(PAGE, {"m": "128", "n": "128", "k": "128"})
     next(b for b in at.button if b.label.startswith("Time every rung")).click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert asked == [(list(registry.LADDER_RUNGS) + ["cublas_sgemm"], [(128, 128, 128)])]
@@ -148,7 +148,7 @@ def test_a_live_run_is_drawn_and_labelled_live(monkeypatch):
 def test_no_speed_label_stands_on_the_cublas_line():
     """A bar just under cuBLAS (46,669 against 51,331 GFLOP/s at 4096³) had its label above it, struck
     through by cuBLAS's dashed line: a label above a bar ends at least a tenth of the axis below the line."""
-    at = open_page(PAGE, {"size": "4096"})
+    at = open_page(PAGE, {"m": "4096", "n": "4096", "k": "4096"})
     fig = next(f for f in _figures(at) if "Measured GFLOP/s" in json.dumps(f["layout"].get("title")))
     bar = fig["data"][0]
     cublas = next(s["y0"] for s in fig["layout"]["shapes"] if s.get("line", {}).get("dash") == "dash")

@@ -13,7 +13,7 @@ AGREE = {"equal", "range", "differs: explained"}
 @pytest.mark.parametrize("page,params", [("pages/coalescing.py", {}), ("pages/tile_phases.py", {}),
                                          ("pages/bank_conflicts.py", {}), ("pages/ladder.py", {}),
                                          ("pages/bank_conflicts.py", {"kernel": "blocktile_2d"}),
-                                         ("pages/ladder.py", {"rung": "warptile", "size": "4096"})])
+                                         ("pages/ladder.py", {"rung": "warptile", "m": "4096", "n": "4096", "k": "4096"})])
 def test_the_default_view_stands_beside_nsight_compute_and_agrees(page, params):
     at = open_page(page, params)
     views = [e for e in at.expander if e.label.startswith("Beside Nsight Compute")]

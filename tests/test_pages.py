@@ -80,7 +80,7 @@ def test_coalescing_follows_its_controls_and_url():
 
 
 def test_tile_phases_animate_loads_and_zero_filled_edges():
-    at = open_page("pages/tile_phases.py", {"m": "40", "n": "40", "k": "40", "tile": "16", "bx": "2", "by": "2"})
+    at = open_page("pages/tile_phases.py", {"m": "40", "n": "40", "k": "40", "TILE": "16", "bx": "2", "by": "2"})
     fig = figures(at)[0]
     assert len(fig["frames"]) == 2 * 3                         # 3 phases, load + compute each
     red = [i for i, d in enumerate(fig["data"]) if d.get("line", {}).get("dash") == "dot"]   # the overhang traces
@@ -95,17 +95,17 @@ def test_tile_phases_animate_loads_and_zero_filled_edges():
 
 
 def test_bank_conflicts_vanish_with_padding():
-    at = open_page("pages/bank_conflicts.py", {"tile": "32", "pad": "0", "size": "32"})
+    at = open_page("pages/bank_conflicts.py", {"TILE": "32", "PAD": "0", "m": "32", "n": "32", "k": "32"})
     assert "32-way" in notes(figures(at)[0], 0)
-    at.toggle(key="bank_conflicts.pad").set_value(True).run()
+    at.selectbox(key="bank_conflicts.0-1.PAD").set_value(1).run()
     assert not at.exception
     assert "1-way" in notes(figures(at)[0], 0)
-    assert at.query_params["pad"] == "1"
+    assert at.query_params["PAD"] == "1"
 
 
 def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
     from engine.kernels import sass
-    at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
+    at = open_page("pages/bank_conflicts.py", {"TILE": "16", "PAD": "0", "m": "32", "n": "32", "k": "32"})
     hist = figures(at)[1]
     counts = dict(zip(map(str, hist["data"][0]["x"]), hist["data"][0]["y"]))
     assert counts["8"] > 0 and counts["1"] > 0                # tile_A 8-way, tile_B broadcast
@@ -116,7 +116,7 @@ def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
 def test_bank_conflicts_histogram_counts_the_whole_kernel():
     """The histogram sits under "The whole kernel" beside its table: it counts every block's shared
     loads, as the table does, not only those of the block the animation shows (4 blocks here)."""
-    at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
+    at = open_page("pages/bank_conflicts.py", {"TILE": "16", "PAD": "0", "m": "32", "n": "32", "k": "32"})
     hist, table = figures(at)[1], at.dataframe[0].value
     loads = table[table["access"].str.startswith("load")]
     assert sum(hist["data"][0]["y"]) == loads["requests"].sum() == 4 * 8 * 2 * 2 * 16   # blocks, warps, phases, arrays, p
@@ -130,7 +130,7 @@ def test_bank_conflicts_says_when_the_sass_listing_failed(failing_nvcc):
     from tests.conftest import FAILING_NVCC
     cached.RESULTS.clear()
     try:
-        at = open_page("pages/bank_conflicts.py", {"tile": "16", "pad": "0", "size": "32"})
+        at = open_page("pages/bank_conflicts.py", {"TILE": "16", "PAD": "0", "m": "32", "n": "32", "k": "32"})
     finally:
         cached.RESULTS.clear()
     assert not at.error, [e.value for e in at.error]
@@ -140,8 +140,8 @@ def test_bank_conflicts_says_when_the_sass_listing_failed(failing_nvcc):
 
 
 def test_presenter_mode_makes_text_bigger():
-    small = figures(open_page("pages/bank_conflicts.py", {"size": "32"}))[0]["layout"]["font"]["size"]
-    big = figures(open_page("pages/bank_conflicts.py", {"size": "32", "presenter": "1"}))[0]["layout"]["font"]["size"]
+    small = figures(open_page("pages/bank_conflicts.py", {"m": "32", "n": "32", "k": "32"}))[0]["layout"]["font"]["size"]
+    big = figures(open_page("pages/bank_conflicts.py", {"m": "32", "n": "32", "k": "32", "presenter": "1"}))[0]["layout"]["font"]["size"]
     assert big > small
 
 
@@ -182,7 +182,7 @@ def test_pages_do_not_share_controls():
 def test_frames_change_only_traces_so_everything_moves_without_a_redraw():
     """Plotly leaves layout annotations and titles alone (and drops heatmaps) when frames play
     without a redraw: the headline must be a trace, and such frames must carry no layout."""
-    for page, params in (("pages/coalescing.py", {}), ("pages/bank_conflicts.py", {"size": "32"}), ("pages/tile_phases.py", {})):
+    for page, params in (("pages/coalescing.py", {}), ("pages/bank_conflicts.py", {"m": "32", "n": "32", "k": "32"}), ("pages/tile_phases.py", {})):
         fig = figures(open_page(page, params))[0]
         redraw = fig["layout"]["updatemenus"][0]["buttons"][0]["args"][1]["frame"]["redraw"]
         assert redraw is False
@@ -194,18 +194,19 @@ def test_frames_change_only_traces_so_everything_moves_without_a_redraw():
 
 def test_slider_steps_are_the_frames():
     for page in ("pages/coalescing.py", "pages/tile_phases.py", "pages/bank_conflicts.py"):
-        fig = figures(open_page(page, {"size": "32"}))[0]
+        fig = figures(open_page(page, {"m": "32", "n": "32", "k": "32"}))[0]
         names = [f["name"] for f in fig["frames"]]
         assert [s["args"][0][0] for s in fig["layout"]["sliders"][0]["steps"]] == names, page
 
 
-def test_bank_pad_toggle_follows_a_kernel_without_padding():
-    at = open_page("pages/bank_conflicts.py", {"tile": "32", "pad": "1", "size": "32"})
-    assert at.toggle(key="bank_conflicts.pad").value is True
+def test_bank_pad_select_leaves_with_a_kernel_without_padding():
+    """A kernel without PAD offers no PAD select, and the link no longer carries one."""
+    at = open_page("pages/bank_conflicts.py", {"TILE": "32", "PAD": "1", "m": "32", "n": "32", "k": "32"})
+    assert at.selectbox(key="bank_conflicts.0-1.PAD").value == 1
     at.selectbox(key="bank_conflicts.kernel").set_value("tiled_guarded").run()
     assert not at.exception and not at.error
-    assert at.toggle(key="bank_conflicts.pad").value is False
-    assert at.query_params["pad"] == "0"
+    assert "PAD" not in [s.label for s in at.selectbox] and "PAD" not in at.query_params
+    assert at.query_params["TILE"] == "32"
 
 
 def test_tile_phase_colour_bar_stays_off_the_source():
@@ -237,13 +238,14 @@ def test_sector_strip_rows_are_128_byte_lines():
 def test_bank_conflicts_shows_the_ladders_shared_loads_scalar_and_128_bit():
     """The rungs at their own (tuned) shapes: each headline is the engine's count for that load, as
     n-way for blocktile_2d's scalar loads, in wavefronts against the fewest for the 128-bit ones. A
-    rung has no TILE to choose: the select is off."""
+    rung has no TILE to choose: its own parameters are offered instead."""
     from engine.kernels.problem import make_problem
     from engine.metrics import analysis, views
     from engine.tracing import tracer
     for kernel in ("blocktile_2d", "vectorized", "warptile"):
-        at = open_page("pages/bank_conflicts.py", {"kernel": kernel, "size": "64"})
-        assert not at.error and at.selectbox(key="bank_conflicts.tile").disabled
+        at = open_page("pages/bank_conflicts.py", {"kernel": kernel, "m": "64", "n": "64", "k": "64"})
+        labels = [s.label for s in at.selectbox]
+        assert not at.error and "TILE" not in labels and "BM" in labels
         fig = figures(at)[0]
         t = tracer.trace(kernel, make_problem(64, 64, 64), [(0, 0)], "cpu")
         steps = views.bank_steps(t, analysis.warp_instructions(t), 0, 0, 0, loads_only=True).steps

@@ -36,10 +36,11 @@ def swept(rung: str) -> bool:
     return bool(benchmark.tuning_runs(holding=[rung]))
 
 
-def hierarchy(rung: str) -> Hierarchy:
-    """The tiles of the rung with its registry defaults, from the block down to one instruction."""
+def hierarchy(rung: str, params: dict[str, int] | None = None) -> Hierarchy:
+    """The tiles of the rung with these parameters (those not named: its registry defaults), from the
+    block down to one instruction."""
     spec = registry.get(rung)
-    q = {**{k: v[0] for k, v in spec.params.items()}, **spec.defaults}
+    q = {**spec.default_params(), **(params or {})}
     p = registry.bind(spec, make_problem(1024, 1024, 1024, block=spec.default_block, params=dict(q)))
     bx, by = spec.launches[-1].block(p)
     if rung in ("wgmma_tma", "wgmma_padded"):   # one product (cuda/wgmma.cuh), padded copies or not

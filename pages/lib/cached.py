@@ -141,22 +141,26 @@ def reads_against_naive(kernel: str, m: int, n: int, k: int, params: dict[str, i
             tiled: global_reads(kernel, m, n, k, params, spec.default_block)}
 
 
-def rung(kernel: str, size: int, block: tuple[int, int]) -> rung_counts.RungCounts | str:
-    """rung_counts.rung_counts of one block of a ladder rung (its default parameters) at size^3, or the
-    engine's one-line reason it cannot be traced (over the record cap). Only the counts are kept:
-    the trace of one block is millions of records at the larger sizes, and the page shows six."""
-    problem = make_problem(size, size, size, block=registry.get(kernel).default_block)
-
-    def compute():
-        trace = tracer.trace(kernel, problem, [block], "auto")
-        return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
-                                       sass_listing(trace.launches[-1].file, trace.problem.params))
-    key = ("rung", kernel, size, tuple(block), tracer.resolve_source("auto"))
+def rung(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> rung_counts.RungCounts | str:
+    """rung_counts.rung_counts of one block of a ladder rung with these parameters (what it does not
+    name at its defaults) at m x n x k, or the engine's one-line reason it cannot be traced (over
+    the record cap). Only the counts are kept: the trace of one block is millions of records at the
+    larger sizes, and the page shows six."""
+    spec = registry.get(kernel)
     try:
+        # bound first: the default parameters and the ones named are one cache entry
+        problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
+
+        def compute():
+            trace = tracer.trace(kernel, problem, [block], "auto")
+            return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
+                                           sass_listing(trace.launches[-1].file, trace.problem.params))
+        key = ("rung", kernel, m, n, k, _params_key(problem.params), tuple(block), tracer.resolve_source("auto"))
         need = plan.host_need(kernel, problem, [block])
         if need < HEAVY_BYTES:
             return RESULTS.get(key, compute)
-        return _heavy_get(RESULTS, key, compute, "rung", lambda: need, f"Tracing block {block} of {kernel} at {size}³")
+        return _heavy_get(RESULTS, key, compute, "rung", lambda: need,
+                          f"Tracing block {block} of {kernel} at {m}x{n}x{k}")
     except EngineError as exc:
         return str(exc)
 
@@ -224,18 +228,20 @@ LINE.held = _held
 
 
 
-def rung_side_by_side(kernel: str, size: int, counts: rung_counts.RungCounts) -> ncu_reference.SideBySide | None:
+def rung_side_by_side(kernel: str, m: int, n: int, k: int, params: dict[str, int],
+                      counts: rung_counts.RungCounts) -> ncu_reference.SideBySide | None:
     """The Nsight Compute view of a ladder rung from one block's counts: the whole launch when the block
     is the whole grid, or when every block is a full tile like it (sizes that are multiples of 256, the
     largest tile) and the launch is the block's counts times the grid; None otherwise."""
     spec = registry.get(kernel)
-    problem = registry.bind(spec, make_problem(size, size, size, block=spec.default_block))
+    problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
     gx, gy = spec.launches[-1].grid(problem)
-    if not counts.compiled_totals or (gx * gy > 1 and size % 256):
+    if not counts.compiled_totals or (gx * gy > 1 and any(size % 256 for size in (m, n, k))):
         return None
     scope = "the whole launch" if gx * gy == 1 else f"one block, times the {gx * gy:,} blocks of the grid"
-    return RESULTS.get(("rung_side_by_side", kernel, size, counts.block), lambda: ncu_reference.side_by_side(
-        kernel, (size, size, size), problem.params, spec.default_block, counts.compiled_totals, gx * gy, scope))
+    key = ("rung_side_by_side", kernel, m, n, k, _params_key(problem.params), counts.block)
+    return RESULTS.get(key, lambda: ncu_reference.side_by_side(
+        kernel, (m, n, k), problem.params, spec.default_block, counts.compiled_totals, gx * gy, scope))
 
 
 def side_by_side(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):

@@ -4,19 +4,27 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.bench import benchmark, schema, speeds
+from engine.kernels import registry
 from pages.lib import ui, view_state
 
 
-def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key: str):
+def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key: str,
+              params: dict[str, dict[str, int]] | None = None):
     """The run a speed section draws: timed now (a button, where there is a GPU: the rungs and their
     baselines at size³) or recorded (a choice among the shipped runs that hold one of the rungs, the
     newest first chosen). (rows as benchmark.derive gives them, provenance, label, live) or None, said
-    on the page, where no run of them ships. what: the button's words for what it times."""
+    on the page, where no run of them ships. what: the button's words for what it times. params: the
+    parameters a kernel is timed with now, by kernel (the one on screen; the others: their defaults)."""
     status = ui.device_status()
     if status.available and st.button(f"Time {what} now at {size:,}³ on this {status.name}"):
         settings = benchmark.Settings()
         with st.spinner("Timing"):
-            rows = list(benchmark.sweep(rungs + baselines, [(size, size, size)], settings))
+            # The kernels at their defaults in one sweep; one set to other parameters on its own, since a
+            # sweep's parameters go to every kernel that declares them (the rungs share BM, BN, ...).
+            own = {k: p for k, p in (params or {}).items() if p != registry.get(k).default_params()}
+            rows = list(benchmark.sweep([k for k in rungs + baselines if k not in own], [(size, size, size)], settings))
+            for kernel, chosen in own.items():
+                rows += list(benchmark.sweep([kernel], [(size, size, size)], settings, chosen))
         st.session_state[key] = (rows, benchmark.provenance(status.info, settings))
     live = st.session_state.get(key) if status.available else None
     if live:

@@ -16,34 +16,76 @@ def page_key(name: str) -> str:
     return f"{st.session_state.get('_page', '')}.{name}"
 
 
-def state(name: str, default, choices=None, lo=None, hi=None) -> str:
+def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", what: str = "value") -> str:
     """The widget key of this page's control `name`. Its first value comes from the URL (so a shared
     link opens that exact view), else from what this page showed last in this session (so leaving
-    and coming back keeps the view), else `default`; it is kept within its choices or range. Keyed
-    widgets keep their identity across reruns, so nothing the user types is lost to a remount."""
-    key = page_key(name)
+    and coming back keeps the view), else `default`. A URL value the control cannot take (not a
+    number, not one of its choices, outside lo..hi) is not replaced without a word: the page shows
+    a one-line message naming it and the value shown instead, until the user changes that control.
+    Values kept from this session are brought within range silently: the range moved under them
+    (a smaller grid), not the user's link. Keyed widgets keep their identity across reruns, so
+    nothing the user types is lost to a remount. scope: part of the widget key, not of the URL name
+    (a kernel's BK and another kernel's BK are separate controls, both ?BK= in the URL)."""
+    key = page_key(f"{scope}.{name}" if scope else name)
     saved = st.session_state.setdefault(page_key("_saved"), {})
+    notes = st.session_state.setdefault(page_key("_url_notes"), {})
     if key not in st.session_state:
         raw = st.query_params.get(name) if st.session_state.get("_url_seeds") else None
-        value = _parse(raw, default) if raw is not None else saved.get(name, default)
-        st.session_state[key] = value
-    value = st.session_state[key]
-    if choices is not None and value not in choices:
-        st.session_state[key] = default if default in choices else choices[0]
-    if lo is not None and value < lo:
-        st.session_state[key] = lo
-    if hi is not None and value > hi:
-        st.session_state[key] = hi
+        fallback = saved.get(name, default)   # remember() keeps values by their URL name
+        if raw is None:
+            st.session_state[key] = fallback
+        else:
+            value, why = parse(raw, default, choices, lo, hi, what)
+            if why:
+                value = _within(fallback, default, choices, lo, hi)
+                notes[key] = (f"?{name}={raw} {why}; showing {name}={_text(value)}", value)
+            st.session_state[key] = value
+    kept = _within(st.session_state[key], default, choices, lo, hi)
+    if kept != st.session_state[key]:
+        st.session_state[key] = kept
+    if key in notes:
+        message, shown = notes[key]
+        if st.session_state[key] == shown:
+            st.warning(message, icon=":material/link_off:")
+        else:   # the user has chosen a value of their own: the link's is no longer the question
+            del notes[key]
     return key
 
 
-def _parse(raw: str, default):
+def _within(value, default, choices, lo, hi):
+    if choices is not None and value not in choices:
+        return default if default in choices else choices[0]
+    if lo is not None and value < lo:
+        return lo
+    if hi is not None and value > hi:
+        return hi
+    return value
+
+
+def _text(value) -> str:
+    return str(int(value) if isinstance(value, bool) else value)
+
+
+def parse(raw: str, default, choices=None, lo=None, hi=None, what: str = "value"):
+    """(value, None) for a URL value the control takes, or (None, why not) in words, after "?name=raw"."""
     if isinstance(default, bool):
-        return raw in ("1", "true", "True")
+        if raw in ("1", "true", "True", "0", "false", "False"):
+            return raw in ("1", "true", "True"), None
+        return None, "is not on or off (1 or 0)"
     try:
-        return type(default)(raw)
+        value = type(default)(raw)
     except ValueError:
-        return default
+        return None, f"is not a {'whole number' if isinstance(default, int) else what}"
+    if choices is not None and value not in choices:
+        return None, f"is not one of the choices ({', '.join(map(_text, choices))})"
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        return None, f"is not a {what} this page takes ({lo if lo is not None else '…'} to {hi if hi is not None else '…'})"
+    return value, None
+
+
+def url_note(message: str) -> None:
+    """A one-line message about the page's link (a setting it names that the page does not have)."""
+    st.warning(message, icon=":material/link_off:")
 
 
 def remember(**values) -> None:
