@@ -18,6 +18,7 @@ PAGES = [
     st.Page("pages/ladder.py", title="Ladder", icon=":material/stairs:"),
     st.Page("pages/tensor_cores.py", title="Tensor cores", icon=":material/apps:"),
     st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:"),
+    st.Page("pages/playground.py", title="Playground", icon=":material/code:"),
 ]
 page = st.navigation(PAGES)
 routing.ROUTED.by_app = True   # this run is routed by app.py (see routing.routed_by_app)

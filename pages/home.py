@@ -25,7 +25,9 @@ def home() -> None:
         "the source, what one block's trace counts, and the measured speed.\n"
         "5. **Tensor cores**: FP16 on the tensor cores: what the document's WMMA kernel gets wrong, how the "
         "faster rungs split the work, which lane holds which element, and their speed against cuBLAS FP16.\n"
-        "6. **Benchmarks**: the same kernels timed against cuBLAS.")
+        "6. **Benchmarks**: the same kernels timed against cuBLAS.\n"
+        "7. **Playground**: your own kernel, edited in the browser, built and traced in a sandbox, with the same "
+        "animations and counts (where the person running the server turned it on).")
     st.subheader("Device")
     device_card()
     st.subheader("Kernel catalog")

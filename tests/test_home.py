@@ -57,7 +57,7 @@ def test_where_to_look_lists_every_page_of_the_navigation_in_its_order():
     import ast
     pages = [kw.value.value for node in ast.walk(ast.parse(APP.read_text())) if isinstance(node, ast.Call)
              and getattr(node.func, "attr", "") == "Page" for kw in node.keywords if kw.arg == "title"]
-    assert pages[0] == "Home" and len(pages) == 7, pages
+    assert pages[0] == "Home" and len(pages) == 8, pages
     where = next(t for t in texts(open_home()) if t.startswith("**Where to look"))
     items = re.findall(r"^\d+\. \*\*(.+?)\*\*", where, re.M)
     assert items == pages[1:], items

@@ -147,8 +147,14 @@ def parse_blocks(text: str | None) -> list[tuple[int, int]] | None:
 
 def make_plan(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | None = None,
               cap: int | None = DEFAULT_RECORD_CAP) -> TracePlan:
+    return plan_for(registry.get(kernel), problem, blocks, cap)
+
+
+def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None,
+             cap: int | None = DEFAULT_RECORD_CAP) -> TracePlan:
+    """make_plan for an entry that need not be in the catalog (a Playground kernel's)."""
+    kernel = spec.name
     cap = record_cap() if cap is None else cap
-    spec = registry.get(kernel)
     if not spec.traceable:
         raise EngineError(f"{kernel} is not one of the explorer's CUDA sources ({spec.kind}): it has no trace")
     problem = registry.bind(spec, problem)
@@ -273,4 +279,8 @@ def check_fits_gpu(problem: Problem, kernel: str, status) -> None:
 def host_need(kernel: str, problem: Problem, blocks: list[tuple[int, int]] | None = None) -> int:
     """The host bytes a trace of these blocks would take (host_bytes, summed): what it reserves of
     the server's memory budget (engine/devices/line.py) before it starts. Nothing runs."""
-    return sum(host_bytes(make_plan(kernel, problem, blocks)).values())
+    return host_need_of(make_plan(kernel, problem, blocks))
+
+
+def host_need_of(plan: TracePlan) -> int:
+    return sum(host_bytes(plan).values())

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from engine import playground
 from engine.bench import benchmark, export, schema
 from engine.devices import host_memory, memo
 from engine.errors import EngineError
@@ -253,3 +254,41 @@ def side_by_side(kernel: str, m: int, n: int, k: int, params: dict[str, int], bl
         return ncu_reference.side_by_side(kernel, (m, n, k), t.problem.params, block, totals)
     return _heavy_get(RESULTS, ("side_by_side", kernel, m, n, k, _params_key(params), tuple(block)), compute,
                       "trace", _whole_need(kernel, m, n, k, params, block), f"Counting the whole of {kernel}")
+
+
+# ------------------------------------------------------------------ the Playground
+# A student's kernel is named by its source's digest: every session building the same text shares
+# its traces and listing, like the catalog's kernels. Each build and run is a sandbox of its own
+# (engine/sandbox), so it waits its turn in the line like any heavy request.
+def _playground_need(spec, problem, blocks):
+    return lambda: plan.host_need_of(plan.plan_for(spec, problem, list(blocks) if blocks else None))
+
+
+def playground_trace(saved, spec, problem, blocks: tuple | None):
+    """(trace, warp instructions) of a Playground kernel, of the given blocks or all."""
+    def compute():
+        t = playground.trace(saved, spec, problem, list(blocks) if blocks else None)
+        return t, analysis.warp_instructions(t)
+    key = ("playground", saved.digest, problem.m, problem.n, problem.k, _params_key(problem.params),
+           blocks and tuple(blocks))
+    return _heavy_get(TRACES, key, compute, "playground", _playground_need(spec, problem, blocks),
+                      f"Building and tracing {saved.kernel} in the sandbox")
+
+
+def playground_listing(saved, problem) -> dict:
+    key = ("playground-sass", saved.digest, _params_key(problem.params))
+    return _heavy_get(RESULTS, key, lambda: playground.listing(saved, problem), "playground-sass", lambda: 0,
+                      f"Compiling {saved.kernel} with nvcc in the sandbox for its SASS")
+
+
+def playground_counts(saved, spec, problem) -> tuple:
+    """The whole kernel's counts per access site as written and as compiled (site summary, the
+    shared-memory table)."""
+    def compute():
+        t, inst = playground_trace(saved, spec, problem, None)
+        summary = analysis.site_summary(t, inst)
+        listing = playground_listing(saved, problem) if sass.nvdisasm() else sass.unavailable(
+            "SASS not inspected: nvcc or nvdisasm not found")
+        return summary, views.shared_kernel(t, inst, summary, listing), listing
+    key = ("playground-counts", saved.digest, problem.m, problem.n, problem.k, _params_key(problem.params))
+    return RESULTS.get(key, compute)

@@ -1,0 +1,202 @@
+"""The Playground's engine side: a student's own kernel, from the editor's text to what the catalog's
+kernels get (compile errors at their lines, a trace checked against float64, its counts as written
+and as compiled, its SASS, and on a GPU machine its time), with every step that compiles or runs the
+student's code inside the sandbox (engine/sandbox.py), never in the server or its shared workers.
+
+A student's source is an ordinary kernel source: it includes trace.cuh, declares its contract (its
+parameters, launch and rules, which engine/kernels/declared.py reads) and reads and writes through
+the access macros. It is kept under the cache folder by digest: a share link, a reload and ten
+students building the same text all name one file.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine import sandbox
+from engine.errors import EngineError
+from engine.kernels import cache, declared, registry, sources
+from engine.kernels.contract import KernelSpec
+from engine.kernels.problem import Problem, make_problem
+from engine.sandbox import runs
+from engine.tracing.plan import check_fits_host, plan_for
+from engine.tracing.records import Trace
+from engine.tracing.tracer import assemble
+
+# A source larger than this is refused before anything reads it (the catalog's largest is 12 KB).
+MAX_SOURCE_BYTES = 64 * 1024
+# Share links carry the source compressed; this marks the format, so a later one can be told apart.
+SHARE_PREFIX = "v1."
+BLANK = "blank"
+BLANK_FILE = sources.CUDA_DIR / "playground" / "blank.cu"
+_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?void\s+'
+                        r'(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?([A-Za-z_]\w*)\s*\(')
+# "file.cu:12: message" (the source reader's rules) and "file.cu(12): error: message" (nvcc) or
+# "file.cu:12:5: error: message" (g++): the line a message is about.
+_AT_LINE_RE = re.compile(r"^[^:\s]*?\.cu(?::(\d+)(?::\d+)?|\((\d+)\)):\s*(.*)$")
+
+
+def starters() -> list[str]:
+    """What a student can start from: the blank template, then every traced kernel of the catalog
+    that is one launch (a kernel with a preparation launch is two sources, not one editor)."""
+    return [BLANK] + [k.name for k in registry.CATALOG if k.traceable and len(k.launches) == 1]
+
+
+def starter_source(name: str) -> str:
+    if name == BLANK:
+        return BLANK_FILE.read_text()
+    spec = registry.get(name)
+    if name not in starters():
+        raise EngineError(f"{name} is not a kernel the Playground starts from")
+    return sources.load(spec.launches[0].file).path.read_text()
+
+
+def share_token(text: str) -> str:
+    """The source as a URL-safe token: zlib, then base64 (a 5 KB kernel is about 2 KB of URL)."""
+    return SHARE_PREFIX + base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
+
+
+def source_from_token(token: str) -> str:
+    """The source a share link carries; a damaged or oversized one is a one-line error. The
+    decompressed size is bounded before it is reached, so a small token cannot inflate into gigabytes."""
+    if not token.startswith(SHARE_PREFIX):
+        raise EngineError("this share link's kernel is not in a format this version reads")
+    body = token[len(SHARE_PREFIX):]
+    try:
+        packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        inflate = zlib.decompressobj()
+        data = inflate.decompress(packed, MAX_SOURCE_BYTES + 1)
+        whole = inflate.eof and not inflate.unconsumed_tail
+    except (binascii.Error, ValueError, zlib.error):
+        raise EngineError("this share link's kernel is damaged (cut short when it was copied?)") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise EngineError(f"this share link's kernel is over {MAX_SOURCE_BYTES // 1024} KB")
+    if not whole:
+        raise EngineError("this share link's kernel is damaged (cut short when it was copied?)")
+    return _text(data)
+
+
+def text_of(data: bytes) -> str:
+    """An uploaded file's text, or a one-line reason it is not a kernel source."""
+    if len(data) > MAX_SOURCE_BYTES:
+        raise EngineError(f"the file is {len(data) // 1024} KB; the Playground takes up to "
+                          f"{MAX_SOURCE_BYTES // 1024} KB")
+    return _text(data)
+
+
+def _text(data: bytes) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EngineError("the kernel is not UTF-8 text") from None
+    if "\0" in text:
+        raise EngineError("the kernel contains a NUL character")
+    return text
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One message about the student's source: its line (0: not about one line) and what it says."""
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line else self.message
+
+
+def diagnostics(text: str) -> list[Diagnostic]:
+    """Messages from a compiler or the source reader, each at its line where it names one."""
+    out = []
+    for raw in text.splitlines():
+        m = _AT_LINE_RE.match(raw.strip())
+        if m:
+            out.append(Diagnostic(int(m.group(1) or m.group(2)), m.group(3).strip()))
+        elif raw.strip() and not out:
+            out.append(Diagnostic(0, raw.strip()))
+    return out
+
+
+@dataclass
+class Saved:
+    """A student's source kept on disk: what the reader, the sandbox and a share link all name."""
+    digest: str
+    kernel: str          # the name of its extern "C" __global__ function (= the file's stem)
+    path: Path
+    text: str
+    problems: list[Diagnostic] = field(default_factory=list)   # tracing rules it breaks, at their lines
+
+
+def root() -> Path:
+    return cache.cache_dir() / "playground"
+
+
+def save(text: str) -> Saved:
+    """Keeps the source under its digest and reads it as the engine reads the catalog's sources
+    (signature, traced arrays, access sites, the tracing rules): nothing is compiled or run here."""
+    data = text.encode("utf-8", errors="strict")
+    if len(data) > MAX_SOURCE_BYTES:
+        raise EngineError(f"the kernel is {len(data) // 1024} KB; the Playground takes up to "
+                          f"{MAX_SOURCE_BYTES // 1024} KB")
+    text = _text(data)
+    m = _KERNEL_RE.search(text)
+    if not m:
+        raise EngineError('no kernel found: declare it as extern "C" __global__ void name(...)')
+    digest = hashlib.sha256(data).hexdigest()[:20]
+    folder = root() / digest
+    path = folder / f"{m.group(1)}.cu"
+    if not path.exists() or path.read_bytes() != data:
+        folder.mkdir(parents=True, exist_ok=True)
+        cache.write_atomic(path, data)
+        # Readable by the sandbox's own user (write_atomic's temporary file is private to the server).
+        path.chmod(0o644)
+    saved = Saved(digest, m.group(1), path, text)
+    try:
+        sources.load(str(path))
+    except ValueError as exc:
+        saved.problems = diagnostics(str(exc)) or [Diagnostic(0, str(exc))]
+    return saved
+
+
+
+def spec_of(saved: Saved) -> KernelSpec:
+    """The student's kernel as a catalog entry, read from its own contract block the way the
+    catalog's are (engine/kernels/declared.py); a contract the engine cannot read is a one-line
+    error at its line."""
+    if not sources.load(str(saved.path)).traced:
+        raise EngineError('the Playground traces kernels that #include "trace.cuh" and read and write through its '
+                          "access macros (LDG, STG, LDS, STS)")
+    try:
+        return declared.spec_from_source(saved.path, name=saved.kernel, title=f"your {saved.kernel}",
+                                         lesson="your kernel, from the Playground")
+    except (EngineError, ValueError) as exc:
+        found = diagnostics(str(exc))
+        raise EngineError(str(found[0]) if found else str(exc)) from None
+
+
+
+def problem_for(spec: KernelSpec, m: int, n: int, k: int, params: dict[str, int]) -> Problem:
+    """The problem bound to the kernel's contract: what it cannot take is a one-line reason."""
+    return registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
+
+
+def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[int, int]] | None = None) -> Trace:
+    """The kernel's trace (of the given blocks, or all), built and run in a sandbox: the same Trace
+    the catalog's kernels give, so every view of the app draws it."""
+    plan = plan_for(spec, problem, blocks)
+    check_fits_host(plan)
+    return assemble(plan, runs.trace(plan), "cpu")
+
+
+def listing(saved: Saved, problem: Problem) -> dict:
+    """Its SASS memory instructions per source line (what the as-compiled counts read), compiled and
+    listed in a sandbox."""
+    return runs.listing(saved.path, problem.params)
+
+
+def status() -> tuple[bool, str]:
+    return sandbox.status()

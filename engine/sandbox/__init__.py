@@ -1,0 +1,274 @@
+"""The one place that runs a student's code (the Playground's kernels): inside bubblewrap (`bwrap`, the
+sandbox Flatpak uses), as an unprivileged user, with resource limits, never in the server or its
+shared trace workers. Compiling counts as running: a compiler reads what `#include` names.
+
+What a sandboxed job sees and may do, and why:
+- Its own namespaces (--unshare-all): no network (not even loopback to the server), its own process
+  tree (it cannot signal anything outside), no IPC with the host.
+- Read-only: /usr (compilers, CUDA under /usr/local, the system's Python and libraries), the Python
+  the server runs (and its virtual environment), the project's engine/ and cuda/ (the job runs the
+  engine's own tracer), and the student's source folder. Nothing else of the host: no /etc, /home,
+  /root, the server's caches or other students' kernels. /dev holds /dev/null alone, so
+  `#include </dev/random>` finds nothing to read.
+- Writable: a tmpfs /tmp of TMP_BYTES (the compiler's files and the build), gone when it ends.
+- As a user id of its own (no root, no capabilities), so that the process limit (RLIMIT_NPROC) holds
+  a fork bomb and a file of the host is only readable where anyone may read it.
+- Limits (prlimit): CPU seconds, address space, processes, bytes per file written, open files, no
+  core dumps; a wall-clock limit on top, after which the whole sandbox is killed (bwrap's
+  --die-with-parent takes every process in it along).
+- Its environment is cleared (--clearenv): the server's variables do not reach it.
+- What it prints is kept up to OUTPUT_BYTES; its result comes back through a pipe of its own, read
+  up to RESULT_BYTES, and is parsed as plain data (JSON or numpy arrays without pickle), never run.
+
+Off unless the person running the server turns it on: MATMUL_EXPLORER_PLAYGROUND=1, or
+`streamlit run app.py -- --playground`.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from engine.errors import EngineError
+
+SWITCH_ENV = "MATMUL_EXPLORER_PLAYGROUND"
+SWITCH_FLAG = "--playground"
+ROOT = Path(__file__).resolve().parents[2]
+# Each sandbox runs as a user id of its own, from a pool far above the system's and the usual
+# login range, so its process limit is its own and its files are nobody else's.
+_UIDS = itertools.count(200_000 + (os.getpid() % 1000) * 1000)
+_RUNNING: dict[int, subprocess.Popen] = {}
+_LOCK = threading.Lock()
+_STOPPED = threading.Event()
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpu_s: int = 20                  # CPU seconds per process
+    wall_s: float = 45.0             # for the whole job
+    memory_bytes: int = 4 << 30      # address space per process (nvcc's front end maps ~1.5 GB)
+    processes: int = 64              # for the sandbox's user id
+    file_bytes: int = 64 << 20       # largest file it may write
+    open_files: int = 256
+    tmp_bytes: int = 512 << 20       # its /tmp
+    output_bytes: int = 64 << 10     # what it prints, kept
+    result_bytes: int = 256 << 20    # its result, read
+
+
+LIMITS = Limits()
+
+
+def switched_on() -> bool:
+    """The server's operator turned the Playground on (environment or command-line switch)."""
+    return os.environ.get(SWITCH_ENV, "0") == "1" or SWITCH_FLAG in sys.argv[1:]
+
+
+@lru_cache(maxsize=1)
+def unavailable() -> str | None:
+    """Why a sandbox cannot be made on this machine, or None: bwrap missing, or refused here."""
+    for tool, package in (("bwrap", "bubblewrap"), ("unshare", "util-linux"), ("setpriv", "util-linux"),
+                          ("prlimit", "util-linux")):
+        if not shutil.which(tool):
+            return f"{tool} is not installed (Debian: `sudo apt install {package}`)"
+    if os.geteuid() != 0 and not _userns_allowed():
+        return "this machine does not allow user namespaces, which bubblewrap needs"
+    try:
+        done = run_sandboxed(["/bin/true"], limits=Limits(wall_s=20))
+    except EngineError as exc:
+        return f"bubblewrap could not start a sandbox here: {exc}"
+    return None if done.ok else f"bubblewrap could not start a sandbox here: {done.reason}"
+
+
+def _userns_allowed() -> bool:
+    try:
+        return int(Path("/proc/sys/user/max_user_namespaces").read_text()) > 0
+    except (OSError, ValueError):
+        return False
+
+
+def status() -> tuple[bool, str]:
+    """(on, what to say): the Playground runs students' code only where both are true."""
+    if not switched_on():
+        return False, ("The Playground is off on this server. Whoever runs it turns it on with "
+                       f"`streamlit run app.py -- {SWITCH_FLAG}` (or {SWITCH_ENV}=1): students' kernels are then "
+                       "compiled and run in a bubblewrap sandbox, without network or access to the server's files.")
+    why = unavailable()
+    if why:
+        return False, f"The Playground is switched on, but it cannot run kernels safely here: {why}."
+    return True, "Your kernel is compiled and run in a bubblewrap sandbox."
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    reason: str          # one line: what went wrong ("" when ok)
+    output: str          # what it printed (stdout and stderr), cut at OUTPUT_BYTES
+    result: bytes        # what it wrote to its result pipe
+    seconds: float
+
+
+_SIGNALS = {signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error", signal.SIGFPE: "arithmetic error",
+            signal.SIGILL: "illegal instruction", signal.SIGABRT: "aborted"}
+
+
+def _python_roots() -> list[Path]:
+    """The Python this server runs and its virtual environment, where they are not under /usr."""
+    roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix)}
+    return sorted(r for r in roots if not str(r).startswith("/usr/") and r.exists())
+
+
+def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Path]], limits: Limits,
+             env: dict[str, str], result_fd: int | None) -> list[str]:
+    """prlimit -> unshare (a private mount namespace, as root: the read-only sources are bound into
+    `stage` first, since the sandbox's user may not pass through their parents, /root for one) ->
+    setpriv (the sandbox's own user id, no capabilities) -> bwrap -> the job."""
+    staged, mounts = [], []
+    for i, (src, dest) in enumerate(binds):
+        point = stage / str(i)
+        point.mkdir()
+        staged.append(f'mount --bind "{src}" "{point}" && mount -o remount,bind,ro "{point}"')
+        mounts += ["--ro-bind", str(point), str(dest)]
+    box = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
+           "--disable-userns",
+           "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+           "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+           "--proc", "/proc", "--dev-bind", "/dev/null", "/dev/null",
+           "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *mounts, "--chdir", "/tmp",
+           "--setenv", "PATH", "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+           "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
+    for k, v in env.items():
+        box += ["--setenv", k, v]
+    if result_fd is not None:
+        box += ["--setenv", "SANDBOX_RESULT_FD", str(result_fd)]
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all"]
+    limit = ["prlimit", f"--cpu={limits.cpu_s}", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
+             f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0", "--"]
+    script = " && ".join(staged + ['exec "$@"'])
+    return [*limit, "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sandbox",
+            *drop, *box, "--", *argv]
+
+
+def _reader(stream, keep: int, out: list, cut: list) -> threading.Thread:
+    """Drains a pipe (a job that writes more is not blocked, just not kept), keeping `keep` bytes."""
+    def drain():
+        got = 0
+        while chunk := stream.read(1 << 16):
+            if got < keep:
+                out.append(chunk[:keep - got])
+            got += len(chunk)
+            if got > keep:
+                cut.append(True)
+        stream.close()
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    return t
+
+
+def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limits: Limits = LIMITS,
+                  env: dict[str, str] | None = None, stdin: bytes = b"", want_result: bool = False) -> Outcome:
+    """Runs argv in a fresh sandbox; binds: (host path, path inside) pairs, read-only. The job's
+    result pipe (want_result) is the file descriptor named by $SANDBOX_RESULT_FD inside."""
+    if _STOPPED.is_set():
+        raise EngineError("the server is stopping")
+    uid = next(_UIDS)
+    stage = Path(tempfile.mkdtemp(prefix="mmx-sandbox-"))
+    read_end = write_end = None
+    try:
+        stage.chmod(0o755)
+        if want_result:
+            read_end, write_end = os.pipe()
+        cmd = _command(argv, uid, stage, list(binds), limits, env or {}, write_end)
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                pass_fds=(write_end,) if write_end is not None else (), start_new_session=True)
+        with _LOCK:
+            _RUNNING[proc.pid] = proc
+        if write_end is not None:
+            os.close(write_end)
+            write_end = None
+        output, out_cut, result, result_cut = [], [], [], []
+        threads = [_reader(proc.stdout, limits.output_bytes, output, out_cut)]
+        if read_end is not None:
+            threads.append(_reader(os.fdopen(read_end, "rb"), limits.result_bytes, result, result_cut))
+            read_end = None
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        timed_out = False
+        try:
+            proc.wait(timeout=limits.wall_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill(proc)
+            proc.wait()
+        for t in threads:
+            t.join(timeout=5)
+        seconds = time.perf_counter() - started
+        text = b"".join(output).decode("utf-8", errors="replace")
+        reason = _reason(proc.returncode, timed_out, bool(result_cut), limits, text)
+        return Outcome(not reason, reason, text + ("\n[output cut]" if out_cut else ""), b"".join(result), seconds)
+    finally:
+        for fd in (read_end, write_end):
+            if fd is not None:
+                os.close(fd)
+        with _LOCK:
+            for pid in [p for p, pr in _RUNNING.items() if pr.poll() is not None]:
+                del _RUNNING[pid]
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _reason(code: int, timed_out: bool, result_cut: bool, limits: Limits, output: str) -> str:
+    if timed_out:
+        return f"stopped after {limits.wall_s:g} s (the sandbox's time limit): does it loop forever?"
+    if result_cut:
+        return f"its result is over {limits.result_bytes >> 20} MiB"
+    if code == 0:
+        return ""
+    # bwrap passes on the job's exit status; a job killed by a signal exits 128 + the signal.
+    sig = -code if code < 0 else code - 128 if code > 128 else 0
+    if sig == signal.SIGXCPU or sig == signal.SIGKILL and "CPU" in output:
+        return f"ran out of CPU time ({limits.cpu_s} s, the sandbox's limit)"
+    if sig == signal.SIGXFSZ:
+        return f"wrote a file over {limits.file_bytes >> 20} MiB (the sandbox's limit)"
+    if sig in _SIGNALS:
+        return f"crashed ({_SIGNALS[signal.Signals(sig)]}, signal {sig})"
+    if sig:
+        return f"was killed by signal {sig}"
+    return f"exited with status {code}"
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """bwrap and everything under it: SIGKILL to bwrap's process group; its --die-with-parent then
+    takes the sandbox's own process tree (a new session, so not in the group) with it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop() -> None:
+    """Ends every sandbox at once (the server is stopping)."""
+    _STOPPED.set()
+    with _LOCK:
+        running = list(_RUNNING.values())
+    for proc in running:
+        _kill(proc)
+
+
+def engine_binds() -> list[tuple[Path, Path]]:
+    """What a job that runs the engine's own code needs besides /usr: the project's engine/ and cuda/,
+    and the Python it runs on (read-only, at the same paths)."""
+    return [(ROOT / "engine", ROOT / "engine"), (ROOT / "cuda", ROOT / "cuda"),
+            *[(p, p) for p in _python_roots()]]

@@ -1,0 +1,59 @@
+"""What runs inside the sandbox (python -m engine.sandbox.job): the engine's own CPU tracer and SASS
+listing, on a student's kernel. The request comes on stdin from the server (a pickle the server
+wrote: the only direction pickle travels); the answer goes to $SANDBOX_RESULT_FD as an .npz of plain
+arrays and one JSON document (`meta`), which the server reads without pickle (engine/sandbox/runs.py).
+A one-line error is an answer too: {"error": "..."}.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import sys
+
+import numpy as np
+
+
+def _answer(meta: dict, arrays: dict[str, np.ndarray] | None = None) -> None:
+    out = io.BytesIO()
+    np.savez(out, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **(arrays or {}))
+    with os.fdopen(int(os.environ["SANDBOX_RESULT_FD"]), "wb") as f:
+        f.write(out.getvalue())
+
+
+def trace(plan) -> None:
+    from engine.devices.cpu import CpuDevice
+    from engine.tracing.execute import execute
+    run = execute(plan, CpuDevice())
+    arrays, launches = {}, []
+    for i, rl in enumerate(run.launches):
+        launches.append(rl is not None)
+        if rl is not None:
+            arrays[f"counts{i}"] = rl.counts
+            arrays[f"records{i}"] = rl.records
+    _answer({"launches": launches, "rel_error": run.rel_error, "checked_outputs": run.checked_outputs,
+             "device": run.device, "seconds": run.seconds}, arrays)
+
+
+def listing(file: str, params: dict) -> None:
+    from engine.kernels import sass
+    _answer({"listing": sass.memory_instructions(file, params)})
+
+
+def main() -> None:
+    request = pickle.load(sys.stdin.buffer)
+    from engine.errors import EngineError
+    try:
+        if request["op"] == "trace":
+            trace(request["plan"])
+        elif request["op"] == "listing":
+            listing(request["file"], request["params"])
+        else:
+            raise EngineError(f"unknown sandbox job {request['op']!r}")
+    except (EngineError, ValueError) as exc:   # the engine's one-line refusals and the source reader's
+        _answer({"error": str(exc)})
+
+
+if __name__ == "__main__":
+    main()

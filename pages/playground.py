@@ -1,0 +1,150 @@
+"""Playground: edit a kernel, build it, and see what its threads do: traced, animated and counted like
+the catalog's kernels, compiled and run in a sandbox."""
+import streamlit as st
+from code_editor import code_editor
+
+from engine import animations, playground
+from engine.errors import EngineError
+from engine.metrics import views
+from engine.plots import bank_figures, coalescing_figures, tile_phase_figures
+from pages.lib import cached, ui, view_state
+
+ui.setup_page("playground", "Playground", "Start from any traced kernel of the catalog, or a blank one, change it, "
+              "and build: compile errors at their lines, the result checked against float64, and the same "
+              "animations and counts the catalog's kernels get, from a trace of your kernel.")
+
+on, why = playground.status()
+if not on:
+    st.info(why, icon=":material/lock:")
+    st.stop()
+
+starters = playground.starters()
+EDITOR = "playground_editor"
+BUILT = view_state.page_key("built")       # the source last built (what the results below are of)
+
+with ui.controls():
+    c0, c1 = st.columns([2, 1])
+    start = c0.selectbox("Start from", starters, key=view_state.state("start", "tiled_guarded", starters),
+                         format_func=lambda s: "A blank kernel" if s == playground.BLANK else ui.kernel_label(s),
+                         help="switching throws away your edits (download them first)")
+    uploaded = c1.file_uploader("Or open a .cu file", type=["cu"], max_upload_size=1,
+                                help=f"up to {playground.MAX_SOURCE_BYTES // 1024} KB of text")
+
+# The source: a share link's (?src=...), an uploaded file's, else the starter's. A new starter or
+# file starts a new editor (its key), so the editor shows that text and not the old edits.
+origin = ("start", start)
+token = st.query_params.get("src") if st.session_state.get("_url_seeds") else None
+text = None
+if uploaded is not None:
+    origin = ("file", uploaded.file_id)
+    try:
+        text = playground.text_of(uploaded.getvalue())
+    except EngineError as exc:
+        st.error(f"{uploaded.name}: {exc}", icon=":material/error:")
+elif token and st.session_state.get(BUILT) is None:
+    origin = ("link", token[:16])
+    try:
+        text = playground.source_from_token(token)
+    except EngineError as exc:
+        st.error(f"The link's kernel could not be opened: {exc}. Showing {start} instead.", icon=":material/error:")
+if text is None:
+    text = playground.starter_source(start)
+if st.session_state.get(view_state.page_key("origin")) != origin:
+    st.session_state[view_state.page_key("origin")] = origin
+    st.session_state[BUILT] = text
+    st.session_state[EDITOR + "_n"] = st.session_state.get(EDITOR + "_n", 0) + 1
+
+built = st.session_state[BUILT]
+saved = ui.or_stop("Reading your kernel", playground.save, built)
+marks = [{"row": d.line - 1, "column": 0, "type": "error", "text": d.message} for d in saved.problems if d.line]
+answer = code_editor(built, lang="c_cpp", height=[18, 28], key=f"{EDITOR}_{st.session_state[EDITOR + '_n']}",
+                     buttons=[{"name": "Build (Ctrl+Enter)", "feather": "Play", "primary": True, "hasText": True,
+                               "showWithIcon": True, "commands": ["submit"], "alwaysOn": True,
+                               "style": {"bottom": "0.4rem", "right": "0.4rem"}}],
+                     props={"annotations": marks}, options={"showLineNumbers": True, "tabSize": 4})
+if answer and answer.get("type") == "submit" and answer.get("text") is not None and answer["text"] != built:
+    st.session_state[BUILT] = answer["text"]
+    st.rerun()
+
+share = playground.share_token(built)
+st.query_params["src"] = share
+d0, d1 = st.columns([1, 3])
+d0.download_button("Download the .cu", built, f"{saved.kernel}.cu", "text/plain", on_click="ignore")
+d1.caption("This page's address now carries your kernel: copy it from the address bar to share it.")
+
+for problem in saved.problems:
+    st.error(str(problem), icon=":material/error:")
+if saved.problems:
+    st.stop()
+
+spec = ui.or_stop("Reading your kernel's contract", playground.spec_of, saved)
+with ui.controls("Sizes and parameters"):
+    cols = st.columns(3 + len(spec.params))
+    # Sizes up to 256: a whole trace of a naive kernel at 256^3 is 33 M records, over the cap.
+    m, n, k = (int(col.number_input(name.upper(), 1, 256, key=view_state.state(name, d, lo=1, hi=256, what="size")))
+               for col, name, d in zip(cols, "mnk", (64, 64, 64)))
+    params = {}
+    for col, (name, allowed) in zip(cols[3:], spec.params.items()):
+        params[name] = col.selectbox(name, allowed, key=view_state.state(name, spec.default_params()[name], allowed))
+    view_state.remember(start=start, m=m, n=n, k=k, **params)
+problem = ui.or_stop("Checking your kernel's contract", playground.problem_for, spec, m, n, k, params)
+grid = spec.launches[-1].grid(problem)
+
+e0, e1, e2, e3, e4 = st.columns([1, 1, 1, 1.3, 1.6])
+bx = e0.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))
+by = e1.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", 0, lo=0, hi=grid[1] - 1))
+trace, inst = ui.or_stop(f"Building and tracing block ({bx}, {by}) of {saved.kernel} at {m}x{n}x{k} in the sandbox",
+                         cached.playground_trace, saved, spec, problem, ((bx, by),))
+warps = views.warps_of(trace, bx, by) or [0]
+warp = e2.selectbox("Warp", warps, key=view_state.state("warp", warps[0], warps))
+shows = ["global memory", "shared memory", "tile phases", "counts and SASS"]
+show = e3.selectbox("Show", shows, key=view_state.state("show", shows[0], shows))
+view_state.remember(bx=bx, by=by, warp=warp, show=show)
+good = trace.rel_error <= spec.tolerance
+(st.success if good else st.error)(
+    f"Block ({bx}, {by}): {trace.checked_outputs:,} outputs checked against float64 numpy, relative error "
+    f"{trace.rel_error:.1e} ({'within' if good else 'over'} {spec.tolerance:.0e}). {len(trace):,} accesses traced "
+    f"on the CPU, in the sandbox.", icon=":material/check:" if good else ":material/error:")
+
+config = {"displaylogo": False, "displayModeBar": False}
+if show == "global memory":
+    duration = view_state.speed_control(e4, animations.SPEEDS["coalescing"])
+    panel = views.warp_panel(trace, inst, bx, by, warp, 0, animations.COALESCING_WINDOW)
+    if panel.steps:
+        st.plotly_chart(coalescing_figures.coalescing_figure([panel], view_state.presenter(), duration), width="stretch",
+                        config=config, key="playground-coalescing")
+    else:
+        st.warning(f"Warp {warp} of block ({bx}, {by}) makes no global access at this size.")
+elif show == "shared memory":
+    duration = view_state.speed_control(e4, animations.SPEEDS["bank_conflicts"])
+    shown = views.bank_steps(trace, inst, bx, by, warp, loads_only=False)
+    if shown.steps:
+        st.plotly_chart(bank_figures.bank_figure(shown, f"{saved.kernel}, warp {warp}", view_state.presenter(), duration),
+                        width="stretch", config=config, key="playground-banks")
+    else:
+        st.warning(f"Warp {warp} of block ({bx}, {by}) makes no shared-memory access.")
+elif show == "tile phases":
+    duration = view_state.speed_control(e4, animations.SPEEDS["tile_phases"])
+    try:
+        view = views.tile_view(trace, bx, by)
+    except (EngineError, ValueError, KeyError, IndexError) as exc:
+        st.warning(f"No tile phases to show: {exc}")
+    else:
+        st.plotly_chart(tile_phase_figures.tile_phase_figure(view, view_state.presenter(), duration), width="stretch",
+                        config=config, key="playground-phases")
+else:
+    summary, shared, listing = ui.or_stop(f"Tracing the whole of {saved.kernel} and reading its SASS",
+                                          cached.playground_counts, saved, spec, problem)
+    st.dataframe(views.global_accesses({saved.kernel: summary}), hide_index=True, width="stretch")
+    if len(shared.table):
+        ui.fitting_table(shared.table, hide_index=True, width="stretch")
+    for note in shared.notes:
+        st.info(note, icon=":material/memory:")
+    st.caption("Per access site of your source: requests, and sectors (global) or wavefronts and bank conflicts "
+               "(shared), defined as Nsight Compute defines them; 'as compiled' reads the SASS nvcc made of it: "
+               + listing["note"] + ".")
+    if listing.get("available"):
+        lines = saved.text.splitlines()
+        st.dataframe([{"line": ln, "source": lines[ln - 1].strip() if 0 < ln <= len(lines) else "",
+                       "SASS memory instructions": ", ".join(f"{n} x {op}" for op, n in ops.items())}
+                      for ln, ops in listing["by_line"].items()], hide_index=True, width="stretch")

@@ -1,0 +1,97 @@
+"""The Playground's engine side (engine/playground.py): share links, keeping a student's source, and
+messages at their lines. What runs the student's code is tested in tests/test_sandbox*.py."""
+import base64
+import zlib
+
+import pytest
+
+from engine import playground
+from engine.errors import EngineError
+from engine.kernels import registry
+
+
+def test_every_starter_has_a_source_and_the_blank_one_comes_first():
+    names = playground.starters()
+    assert names[0] == playground.BLANK
+    assert "tiled_guarded" in names and "warptile" in names
+    assert "naive_transposed_b" not in names   # two launches: not one editor
+    assert not [n for n in names[1:] if not registry.get(n).traceable]
+    for name in names:
+        assert 'extern "C" __global__' in playground.starter_source(name)
+
+
+@pytest.mark.parametrize("text", ["", "x", "é ü ∑ CUDA", open(playground.BLANK_FILE).read() * 3])
+def test_a_share_link_brings_the_same_text_back(text):
+    token = playground.share_token(text)
+    assert token.isascii() and "/" not in token and "+" not in token and "=" not in token
+    assert playground.source_from_token(token) == text
+
+
+def test_a_share_link_is_a_fraction_of_the_source():
+    text = playground.starter_source("warptile")
+    assert len(playground.share_token(text)) < len(text) / 2
+
+
+@pytest.mark.parametrize("token, says", [
+    ("abc", "not in a format"),
+    ("v1.!!!!", "damaged"),
+    (playground.share_token("kernel")[:-3], "damaged"),
+    ("v1." + base64.urlsafe_b64encode(b"not zlib").decode(), "damaged"),
+    ("v1." + base64.urlsafe_b64encode(zlib.compress(b"\xff\xfe")).decode(), "not UTF-8"),
+    ("v1." + base64.urlsafe_b64encode(zlib.compress(b"a\0b")).decode(), "NUL"),
+])
+def test_a_bad_share_link_is_one_line(token, says):
+    with pytest.raises(EngineError, match=says) as exc:
+        playground.source_from_token(token)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_share_link_cannot_inflate_past_the_limit():
+    bomb = "v1." + base64.urlsafe_b64encode(zlib.compress(b" " * (50 * 2**20), 9)).decode()
+    assert len(bomb) < 100_000    # 50 MB of spaces is a 70 KB token
+    with pytest.raises(EngineError, match="over 64 KB"):
+        playground.source_from_token(bomb)
+
+
+def test_a_source_is_kept_once_under_its_digest(tmp_path, monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    text = playground.starter_source("tiled_guarded")
+    first, again = playground.save(text), playground.save(text)
+    assert first.path == again.path and first.path.read_text() == text
+    assert first.kernel == "tiled_guarded" and first.path.name == "tiled_guarded.cu"
+    assert tmp_path in first.path.parents
+    assert first.problems == []
+    other = playground.save(text.replace("sum += a * b;", "sum += b * a;"))
+    assert other.path != first.path
+
+
+@pytest.mark.parametrize("text, says", [
+    ("int main() { return 0; }", "no kernel found"),
+    ("x" * (playground.MAX_SOURCE_BYTES + 1), "takes up to 64 KB"),
+    ('extern "C" __global__ void k() {}\0', "NUL"),
+])
+def test_what_is_not_a_kernel_is_refused_in_one_line(tmp_path, monkeypatch, text, says):
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    with pytest.raises(EngineError, match=says):
+        playground.save(text)
+
+
+def test_a_broken_tracing_rule_comes_back_at_its_line_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    text = playground.starter_source("tiled_guarded")
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "float a = LDS(As, ty, k);" in line)
+    lines[at] = lines[at].replace("LDS(As, ty, k)", "As[ty][k]")   # a read the trace would not see
+    saved = playground.save("\n".join(lines) + "\n")
+    assert [p.line for p in saved.problems] == [at + 1]
+    assert "indexed directly; use LDG/STG (global) or LDS/STS (shared)" in saved.problems[0].message
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("kernel.cu(12): error: identifier \"x\" is undefined", [(12, 'error: identifier "x" is undefined')]),
+    ("/tmp/s/kernel.cu:7:5: error: expected ';'", [(7, "error: expected ';'")]),
+    ("kernel.cu:3: As is used outside the access macros", [(3, "As is used outside the access macros")]),
+    ("something failed\nmore", [(0, "something failed")]),
+])
+def test_messages_are_read_at_their_lines(text, expect):
+    assert [(d.line, d.message) for d in playground.diagnostics(text)] == expect
