@@ -24,8 +24,10 @@ def shutdown() -> None:
         _DONE.set()
     # Only what this process has imported can have started anything: nothing is imported here (at
     # interpreter exit that would cost a process that never traced the engine's import time).
-    warmup, build, workers = (sys.modules.get(f"engine.{name}") for name in
-                              ("kernels.warmup", "kernels.build", "devices.workers"))
+    warmup, build, workers, sandbox = (sys.modules.get(f"engine.{name}") for name in
+                                       ("kernels.warmup", "kernels.build", "devices.workers", "sandbox"))
+    if sandbox is not None:   # students' kernels first: nothing of theirs outlives the server
+        sandbox.stop()
     if warmup is not None:
         warmup.QUEUE.stop()
     if build is not None:

@@ -38,7 +38,7 @@ _KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\s*\((
                         r'(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?([A-Za-z_]\w*)\s*\(')
 # "file.cu:12: message" (the source reader's rules) and "file.cu(12): error: message" (nvcc) or
 # "file.cu:12:5: error: message" (g++): the line a message is about.
-_AT_LINE_RE = re.compile(r"^[^:\s]*?\.cu(?::(\d+)(?::\d+)?|\((\d+)\)):\s*(.*)$")
+_AT_LINE_RE = re.compile(r"(?:^|\s)[^:\s]*?\.cu(?::(\d+)(?::\d+)?|\((\d+)\)):\s*(.*)$")
 
 
 def starters() -> list[str]:
@@ -110,15 +110,12 @@ class Diagnostic:
 
 
 def diagnostics(text: str) -> list[Diagnostic]:
-    """Messages from a compiler or the source reader, each at its line where it names one."""
-    out = []
-    for raw in text.splitlines():
-        m = _AT_LINE_RE.match(raw.strip())
-        if m:
-            out.append(Diagnostic(int(m.group(1) or m.group(2)), m.group(3).strip()))
-        elif raw.strip() and not out:
-            out.append(Diagnostic(0, raw.strip()))
-    return out
+    """Messages from a compiler or the source reader, each at its line where it names one (a
+    message may start with what failed: "the C++ compiler on k.cu failed: k.cu:24:9: error: ...")."""
+    at_lines = [Diagnostic(int(m.group(1) or m.group(2)), m.group(3).strip())
+                for m in map(_AT_LINE_RE.search, map(str.strip, text.splitlines())) if m]
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return at_lines or ([Diagnostic(0, first)] if first else [])
 
 
 @dataclass

@@ -21,6 +21,7 @@ if not on:
 starters = playground.starters()
 EDITOR = "playground_editor"
 BUILT = view_state.page_key("built")       # the source last built (what the results below are of)
+FAILED = view_state.page_key("failed")     # (what was asked, the message) of the last build that failed
 
 with ui.controls():
     c0, c1 = st.columns([2, 1])
@@ -56,7 +57,12 @@ if st.session_state.get(view_state.page_key("origin")) != origin:
 
 built = st.session_state[BUILT]
 saved = ui.or_stop("Reading your kernel", playground.save, built)
-marks = [{"row": d.line - 1, "column": 0, "type": "error", "text": d.message} for d in saved.problems if d.line]
+# The editor marks the lines messages are about: the source reader's rules, and this source's last
+# failed build.
+failed = st.session_state.get(FAILED)
+built_errors = playground.diagnostics(failed[1]) if failed and failed[0][0] == saved.digest else []
+marks = [{"row": d.line - 1, "column": 0, "type": "error", "text": d.message}
+         for d in saved.problems + built_errors if d.line]
 answer = code_editor(built, lang="c_cpp", height=[18, 28], key=f"{EDITOR}_{st.session_state[EDITOR + '_n']}",
                      buttons=[{"name": "Build (Ctrl+Enter)", "feather": "Play", "primary": True, "hasText": True,
                                "showWithIcon": True, "commands": ["submit"], "alwaysOn": True,
@@ -93,8 +99,21 @@ grid = spec.launches[-1].grid(problem)
 e0, e1, e2, e3, e4 = st.columns([1, 1, 1, 1.3, 1.6])
 bx = e0.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))
 by = e1.number_input("Block y", 0, grid[1] - 1, key=view_state.state("by", 0, lo=0, hi=grid[1] - 1))
-trace, inst = ui.or_stop(f"Building and tracing block ({bx}, {by}) of {saved.kernel} at {m}x{n}x{k} in the sandbox",
-                         cached.playground_trace, saved, spec, problem, ((bx, by),))
+# A build or run that failed is kept for this session with what it was of, so the rerun that puts
+# its lines in the editor does not build it again.
+asked = (saved.digest, m, n, k, tuple(params.items()), bx, by)
+failed = st.session_state.get(FAILED)
+if failed and failed[0] == asked:
+    for line in playground.diagnostics(failed[1]) or [playground.Diagnostic(0, failed[1])]:
+        st.error(str(line), icon=":material/error:")
+    st.stop()
+try:
+    with st.spinner(f"Building and tracing block ({bx}, {by}) of {saved.kernel} at {m}x{n}x{k} in the sandbox..."):
+        trace, inst = cached.playground_trace(saved, spec, problem, ((bx, by),))
+except EngineError as exc:
+    # A compiler's message or a fault, at its line of the student's source where it names one.
+    st.session_state[FAILED] = (asked, str(exc).replace(str(saved.path), saved.path.name))
+    st.rerun()
 warps = views.warps_of(trace, bx, by) or [0]
 warp = e2.selectbox("Warp", warps, key=view_state.state("warp", warps[0], warps))
 shows = ["global memory", "shared memory", "tile phases", "counts and SASS"]

@@ -92,6 +92,8 @@ def test_a_broken_tracing_rule_comes_back_at_its_line_with_the_fix(tmp_path, mon
     ("/tmp/s/kernel.cu:7:5: error: expected ';'", [(7, "error: expected ';'")]),
     ("kernel.cu:3: As is used outside the access macros", [(3, "As is used outside the access macros")]),
     ("something failed\nmore", [(0, "something failed")]),
+    ("the C++ compiler on /c/ab/k.cu failed: /c/ab/k.cu:24:9: error: expected ';' before 'int'",
+     [(24, "error: expected ';' before 'int'")]),
 ])
 def test_messages_are_read_at_their_lines(text, expect):
     assert [(d.line, d.message) for d in playground.diagnostics(text)] == expect

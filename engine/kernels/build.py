@@ -92,7 +92,8 @@ def _run(cmd: list[str], what: str) -> str:
         raise EngineError(f"{what} was stopped: the app is stopping")
     if proc.returncode:
         lines = (err or out).strip().splitlines()
-        first = next((l for l in lines if "error" in l), lines[0] if lines else "no message")
+        # "error:", not "error": a folder of the path may be named so, on the compiler's context lines too
+        first = next((l for l in lines if "error:" in l), lines[0] if lines else "no message")
         raise EngineError(f"{what} failed: {first.strip()}")
     return out
 

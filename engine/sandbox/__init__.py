@@ -151,7 +151,8 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
         box += ["--setenv", "SANDBOX_RESULT_FD", str(result_fd)]
     drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
             "--bounding-set=-all"]
-    limit = ["prlimit", f"--cpu={limits.cpu_s}", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
+    # CPU: SIGXCPU at the soft limit (the job ends saying why), SIGKILL a second later.
+    limit = ["prlimit", f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
              f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0", "--"]
     script = " && ".join(staged + ['exec "$@"'])
     return [*limit, "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sandbox",
@@ -174,10 +175,12 @@ def _reader(stream, keep: int, out: list, cut: list) -> threading.Thread:
     return t
 
 
-def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limits: Limits = LIMITS,
+def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limits: Limits | None = None,
                   env: dict[str, str] | None = None, stdin: bytes = b"", want_result: bool = False) -> Outcome:
     """Runs argv in a fresh sandbox; binds: (host path, path inside) pairs, read-only. The job's
-    result pipe (want_result) is the file descriptor named by $SANDBOX_RESULT_FD inside."""
+    result pipe (want_result) is the file descriptor named by $SANDBOX_RESULT_FD inside. limits:
+    LIMITS (read when called, so a test may set smaller ones) where not given."""
+    limits = limits or LIMITS
     if _STOPPED.is_set():
         raise EngineError("the server is stopping")
     uid = next(_UIDS)
@@ -189,10 +192,13 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
             read_end, write_end = os.pipe()
         cmd = _command(argv, uid, stage, list(binds), limits, env or {}, write_end)
         started = time.perf_counter()
+        # bwrap's own processes keep the environment they start with (--clearenv is for the job), and
+        # the job can read theirs in /proc: so they start with nothing of the server's.
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                pass_fds=(write_end,) if write_end is not None else (), start_new_session=True)
+                                pass_fds=(write_end,) if write_end is not None else (), start_new_session=True,
+                                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
         with _LOCK:
-            _RUNNING[proc.pid] = proc
+            _RUNNING[proc.pid] = (proc, uid)
         if write_end is not None:
             os.close(write_end)
             write_end = None
@@ -211,8 +217,9 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
             proc.wait(timeout=limits.wall_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill(proc)
-            proc.wait()
+        # Whatever of it is left: a process it forked that outlived bwrap holds its user id.
+        _kill(proc, uid)
+        proc.wait()
         for t in threads:
             t.join(timeout=5)
         seconds = time.perf_counter() - started
@@ -224,7 +231,7 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
             if fd is not None:
                 os.close(fd)
         with _LOCK:
-            for pid in [p for p, pr in _RUNNING.items() if pr.poll() is not None]:
+            for pid in [p for p, (pr, _) in _RUNNING.items() if pr.poll() is not None]:
                 del _RUNNING[pid]
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -238,7 +245,7 @@ def _reason(code: int, timed_out: bool, result_cut: bool, limits: Limits, output
         return ""
     # bwrap passes on the job's exit status; a job killed by a signal exits 128 + the signal.
     sig = -code if code < 0 else code - 128 if code > 128 else 0
-    if sig == signal.SIGXCPU or sig == signal.SIGKILL and "CPU" in output:
+    if sig == signal.SIGXCPU:
         return f"ran out of CPU time ({limits.cpu_s} s, the sandbox's limit)"
     if sig == signal.SIGXFSZ:
         return f"wrote a file over {limits.file_bytes >> 20} MiB (the sandbox's limit)"
@@ -249,13 +256,34 @@ def _reason(code: int, timed_out: bool, result_cut: bool, limits: Limits, output
     return f"exited with status {code}"
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    """bwrap and everything under it: SIGKILL to bwrap's process group; its --die-with-parent then
-    takes the sandbox's own process tree (a new session, so not in the group) with it."""
+def _kill(proc: subprocess.Popen, uid: int) -> None:
+    """bwrap and everything under it. bwrap's --die-with-parent does not outlive the change of user
+    ids inside, so each sandbox's own user id is what finds its processes: every process of it is
+    killed (a fork bomb's too) until none is left."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    deadline = time.monotonic() + 2.0
+    while (left := _processes_of(uid)) and time.monotonic() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+
+
+def _processes_of(uid: int) -> list[int]:
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
 
 
 def stop() -> None:
@@ -263,8 +291,8 @@ def stop() -> None:
     _STOPPED.set()
     with _LOCK:
         running = list(_RUNNING.values())
-    for proc in running:
-        _kill(proc)
+    for proc, uid in running:
+        _kill(proc, uid)
 
 
 def engine_binds() -> list[tuple[Path, Path]]:

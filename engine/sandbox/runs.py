@@ -27,8 +27,7 @@ _ENV = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "MATMUL_EXPLORER
 
 def _job(request: dict, folder: Path, limits: Limits | None) -> tuple[dict, dict[str, np.ndarray]]:
     done = run_sandboxed([sys.executable, "-m", "engine.sandbox.job"], binds=[*engine_binds(), (folder, folder)],
-                         env=_ENV, stdin=pickle.dumps(request), want_result=True,
-                         **({"limits": limits} if limits else {}))
+                         env=_ENV, stdin=pickle.dumps(request), want_result=True, limits=limits)
     if not done.ok:
         last = [line for line in done.output.splitlines() if line.strip()]
         raise EngineError(f"your kernel {done.reason}" + (f" (it printed: {last[-1][:200]})" if last else ""))
