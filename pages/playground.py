@@ -22,6 +22,7 @@ starters = playground.starters()
 EDITOR = "playground_editor"
 BUILT = view_state.page_key("built")       # the source last built (what the results below are of)
 FAILED = view_state.page_key("failed")     # (what was asked, the message) of the last build that failed
+ORIGIN = view_state.page_key("origin")     # the starter and file the source came from, as last seen
 
 with ui.controls():
     c0, c1 = st.columns([2, 1])
@@ -31,27 +32,27 @@ with ui.controls():
     uploaded = c1.file_uploader("Or open a .cu file", type=["cu"], max_upload_size=1,
                                 help=f"up to {playground.MAX_SOURCE_BYTES // 1024} KB of text")
 
-# The source: a share link's (?src=...), an uploaded file's, else the starter's. A new starter or
-# file starts a new editor (its key), so the editor shows that text and not the old edits.
-origin = ("start", start)
+# The source: on this page's first view in the session, a share link's (?src=...) or the starter's;
+# after that, a newly chosen starter's or uploaded file's, else what was built last. Each new source
+# starts a new editor (its key), so the editor shows that text and not the old edits.
+last = st.session_state.get(ORIGIN)
 token = st.query_params.get("src") if st.session_state.get("_url_seeds") else None
+file_id = uploaded.file_id if uploaded is not None else None
 text = None
-if uploaded is not None:
-    origin = ("file", uploaded.file_id)
-    try:
-        text = playground.text_of(uploaded.getvalue())
-    except EngineError as exc:
-        st.error(f"{uploaded.name}: {exc}", icon=":material/error:")
-elif token and st.session_state.get(BUILT) is None:
-    origin = ("link", token[:16])
+if last is None and token:
     try:
         text = playground.source_from_token(token)
     except EngineError as exc:
         st.error(f"The link's kernel could not be opened: {exc}. Showing {start} instead.", icon=":material/error:")
-if text is None:
+if uploaded is not None and (last is None or file_id != last["file"]):
+    try:
+        text = playground.text_of(uploaded.getvalue())
+    except EngineError as exc:
+        st.error(f"{uploaded.name}: {exc}", icon=":material/error:")
+if text is None and (last is None or start != last["start"]):
     text = playground.starter_source(start)
-if st.session_state.get(view_state.page_key("origin")) != origin:
-    st.session_state[view_state.page_key("origin")] = origin
+st.session_state[ORIGIN] = {"start": start, "file": file_id}
+if text is not None:
     st.session_state[BUILT] = text
     st.session_state[EDITOR + "_n"] = st.session_state.get(EDITOR + "_n", 0) + 1
 

@@ -1,0 +1,78 @@
+"""The Playground page (pages/playground.py) with Streamlit's AppTest, in CPU mode: off unless switched
+on, and, on, a kernel from a share link built and traced in the sandbox, its errors at their lines.
+(The editor itself is a browser component: tests/test_browser_playground.py types in it.)"""
+import pytest
+
+from engine import playground, sandbox
+from tests.test_pages import figures, notes, open_page
+
+pytestmark = [pytest.mark.usefixtures("cpu_mode"),
+              pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable()))]
+PAGE = "pages/playground.py"
+
+
+@pytest.fixture
+def switched_on(monkeypatch, tmp_path):
+    monkeypatch.setenv(sandbox.SWITCH_ENV, "1")
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+
+
+def texts(at, kind: str) -> list[str]:
+    return [str(e.value) for e in getattr(at, kind)]
+
+
+def test_off_unless_the_server_turns_it_on(monkeypatch):
+    monkeypatch.delenv(sandbox.SWITCH_ENV, raising=False)
+    at = open_page(PAGE)
+    assert any("--playground" in t and "off" in t for t in texts(at, "info"))
+    assert not figures(at) and not at.get("download_button")
+
+
+def test_the_default_kernel_is_built_traced_and_checked(switched_on):
+    at = open_page(PAGE)
+    assert any("relative error" in t and "within" in t for t in texts(at, "success")), texts(at, "success")
+    assert "tiled_guarded" in notes(figures(at)[0]) or "tiled_guarded" in str(figures(at)[0]["data"])
+    assert at.query_params["src"].startswith(playground.SHARE_PREFIX)
+
+
+def test_a_shared_link_brings_the_edited_kernel_back_and_its_error_shows(switched_on):
+    edited = playground.starter_source("tiled_guarded").replace("sum += a * b;", "sum += 2.0f * a * b;")
+    at = open_page(PAGE, {"src": playground.share_token(edited)})
+    # its result is twice A·B: the check against float64 says so
+    assert any("relative error" in t and "over" in t for t in texts(at, "error")), texts(at, "error")
+    assert at.query_params["src"] == playground.share_token(edited)
+
+
+def test_a_damaged_link_says_so_and_opens_the_starter(switched_on):
+    token = playground.share_token(playground.starter_source("tiled_guarded"))[:-7]
+    at = open_page(PAGE, {"src": token})
+    assert any("could not be opened" in t and "damaged" in t for t in texts(at, "error"))
+    assert any("relative error" in t for t in texts(at, "success"))
+
+
+def test_a_broken_tracing_rule_is_named_at_its_line(switched_on):
+    text = playground.starter_source("tiled_guarded").replace("LDS(Bs, k, tx)", "Bs[k][tx]")
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "Bs[k][tx]" in t)
+    at = open_page(PAGE, {"src": playground.share_token(text)})
+    assert any(t.startswith(f"line {line}:") and "LDS/STS" in t for t in texts(at, "error")), texts(at, "error")
+    assert not figures(at)
+
+
+def test_a_compile_error_is_named_at_its_line(switched_on):
+    text = playground.starter_source(playground.BLANK).replace("float sum = 0.0f;", "float sum = 0.0f\n        int x = 1;")
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "int x = 1;" in t)
+    at = open_page(PAGE, {"src": playground.share_token(text)})
+    assert any(t.startswith(f"line {line}: error:") for t in texts(at, "error")), texts(at, "error")
+
+
+def test_a_contract_the_kernel_cannot_take_says_why(switched_on):
+    at = open_page(PAGE, {"start": playground.BLANK, "BX": "32", "BY": "32"})
+    assert not [t for t in texts(at, "error") if "Traceback" in t]
+    at.selectbox(key=next(s.key for s in at.selectbox if s.label == "BY")).set_value(32).run()
+    assert any("relative error" in t for t in texts(at, "success"))
+
+
+def test_counts_and_sass_of_the_whole_kernel(switched_on):
+    at = open_page(PAGE, {"m": "32", "n": "32", "k": "32", "show": "counts and SASS"})
+    tables = [t.value for t in at.dataframe]
+    assert tables and "sectors" in " ".join(map(str, tables[0].columns))
