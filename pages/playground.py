@@ -64,7 +64,7 @@ failed = st.session_state.get(FAILED)
 built_errors = playground.diagnostics(failed[1]) if failed and failed[0][0] == saved.digest else []
 marks = [{"row": d.line - 1, "column": 0, "type": "error", "text": d.message}
          for d in saved.problems + built_errors if d.line]
-answer = code_editor(built, lang="c_cpp", height=[18, 28], key=f"{EDITOR}_{st.session_state[EDITOR + '_n']}",
+answer = code_editor(built, lang="c_cpp", height=[14, 22], key=f"{EDITOR}_{st.session_state[EDITOR + '_n']}",
                      buttons=[{"name": "Build (Ctrl+Enter)", "feather": "Play", "primary": True, "hasText": True,
                                "showWithIcon": True, "commands": ["submit"], "alwaysOn": True,
                                "style": {"bottom": "0.4rem", "right": "0.4rem"}}],
