@@ -195,5 +195,11 @@ def listing(saved: Saved, problem: Problem) -> dict:
     return runs.listing(saved.path, problem.params)
 
 
+def time_on_gpu(saved: Saved, problem: Problem) -> dict:
+    """Its median time on the GPU, timed as the Benchmarks page times the catalog's kernels, in a
+    sandbox of its own (a GPU machine only): {'gpu', 'times_ms', 'correct', 'rel_error', 'tolerance'}."""
+    return runs.time_on_gpu(saved.path, saved.kernel, problem)
+
+
 def status() -> tuple[bool, str]:
     return sandbox.status()

@@ -1,10 +1,14 @@
 """Playground: edit a kernel, build it, and see what its threads do: traced, animated and counted like
 the catalog's kernels, compiled and run in a sandbox."""
+import statistics
+
 import streamlit as st
 from code_editor import code_editor
 
 from engine import animations, playground
+from engine.bench import benchmark
 from engine.errors import EngineError
+from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import bank_figures, coalescing_figures, tile_phase_figures
 from pages.lib import cached, ui, view_state
@@ -168,3 +172,33 @@ else:
         st.dataframe([{"line": ln, "source": lines[ln - 1].strip() if 0 < ln <= len(lines) else "",
                        "SASS memory instructions": ", ".join(f"{n} x {op}" for op, n in ops.items())}
                       for ln, ops in listing["by_line"].items()], hide_index=True, width="stretch")
+
+# On a GPU machine: its time against cuBLAS and the kernel it started from, timed as the Benchmarks
+# page times the catalog's (the student's in a sandbox of its own, with the GPU's device files).
+status = ui.device_status()
+if status.available:
+    st.subheader(f"On this {status.name}")
+    others = [name for name in (start if start != playground.BLANK else None,
+                                "cublas_gemm_fp16" if spec.inputs is registry.Precision.FP16 else "cublas_sgemm")
+              if name and name != saved.kernel]
+    if st.button(f"Time it at {m}x{n}x{k} against {' and '.join(others)}"):
+        with st.spinner("Timing on the GPU..."):
+            try:
+                mine = playground.time_on_gpu(saved, problem)
+            except EngineError as exc:
+                st.error(str(exc).replace(str(saved.path), saved.path.name), icon=":material/error:")
+                st.stop()
+            settings = benchmark.Settings()
+            rows = [benchmark.measure(name, m, n, k, settings) for name in others]
+        st.session_state[view_state.page_key("timed")] = (asked, mine, rows)
+    timed = st.session_state.get(view_state.page_key("timed"))
+    if timed and timed[0] == asked:
+        _, mine, rows = timed
+        flops = 2.0 * m * n * k
+        table = [{"kernel": f"yours ({saved.kernel})", "median (ms)": statistics.median(mine["times_ms"]),
+                  "correct": mine["correct"]}]
+        table += [{"kernel": r["kernel"], "median (ms)": r.get("median_ms"), "correct": r.get("status") == "ok"}
+                  for r in rows]
+        for row in table:
+            row["GFLOP/s"] = flops / row["median (ms)"] / 1e6 if row["median (ms)"] else None
+        st.dataframe(table, hide_index=True, width="stretch")

@@ -177,11 +177,14 @@ def _calls(launcher: gpu.Launcher, spec: registry.KernelSpec, problem: Problem, 
             for i, launch in enumerate(spec.launches)]
 
 
-def run_bench(modules: dict, info: dict, kernel: str, problem: Problem, warmup: int = 2, reps: int = 20,
-              flush_l2: bool = False, source_override: str | None = None, seconds_per_point: float = 0.0) -> dict:
-    """modules: the worker's loaded cubins; info: its device's (the L2 size). source_override replaces
-    the source of the kernel's last launch (tests: a deliberately wrong one)."""
-    spec = registry.get(kernel)
+def run_bench(modules: dict, info: dict, kernel: str | registry.KernelSpec, problem: Problem, warmup: int = 2,
+              reps: int = 20, flush_l2: bool = False, source_override: str | None = None,
+              seconds_per_point: float = 0.0) -> dict:
+    """modules: the worker's loaded cubins; info: its device's (the L2 size). kernel: a catalog name, or
+    an entry outside it (a Playground kernel, timed in its sandbox). source_override replaces the
+    source of the kernel's last launch (tests: a deliberately wrong one)."""
+    spec = kernel if isinstance(kernel, registry.KernelSpec) else registry.get(kernel)
+    kernel = spec.name
     problem = registry.bind(spec, problem)
     a, b = make_inputs(problem)
     launcher = gpu.Launcher(modules, global_shapes(problem), size_arguments(problem), spec.inputs)

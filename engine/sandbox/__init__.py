@@ -126,8 +126,18 @@ def _python_roots() -> list[Path]:
     return sorted(r for r in roots if not str(r).startswith("/usr/") and r.exists())
 
 
+def gpu_binds() -> list[str]:
+    """For a job that runs the student's kernel on the GPU: the driver's device files, as devices (CUDA
+    opens them), and /sys read-only (CUDA reads the PCI topology there). The driver's libraries and
+    nvcc are under /usr, bound already."""
+    args = []
+    for path in sorted(Path("/dev").glob("nvidia*")):
+        args += ["--dev-bind", str(path), str(path)]
+    return args + ["--ro-bind-try", "/sys", "/sys"]
+
+
 def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Path]], limits: Limits,
-             env: dict[str, str], result_fd: int | None) -> list[str]:
+             env: dict[str, str], result_fd: int | None, gpu: bool = False) -> list[str]:
     """prlimit -> unshare (a private mount namespace, as root: the read-only sources are bound into
     `stage` first, since the sandbox's user may not pass through their parents, /root for one) ->
     setpriv (the sandbox's own user id, no capabilities) -> bwrap -> the job."""
@@ -142,7 +152,8 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
            "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
            "--proc", "/proc", "--dev-bind", "/dev/null", "/dev/null",
-           "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *mounts, "--chdir", "/tmp",
+           "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *mounts, *(gpu_binds() if gpu else []),
+           "--chdir", "/tmp",
            "--setenv", "PATH", "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
            "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
     for k, v in env.items():
@@ -152,7 +163,10 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
     drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
             "--bounding-set=-all"]
     # CPU: SIGXCPU at the soft limit (the job ends saying why), SIGKILL a second later.
-    limit = ["prlimit", f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
+    # A CUDA context maps tens of GB of address space it never touches: a GPU job's memory is the
+    # GPU's and its own /tmp, not an address-space limit.
+    memory = "unlimited" if gpu else limits.memory_bytes
+    limit = ["prlimit", f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={memory}", f"--nproc={limits.processes}",
              f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0", "--"]
     script = " && ".join(staged + ['exec "$@"'])
     return [*limit, "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sandbox",
@@ -176,7 +190,8 @@ def _reader(stream, keep: int, out: list, cut: list) -> threading.Thread:
 
 
 def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limits: Limits | None = None,
-                  env: dict[str, str] | None = None, stdin: bytes = b"", want_result: bool = False) -> Outcome:
+                  env: dict[str, str] | None = None, stdin: bytes = b"", want_result: bool = False,
+                  gpu: bool = False) -> Outcome:
     """Runs argv in a fresh sandbox; binds: (host path, path inside) pairs, read-only. The job's
     result pipe (want_result) is the file descriptor named by $SANDBOX_RESULT_FD inside. limits:
     LIMITS (read when called, so a test may set smaller ones) where not given."""
@@ -190,7 +205,7 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
         stage.chmod(0o755)
         if want_result:
             read_end, write_end = os.pipe()
-        cmd = _command(argv, uid, stage, list(binds), limits, env or {}, write_end)
+        cmd = _command(argv, uid, stage, list(binds), limits, env or {}, write_end, gpu)
         started = time.perf_counter()
         # bwrap's own processes keep the environment they start with (--clearenv is for the job), and
         # the job can read theirs in /proc: so they start with nothing of the server's.

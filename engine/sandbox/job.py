@@ -41,6 +41,26 @@ def listing(file: str, params: dict) -> None:
     _answer({"listing": sass.memory_instructions(file, params)})
 
 
+def time_kernel(file: str, name: str, problem, warmup: int, reps: int) -> None:
+    """The kernel timed on the GPU the way the Benchmarks page times the catalog's (engine/bench/timing.py),
+    in this sandbox's own CUDA context: a fault or a hang ends this sandbox, nothing else."""
+    import pycuda.driver as cuda  # noqa: PLC0415 - GPU machines only, and only in here
+    cuda.init()
+    dev = cuda.Device(0)
+    ctx = dev.retain_primary_context()
+    ctx.push()
+    try:
+        from engine.bench import timing
+        from engine.devices.gpu_worker import device_info
+        from engine.kernels import declared
+        info = device_info(cuda, dev)
+        spec = declared.spec_from_source(file, name=name)
+        out = timing.run_bench({}, info, spec, problem, warmup, reps)
+        _answer({"timing": out, "gpu": info["name"]})
+    finally:
+        ctx.pop()
+
+
 def main() -> None:
     request = pickle.load(sys.stdin.buffer)
     from engine.errors import EngineError
@@ -49,6 +69,8 @@ def main() -> None:
             trace(request["plan"])
         elif request["op"] == "listing":
             listing(request["file"], request["params"])
+        elif request["op"] == "time":
+            time_kernel(request["file"], request["name"], request["problem"], request["warmup"], request["reps"])
         else:
             raise EngineError(f"unknown sandbox job {request['op']!r}")
     except (EngineError, ValueError) as exc:   # the engine's one-line refusals and the source reader's

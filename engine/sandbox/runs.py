@@ -5,6 +5,7 @@ crash the server).
 """
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import pickle
@@ -25,9 +26,17 @@ _ENV = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "MATMUL_EXPLORER
         "MATMUL_EXPLORER_GPU": "0", "MATMUL_EXPLORER_WARMUP": "0", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _job(request: dict, folder: Path, limits: Limits | None) -> tuple[dict, dict[str, np.ndarray]]:
-    done = run_sandboxed([sys.executable, "-m", "engine.sandbox.job"], binds=[*engine_binds(), (folder, folder)],
-                         env=_ENV, stdin=pickle.dumps(request), want_result=True, limits=limits)
+def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) -> tuple[dict, dict[str, np.ndarray]]:
+    binds, env = [*engine_binds(), (folder, folder)], dict(_ENV)
+    if gpu:   # PyCUDA, where it is installed apart from the Python the server runs (never imported here)
+        found = importlib.util.find_spec("pycuda")
+        site = Path(found.origin).resolve().parents[1] if found and found.origin else None
+        if site is not None and not any(site.is_relative_to(b) for b, _ in binds) and not str(site).startswith("/usr/"):
+            binds.append((site, site))
+            env["PYTHONPATH"] += f":{site}"
+        env["MATMUL_EXPLORER_GPU"] = "1"
+    done = run_sandboxed([sys.executable, "-m", "engine.sandbox.job"], binds=binds, env=env,
+                         stdin=pickle.dumps(request), want_result=True, limits=limits, gpu=gpu)
     if not done.ok:
         last = [line for line in done.output.splitlines() if line.strip()]
         raise EngineError(f"your kernel {done.reason}" + (f" (it printed: {last[-1][:200]})" if last else ""))
@@ -78,3 +87,17 @@ def listing(file: Path, params: dict[str, int], limits: Limits | None = None) ->
                 "never_per_copy": {str(k): float(v) for k, v in dict(info.get("never_per_copy") or {}).items()}}
     except (KeyError, ValueError, TypeError, AttributeError):
         raise EngineError("the sandbox's SASS listing is not readable") from None
+
+
+def time_on_gpu(file: Path, name: str, problem, warmup: int = 2, reps: int = 20, limits: Limits | None = None) -> dict:
+    """timing.run_bench of the student's kernel, in a sandbox of its own with the GPU's device files:
+    {'timing': run_bench's answer, 'gpu': the GPU's name}."""
+    meta, _ = _job({"op": "time", "file": str(file), "name": name, "problem": problem, "warmup": warmup,
+                    "reps": reps}, Path(file).parent, limits, gpu=True)
+    try:
+        out = meta["timing"]
+        times = [float(t) for t in out["times_ms"]]
+        return {"gpu": str(meta["gpu"])[:100], "times_ms": times, "correct": bool(out["correct"]),
+                "rel_error": float(out["rel_error"]), "tolerance": float(out["tolerance"])}
+    except (KeyError, ValueError, TypeError):
+        raise EngineError("the sandbox's timing is not readable") from None

@@ -19,8 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("MATMUL_EXPLORER_CACHE", tempfile.mkdtemp(prefix="playground-speed-"))
 
 from engine import playground, sandbox  # noqa: E402
-from engine.metrics import analysis  # noqa: E402
-from engine.metrics import views  # noqa: E402
+from engine.metrics import analysis, views  # noqa: E402
 from engine.plots import coalescing_figures  # noqa: E402
 from tests import server  # noqa: E402
 
