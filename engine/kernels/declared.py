@@ -55,7 +55,12 @@ class Line:
     text: str
 
     def __str__(self) -> str:
-        return f"{Path(self.file).name}:{self.number}: {self.text}"
+        return f"{Path(self.file).name}:{self.number}"
+
+    def error(self, why: str) -> ContractError:
+        """why, at this line, quoting it (shortened): one line for a user who edits the source."""
+        text = self.text if len(self.text) <= 80 else self.text[:77] + "..."
+        return ContractError(f"{self}: {why} (in `{text}`)")
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,8 @@ _DEFINE_RE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(?!\()\s+(.+?)\s*(?://.*)?$
 _CONSTEXPR_RE = re.compile(r"(?:static\s+)?constexpr\s+(?:unsigned\s+|long\s+|int\s+)+(.+);\s*(?://.*)?$")
 _STATEMENT_RE = re.compile(r"(REQUIRE_SIZES|REQUIRE|LAUNCH_GRID|LAUNCH_BLOCK|LAUNCH_SHARED|LAUNCH_TMA_BOX|TRACE_RECORDS)"
                            r"\s*\((.*)\)\s*;?\s*(?://.*)?$", re.S)
+_STATEMENT_START_RE = re.compile(r"(?:REQUIRE_SIZES|REQUIRE|LAUNCH_GRID|LAUNCH_BLOCK|LAUNCH_SHARED|LAUNCH_TMA_BOX|"
+                                 r"TRACE_RECORDS)\s*\(")
 _MESSAGE_RE = re.compile(r',\s*((?:"(?:[^"\\]|\\.)*"\s*)+)$', re.S)
 _LOCAL_INCLUDE_RE = re.compile(r'#\s*include\s+"([^"]+)"')
 _NOT_READ = ("trace.cuh", "contract.cuh", "cpu_shim.h", "cpu_entry.h")
@@ -123,7 +130,7 @@ def _statements(path: Path, main: bool = True, seen: frozenset = frozenset()):
             if found and found not in seen:
                 yield from _statements(found, False, seen | {found})
         stripped = text.strip()
-        if _STATEMENT_RE.match(stripped + ");") or stripped.startswith("constexpr"):
+        if _STATEMENT_START_RE.match(stripped) or stripped.startswith("constexpr"):
             # join until the parentheses balance and the statement ends
             while (text.count("(") > text.count(")") or stripped.startswith("constexpr") and ";" not in text) \
                     and i + 1 < len(lines):
@@ -161,7 +168,7 @@ class Declared:
                 return values[name]
             expr, line = self.derived[name]   # names were checked when the source was read
             if name in busy:
-                raise ContractError(f"{line}: {name} is defined in terms of itself")
+                raise line.error(f"{name} is defined in terms of itself")
             busy.add(name)
             values[name] = self._run(expr, env, line)
             return values[name]
@@ -172,9 +179,9 @@ class Declared:
         try:
             return expr(env)
         except ZeroDivisionError:
-            raise ContractError(f"{line}: division by zero") from None
+            raise line.error("division by zero") from None
         except ValueError as exc:
-            raise ContractError(f"{line}: {exc}") from None
+            raise line.error(str(exc)) from None
 
     def named(self, name: str, problem: Problem | None = None) -> int:
         """A name the source defines (a #define or constexpr such as kBK), for a problem or at its defaults."""
@@ -244,7 +251,7 @@ def _parse_at(text: str, line: Line) -> Expr:
     try:
         return parse(text)
     except ValueError as exc:
-        raise ContractError(f"{line}: the engine cannot read `{text.strip()}`: {exc}") from None
+        raise line.error(f"the engine cannot read `{text.strip()}`: {exc}") from None
 
 
 def _message(text: str) -> str:
@@ -270,12 +277,12 @@ def read(file: str) -> Declared:
             m = _PARAM_DEFINE_RE.fullmatch(text)
             name = _PARAM_RE.fullmatch(pending.text).group(1)
             if not m or m.group(1) != name:
-                raise ContractError(f"{pending}: the parameter {name} has no default (#define {name} <value> "
+                raise pending.error(f"the parameter {name} has no default (#define {name} <value> "
                                     "on the next line)")
             default = _default(m.group(2), pending)
             allowed = tuple(int(v) for v in re.split(r"[\s,]+", m.group(3).strip())) if m.group(3) else (default,)
             if default not in allowed:
-                raise ContractError(f"{line}: the default {name}={default} is not one of {' '.join(map(str, allowed))}")
+                raise line.error(f"the default {name}={default} is not one of {' '.join(map(str, allowed))}")
             params[name], defaults[name] = allowed, default
             pending = None
             continue
@@ -301,7 +308,7 @@ def read(file: str) -> Declared:
         if main and (m := _STATEMENT_RE.fullmatch(text)):
             _statement(m.group(1), m.group(2), line, requires, launch)
     if pending is not None:
-        raise ContractError(f"{pending}: the parameter has no default (#define on the next line)")
+        raise pending.error("the parameter has no default (#define on the next line)")
     declared = Declared(str(file), params, defaults, derived, tuple(requires), launch, src.traced)
     _check(declared, src)
     return declared
@@ -311,14 +318,14 @@ def _default(text: str, line: Line) -> int:
     try:
         return evaluate(text, {})
     except ValueError as exc:
-        raise ContractError(f"{line}: the default must be a number ({exc})") from None
+        raise line.error(f"the default must be a number ({exc})") from None
 
 
 def _statement(macro: str, body: str, line: Line, requires: list, launch: dict) -> None:
     if macro.startswith("REQUIRE"):
         m = _MESSAGE_RE.search(body)
         if not m:
-            raise ContractError(f"{line}: {macro} needs a condition and a message in quotes")
+            raise line.error(f"{macro} needs a condition and a message in quotes")
         message = _message(m.group(1))
         requires.append(Requirement(_parse_at(body[:m.start()], line), message, macro == "REQUIRE_SIZES", line))
         for quoted in re.findall(r"\{([^{}]*)\}", message):
@@ -328,11 +335,11 @@ def _statement(macro: str, body: str, line: Line, requires: list, launch: dict) 
     key, count = {"LAUNCH_GRID": ("GRID", 2), "LAUNCH_BLOCK": ("BLOCK", 2), "LAUNCH_SHARED": ("SHARED", 1),
                   "TRACE_RECORDS": ("RECORDS", 1), "LAUNCH_TMA_BOX": ("BOX", 3)}[macro]
     if len(args) != count:
-        raise ContractError(f"{line}: {macro} takes {count} argument{'s' * (count > 1)}, not {len(args)}")
+        raise line.error(f"{macro} takes {count} argument{'s' * (count > 1)}, not {len(args)}")
     if key == "BOX":
         key, args = f"BOX {args[0].strip()}", args[1:]
     if key in launch:
-        raise ContractError(f"{line}: a second {macro} (the first is on line {launch[key][1].number})")
+        raise line.error(f"a second {macro} (the first is on line {launch[key][1].number})")
     launch[key] = (tuple(_parse_at(a, line) for a in args), line)
 
 
@@ -352,14 +359,14 @@ def _check(d: Declared, src: sources.KernelSource) -> None:
         for name in sorted(d._reads(expr)):
             if name not in allowed:
                 if name in everywhere:
-                    raise ContractError(f"{line}: REQUIRE reads {name}, which is known only per problem: use "
+                    raise line.error(f"REQUIRE reads {name}, which is known only per problem: use "
                                         "REQUIRE_SIZES")
-                raise ContractError(f"{line}: {name} is not defined (not a parameter, #define or constexpr of "
+                raise line.error(f"{name} is not defined (not a parameter, #define or constexpr of "
                                     "the source)")
     probe = Problem(1024, 1024, 1024, block=(16, 16), params=d.defaults)
     for req in d.requires:
         if not req.sizes and not d.value(req.expr, probe, req.line):
-            raise ContractError(f"{req.line}: the defaults ({', '.join(f'{k}={v}' for k, v in d.defaults.items())}) "
+            raise req.line.error(f"the defaults ({', '.join(f'{k}={v}' for k, v in d.defaults.items())}) "
                                 f"break it: {d.message(req, probe)}")
     for exprs, line in d.launch.values():
         for e in exprs:
