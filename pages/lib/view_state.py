@@ -16,7 +16,8 @@ def page_key(name: str) -> str:
     return f"{st.session_state.get('_page', '')}.{name}"
 
 
-def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", what: str = "value") -> str:
+def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", what: str = "value",
+          url: bool = True) -> str:
     """The widget key of this page's control `name`. Its first value comes from the URL (so a shared
     link opens that exact view), else from what this page showed last in this session (so leaving
     and coming back keeps the view), else `default`. A URL value the control cannot take (not a
@@ -24,14 +25,15 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     a one-line message naming it and the value shown instead, until the user changes that control.
     Values kept from this session are brought within range silently: the range moved under them
     (a smaller grid), not the user's link. Keyed widgets keep their identity across reruns, so
-    nothing the user types is lost to a remount. scope: part of the widget key, not of the URL name
-    (a kernel's BK and another kernel's BK are separate controls, both ?BK= in the URL)."""
+    nothing the user types is lost to a remount. scope: part of the widget key and of what the page
+    keeps (keep()), not of the URL name (warptile's BK and blocktile_1d's are separate controls, both
+    ?BK= in the URL). url: False where the URL holds another control's value by that name."""
     key = page_key(f"{scope}.{name}" if scope else name)
     saved = st.session_state.setdefault(page_key("_saved"), {})
     notes = st.session_state.setdefault(page_key("_url_notes"), {})
     if key not in st.session_state:
-        raw = st.query_params.get(name) if st.session_state.get("_url_seeds") else None
-        fallback = saved.get(name, default)   # remember() keeps values by their URL name
+        raw = st.query_params.get(name) if url and st.session_state.get("_url_seeds") else None
+        fallback = saved.get(f"{scope}.{name}" if scope else name, default)
         if raw is None:
             st.session_state[key] = fallback
         else:
@@ -95,6 +97,12 @@ def remember(**values) -> None:
     for k, v in values.items():
         saved[k] = v
         st.query_params[k] = str(int(v) if isinstance(v, bool) else v)
+
+
+def keep(**values) -> None:
+    """Keeps values for this page without putting them in the URL (a scoped control's own: keep(**{"warptile.BM": 64})),
+    so coming back to the page restores them."""
+    st.session_state.setdefault(page_key("_saved"), {}).update(values)
 
 
 def speed_control(where, durations: dict[str, int]) -> int:
