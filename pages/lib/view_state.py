@@ -2,9 +2,14 @@
 the page across navigation, and written back to the URL as it changes."""
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 SPEEDS = ["slow", "normal", "fast"]
+# Where this script run's messages about its link go (notes_here()): each session's script runs in a
+# thread of its own.
+_NOTES = threading.local()
 
 
 def presenter() -> bool:
@@ -48,7 +53,7 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     if key in notes:
         message, shown = notes[key]
         if st.session_state[key] == shown:
-            st.warning(message, icon=":material/link_off:")
+            url_note(message)
         else:   # the user has chosen a value of their own: the link's is no longer the question
             del notes[key]
     return key
@@ -85,9 +90,17 @@ def parse(raw: str, default, choices=None, lo=None, hi=None, what: str = "value"
     return value, None
 
 
+def notes_here() -> None:
+    """Messages about the page's link go here (under the title, ui.setup_page): wherever its controls
+    are, folded away in presenter mode included, the message is on the first screen."""
+    _NOTES.box = st.container()
+
+
 def url_note(message: str) -> None:
-    """A one-line message about the page's link (a setting it names that the page does not have)."""
-    st.warning(message, icon=":material/link_off:")
+    """A one-line message about the page's link: a value a control cannot take, a parameter the
+    kernel does not have."""
+    box = getattr(_NOTES, "box", None)
+    (box if box is not None else st).warning(message, icon=":material/link_off:")
 
 
 def remember(**values) -> None:
