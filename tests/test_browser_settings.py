@@ -6,17 +6,11 @@ import pytest
 
 from tests import browser
 from tests.test_browser_ladder import engine_column, ready, shown_table
-from tests.test_browser_pages import page_ready, selected, value
+from tests.test_browser_pages import page_ready, parameters, selected, value
 
 pytestmark = pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
 
 WARPTILE = "BM 128, BN 128, BK 16, WM 32, WN 64, WNITER 2, TM 8, TN 4"
-
-
-def group_title(page) -> str:
-    # the summary's text after its arrow icon (a ligature, "keyboard_arrow_right", in the DOM)
-    text = page.locator("[data-testid='stExpander'] summary", has_text="Kernel parameters:").first.inner_text()
-    return text[text.index("Kernel parameters:"):].strip()
 
 
 def sizes(page) -> list[str]:
@@ -28,7 +22,7 @@ def test_a_ladder_link_with_parameters_and_non_square_sizes_survives_a_reload(se
     ready(page, "warptile")
     for attempt in ("opened", "reloaded"):
         assert sizes(page) == ["256", "128", "64"], attempt
-        assert group_title(page) == f"Kernel parameters: {WARPTILE}", attempt
+        assert parameters(page) == f"Kernel parameters: {WARPTILE}", attempt
         assert page.locator("h3", has_text="What one block's trace counts, at 256 x 128 x 64").count() == 1
         assert page.get_by_text(f"Per block, warptile with {WARPTILE} (the parameters above)").count() == 1
         table = shown_table(page)
@@ -50,7 +44,7 @@ def test_a_bank_conflicts_link_with_a_rungs_parameters_and_a_bad_size_says_so(se
     page_ready(page)
     for attempt in ("opened", "reloaded"):
         assert sizes(page) == ["64", "64", "32"], attempt
-        assert group_title(page) == f"Kernel parameters: {WARPTILE}", attempt
+        assert parameters(page) == f"Kernel parameters: {WARPTILE}", attempt
         heads = " ".join(browser.shown(page)["heads"])
         assert f"warptile, {WARPTILE}, warp 0" in heads, heads
         if attempt == "opened":

@@ -67,7 +67,8 @@ def test_a_parameter_the_kernel_does_not_have_is_named():
     # a parameter the page wrote for the kernel shown before is not the link's: dropped, not reported
     at = open_page("pages/bank_conflicts.py", {"kernel": "warptile", "m": "64", "n": "64", "k": "64"})
     at.selectbox(key="bank_conflicts.kernel").set_value("blocktile_2d").run()
-    assert not _said(at) and "WM" not in at.query_params and at.query_params["BM"] == "128"   # warptile's, kept
+    assert not _said(at) and "WM" not in at.query_params
+    assert at.query_params["BM"] == "64"   # blocktile_2d's own default, not warptile's 128
 
 
 # ---------------------------------------------------------------- each page's settings
@@ -133,10 +134,17 @@ def test_the_ladder_counts_the_chosen_rung_with_the_parameters_shown_at_non_squa
     assert any(f"Per block, warptile with {words} (the parameters above)" in c.value for c in at.caption)
 
 
-def test_a_pages_settings_are_kept_across_navigation():
+def test_a_pages_settings_are_kept_across_navigation_each_kernel_its_own():
+    """Another rung gets its own parameters, not the last rung's (warptile's BM 64 on double_buffered
+    broke its rules); each rung's are kept, on leaving the page too."""
     at = open_page("pages/ladder.py", {"rung": "warptile", "m": "128", "n": "128", "k": "128"})
     _select(at, "BK").set_value(8).run()
+    _select(at, "BM").set_value(64).run()
     at.number_input(key="ladder.n").set_value(256).run()
+    at.selectbox(key="ladder.rung").set_value("double_buffered").run()
+    assert not _errors(at) and _select(at, "BM").value == 128 and at.query_params["BM"] == "128"
+    at.selectbox(key="ladder.rung").set_value("warptile").run()
+    assert _select(at, "BM").value == 64 and _select(at, "BK").value == 8
     at.switch_page("pages/bank_conflicts.py").run()
     assert not at.exception and "BK" not in at.query_params
     at.switch_page("pages/ladder.py").run()

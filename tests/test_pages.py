@@ -97,7 +97,7 @@ def test_tile_phases_animate_loads_and_zero_filled_edges():
 def test_bank_conflicts_vanish_with_padding():
     at = open_page("pages/bank_conflicts.py", {"TILE": "32", "PAD": "0", "m": "32", "n": "32", "k": "32"})
     assert "32-way" in notes(figures(at)[0], 0)
-    at.selectbox(key="bank_conflicts.0-1.PAD").set_value(1).run()
+    at.selectbox(key="bank_conflicts.shared_bank_conflicts.PAD").set_value(1).run()
     assert not at.exception
     assert "1-way" in notes(figures(at)[0], 0)
     assert at.query_params["PAD"] == "1"
@@ -202,7 +202,7 @@ def test_slider_steps_are_the_frames():
 def test_bank_pad_select_leaves_with_a_kernel_without_padding():
     """A kernel without PAD offers no PAD select, and the link no longer carries one."""
     at = open_page("pages/bank_conflicts.py", {"TILE": "32", "PAD": "1", "m": "32", "n": "32", "k": "32"})
-    assert at.selectbox(key="bank_conflicts.0-1.PAD").value == 1
+    assert at.selectbox(key="bank_conflicts.shared_bank_conflicts.PAD").value == 1
     at.selectbox(key="bank_conflicts.kernel").set_value("tiled_guarded").run()
     assert not at.exception and not at.error
     assert "PAD" not in [s.label for s in at.selectbox] and "PAD" not in at.query_params

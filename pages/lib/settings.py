@@ -65,25 +65,29 @@ def parameter_inputs(kernels: list[str], block_default: tuple[int, int] | None =
     specs = [registry.get(k) for k in kernels]
     names: dict[str, tuple[int, ...]] = {}
     defaults: dict[str, int] = {}
+    owner: dict[str, str] = {}   # the first kernel shown that declares the name
     for spec in specs:
         for name, allowed in spec.params.items():
             names.setdefault(name, tuple(allowed))
             defaults.setdefault(name, spec.default_params()[name])
+            owner.setdefault(name, spec.name)
     defaults.update({name: v for name, v in (opening or {}).items() if name in names and v in names[name]})
     shapes = next((s.block_shapes for s in specs if s.block_shapes), ())
-    _link_names(kernels, names)
+    from_link = _link_names(kernels, names)
     chosen: dict[str, int] = {}
     block = block_default or specs[0].default_block
     fields = len(names) + bool(shapes)
     if not fields:
         return {k: {} for k in kernels}, block
-    # The widget of a parameter is kept per name and allowed values: kernels declaring the same
-    # choices share one (TILE of both tiled kernels), others keep their own (BK 4..32 against 8..32).
-    # Their keys first, outside the folded group: a message about the link's value must be seen.
+    # Each kernel keeps its own values (ladder.warptile.BM): another kernel's BM 64 carried over to
+    # double_buffered broke its rules. Kernels shown together share the first one's (coalescing's TILE).
+    # Only the page's first run reads the link; later, the URL holds what the page wrote for the
+    # kernel shown before. The keys first, outside the folded group: a message about the link's
+    # value must be seen.
     texts = [_block_text(s) for s in shapes]
     block_key = view_state.state("block", _block_text(block if block in shapes else shapes[0]), texts) if shapes else None
-    keys = {name: view_state.state(name, defaults[name], list(allowed), scope="-".join(map(str, allowed)))
-            for name, allowed in names.items()}   # e.g. bank_conflicts.8-16-32.TILE
+    keys = {name: view_state.state(name, defaults[name], list(allowed), scope=owner[name], url=from_link)
+            for name, allowed in names.items()}
     words = ", ".join(([f"block {st.session_state[block_key]}"] if shapes else [])
                       + [f"{name} {st.session_state[key]}" for name, key in keys.items()])
     with st.expander(f"{label}: {words}", expanded=False, key=view_state.page_key("parameters")):
@@ -96,14 +100,16 @@ def parameter_inputs(kernels: list[str], block_default: tuple[int, int] | None =
         for (name, key), col in zip(keys.items(), cols):
             chosen[name] = int(col.selectbox(name, names[name], key=key))
         view_state.remember(**chosen)
+        view_state.keep(**{f"{owner[name]}.{name}": value for name, value in chosen.items()})
     return {k: {n: v for n, v in chosen.items() if n in registry.get(k).params} for k in kernels}, block
 
 
-def _link_names(kernels: list[str], names: dict) -> None:
+def _link_names(kernels: list[str], names: dict) -> bool:
     """Parameter names in the URL that none of the kernels shown declares: those the page's link came
     with are named in a one-line message (while the link's kernels are shown); those the page wrote
-    for a kernel shown before are dropped from the URL."""
+    for a kernel shown before are dropped from the URL. True on the page's first run (its link's)."""
     seen = st.session_state.setdefault(view_state.page_key("_link_names"), None)
+    first = seen is None
     url = [k for k in st.query_params if _PARAM.fullmatch(k)]
     if seen is None:   # the page's first run: what the link asked for
         asked = url if st.session_state.get("_url_seeds") else []
@@ -118,6 +124,7 @@ def _link_names(kernels: list[str], names: dict) -> None:
     for name in url:
         if name not in names and not (tuple(kernels) == shown and name in unknown):
             del st.query_params[name]
+    return first
 
 
 def reason(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int] | None = None) -> str | None:

@@ -5,7 +5,7 @@ import streamlit as st
 
 from engine.bench import benchmark, schema, speeds
 from engine.kernels import registry
-from pages.lib import ui, view_state
+from pages.lib import cached, ui, view_state
 
 
 def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key: str,
@@ -36,5 +36,5 @@ def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key:
         st.info("No recorded benchmark run of these kernels ships with this copy.", icon=":material/history:")
         return None
     chosen = st.selectbox("Recorded run", names, key=view_state.state("run", names[-1], names)) if len(names) > 1 else names[0]
-    df, prov = benchmark.load_document((benchmark.RECORDED / chosen).read_text())
+    df, prov = cached.recorded(benchmark.RECORDED / chosen)   # read once, not on every rerun
     return df, prov, speeds.run_label(prov, False), False

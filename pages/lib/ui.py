@@ -81,6 +81,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     st.title(title)
     if not on:   # in presenter mode the figure's own headline says it, in bigger letters
         st.caption(intro)
+    view_state.notes_here()
 
 
 def _flip_presenter() -> None:

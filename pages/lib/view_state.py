@@ -2,9 +2,14 @@
 the page across navigation, and written back to the URL as it changes."""
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 SPEEDS = ["slow", "normal", "fast"]
+# Where this script run's messages about its link go (notes_here()): each session's script runs in a
+# thread of its own.
+_NOTES = threading.local()
 
 
 def presenter() -> bool:
@@ -16,7 +21,8 @@ def page_key(name: str) -> str:
     return f"{st.session_state.get('_page', '')}.{name}"
 
 
-def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", what: str = "value") -> str:
+def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", what: str = "value",
+          url: bool = True) -> str:
     """The widget key of this page's control `name`. Its first value comes from the URL (so a shared
     link opens that exact view), else from what this page showed last in this session (so leaving
     and coming back keeps the view), else `default`. A URL value the control cannot take (not a
@@ -24,14 +30,15 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     a one-line message naming it and the value shown instead, until the user changes that control.
     Values kept from this session are brought within range silently: the range moved under them
     (a smaller grid), not the user's link. Keyed widgets keep their identity across reruns, so
-    nothing the user types is lost to a remount. scope: part of the widget key, not of the URL name
-    (a kernel's BK and another kernel's BK are separate controls, both ?BK= in the URL)."""
+    nothing the user types is lost to a remount. scope: part of the widget key and of what the page
+    keeps (keep()), not of the URL name (warptile's BK and blocktile_1d's are separate controls, both
+    ?BK= in the URL). url: False where the URL holds another control's value by that name."""
     key = page_key(f"{scope}.{name}" if scope else name)
     saved = st.session_state.setdefault(page_key("_saved"), {})
     notes = st.session_state.setdefault(page_key("_url_notes"), {})
     if key not in st.session_state:
-        raw = st.query_params.get(name) if st.session_state.get("_url_seeds") else None
-        fallback = saved.get(name, default)   # remember() keeps values by their URL name
+        raw = st.query_params.get(name) if url and st.session_state.get("_url_seeds") else None
+        fallback = saved.get(f"{scope}.{name}" if scope else name, default)
         if raw is None:
             st.session_state[key] = fallback
         else:
@@ -46,7 +53,7 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     if key in notes:
         message, shown = notes[key]
         if st.session_state[key] == shown:
-            st.warning(message, icon=":material/link_off:")
+            url_note(message)
         else:   # the user has chosen a value of their own: the link's is no longer the question
             del notes[key]
     return key
@@ -83,9 +90,17 @@ def parse(raw: str, default, choices=None, lo=None, hi=None, what: str = "value"
     return value, None
 
 
+def notes_here() -> None:
+    """Messages about the page's link go here (under the title, ui.setup_page): wherever its controls
+    are, folded away in presenter mode included, the message is on the first screen."""
+    _NOTES.box = st.container()
+
+
 def url_note(message: str) -> None:
-    """A one-line message about the page's link (a setting it names that the page does not have)."""
-    st.warning(message, icon=":material/link_off:")
+    """A one-line message about the page's link: a value a control cannot take, a parameter the
+    kernel does not have."""
+    box = getattr(_NOTES, "box", None)
+    (box if box is not None else st).warning(message, icon=":material/link_off:")
 
 
 def remember(**values) -> None:
@@ -95,6 +110,12 @@ def remember(**values) -> None:
     for k, v in values.items():
         saved[k] = v
         st.query_params[k] = str(int(v) if isinstance(v, bool) else v)
+
+
+def keep(**values) -> None:
+    """Keeps values for this page without putting them in the URL (a scoped control's own: keep(**{"warptile.BM": 64})),
+    so coming back to the page restores them."""
+    st.session_state.setdefault(page_key("_saved"), {}).update(values)
 
 
 def speed_control(where, durations: dict[str, int]) -> int:
