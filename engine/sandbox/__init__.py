@@ -136,6 +136,11 @@ def gpu_binds() -> list[str]:
     return args + ["--ro-bind-try", "/sys", "/sys"]
 
 
+def _tool(name: str) -> str:
+    """Its path as the server finds it (the sandbox's chain starts with an environment of its own)."""
+    return shutil.which(name) or name
+
+
 def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Path]], limits: Limits,
              env: dict[str, str], result_fd: int | None, gpu: bool = False) -> list[str]:
     """prlimit -> unshare (a private mount namespace, as root: the read-only sources are bound into
@@ -147,7 +152,7 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
         point.mkdir()
         staged.append(f'mount --bind "{src}" "{point}" && mount -o remount,bind,ro "{point}"')
         mounts += ["--ro-bind", str(point), str(dest)]
-    box = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
+    box = [_tool("bwrap"), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
            "--disable-userns",
            "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
@@ -160,16 +165,16 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
         box += ["--setenv", k, v]
     if result_fd is not None:
         box += ["--setenv", "SANDBOX_RESULT_FD", str(result_fd)]
-    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+    drop = [_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
             "--bounding-set=-all"]
     # CPU: SIGXCPU at the soft limit (the job ends saying why), SIGKILL a second later.
     # A CUDA context maps tens of GB of address space it never touches: a GPU job's memory is the
     # GPU's and its own /tmp, not an address-space limit.
     memory = "unlimited" if gpu else limits.memory_bytes
-    limit = ["prlimit", f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={memory}", f"--nproc={limits.processes}",
+    limit = [_tool("prlimit"), f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={memory}", f"--nproc={limits.processes}",
              f"--fsize={limits.file_bytes}", f"--nofile={limits.open_files}", "--core=0", "--"]
     script = " && ".join(staged + ['exec "$@"'])
-    return [*limit, "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sandbox",
+    return [*limit, _tool("unshare"), "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sandbox",
             *drop, *box, "--", *argv]
 
 
