@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
 import pickle
 import sys
 import zipfile
@@ -35,6 +36,11 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) 
             binds.append((site, site))
             env["PYTHONPATH"] += f":{site}"
         env["MATMUL_EXPLORER_GPU"] = "1"
+        # The driver's libraries (libcuda) are found where the server finds them: its loader path,
+        # not a secret, and no /etc/ld.so.cache inside. Only folders the sandbox sees (under /usr).
+        paths = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/usr/")]
+        if paths:
+            env["LD_LIBRARY_PATH"] = ":".join(paths)
     done = run_sandboxed([sys.executable, "-m", "engine.sandbox.job"], binds=binds, env=env,
                          stdin=pickle.dumps(request), want_result=True, limits=limits, gpu=gpu)
     if not done.ok:
