@@ -136,6 +136,19 @@ def gpu_binds() -> list[str]:
     return args + ["--ro-bind-try", "/sys", "/sys"]
 
 
+def _top_level() -> list[str]:
+    """/bin, /lib, ... as the host has them: links into /usr where /usr is merged (Debian 12), else
+    their own read-only binds (the loader looks for libcuda in /lib on some GPU machines)."""
+    args = []
+    for name in ("bin", "sbin", "lib", "lib32", "lib64"):
+        top = Path("/") / name
+        if top.is_symlink():
+            args += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            args += ["--ro-bind", str(top), str(top)]
+    return args
+
+
 def _tool(name: str) -> str:
     """Its path as the server finds it (the sandbox's chain starts with an environment of its own)."""
     return shutil.which(name) or name
@@ -154,8 +167,7 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
         mounts += ["--ro-bind", str(point), str(dest)]
     box = [_tool("bwrap"), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
            "--disable-userns",
-           "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-           "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+           "--ro-bind", "/usr", "/usr", *_top_level(),
            "--proc", "/proc", "--dev-bind", "/dev/null", "/dev/null",
            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *mounts, *(gpu_binds() if gpu else []),
            "--chdir", "/tmp",

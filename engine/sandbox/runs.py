@@ -23,8 +23,11 @@ from engine.tracing.plan import TracePlan
 from engine.tracing.records import RAW_DTYPE
 
 # Inside, the engine builds into the sandbox's own /tmp, never the server's cache.
+# One BLAS thread: a pool of spinning BLAS threads on a many-core machine spent the job's CPU seconds
+# (counted over all its threads) before the kernel ran.
 _ENV = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "MATMUL_EXPLORER_CACHE": "/tmp/cache",
-        "MATMUL_EXPLORER_GPU": "0", "MATMUL_EXPLORER_WARMUP": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        "MATMUL_EXPLORER_GPU": "0", "MATMUL_EXPLORER_WARMUP": "0", "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) -> tuple[dict, dict[str, np.ndarray]]:
@@ -37,8 +40,8 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) 
             env["PYTHONPATH"] += f":{site}"
         env["MATMUL_EXPLORER_GPU"] = "1"
         # The driver's libraries (libcuda) are found where the server finds them: its loader path,
-        # not a secret, and no /etc/ld.so.cache inside. Only folders the sandbox sees (under /usr).
-        paths = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/usr/")]
+        # not a secret, and no /etc/ld.so.cache inside. Only folders the sandbox sees (/usr, /lib).
+        paths = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith(("/usr/", "/lib"))]
         if paths:
             env["LD_LIBRARY_PATH"] = ":".join(paths)
     done = run_sandboxed([sys.executable, "-m", "engine.sandbox.job"], binds=binds, env=env,
