@@ -123,7 +123,7 @@ _SIGNALS = {signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error", si
 def _python_roots() -> list[Path]:
     """The Python this server runs and its virtual environment, where they are not under /usr."""
     roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix)}
-    return sorted(r for r in roots if not str(r).startswith("/usr/") and r.exists())
+    return sorted(r for r in roots if not r.is_relative_to("/usr") and r.exists())
 
 
 def gpu_binds() -> list[str]:
@@ -163,7 +163,8 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
     for i, (src, dest) in enumerate(binds):
         point = stage / str(i)
         point.mkdir()
-        staged.append(f'mount --bind "{src}" "{point}" && mount -o remount,bind,ro "{point}"')
+        # --rbind: with the mounts under it (a GPU machine's driver libraries are often a mount of their own)
+        staged.append(f'mount --rbind "{src}" "{point}" && mount -o remount,bind,ro "{point}"')
         mounts += ["--ro-bind", str(point), str(dest)]
     box = [_tool("bwrap"), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
            "--disable-userns",

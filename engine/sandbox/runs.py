@@ -35,7 +35,7 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) 
     if gpu:   # PyCUDA, where it is installed apart from the Python the server runs (never imported here)
         found = importlib.util.find_spec("pycuda")
         site = Path(found.origin).resolve().parents[1] if found and found.origin else None
-        if site is not None and not any(site.is_relative_to(b) for b, _ in binds) and not str(site).startswith("/usr/"):
+        if site is not None and not any(site.is_relative_to(b) for b, _ in binds) and not site.is_relative_to("/usr"):
             binds.append((site, site))
             env["PYTHONPATH"] += f":{site}"
         env["MATMUL_EXPLORER_GPU"] = "1"
