@@ -10,6 +10,7 @@ import io
 import json
 import os
 import pickle
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -42,6 +43,11 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) 
         # The driver's libraries (libcuda) are found where the server finds them: its loader path,
         # not a secret, and no /etc/ld.so.cache inside. Only folders the sandbox sees (/usr, /lib).
         paths = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith(("/usr/", "/lib"))]
+        nvcc = shutil.which("nvcc")   # the toolkit's own libraries (libcurand, libcublas), beside its nvcc
+        if nvcc:
+            toolkit = Path(nvcc).resolve().parents[1]
+            paths += [str(d) for d in (toolkit / "lib64", *sorted((toolkit / "targets").glob("*/lib")))
+                      if d.is_dir() and d.is_relative_to("/usr")]
         if paths:
             env["LD_LIBRARY_PATH"] = ":".join(paths)
     done = run_sandboxed([sys.executable, "-m", "engine.sandbox.job"], binds=binds, env=env,
