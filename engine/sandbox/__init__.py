@@ -334,4 +334,14 @@ def engine_binds() -> list[tuple[Path, Path]]:
     """What a job that runs the engine's own code needs besides /usr: the project's engine/ and cuda/,
     and the Python it runs on (read-only, at the same paths)."""
     return [(ROOT / "engine", ROOT / "engine"), (ROOT / "cuda", ROOT / "cuda"),
-            *[(p, p) for p in _python_roots()]]
+            *[(p, p) for p in _python_roots()], *[(p, p) for p in _toolkit_roots()]]
+
+
+def _toolkit_roots() -> list[Path]:
+    """The CUDA toolkit (nvcc, nvdisasm, its libraries) where it lives outside /usr (a GPU machine's
+    /usr/local/cuda may be a link to it): bound at its own path, so the link resolves inside."""
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        return []
+    root = Path(nvcc).resolve().parents[1]
+    return [] if root.is_relative_to("/usr") or root == Path("/") else [root]

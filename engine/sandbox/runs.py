@@ -47,7 +47,7 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) 
         if nvcc:
             toolkit = Path(nvcc).resolve().parents[1]
             paths += [str(d) for d in (toolkit / "lib64", *sorted((toolkit / "targets").glob("*/lib")))
-                      if d.is_dir() and d.is_relative_to("/usr")]
+                      if d.is_dir()]
         if paths:
             env["LD_LIBRARY_PATH"] = ":".join(paths)
     done = run_sandboxed([sys.executable, "-m", "engine.sandbox.job"], binds=binds, env=env,
