@@ -174,7 +174,8 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
            "--proc", "/proc", "--dev-bind", "/dev/null", "/dev/null",
            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *mounts, *(gpu_binds() if gpu else []),
            "--chdir", "/tmp",
-           "--setenv", "PATH", "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+           "--setenv", "PATH", ":".join([*(str(r / "bin") for r in _toolkit_roots()), "/usr/local/cuda/bin",
+                                         "/usr/local/bin", "/usr/bin", "/bin"]), "--setenv", "HOME", "/tmp",
            "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
     for k, v in env.items():
         box += ["--setenv", k, v]
