@@ -174,8 +174,7 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
            "--proc", "/proc", "--dev-bind", "/dev/null", "/dev/null",
            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *mounts, *(gpu_binds() if gpu else []),
            "--chdir", "/tmp",
-           "--setenv", "PATH", ":".join([*(str(r / "bin") for r in _toolkit_roots()), "/usr/local/cuda/bin",
-                                         "/usr/local/bin", "/usr/bin", "/bin"]), "--setenv", "HOME", "/tmp",
+           "--setenv", "PATH", ":".join([*_toolkit_bin(), "/usr/local/bin", "/usr/bin", "/bin"]), "--setenv", "HOME", "/tmp",
            "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
     for k, v in env.items():
         box += ["--setenv", k, v]
@@ -336,6 +335,13 @@ def engine_binds() -> list[tuple[Path, Path]]:
     and the Python it runs on (read-only, at the same paths)."""
     return [(ROOT / "engine", ROOT / "engine"), (ROOT / "cuda", ROOT / "cuda"),
             *[(p, p) for p in _python_roots()], *[(p, p) for p in _toolkit_roots()]]
+
+
+def _toolkit_bin() -> list[str]:
+    """nvcc's folder by its real path: /usr/local/cuda is often a link through /etc/alternatives,
+    which the sandbox does not have."""
+    nvcc = shutil.which("nvcc")
+    return [str(Path(nvcc).resolve().parent)] if nvcc else []
 
 
 def _toolkit_roots() -> list[Path]:
