@@ -142,7 +142,7 @@ def _statements(path: Path, main: bool = True, seen: frozenset = frozenset()):
         yield Line(str(path), start, " ".join(text.split())), main
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)   # one per source (read() keeps it): hashed by identity
 class Declared:
     """The contract of one source."""
     file: str
@@ -158,6 +158,9 @@ class Declared:
 
     # -- evaluation
     def _env(self, problem: Problem) -> Env:
+        return _env_of(self, problem)
+
+    def _new_env(self, problem: Problem) -> Env:
         values: dict[str, int] = {**self.defaults, **{k: v for k, v in problem.params.items() if k in self.params},
                                   "M": problem.m, "N": problem.n, "K": problem.k,
                                   "BLOCK_X": problem.block[0], "BLOCK_Y": problem.block[1]}
@@ -170,7 +173,10 @@ class Declared:
             if name in busy:
                 raise line.error(f"{name} is defined in terms of itself")
             busy.add(name)
-            values[name] = self._run(expr, env, line)
+            try:
+                values[name] = self._run(expr, env, line)
+            finally:   # a value it could not compute is asked again next time, not taken for a cycle
+                busy.discard(name)
             return values[name]
         return env
 
@@ -245,6 +251,13 @@ class Declared:
             if name in self.derived:
                 out |= self._reads(self.derived[name][0], seen | {name})
         return out
+
+
+@lru_cache(maxsize=1024)
+def _env_of(declared: Declared, problem: Problem) -> Env:
+    """One problem's values, kept: a request's rules and launch lines read the same derived names
+    (kThreads, ...), and combinations() asks every rule of every choice."""
+    return declared._new_env(problem)
 
 
 def _parse_at(text: str, line: Line) -> Expr:
