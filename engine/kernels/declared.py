@@ -157,13 +157,15 @@ class Declared:
         return f"Declared({self.file!r})"
 
     # -- evaluation
-    def _env(self, problem: Problem) -> Env:
-        return _env_of(self, problem)
+    def _values(self, problem: Problem) -> dict[str, int]:
+        return {**self.defaults, **{k: v for k, v in problem.params.items() if k in self.params},
+                "M": problem.m, "N": problem.n, "K": problem.k, "BLOCK_X": problem.block[0], "BLOCK_Y": problem.block[1]}
 
-    def _new_env(self, problem: Problem) -> Env:
-        values: dict[str, int] = {**self.defaults, **{k: v for k, v in problem.params.items() if k in self.params},
-                                  "M": problem.m, "N": problem.n, "K": problem.k,
-                                  "BLOCK_X": problem.block[0], "BLOCK_Y": problem.block[1]}
+    def _env(self, problem: Problem) -> Env:
+        """The value of each name for a problem. The values are shared by every evaluation for that
+        problem (_values_of keeps them); the names being computed are this call's own, so that two
+        threads (two page sessions) asking at once never take each other's work for a cycle."""
+        values = _values_of(self, problem)
         busy: set[str] = set()
 
         def env(name: str) -> int:
@@ -173,11 +175,10 @@ class Declared:
             if name in busy:
                 raise line.error(f"{name} is defined in terms of itself")
             busy.add(name)
-            try:
-                values[name] = self._run(expr, env, line)
-            finally:   # a value it could not compute is asked again next time, not taken for a cycle
-                busy.discard(name)
-            return values[name]
+            value = self._run(expr, env, line)
+            values[name] = value   # the same value whichever thread writes it
+            busy.discard(name)
+            return value
         return env
 
     @staticmethod
@@ -254,10 +255,10 @@ class Declared:
 
 
 @lru_cache(maxsize=1024)
-def _env_of(declared: Declared, problem: Problem) -> Env:
+def _values_of(declared: Declared, problem: Problem) -> dict[str, int]:
     """One problem's values, kept: a request's rules and launch lines read the same derived names
     (kThreads, ...), and combinations() asks every rule of every choice."""
-    return declared._new_env(problem)
+    return declared._values(problem)
 
 
 def _parse_at(text: str, line: Line) -> Expr:
