@@ -130,6 +130,7 @@ def _source(tmp_path, text: str) -> str:
     ("#ifndef TN\n#define TN\n#endif", 5, "TN has no default"),
     ("#ifndef TN\n#define TN 3   // one of: 4 8\n#endif", 6, "the default TN=3 is not one of 4 8"),
     ("LAUNCH_GRID(1, 1);", 6, "a second LAUNCH_GRID (the first is on line 5)"),
+    ("#define LOOP (LOOP + 1)\nREQUIRE(LOOP > 0, \"needs LOOP\");", 5, "LOOP is defined in terms of itself"),
 ])
 def test_a_contract_the_engine_cannot_use_is_refused_with_its_line(tmp_path, extra, line, why):
     path = _source(tmp_path, _GOOD.format(extra=extra))

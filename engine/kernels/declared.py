@@ -142,7 +142,7 @@ def _statements(path: Path, main: bool = True, seen: frozenset = frozenset()):
         yield Line(str(path), start, " ".join(text.split())), main
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)   # one per source (read() keeps it): hashed by identity
 class Declared:
     """The contract of one source."""
     file: str
@@ -157,10 +157,15 @@ class Declared:
         return f"Declared({self.file!r})"
 
     # -- evaluation
+    def _values(self, problem: Problem) -> dict[str, int]:
+        return {**self.defaults, **{k: v for k, v in problem.params.items() if k in self.params},
+                "M": problem.m, "N": problem.n, "K": problem.k, "BLOCK_X": problem.block[0], "BLOCK_Y": problem.block[1]}
+
     def _env(self, problem: Problem) -> Env:
-        values: dict[str, int] = {**self.defaults, **{k: v for k, v in problem.params.items() if k in self.params},
-                                  "M": problem.m, "N": problem.n, "K": problem.k,
-                                  "BLOCK_X": problem.block[0], "BLOCK_Y": problem.block[1]}
+        """The value of each name for a problem. The values are shared by every evaluation for that
+        problem (_values_of keeps them); the names being computed are this call's own, so that two
+        threads (two page sessions) asking at once never take each other's work for a cycle."""
+        values = _values_of(self, problem)
         busy: set[str] = set()
 
         def env(name: str) -> int:
@@ -170,8 +175,10 @@ class Declared:
             if name in busy:
                 raise line.error(f"{name} is defined in terms of itself")
             busy.add(name)
-            values[name] = self._run(expr, env, line)
-            return values[name]
+            value = self._run(expr, env, line)
+            values[name] = value   # the same value whichever thread writes it
+            busy.discard(name)
+            return value
         return env
 
     @staticmethod
@@ -245,6 +252,13 @@ class Declared:
             if name in self.derived:
                 out |= self._reads(self.derived[name][0], seen | {name})
         return out
+
+
+@lru_cache(maxsize=1024)
+def _values_of(declared: Declared, problem: Problem) -> dict[str, int]:
+    """One problem's values, kept: a request's rules and launch lines read the same derived names
+    (kThreads, ...), and combinations() asks every rule of every choice."""
+    return declared._values(problem)
 
 
 def _parse_at(text: str, line: Line) -> Expr:
