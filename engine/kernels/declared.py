@@ -272,7 +272,7 @@ def _message(text: str) -> str:
     return "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', text)).replace('\\"', '"')
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=512)   # bounded: a Playground edit is a new source
 def read(file: str) -> Declared:
     """The contract of a source in cuda/ (or at a path), checked: a declaration the engine cannot
     read or compute, a name nothing defines, a parameter without a default or whose default breaks a

@@ -162,7 +162,8 @@ def _element(ctype: str) -> str | None:
     return next((w for w in ctype.replace("*", " ").split() if w in ELEMENT_TYPES), None)
 
 
-@lru_cache(maxsize=None)
+# Bounded: the Playground reads a new source for every edit a student builds (each a few KB read).
+@lru_cache(maxsize=512)
 def load(file: str) -> KernelSource:
     path = CUDA_DIR / file
     text = path.read_text()

@@ -310,13 +310,15 @@ def _kill(proc: subprocess.Popen, uid: int) -> None:
 
 
 def _processes_of(uid: int) -> list[int]:
+    """The live processes of a user id (zombies are gone already: they wait for a parent to reap them,
+    and a signal does nothing to them)."""
     pids = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if entry.stat().st_uid == uid:
+                if entry.stat().st_uid == uid and Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
                     pids.append(int(entry.name))
-            except OSError:
+            except (OSError, IndexError):
                 pass
     return pids
 
