@@ -67,9 +67,10 @@ def honest_still_works():
 
 
 def sandbox_processes() -> list[str]:
-    """Processes of the sandboxes' user ids (the pool engine/sandbox hands out) still alive."""
-    out = subprocess.run(["ps", "-eo", "uid=,pid=,comm="], capture_output=True, text=True).stdout.split("\n")
-    return [line for line in out if line.split() and int(line.split()[0]) >= 200_000]
+    """Processes of the sandboxes' user ids (the pool engine/sandbox hands out) still alive (a zombie
+    is not: it has ended and waits for the system to reap it)."""
+    out = subprocess.run(["ps", "-eo", "uid=,stat=,pid=,comm="], capture_output=True, text=True).stdout.split("\n")
+    return [line for line in out if line.split() and int(line.split()[0]) >= 200_000 and not line.split()[1].startswith("Z")]
 
 
 # ---------------------------------------------------------------- the compiler reads what it is told

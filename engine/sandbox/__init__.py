@@ -157,7 +157,7 @@ def _tool(name: str) -> str:
 
 
 def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Path]], limits: Limits,
-             env: dict[str, str], result_fd: int | None, gpu: bool = False) -> list[str]:
+             env: dict[str, str], result_fd: int | None, gpu: bool = False, writable: Path | None = None) -> list[str]:
     """prlimit -> unshare (a private mount namespace, as root: the read-only sources are bound into
     `stage` first, since the sandbox's user may not pass through their parents, /root for one) ->
     setpriv (the sandbox's own user id, no capabilities) -> bwrap -> the job."""
@@ -168,6 +168,11 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
         # --rbind: with the mounts under it (a GPU machine's driver libraries are often a mount of their own)
         staged.append(f'mount --rbind "{src}" "{point}" && mount -o remount,bind,ro "{point}"')
         mounts += ["--ro-bind", str(point), str(dest)]
+    if writable is not None:   # the one host folder a job may write (its build's), owned by its user
+        point = stage / "rw"
+        point.mkdir()
+        staged.append(f'mount --bind "{writable}" "{point}"')
+        mounts += ["--bind", str(point), str(writable)]
     box = [_tool("bwrap"), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
            "--disable-userns",
            "--ro-bind", "/usr", "/usr", *_top_level(),
@@ -211,7 +216,7 @@ def _reader(stream, keep: int, out: list, cut: list) -> threading.Thread:
 
 def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limits: Limits | None = None,
                   env: dict[str, str] | None = None, stdin: bytes = b"", want_result: bool = False,
-                  gpu: bool = False) -> Outcome:
+                  gpu: bool = False, writable: Path | None = None) -> Outcome:
     """Runs argv in a fresh sandbox; binds: (host path, path inside) pairs, read-only. The job's
     result pipe (want_result) is the file descriptor named by $SANDBOX_RESULT_FD inside. limits:
     LIMITS (read when called, so a test may set smaller ones) where not given."""
@@ -225,7 +230,9 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
         stage.chmod(0o755)
         if want_result:
             read_end, write_end = os.pipe()
-        cmd = _command(argv, uid, stage, list(binds), limits, env or {}, write_end, gpu)
+        if writable is not None:
+            os.chown(writable, uid, uid)
+        cmd = _command(argv, uid, stage, list(binds), limits, env or {}, write_end, gpu, writable)
         started = time.perf_counter()
         # bwrap's own processes keep the environment they start with (--clearenv is for the job), and
         # the job can read theirs in /proc: so they start with nothing of the server's.
@@ -269,6 +276,11 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
             for pid in [p for p, (pr, _) in _RUNNING.items() if pr.poll() is not None]:
                 del _RUNNING[pid]
         shutil.rmtree(stage, ignore_errors=True)
+        if writable is not None:   # the server's again: no later sandbox (another user id) may change it
+            for path in [writable, *writable.rglob("*")]:
+                if not path.is_symlink():
+                    os.chown(path, 0 if os.geteuid() == 0 else os.geteuid(), os.getegid())
+                    path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def _reason(code: int, timed_out: bool, result_cut: bool, limits: Limits, output: str) -> str:

@@ -22,9 +22,31 @@ def _answer(meta: dict, arrays: dict[str, np.ndarray] | None = None) -> None:
         f.write(out.getvalue())
 
 
-def trace(plan) -> None:
+def build(file: str, params: dict, out: str) -> None:
+    """The CPU library of the kernel, as the engine builds the catalog's, copied to `out` (the one
+    folder this job may write): later traces of the same source load it read-only."""
+    import shutil
+
+    from engine.kernels import build as builds
+    shutil.copyfile(builds.build_cpu_library(file, params), out)
+    _answer({"built": True})
+
+
+def _use_library(library: str) -> None:
+    """Traces load the library built before (its folder bound read-only), not a new build."""
+    from pathlib import Path
+
+    from engine.kernels import build as builds
+    from engine.kernels import cache
+    builds.build_cpu_library = lambda file, params: Path(library)
+    cache.checked_bytes = lambda path: Path(path).read_bytes()
+
+
+def trace(plan, library: str | None = None) -> None:
     from engine.devices.cpu import CpuDevice
     from engine.tracing.execute import execute
+    if library:
+        _use_library(library)
     run = execute(plan, CpuDevice())
     arrays, launches = {}, []
     for i, rl in enumerate(run.launches):
@@ -66,7 +88,9 @@ def main() -> None:
     from engine.errors import EngineError
     try:
         if request["op"] == "trace":
-            trace(request["plan"])
+            trace(request["plan"], request.get("library"))
+        elif request["op"] == "build":
+            build(request["file"], request["params"], request["out"])
         elif request["op"] == "listing":
             listing(request["file"], request["params"])
         elif request["op"] == "time":

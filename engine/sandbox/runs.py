@@ -5,6 +5,7 @@ crash the server).
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import io
 import json
@@ -12,6 +13,7 @@ import os
 import pickle
 import shutil
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -31,7 +33,8 @@ _ENV = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "MATMUL_EXPLORER
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) -> tuple[dict, dict[str, np.ndarray]]:
+def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False,
+         writable: Path | None = None) -> tuple[dict, dict[str, np.ndarray]]:
     binds, env = [*engine_binds(), (folder, folder)], dict(_ENV)
     if gpu:   # PyCUDA, where it is installed apart from the Python the server runs (never imported here)
         found = importlib.util.find_spec("pycuda")
@@ -51,7 +54,7 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) 
         if paths:
             env["LD_LIBRARY_PATH"] = ":".join(paths)
     done = run_sandboxed([sys.executable, "-m", "engine.sandbox.job"], binds=binds, env=env,
-                         stdin=pickle.dumps(request), want_result=True, limits=limits, gpu=gpu)
+                         stdin=pickle.dumps(request), want_result=True, limits=limits, gpu=gpu, writable=writable)
     if not done.ok:
         last = [line for line in done.output.splitlines() if line.strip()]
         raise EngineError(f"your kernel {done.reason}" + (f" (it printed: {last[-1][:200]})" if last else ""))
@@ -68,11 +71,36 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False) 
     return meta, arrays
 
 
+_BUILDING: dict[Path, threading.Lock] = {}
+_BUILDING_LOCK = threading.Lock()
+
+
+def library(file: Path, params: dict[str, int], limits: Limits | None = None) -> Path:
+    """The kernel's CPU library, built once per source and parameters in a sandbox that may write only
+    its folder (beside the source); a trace then loads it read-only. A size, block or warp change
+    traces again without compiling again."""
+    key = hashlib.sha256(repr(sorted(params.items())).encode()).hexdigest()[:12]
+    out = Path(file).parent / f"build-{key}"
+    with _BUILDING_LOCK:
+        lock = _BUILDING.setdefault(out, threading.Lock())
+    with lock:
+        so = out / "kernel.so"
+        if not so.exists():
+            out.mkdir(exist_ok=True)
+            _job({"op": "build", "file": str(file), "params": dict(params), "out": str(so)}, Path(file).parent,
+                 limits, writable=out)
+            if not so.is_file():
+                raise EngineError("the sandbox built no library of your kernel")
+        return so
+
+
 def trace(plan: TracePlan, limits: Limits | None = None) -> RawRun:
     """execute(plan) on the CPU, in a sandbox: the RawRun the CPU trace workers give for the
-    catalog's kernels, its arrays checked against the plan."""
+    catalog's kernels, its arrays checked against the plan. Its one launch's library is built first
+    (or found built)."""
     folder = Path(plan.launches[-1].file).parent
-    meta, arrays = _job({"op": "trace", "plan": plan}, folder, limits)
+    so = library(Path(plan.launches[-1].file), plan.launches[-1].defines, limits) if len(plan.launches) == 1 else None
+    meta, arrays = _job({"op": "trace", "plan": plan, "library": str(so) if so else None}, folder, limits)
     try:
         launches = []
         for i, lp in enumerate(plan.launches):
