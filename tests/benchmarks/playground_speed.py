@@ -52,7 +52,7 @@ def main() -> None:
     print(f"edit -> first frame, a kernel never built (tiled_guarded at 256^3, TILE 16, block (0, 0)): "
           f"{frame:.2f} s ({traced:.2f} s of it the sandboxed build and trace)  target <= 3 s")
     traced, frame = edit_to_frame(variant(1000))
-    print(f"the same source again (a new sandbox, built again): {frame:.2f} s")
+    print(f"the same source again (its library built already: a new sandbox traces it): {frame:.2f} s")
 
     port = server.free_port()
     proc = server.start(port, {"MATMUL_EXPLORER_GPU": "0"})
