@@ -62,8 +62,9 @@ if text is not None:
 
 built = st.session_state[BUILT]
 saved = ui.or_stop("Reading your kernel", playground.save, built)
-# The editor marks the lines messages are about: the source reader's rules, and this source's last
-# failed build.
+# The lines messages are about (the source reader's rules, this source's last failed build), passed
+# to the editor's gutter; Ace drops them where the component sets its text after they came, so the
+# messages under the editor name the line too.
 failed = st.session_state.get(FAILED)
 built_errors = playground.diagnostics(failed[1]) if failed and failed[0][0] == saved.digest else []
 marks = [{"row": d.line - 1, "column": 0, "type": "error", "text": d.message}
@@ -75,6 +76,9 @@ answer = code_editor(built, lang="c_cpp", height=[14, 22], key=f"{EDITOR}_{st.se
                      props={"annotations": marks}, options={"showLineNumbers": True, "tabSize": 4})
 if answer and answer.get("type") == "submit" and answer.get("text") is not None and answer["text"] != built:
     st.session_state[BUILT] = answer["text"]
+    # A new editor with what was built: the component put its first text back when its marks changed,
+    # so a student's edit seemed lost after a build that failed (its error named a line not on screen).
+    st.session_state[EDITOR + "_n"] += 1
     st.rerun()
 
 share = playground.share_token(built)
