@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -128,8 +129,8 @@ def _python_roots() -> list[Path]:
 
 def gpu_binds() -> list[str]:
     """For a job that runs the student's kernel on the GPU: the driver's device files, as devices (CUDA
-    opens them), and /sys read-only (CUDA reads the PCI topology there). The driver's libraries and
-    nvcc are under /usr, bound already."""
+    opens them), and /sys read-only (CUDA reads the PCI topology there). The driver's libraries are
+    under /usr (bound already, with the mounts under it); the toolkit is bound by engine_binds."""
     args = []
     for path in sorted(Path("/dev").glob("nvidia*")):
         args += ["--dev-bind", str(path), str(path)]
@@ -166,12 +167,13 @@ def _command(argv: list[str], uid: int, stage: Path, binds: list[tuple[Path, Pat
         point = stage / str(i)
         point.mkdir()
         # --rbind: with the mounts under it (a GPU machine's driver libraries are often a mount of their own)
-        staged.append(f'mount --rbind "{src}" "{point}" && mount -o remount,bind,ro "{point}"')
+        staged.append(f"mount --rbind {shlex.quote(str(src))} {shlex.quote(str(point))} && "
+                      f"mount -o remount,bind,ro {shlex.quote(str(point))}")
         mounts += ["--ro-bind", str(point), str(dest)]
     if writable is not None:   # the one host folder a job may write (its build's), owned by its user
         point = stage / "rw"
         point.mkdir()
-        staged.append(f'mount --bind "{writable}" "{point}"')
+        staged.append(f"mount --bind {shlex.quote(str(writable))} {shlex.quote(str(point))}")
         mounts += ["--bind", str(point), str(writable)]
     box = [_tool("bwrap"), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
            "--disable-userns",
