@@ -159,7 +159,6 @@ def save(text: str) -> Saved:
     return saved
 
 
-
 def spec_of(saved: Saved) -> KernelSpec:
     """The student's kernel as a catalog entry, read from its own contract block the way the
     catalog's are (engine/kernels/declared.py); a contract the engine cannot read is a one-line
@@ -175,7 +174,6 @@ def spec_of(saved: Saved) -> KernelSpec:
         raise EngineError(str(found[0]) if found else str(exc)) from None
 
 
-
 def problem_for(spec: KernelSpec, m: int, n: int, k: int, params: dict[str, int]) -> Problem:
     """The problem bound to the kernel's contract: what it cannot take is a one-line reason."""
     return registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
@@ -186,7 +184,13 @@ def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[i
     the catalog's kernels give, so every view of the app draws it."""
     plan = plan_for(spec, problem, blocks)
     check_fits_host(plan)
-    return assemble(plan, runs.trace(plan), "cpu")
+    raw = runs.trace(plan)
+    try:
+        return assemble(plan, raw, "cpu")
+    except (IndexError, ValueError, KeyError, TypeError):
+        # Records the kernel wrote over (its own memory is its own to corrupt): its trace only.
+        raise EngineError("your kernel's trace is not readable: did it write over its own records (out of "
+                          "bounds through a pointer the access macros do not see)?") from None
 
 
 def listing(saved: Saved, problem: Problem) -> dict:

@@ -97,3 +97,28 @@ def test_a_broken_tracing_rule_comes_back_at_its_line_with_the_fix(tmp_path, mon
 ])
 def test_messages_are_read_at_their_lines(text, expect):
     assert [(d.line, d.message) for d in playground.diagnostics(text)] == expect
+
+
+def test_records_a_kernel_wrote_over_are_one_line_not_a_crash(tmp_path, monkeypatch):
+    """A kernel runs in its sandbox with its own records in reach: what comes back may be nonsense
+    that fits the plan's shapes (a site that does not exist); the page gets one line."""
+    import numpy as np
+
+    from engine.sandbox import runs
+    from engine.tracing.execute import RawLaunch, RawRun
+    from engine.tracing.records import RAW_DTYPE
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    saved = playground.save(playground.starter_source("tiled_guarded"))
+    spec = playground.spec_of(saved)
+    problem = playground.problem_for(spec, 16, 16, 16, {})
+
+    def forged(plan, limits=None):
+        lp = plan.launches[-1]
+        counts = np.zeros(len(lp.blocks) * lp.block[0] * lp.block[1], dtype=np.uint32)
+        counts[0] = 1
+        records = np.zeros(1, dtype=RAW_DTYPE)
+        records["site"] = 250
+        return RawRun([RawLaunch(counts, records)], 0.0, 1, "CPU", {})
+    monkeypatch.setattr(runs, "trace", forged)
+    with pytest.raises(EngineError, match="not readable"):
+        playground.trace(saved, spec, problem, [(0, 0)])
