@@ -122,3 +122,30 @@ def test_records_a_kernel_wrote_over_are_one_line_not_a_crash(tmp_path, monkeypa
     monkeypatch.setattr(runs, "trace", forged)
     with pytest.raises(EngineError, match="not readable"):
         playground.trace(saved, spec, problem, [(0, 0)])
+
+
+def test_a_zip_bomb_on_the_result_pipe_is_not_inflated(tmp_path, monkeypatch):
+    """A kernel can write anything to its result pipe, a compressed archive too: one that would inflate
+    to 1 GiB is refused unread, as is anything but an answer np.savez could have written."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from engine.sandbox import Outcome, runs
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("meta.npy", b"\0" * (1 << 30))
+    assert len(bomb.getvalue()) < 2 << 20
+    monkeypatch.setattr(runs, "run_sandboxed", lambda *a, **k: Outcome(True, "", "", bomb.getvalue(), 0.1))
+    opened = []
+    real_load = np.load
+    monkeypatch.setattr(runs.np, "load", lambda *a, **k: opened.append(1) or real_load(*a, **k))
+    with pytest.raises(EngineError, match="no readable answer"):
+        runs._job({"op": "trace"}, tmp_path, None)
+    assert not opened     # refused before numpy read (and inflated) any of it
+    honest = io.BytesIO()
+    np.savez(honest, meta=np.frombuffer(b'{"error": "its own words"}', dtype=np.uint8))
+    monkeypatch.setattr(runs, "run_sandboxed", lambda *a, **k: Outcome(True, "", "", honest.getvalue(), 0.1))
+    with pytest.raises(EngineError, match="its own words"):
+        runs._job({"op": "trace"}, tmp_path, None)

@@ -43,8 +43,8 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False,
             binds.append((site, site))
             env["PYTHONPATH"] += f":{site}"
         env["MATMUL_EXPLORER_GPU"] = "1"
-        # The driver's libraries (libcuda) are found where the server finds them: its loader path,
-        # not a secret, and no /etc/ld.so.cache inside. Only folders the sandbox sees (/usr, /lib).
+        # The driver's libraries (libcuda) are found where the server finds them: its loader path (not
+        # a secret); only folders the sandbox sees (/usr, /lib). The toolkit's libraries: beside nvcc.
         paths = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith(("/usr/", "/lib"))]
         nvcc = shutil.which("nvcc")   # the toolkit's own libraries (libcurand, libcublas), beside its nvcc
         if nvcc:
@@ -59,6 +59,12 @@ def _job(request: dict, folder: Path, limits: Limits | None, gpu: bool = False,
         last = [line for line in done.output.splitlines() if line.strip()]
         raise EngineError(f"your kernel {done.reason}" + (f" (it printed: {last[-1][:200]})" if last else ""))
     try:
+        # np.savez stores its members as they are: a compressed member could inflate past any limit
+        # (a zip bomb written to the result pipe), so only stored ones of a bounded size are read.
+        with zipfile.ZipFile(io.BytesIO(done.result)) as z:
+            if any(i.compress_type != zipfile.ZIP_STORED for i in z.infolist()) or \
+                    sum(i.file_size for i in z.infolist()) > len(done.result):
+                raise ValueError("not an answer of ours")
         with np.load(io.BytesIO(done.result), allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
         meta = json.loads(arrays.pop("meta").tobytes())
