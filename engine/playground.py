@@ -34,8 +34,6 @@ MAX_SOURCE_BYTES = 64 * 1024
 SHARE_PREFIX = "v1."
 BLANK = "blank"
 BLANK_FILE = sources.CUDA_DIR / "playground" / "blank.cu"
-_KERNEL_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?void\s+'
-                        r'(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?([A-Za-z_]\w*)\s*\(')
 # "file.cu:12: message" (the source reader's rules) and "file.cu(12): error: message" (nvcc) or
 # "file.cu:12:5: error: message" (g++): the line a message is about.
 _AT_LINE_RE = re.compile(r"(?:^|\s)[^:\s]*?\.cu(?::(\d+)(?::\d+)?|\((\d+)\)):\s*(.*)$")
@@ -140,18 +138,18 @@ def save(text: str) -> Saved:
         raise EngineError(f"the kernel is {len(data) // 1024} KB; the Playground takes up to "
                           f"{MAX_SOURCE_BYTES // 1024} KB")
     text = _text(data)
-    m = _KERNEL_RE.search(text)
-    if not m:
+    name = sources.kernel_name(text)
+    if not name:
         raise EngineError('no kernel found: declare it as extern "C" __global__ void name(...)')
     digest = hashlib.sha256(data).hexdigest()[:20]
     folder = root() / digest
-    path = folder / f"{m.group(1)}.cu"
+    path = folder / f"{name}.cu"
     if not path.exists() or path.read_bytes() != data:
         folder.mkdir(parents=True, exist_ok=True)
         cache.write_atomic(path, data)
         # Readable by the sandbox's own user (write_atomic's temporary file is private to the server).
         path.chmod(0o644)
-    saved = Saved(digest, m.group(1), path, text)
+    saved = Saved(digest, name, path, text)
     try:
         sources.load(str(path))
     except ValueError as exc:

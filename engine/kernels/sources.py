@@ -42,6 +42,14 @@ _MATRIX_RE = re.compile(_MATRIX + r"\s*[^,()]+,\s*(\w+)")
 _BOUNDS_CALL = r"__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)"
 _BOUNDS = rf"(?:{_BOUNDS_CALL}\s*)?"
 _SIG_RE = re.compile(rf'extern\s+"C"\s+__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)\s*\(([^)]*)\)', re.S)
+
+
+def kernel_name(text: str) -> str | None:
+    """The name of the extern "C" __global__ kernel a source declares (its file's stem), or None."""
+    sig = _SIG_RE.search(text)
+    return sig.group(1) if sig else None
+
+
 _ALIGN = r"(?:__align__\(\s*\d+\s*\)\s+)?"
 # __shared__ [__align__(n)] [volatile] TYPE [__align__(n)] name[d1][d2]; extern ones (no size) too,
 # to be refused by name.
