@@ -14,6 +14,7 @@ Counts are of one block, at the problem's size:
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -35,6 +36,7 @@ class RungCounts:
     threads: int
     outputs: int              # C elements the block writes
     k: int
+    epochs: int               # barrier intervals its threads pass through (the last epoch, plus one)
     global_loads: int         # load instructions of the block's threads (records)
     shared_loads: int
     compiled_shared_loads: int | None   # the same, as nvcc compiled them (scalar loads merged into LDS.128)
@@ -47,7 +49,9 @@ class RungCounts:
     shared_requests: int      # warp-level shared loads
     shared_wavefronts: int
     shared_ideal: int         # wavefronts of the same loads without bank conflicts
-    intervals: pd.DataFrame   # per warp and barrier interval: see intervals()
+    intervals: pd.DataFrame   # per warp and barrier interval: see intervals(); the first TIMELINE_INTERVALS
+    # per warp, all of them: (intervals that both load a tile and multiply one, intervals that multiply)
+    interval_totals: dict[int, tuple[int, int]]
     # Nsight Compute's totals for the block, as compiled (analysis.compiled_totals), per launch kernel.
     compiled_totals: dict = field(default_factory=dict)
     # (instructions, wavefronts, bank conflicts) of the block's shared loads as the hardware executes
@@ -107,7 +111,8 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
     sites = [ts.site for ts in trace.sites]
     # A record's site says everything counted here (memory space, load or store, array, bytes): the
     # block's records counted once per site, in one pass over them.
-    per_site = analysis.counts_of(trace.block_columns(bx, by)["site"], len(sites))
+    columns = trace.block_columns(bx, by)
+    per_site = analysis.counts_of(columns["site"], len(sites))
     site_bytes = np.array([site.bytes for site in sites], dtype=np.int64)
     global_load = np.array([site.space == "global" and site.op == "load" for site in sites], dtype=bool)
     shared_load = np.array([site.space == "shared" and site.op == "load" for site in sites], dtype=bool)
@@ -132,13 +137,44 @@ def rung_counts(trace: Trace, inst: np.ndarray, block: tuple[int, int], sass_inf
     return RungCounts(
         trace.kernel, dict(p.params), (bx, by), threads,
         outputs=int((per_site * width)[c_store].sum()), k=p.k,
+        epochs=int(columns["epoch"].max()) + 1 if len(columns["epoch"]) else 0,
         global_loads=int(per_site[global_load].sum()), shared_loads=int(per_site[shared_load].sum()),
         compiled_shared_loads=compiled, compiled_why=why, global_bytes=int((per_site * site_bytes)[global_load].sum()),
         shared_bytes=int((per_site * site_bytes)[shared_load].sum()),
         global_requests=len(ig), global_sectors=int(ig["sectors"].sum()), ideal_sectors=int(ideal_sectors.sum()),
         shared_requests=len(is_), shared_wavefronts=int(is_["wavefronts"].sum()), shared_ideal=int(is_["ideal"].sum()),
-        intervals=intervals(trace, ig, is_),
+        **_timeline_parts(intervals(trace, ig, is_)),
         compiled_loads=three(loads) if compiled is not None else None, stores=three(stores), compiled_totals=totals)
+
+
+# What one more period of K adds to a block's counts, and what it leaves as it is.
+_GROWING = ("epochs", "global_loads", "shared_loads", "compiled_shared_loads", "global_bytes", "shared_bytes", "global_requests",
+            "global_sectors", "ideal_sectors", "shared_requests", "shared_wavefronts", "shared_ideal",
+            "compiled_loads", "stores", "compiled_totals", "interval_totals")
+_FIXED = ("name", "params", "block", "threads", "outputs", "compiled_why")
+
+
+def extended(short: RungCounts, longer: RungCounts, periods: int, k: int) -> RungCounts:
+    """The counts of the same block at K = k, where `longer` is `short` with one period of K more and k
+    is `periods` periods more than short's (engine/metrics/long_k.py says why that is exact): every
+    count of short plus periods times what the period added. The timeline's first intervals are short's."""
+    for name in _FIXED:
+        if getattr(short, name) != getattr(longer, name):
+            raise ValueError(f"{short.name}: {name} differs between the two short traces")
+
+    def grow(a, b):
+        if a is None or b is None:
+            if (a is None) != (b is None):
+                raise ValueError(f"{short.name}: one short trace has a count the other lacks")
+            return None
+        if isinstance(a, dict):
+            if a.keys() != b.keys():
+                raise ValueError(f"{short.name}: the two short traces count different things")
+            return {key: grow(a[key], b[key]) for key in a}
+        if isinstance(a, tuple):
+            return tuple(grow(x, y) for x, y in zip(a, b, strict=True))
+        return a + periods * (b - a)
+    return dataclasses.replace(short, k=k, **{name: grow(getattr(short, name), getattr(longer, name)) for name in _GROWING})
 
 
 def _compiled_shared_loads(trace: Trace, merged: dict, loads: np.ndarray, sass_info: dict) -> tuple[int | None, str]:
@@ -156,6 +192,16 @@ def _compiled_shared_loads(trace: Trace, merged: dict, loads: np.ndarray, sass_i
 
 
 COPY, MULTIPLY = "tile loads (global)", "multiply (shared loads)"
+TIMELINE_INTERVALS = 8   # barrier intervals kept per warp for the timeline: the pattern repeats after the first few
+
+
+def _timeline_parts(rows: pd.DataFrame) -> dict:
+    """RungCounts' intervals (the first TIMELINE_INTERVALS of each warp) and interval_totals (of all)."""
+    kinds = rows.groupby(["warp", "epoch"])["what"].nunique()
+    both = (kinds == 2).groupby(level="warp").sum()
+    multiplies = rows[rows["what"] == MULTIPLY].groupby("warp")["epoch"].nunique()
+    totals = {int(w): (int(both.get(w, 0)), int(multiplies.get(w, 0))) for w in kinds.index.unique(level="warp")}
+    return {"intervals": rows[rows["epoch"] < TIMELINE_INTERVALS].reset_index(drop=True), "interval_totals": totals}
 
 
 def intervals(trace: Trace, global_loads: np.ndarray, shared_loads: np.ndarray) -> pd.DataFrame:
@@ -222,7 +268,7 @@ class Timeline:
     """One warp's barrier intervals on one rung: when it loads tiles and when it multiplies them."""
     name: str
     warp: int
-    intervals: pd.DataFrame   # the warp's rows of RungCounts.intervals
+    intervals: pd.DataFrame   # the warp's rows of RungCounts.intervals (its first TIMELINE_INTERVALS)
     overlap: int              # intervals in which it both loads a tile from global memory and multiplies one
     multiplies: int           # intervals in which it multiplies
 
@@ -231,8 +277,7 @@ def timeline(counts: RungCounts, warp: int) -> Timeline:
     """The warp's timeline (the block's last warp where the rung has fewer warps than asked for)."""
     warp = min(warp, -(-counts.threads // 32) - 1)
     mine = counts.intervals[counts.intervals["warp"] == warp].reset_index(drop=True)
-    kinds = mine.groupby("epoch")["what"].nunique()
-    return Timeline(counts.name, warp, mine, int((kinds == 2).sum()), int((mine["what"] == MULTIPLY).sum()))
+    return Timeline(counts.name, warp, mine, *counts.interval_totals.get(warp, (0, 0)))
 
 
 # --------------------------------------------------------------------------- the table across the rungs

@@ -15,12 +15,12 @@ from plotly.subplots import make_subplots
 
 from engine.bench.speeds import LadderSpeeds
 from engine.kernels.registry import LADDER_RUNGS
-from engine.metrics.rung_counts import COPY, MULTIPLY, Timeline
+from engine.metrics.rung_counts import COPY, MULTIPLY, TIMELINE_INTERVALS, Timeline
 from engine.metrics.rung_diff import RungSource
 from engine.plots import style
 
 REMOVED_INK = style.RED
-SHOWN_INTERVALS = 8    # barrier intervals the timeline draws: the pattern repeats after the first few
+SHOWN_INTERVALS = TIMELINE_INTERVALS    # barrier intervals the timeline draws (all that the counts keep)
 
 
 # --------------------------------------------------------------------------- the source, with its diff

@@ -18,7 +18,7 @@ from engine.devices import host_memory, memo
 from engine.errors import EngineError
 from engine.kernels import registry, sass
 from engine.kernels.problem import make_problem
-from engine.metrics import analysis, ncu_reference, rung_counts, views
+from engine.metrics import analysis, long_k, ncu_reference, rung_counts, views
 from engine.plots import movie
 from engine.tracing import plan, tracer
 from pages.lib import view_state
@@ -143,7 +143,7 @@ def reads_against_naive(kernel: str, m: int, n: int, k: int, params: dict[str, i
 
 
 def rung(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> rung_counts.RungCounts | str:
-    """rung_counts.rung_counts of one block of a ladder rung with these parameters (what it does not
+    """long_k.block_counts of one block of a ladder rung with these parameters (what it does not
     name at its defaults) at m x n x k, or the engine's one-line reason it cannot be traced (over
     the record cap). Only the counts are kept: the trace of one block is millions of records at the
     larger sizes, and the page shows six."""
@@ -153,11 +153,9 @@ def rung(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tup
         problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
 
         def compute():
-            trace = tracer.trace(kernel, problem, [block], "auto")
-            return rung_counts.rung_counts(trace, analysis.warp_instructions(trace), block,
-                                           sass_listing(trace.launches[-1].file, trace.problem.params))
+            return long_k.block_counts(kernel, problem, tuple(block), "auto", sass_listing)
         key = ("rung", kernel, m, n, k, _params_key(problem.params), tuple(block), tracer.resolve_source("auto"))
-        need = plan.host_need(kernel, problem, [block])
+        need = long_k.host_need(kernel, problem, tuple(block))
         if need < HEAVY_BYTES:
             return RESULTS.get(key, compute)
         return _heavy_get(RESULTS, key, compute, "rung", lambda: need,
