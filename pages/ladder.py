@@ -42,8 +42,7 @@ st.subheader(f"What one block's trace counts, at {dims}")
 blocks = {r: tuple(min(b, g - 1) for b, g in zip((bx, by), ui.grid_of(r, m, n, k, rung_params[r],
                                                                       registry.get(r).default_block)))
           for r in rungs}
-counts = {r: ui.or_stop(f"Tracing block {blocks[r]} of {r} at {dims}", cached.rung, r, m, n, k, rung_params[r], blocks[r])
-          for r in rungs}
+counts = ui.or_stop(f"Tracing one block of each rung at {dims}", cached.rungs, rungs, m, n, k, rung_params, blocks)
 st.table(ladder_figures.metrics_styler(rung_counts.metrics_table(counts), rung))
 for r, c in counts.items():
     if isinstance(c, str):

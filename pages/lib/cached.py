@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import playground
+from engine import parallel, playground
 from engine.bench import benchmark, export, schema
 from engine.devices import host_memory, memo
 from engine.errors import EngineError
@@ -147,21 +147,41 @@ def rung(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tup
     name at its defaults) at m x n x k, or the engine's one-line reason it cannot be traced (over
     the record cap). Only the counts are kept: the trace of one block is millions of records at the
     larger sizes, and the page shows six."""
-    spec = registry.get(kernel)
     try:
-        # bound first: the default parameters and the ones named are one cache entry
-        problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
+        problem, need = _rung_problem(kernel, m, n, k, params, block)
 
         def compute():
             return long_k.block_counts(kernel, problem, tuple(block), "auto", sass_listing)
         key = ("rung", kernel, m, n, k, _params_key(problem.params), tuple(block), tracer.resolve_source("auto"))
-        need = long_k.host_need(kernel, problem, tuple(block))
         if need < HEAVY_BYTES:
             return RESULTS.get(key, compute)
         return _heavy_get(RESULTS, key, compute, "rung", lambda: need,
                           f"Tracing block {block} of {kernel} at {m}x{n}x{k}")
     except EngineError as exc:
         return str(exc)
+
+
+def _rung_problem(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
+    """The rung's problem, bound (its default parameters and the ones named are one cache entry), and
+    the host bytes its counting reserves."""
+    spec = registry.get(kernel)
+    problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
+    return problem, long_k.host_need(kernel, problem, tuple(block))
+
+
+def rungs(kernels: list[str], m: int, n: int, k: int, params: dict[str, dict[str, int]],
+          blocks: dict[str, tuple[int, int]]) -> dict[str, rung_counts.RungCounts | str]:
+    """rung() of each kernel, with its parameters and block. The light ones (the page's own work) side
+    by side on the engine's threads: one rung's trace runs in a worker process while another's counts
+    are made here. A heavy one waits its turn in the line, on this thread."""
+    def light(kernel: str) -> bool:
+        try:
+            return _rung_problem(kernel, m, n, k, params[kernel], blocks[kernel])[1] < HEAVY_BYTES
+        except EngineError:
+            return True        # rung() says why, at once
+    side_by_side = [r for r in kernels if light(r)]
+    done = dict(zip(side_by_side, parallel.each(lambda r: rung(r, m, n, k, params[r], blocks[r]), side_by_side)))
+    return {r: done[r] if r in done else rung(r, m, n, k, params[r], blocks[r]) for r in kernels}
 
 
 def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress, number: int | None = None):
