@@ -50,11 +50,11 @@ extern "C" __global__ void __launch_bounds__(BM * BN / TM) blocktile_1d(const fl
     for (int k0 = 0; k0 < K; k0 += BK) {
         for (int i = tid; i < BM * BK; i += threads) {
             int r = i / BK, c = i % BK;
-            STS(As, r, c, (row0 + r < M && k0 + c < K) ? LDG(A, (row0 + r) * K + k0 + c) : 0.0f);
+            STS(As, r, c, (row0 + r < M && k0 + c < K) ? LDG(A, (row0 + r) * K + k0 + c) : (SKIP_LDG(A), 0.0f));
         }
         for (int i = tid; i < BK * BN; i += threads) {
             int r = i / BN, c = i % BN;
-            STS(Bs, r, c, (k0 + r < K && col0 + c < N) ? LDG(B, (k0 + r) * N + col0 + c) : 0.0f);
+            STS(Bs, r, c, (k0 + r < K && col0 + c < N) ? LDG(B, (k0 + r) * N + col0 + c) : (SKIP_LDG(B), 0.0f));
         }
         SYNC();  // both tiles are in shared memory
         for (int k = 0; k < BK; k++) {
@@ -66,8 +66,7 @@ extern "C" __global__ void __launch_bounds__(BM * BN / TM) blocktile_1d(const fl
         SYNC();  // everyone is done with these tiles before the next ones overwrite them
     }
     for (int m = 0; m < TM; m++) {
-        if (row0 + row + m < M && col0 + col < N) {
-            STG(C, (row0 + row + m) * N + col0 + col, acc[m]);
-        }
+        bool inside = row0 + row + m < M && col0 + col < N;
+        if (inside) STG(C, (row0 + row + m) * N + col0 + col, acc[m]); else SKIP_STG(C);
     }
 }

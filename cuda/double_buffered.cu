@@ -77,10 +77,10 @@ __device__ void load_a(const float *A, float4 (&ra)[kALoads], int M, int K, int 
         if (K % 4 == 0 && gr < M && gc + 3 < K) {
             ra[l] = LDG4(A, gr * K + gc);
         } else {
-            ra[l].x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : 0.0f;
-            ra[l].y = (gr < M && gc + 1 < K) ? LDG(A, gr * K + gc + 1) : 0.0f;
-            ra[l].z = (gr < M && gc + 2 < K) ? LDG(A, gr * K + gc + 2) : 0.0f;
-            ra[l].w = (gr < M && gc + 3 < K) ? LDG(A, gr * K + gc + 3) : 0.0f;
+            ra[l].x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : (SKIP_LDG(A), 0.0f);
+            ra[l].y = (gr < M && gc + 1 < K) ? LDG(A, gr * K + gc + 1) : (SKIP_LDG(A), 0.0f);
+            ra[l].z = (gr < M && gc + 2 < K) ? LDG(A, gr * K + gc + 2) : (SKIP_LDG(A), 0.0f);
+            ra[l].w = (gr < M && gc + 3 < K) ? LDG(A, gr * K + gc + 3) : (SKIP_LDG(A), 0.0f);
         }
     }
 }
@@ -108,7 +108,7 @@ __device__ void copy_b(float (&Bs)[2][BK * BN], const float *B, int N, int K, in
             CP_ASYNC4(Bs, buf, r * BN + c, B, gr * N + gc);
         } else {
             for (int j = 0; j < 4; j++) {
-                STS(Bs, buf, r * BN + c + j, (gr < K && gc + j < N) ? LDG(B, gr * N + gc + j) : 0.0f);
+                STS(Bs, buf, r * BN + c + j, (gr < K && gc + j < N) ? LDG(B, gr * N + gc + j) : (SKIP_LDG(B), 0.0f));
             }
         }
     }
@@ -186,9 +186,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) double_buffered(const flo
                         STG4(C, gr * N + gc, make_float4(out[0], out[1], out[2], out[3]));
                     } else {
                         for (int j = 0; j < 4; j++) {
-                            if (gr < M && gc + j < N) {
-                                STG(C, gr * N + gc + j, out[j]);
-                            }
+                            if (gr < M && gc + j < N) STG(C, gr * N + gc + j, out[j]); else SKIP_STG(C);
                         }
                     }
                 }

@@ -71,13 +71,13 @@ __device__ __forceinline__ int swizzle_b(unsigned r, unsigned c) { return ((c / 
 // both or neither inside: one 8-byte store. Where N is odd every other row starts at an odd float,
 // so the pair is stored as two floats, the second only inside C.
 __device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c, float x, float y) {
-    if (r >= M || c >= N) return;
+    bool inside = r < M && c < N;   // lanes outside still take part in the warp's stores, predicated off
     if (N % 2 == 0) {
-        STG2(C, r * N + c, make_float2(x, y));
+        if (inside) STG2(C, r * N + c, make_float2(x, y)); else SKIP_STG(C);
         return;
     }
-    STG(C, r * N + c, x);
-    if (c + 1 < N) STG(C, r * N + c + 1, y);
+    if (inside) STG(C, r * N + c, x); else SKIP_STG(C);
+    if (inside && c + 1 < N) STG(C, r * N + c + 1, y); else SKIP_STG(C);
 }
 
 // Tile kt of A and B into ring slot s (rows s * BM .. of As, s * BK .. of Bs): 16-byte copies in
@@ -99,7 +99,7 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * 
             uint4 v = zero;
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                if (k + e < K) set_half(v, e, LDG(A, row * K + k + e));
+                if (k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
             STS8(As, sr, sca, v);
         } else {
             STS8(As, sr, sca, zero);
@@ -114,7 +114,7 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * 
             uint4 v = zero;
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                if (col + e < N) set_half(v, e, LDG(B, k * N + col + e));
+                if (col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
             STS8(Bs, sr, sc, v);
         } else {
             STS8(Bs, sr, sc, zero);

@@ -47,13 +47,13 @@ __device__ __forceinline__ int swizzle_b(int r, int c) { return ((c / 8) ^ (r % 
 // both or neither inside: one 8-byte store. Where N is odd every other row starts at an odd float,
 // so the pair is stored as two floats, the second only inside C.
 __device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c, float x, float y) {
-    if (r >= M || c >= N) return;
+    bool inside = r < M && c < N;   // lanes outside still take part in the warp's stores, predicated off
     if (N % 2 == 0) {
-        STG2(C, r * N + c, make_float2(x, y));
+        if (inside) STG2(C, r * N + c, make_float2(x, y)); else SKIP_STG(C);
         return;
     }
-    STG(C, r * N + c, x);
-    if (c + 1 < N) STG(C, r * N + c + 1, y);
+    if (inside) STG(C, r * N + c, x); else SKIP_STG(C);
+    if (inside && c + 1 < N) STG(C, r * N + c + 1, y); else SKIP_STG(C);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads) mma_swizzled(const __half *A, const __half *B, float *C, int M, int N, int K) {
@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) mma_swizzled(const __half
             } else if (row < M && k < K) {   // rows not 16-byte aligned: half by half, zeros past K
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    if (k + e < K) set_half(v, e, LDG(A, row * K + k + e));
+                    if (k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
             }
             STS8(As, r, swizzle_a(r, c), v);
         }
@@ -86,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) mma_swizzled(const __half
             } else if (k < K && col < N) {   // rows not 16-byte aligned: half by half, zeros past N
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    if (col + e < N) set_half(v, e, LDG(B, k * N + col + e));
+                    if (col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
             }
             STS8(Bs, r, swizzle_b(r, c), v);
         }

@@ -9,6 +9,12 @@
 //
 // The macros:
 //   LDG(A, i)  STG(C, i, v)                 global: element i of A (A may have been moved: A += row * K)
+//   SKIP_LDG(A)  SKIP_STG(C)                a lane whose guard skips the line's LDG of A (STG of C):
+//                                           `in ? LDG(A, i) : (SKIP_LDG(A), 0.0f)`, `if (in) STG(C, i, v);
+//                                           else SKIP_STG(C);`. The warp runs the access as one
+//                                           instruction with that lane predicated off; recorded so,
+//                                           the lane's later accesses there pair with the same
+//                                           instructions as its neighbours' (nothing else is recorded).
 //   LDS(As, i)  LDS(As, r, c)               shared, 1-D or 2-D: As[i], As[r][c]
 //   STS(As, i, v)  STS(As, r, c, v)
 //   LDG4, STG4, LDS4, STS4 (and 2, 8)       N consecutive elements from the one named, in one vector
@@ -162,6 +168,8 @@ TRACE_FN void trace_mma_16816(float (&d)[4], const unsigned int (&a)[4], const u
 
 #define LDG(arr, i) ((arr)[i])
 #define STG(arr, i, v) ((arr)[i] = (v))
+#define SKIP_LDG(arr) ((void)0)
+#define SKIP_STG(arr) ((void)0)
 #define LDS(...) (TRACE_LDS_ELEM(__VA_ARGS__))
 #define STS(...) (TRACE_STS_ELEM(__VA_ARGS__) = (TRACE_STS_VALUE(__VA_ARGS__)))
 #define TRACE_LDGN(N, arr, i) trace_vec<N>(&(arr)[i])
@@ -355,6 +363,13 @@ TRACE_FN void trace_load_matrix(unsigned int (&regs)[N], const T *row, const cha
 #endif
 }
 
+// A lane that skips the line's access (its guard is false) still takes part in the warp's
+// instruction, predicated off: its count of the site's executions goes on, so that its next access
+// there pairs with its neighbours' of the same instruction, not with their next one.
+TRACE_FN void trace_skip(unsigned int site) {
+    if (trace_records) trace_ordinals[(unsigned long long)trace_slot() * (TRACE_SITE_COUNT + 1) + site]++;
+}
+
 TRACE_FN void trace_sync() {
     __syncthreads();
     trace_epochs[trace_slot()]++;
@@ -376,6 +391,8 @@ TRACE_FN void trace_commit() {
 #define TRACE_SHARED_AT(op, arr, ...) TRACE_AT(arr, op)
 #define LDG(arr, i) trace_load(&(arr)[i], TRACE_AT(arr, 0))
 #define STG(arr, i, v) trace_store(&(arr)[i], (v), TRACE_AT(arr, 1))
+#define SKIP_LDG(arr) trace_skip(TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 0))
+#define SKIP_STG(arr) trace_skip(TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 1))
 #define LDS(...) trace_load(&TRACE_LDS_ELEM(__VA_ARGS__), TRACE_SHARED_AT(0, __VA_ARGS__))
 #define STS(...) trace_store(&TRACE_STS_ELEM(__VA_ARGS__), (TRACE_STS_VALUE(__VA_ARGS__)), TRACE_SHARED_AT(1, __VA_ARGS__))
 #define TRACE_SHARED_ORIGIN(arr, ...) trace_origin(arr, TRACE_ID_##arr)

@@ -68,10 +68,10 @@ extern "C" __global__ void __launch_bounds__(BM * BN / (TM * TN)) vectorized(con
             if (K % 4 == 0 && gr < M && gc + 3 < K) {
                 v = LDG4(A, gr * K + gc);
             } else {
-                v.x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : 0.0f;
-                v.y = (gr < M && gc + 1 < K) ? LDG(A, gr * K + gc + 1) : 0.0f;
-                v.z = (gr < M && gc + 2 < K) ? LDG(A, gr * K + gc + 2) : 0.0f;
-                v.w = (gr < M && gc + 3 < K) ? LDG(A, gr * K + gc + 3) : 0.0f;
+                v.x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : (SKIP_LDG(A), 0.0f);
+                v.y = (gr < M && gc + 1 < K) ? LDG(A, gr * K + gc + 1) : (SKIP_LDG(A), 0.0f);
+                v.z = (gr < M && gc + 2 < K) ? LDG(A, gr * K + gc + 2) : (SKIP_LDG(A), 0.0f);
+                v.w = (gr < M && gc + 3 < K) ? LDG(A, gr * K + gc + 3) : (SKIP_LDG(A), 0.0f);
             }
             // The transpose happens here, on the way into shared memory.
             STS(As, c, r, v.x);
@@ -86,10 +86,10 @@ extern "C" __global__ void __launch_bounds__(BM * BN / (TM * TN)) vectorized(con
             if (N % 4 == 0 && gr < K && gc + 3 < N) {
                 v = LDG4(B, gr * N + gc);
             } else {
-                v.x = (gr < K && gc < N) ? LDG(B, gr * N + gc) : 0.0f;
-                v.y = (gr < K && gc + 1 < N) ? LDG(B, gr * N + gc + 1) : 0.0f;
-                v.z = (gr < K && gc + 2 < N) ? LDG(B, gr * N + gc + 2) : 0.0f;
-                v.w = (gr < K && gc + 3 < N) ? LDG(B, gr * N + gc + 3) : 0.0f;
+                v.x = (gr < K && gc < N) ? LDG(B, gr * N + gc) : (SKIP_LDG(B), 0.0f);
+                v.y = (gr < K && gc + 1 < N) ? LDG(B, gr * N + gc + 1) : (SKIP_LDG(B), 0.0f);
+                v.z = (gr < K && gc + 2 < N) ? LDG(B, gr * N + gc + 2) : (SKIP_LDG(B), 0.0f);
+                v.w = (gr < K && gc + 3 < N) ? LDG(B, gr * N + gc + 3) : (SKIP_LDG(B), 0.0f);
             }
             STS4(Bs, r, c, v);
         }
@@ -125,9 +125,7 @@ extern "C" __global__ void __launch_bounds__(BM * BN / (TM * TN)) vectorized(con
                 STG4(C, gr * N + gc, make_float4(acc[m][n], acc[m][n + 1], acc[m][n + 2], acc[m][n + 3]));
             } else {
                 for (int j = 0; j < 4; j++) {
-                    if (gr < M && gc + j < N) {
-                        STG(C, gr * N + gc + j, acc[m][n + j]);
-                    }
+                    if (gr < M && gc + j < N) STG(C, gr * N + gc + j, acc[m][n + j]); else SKIP_STG(C);
                 }
             }
         }

@@ -126,3 +126,28 @@ def test_a_load_written_128_bits_wide_is_not_taken_for_one_nvcc_merged():
     line = next(s.line for s in sources.load(VEC4).sites if s.array == "Bs" and s.op == "load")
     hw, notes, per_site = analysis.as_compiled(t, sites, {"available": True, "by_line": {line: {"LDS.128": 3}}})
     assert not notes and not per_site and hw.equals(sites)
+
+
+def test_a_lane_whose_guard_skips_an_access_takes_part_in_the_next_instruction_at_its_place():
+    """guard_skips.cu: a guarded load and store in two passes, the odd lanes outside in pass 0. The
+    warp executes each as one instruction a pass: 16 lanes, then 32. Paired by each lane's count of
+    its own loads instead, the odd lanes' pass-1 load would join the even lanes' pass-0 one (32
+    lanes, then 16)."""
+    plan = single_launch_plan(str(Path(__file__).parent / "cuda" / "guard_skips.cu"), make_problem(2, 32, 32),
+                              (1, 1), (32, 1))
+    t = tracer.assemble(plan, tracer.run_plan(plan, "cpu"), "cpu")
+    inst = analysis.warp_instructions(t)
+    for array in ("A", "C"):
+        site = next(i for i, ts in enumerate(t.sites) if ts.site.array == array)
+        rows = inst[inst["site"] == site]
+        assert rows["active"].tolist() == [16, 32], array
+        assert rows["sectors"].tolist() == [4, 4], array      # 128 bytes a pass (paired by count: 8, then 4)
+
+
+def test_a_skip_is_for_an_access_on_its_own_line(tmp_path):
+    bad = tmp_path / "skip_elsewhere.cu"
+    bad.write_text('#include "trace.cuh"\nextern "C" __global__ void skip_elsewhere(const float *A, const float *B, '
+                   'float *C, int M, int N, int K) {\n    float x = LDG(A, threadIdx.x);\n    SKIP_LDG(A);\n'
+                   '    STG(C, threadIdx.x, x);\n}\n')
+    with pytest.raises(ValueError, match=r"skip_elsewhere.cu:4: SKIP_LDG\(A\) is for the lanes that skip this line's"):
+        sources.load(bad)

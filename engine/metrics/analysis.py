@@ -2,10 +2,11 @@
 
 A warp-level instruction (ncu: one "request" into L1TEX for global memory, one executed shared
 instruction) is one execution of one access site by the active lanes of one warp: the records that
-share launch, block, warp, site and the thread's ordinal of that site.
+share launch, block, warp, site and the thread's ordinal of that site (its executions before, the
+ones its guard skipped included: SKIP_LDG and SKIP_STG in cuda/trace.cuh).
 
-Global memory (per request): sectors = distinct 32-byte sectors the active lanes touch; lines =
-distinct 128-byte lines. Totals match l1tex__t_requests_pipe_lsu_mem_global_op_{ld,st}.sum and
+Global memory (per request): sectors = distinct 32-byte sectors the active lanes touch (a cp.async's
+per group of 8 lanes); lines = distinct 128-byte lines. Totals match l1tex__t_requests_pipe_lsu_mem_global_op_{ld,st}.sum and
 l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}.sum.
 Shared memory (per instruction): 32 banks of 4-byte words; lanes reading the same word share it
 (broadcast); wavefronts = the most distinct words any one bank must serve; bank conflicts =
@@ -52,6 +53,9 @@ def counts_of(values: np.ndarray, n: int) -> np.ndarray:
     for i in range(0, len(values), _PIECE):
         out += np.bincount(values[i:i + _PIECE], minlength=n)
     return out
+
+
+COPY_GROUP_LANES = 8   # lanes of a cp.async whose global reads are served together: 128 bytes
 
 
 def _distinct_per_row(table: np.ndarray) -> np.ndarray:
@@ -171,18 +175,29 @@ def _matrix_wavefronts(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fill_metrics(inst: np.ndarray, addr: np.ndarray, is_global: np.ndarray, width: np.ndarray,
-                  matrix: np.ndarray, is_load: np.ndarray | None = None) -> None:
+                  matrix: np.ndarray, is_load: np.ndarray | None = None, copy: np.ndarray | None = None) -> None:
     """addr: (rows, 32) byte offsets of each row's lanes (their first byte), -1 for an inactive lane;
     width: 4-byte words per lane of each row's access (1 for 4 bytes or less, 2 for 64-bit, 4 for
-    128-bit); matrix: the rows that are ldmatrix instructions. A lane's aligned access of up to 16
-    bytes lies in one 32-byte sector and one 128-byte line, so a global access's sectors and lines
-    are those of its first bytes whatever its width."""
+    128-bit); matrix: the rows that are ldmatrix instructions; copy: the rows that are cp.async. A
+    lane's aligned access of up to 16 bytes lies in one 32-byte sector and one 128-byte line, so a
+    global access's sectors and lines are those of its first bytes whatever its width."""
     inst["active"] = (addr >= 0).sum(axis=1)
     inst["sectors"] = inst["lines"] = inst["wavefronts"] = inst["ideal"] = 0
+    copy = np.zeros(len(inst), dtype=bool) if copy is None else copy
     g = addr[is_global]
     if len(g):
-        inst["sectors"][is_global] = _distinct_per_row(np.where(g >= 0, g // SECTOR_BYTES, -1))
+        sectors = np.where(g >= 0, g // SECTOR_BYTES, -1)
+        inst["sectors"][is_global] = _distinct_per_row(sectors)
         inst["lines"][is_global] = _distinct_per_row(np.where(g >= 0, g // LINE_BYTES, -1))
+        # cp.async (LDGSTS, 16 bytes a lane) reads global memory 8 lanes (128 bytes) at a time, and
+        # each group's sectors are counted on their own: a sector two groups touch counts twice.
+        # Measured on an H100 and an H200 (tests/test_ncu_reference.py): 256-byte rows starting 16
+        # bytes into a sector, 9 sectors a row by distinct count, are 10 in l1tex__t_sectors for
+        # LDGSTS and 9 for LDG.128 of the same rows.
+        grouped = np.flatnonzero(is_global)[copy[is_global]]
+        if len(grouped):
+            per_group = _distinct_per_row(sectors[copy[is_global]].reshape(-1, COPY_GROUP_LANES))
+            inst["sectors"][grouped] = per_group.reshape(len(grouped), -1).sum(axis=1)
     if matrix.any():
         inst["wavefronts"][matrix], inst["ideal"][matrix] = _matrix_wavefronts(
             np.where(addr[matrix] >= 0, addr[matrix] // WORD_BYTES, -1))
@@ -262,8 +277,9 @@ def _rows(trace: Trace, first: np.ndarray, seq: np.ndarray, addr: np.ndarray) ->
     width = np.array([max(1, ts.site.bytes // WORD_BYTES) for ts in trace.sites], dtype=np.int64)
     matrix = np.array([ts.site.matrices > 0 for ts in trace.sites], dtype=bool)
     load = np.array([ts.site.op == "load" for ts in trace.sites], dtype=bool)
+    copy = np.array([ts.site.copy for ts in trace.sites], dtype=bool)
     site = inst["site"]
-    _fill_metrics(inst, addr, space[site], width[site], matrix[site], load[site])
+    _fill_metrics(inst, addr, space[site], width[site], matrix[site], load[site], copy[site])
     return inst
 
 

@@ -66,17 +66,6 @@ _HALF_FALLBACKS = ("mma_ldmatrix", "mma_swizzled", "mma_pipelined")
 
 # Differences whose cause is known: (kernels, metrics, whether it applies to a size, the reason).
 EXPLAINED = [
-    (_FALLBACKS, _SECTORS, lambda m, n, k: m % 4 or n % 4 or k % 4,
-     "At sizes that are not multiples of 4 these rungs copy the matrices' edges with guarded scalar loads "
-     "and stores (`cond ? LDG(...) : 0`, `if (col + j < N) STG(...)`). Lanes skip different ones, so a "
-     "lane's n-th execution of the line is not the same instruction as its neighbour's n-th; the trace "
-     "pairs lanes by that count, the hardware by instruction, so the edge warps' sectors are grouped "
-     "differently (the interior is exact)."),
-    (_HALF_FALLBACKS, _SECTORS, lambda m, n, k: m % 8 or n % 8 or k % 8,
-     "Where K or N is not a multiple of 8, a row of A or B does not start on a 16-byte boundary and these "
-     "rungs copy it half by half with guards (`cond ? LDG(...) : 0`). Lanes skip different ones, so a lane's "
-     "n-th execution of the line is not the same instruction as its neighbour's n-th; the trace pairs lanes "
-     "by that count, the hardware by instruction, so the edge warps' sectors are grouped differently."),
     (("mma_pipelined",), (NCU_METRICS["shared", "store", "requests"], NCU_METRICS["shared", "load", "requests"]),
      lambda m, n, k: True,
      "ptxas turned `if (in bounds) cp.async(...) else store zeros` into two predicated instructions, "
