@@ -13,7 +13,7 @@ from engine import outputs
 from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import cache, documents, registry, sass
-from engine.kernels.problem import make_problem, parse_block, parse_param
+from engine.kernels.problem import add_param_options, make_problem, params_given, parse_block
 from engine.metrics import analysis
 from engine.tracing import tracer
 from engine.tracing.plan import DEFAULT_RECORD_CAP, parse_blocks
@@ -122,8 +122,7 @@ def save_trace(trace, out: Path, tmp: Path) -> None:
 def cmd_trace(args) -> int:
     spec = registry.get(args.kernel)
     block = parse_block(args.block) if args.block else spec.default_block
-    params = dict(map(parse_param, args.param))
-    problem = make_problem(args.m, args.n, args.k, tile=args.tile, pad=args.pad, block=block, params=params)
+    problem = make_problem(args.m, args.n, args.k, block=block, params=params_given(args, registry.parameter_names()))
     blocks = parse_blocks(args.blocks)
     out, tmp = trace_destination(args.out) if args.out else (None, None)
     try:
@@ -166,10 +165,7 @@ def main(argv=None) -> int:
     t.add_argument("--m", required=True, type=float)
     t.add_argument("--n", required=True, type=float)
     t.add_argument("--k", required=True, type=float)
-    t.add_argument("--tile", type=int, help="TILE, for the kernels that take it (default: the kernel's)")
-    t.add_argument("--pad", type=int, help="PAD, for the kernels that take it (default: the kernel's)")
-    t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a compile-time parameter by name, e.g. TILE=32 (repeatable; `kernels` lists them)")
+    add_param_options(t, registry.parameter_names())   # default: the kernel's own
     t.add_argument("--block", help="launch block of the naive kernels, e.g. 32x8")
     t.add_argument("--blocks", help="which blocks to trace: 'x,y x,y ...' (default: all)")
     t.add_argument("--source", choices=("gpu", "cpu", "auto"), default="auto")

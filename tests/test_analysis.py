@@ -9,8 +9,10 @@ from engine.tracing import tracer
 from engine.tracing.records import STORED_FIELDS, TRACE_DTYPE, Trace, TraceSite
 
 
-def _sites(kernel, **kw):
-    t = tracer.trace(kernel, make_problem(64, 64, 64, **kw), source="cpu")
+def _sites(kernel, block=(16, 16), **params):
+    """params: TILE, PAD as the kernel names them (lower case here)."""
+    t = tracer.trace(kernel, make_problem(64, 64, 64, block=block, params={k.upper(): v for k, v in params.items()}),
+                     source="cpu")
     s = analysis.site_summary(t)
     return {(r.array, r.op): r for r in s.itertuples()}, t
 
@@ -69,7 +71,7 @@ def test_ncu_totals_use_the_metric_names():
 
 
 def test_block_phases_show_the_tiles_each_phase_loads():
-    t = tracer.trace("tiled_guarded", make_problem(40, 40, 40, tile=16), source="cpu")
+    t = tracer.trace("tiled_guarded", make_problem(40, 40, 40, params={"TILE": 16}), source="cpu")
     ph = analysis.block_phases(t, 1, 2)
     a1 = ph[(ph["phase"] == 1) & (ph["array"] == "A")]
     assert set(a1["row"]) == set(range(32, 40)) and set(a1["col"]) == set(range(16, 32))

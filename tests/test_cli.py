@@ -36,6 +36,20 @@ def test_trace_prints_json_metrics_and_writes_the_trace(capsys, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["t.npz"]      # written through a temporary file, renamed
 
 
+def test_every_parameter_of_the_catalog_is_an_option_of_its_own(capsys):
+    """--bk, --tm, --stages ... come from the kernels' contracts, as --tile and --pad do: none is a
+    special case. Named twice with two values, or for a kernel without it, is one line."""
+    assert main(["trace", "blocktile_2d", "--m", "64", "--n", "64", "--k", "64", "--bk", "8", "--tn", "8",
+                 "--blocks", "0,0", "--source", "cpu"]) == 0
+    params = json.loads(capsys.readouterr().out)["params"]
+    assert params["BK"] == 8 and params["TN"] == 8 and params["BM"] == 64
+    assert main(["trace", "blocktile_2d", "--m", "64", "--n", "64", "--k", "64", "--bk", "8", "--param", "BK=16",
+                 "--source", "cpu"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["error: BK is given twice, as 16 and as 8"]
+    assert main(["trace", "blocktile_2d", "--m", "64", "--n", "64", "--k", "64", "--tile", "16", "--source", "cpu"]) == 2
+    assert "blocktile_2d has no parameter TILE" in capsys.readouterr().err
+
+
 def test_bad_input_is_one_line_on_stderr(capsys):
     assert main(["trace", "naive_x_rows", "--m", "-1", "--n", "4", "--k", "4", "--source", "cpu"]) == 2
     err = capsys.readouterr().err

@@ -78,7 +78,7 @@ def test_a_new_kernel_is_a_source_and_an_entry():
         with pytest.raises(EngineError, match=re.escape("rows_1d takes BS 64, 128, not 96")):
             tracer.trace("rows_1d", make_problem(m, n, k, params={"BS": 96}), source="cpu")
         with pytest.raises(EngineError, match=re.escape("rows_1d has no parameter TILE (it takes BS)")):
-            tracer.trace("rows_1d", make_problem(m, n, k, tile=16), source="cpu")
+            tracer.trace("rows_1d", make_problem(m, n, k, params={"TILE": 16}), source="cpu")
     assert "rows_1d" not in registry.showing("coalescing")
 
 
@@ -93,7 +93,7 @@ def test_requests_are_checked_against_the_declaration():
         registry.bind(spec, make_problem(32, 32, 32, params={"PAD": 2}))
     with pytest.raises(EngineError, match=re.escape("has no parameter BM (it takes TILE, PAD)")):
         registry.bind(spec, make_problem(32, 32, 32, params={"BM": 64}))
-    assert registry.bind(spec, make_problem(32, 32, 32, pad=1)).params == {"TILE": 16, "PAD": 1}
+    assert registry.bind(spec, make_problem(32, 32, 32, params={"PAD": 1})).params == {"TILE": 16, "PAD": 1}
 
 
 def test_cli_takes_any_parameter_by_name(capsys):
@@ -144,7 +144,7 @@ def test_tiling_written_two_ways_has_one_hardware_story():
     m, n, k = 64, 48, 32
     with registry.registered(_moved_pointers()):
         moved = tracer.trace("moved_pointers", make_problem(m, n, k, params={"TILE": 16}), source="cpu")
-    tiled = tracer.trace("tiled_guarded", make_problem(m, n, k, tile=16), source="cpu")
+    tiled = tracer.trace("tiled_guarded", make_problem(m, n, k, params={"TILE": 16}), source="cpu")
     totals = [analysis.ncu_totals(analysis.site_summary(t)) for t in (moved, tiled)]
     assert totals[0] == totals[1]
     assert totals[0]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] > 0

@@ -47,7 +47,7 @@ def test_out_of_bounds_access_is_an_error_not_a_crash():
 
 def test_concurrent_cpu_traces_do_not_mix():
     from concurrent.futures import ThreadPoolExecutor
-    probs = [make_problem(16 + i, 24, 8 + i, tile=8) for i in range(6)]
+    probs = [make_problem(16 + i, 24, 8 + i, params={"TILE": 8}) for i in range(6)]
     with ThreadPoolExecutor(4) as pool:
         traces = list(pool.map(lambda p: tracer.trace("tiled_guarded", p, source="cpu"), probs))
     for p, t in zip(probs, traces):
@@ -70,12 +70,12 @@ from engine.errors import EngineError
 from engine.tracing.execute import execute
 from engine.tracing.plan import single_launch_plan
 from engine.kernels.problem import make_problem
-plan = single_launch_plan({str(root / "tests" / "cuda" / "shared_out_of_bounds.cu")!r}, make_problem(8, 8, 8, tile=16), (1, 1), (32, 1))
+plan = single_launch_plan({str(root / "tests" / "cuda" / "shared_out_of_bounds.cu")!r}, make_problem(8, 8, 8, params={{"TILE": 16}}), (1, 1), (32, 1))
 try:
     execute(plan, CpuDevice())
 except EngineError as exc:
     print(exc)
-print(tracer.trace("tiled_guarded", make_problem(8, 8, 8, tile=8), source="cpu").rel_error < 1e-6)
+print(tracer.trace("tiled_guarded", make_problem(8, 8, 8, params={{"TILE": 8}}), source="cpu").rel_error < 1e-6)
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -17,8 +17,12 @@ from engine.tracing.plan import make_plan
 from engine.tracing.records import Trace
 
 
+def _named(**params) -> dict:
+    return {name: value for name, value in params.items() if value is not None}
+
+
 def _trace(kernel, m, n, k, tile=None, pad=None, block=(16, 16), blocks=None):
-    return tracer.trace(kernel, make_problem(m, n, k, tile=tile, pad=pad, block=block), blocks, "cpu")
+    return tracer.trace(kernel, make_problem(m, n, k, block=block, params=_named(TILE=tile, PAD=pad)), blocks, "cpu")
 
 
 CASES = [  # edge blocks with divergent warps, several launches, a subset with a block twice
@@ -125,7 +129,7 @@ def test_tile_phases_count_the_block_records():
 
 def test_blocks_on_several_host_threads_give_the_one_thread_records(monkeypatch):
     # In this process, not a worker's, so that the switch below reaches the device that runs.
-    plan = make_plan("tiled_guarded", make_problem(128, 96, 40, tile=8, block=(8, 8)))   # 12,288 threads
+    plan = make_plan("tiled_guarded", make_problem(128, 96, 40, block=(8, 8), params={"TILE": 8}))   # 12,288 threads
     calls = []
     monkeypatch.setattr(parallel, "pool", lambda real=parallel.pool: calls.append(1) or real())
     shared_out = execute(plan, cpu.CpuDevice())
@@ -179,7 +183,7 @@ def test_assembly_in_pieces_on_several_threads_gives_the_one_piece_trace(monkeyp
 
 
 def test_a_record_of_no_site_is_reported_at_its_line_from_any_piece(monkeypatch):
-    plan = make_plan("tiled_guarded", make_problem(64, 64, 64, tile=8, block=(8, 8)))
+    plan = make_plan("tiled_guarded", make_problem(64, 64, 64, block=(8, 8), params={"TILE": 8}))
     raw = tracer.run_plan(plan, "cpu")
     bad = raw.launches[-1].records
     bad[[30_000, 50_000]] = [(0, 250, 41, 0, 0, 0), (0, 250, 17, 0, 0, 0)]   # site 250: none

@@ -118,7 +118,7 @@ def test_a_benchmark_row_times_the_build_its_params_name():
 
 
 def test_a_timing_between_two_traces_in_one_worker_changes_neither():
-    p = make_problem(64, 64, 64, tile=16)
+    p = make_problem(64, 64, 64, params={"TILE": 16})
     t = tracer.trace("tiled_guarded", p, source="gpu")   # the instrumented build
     out = _bench("tiled_guarded", p)                     # the plain build, through the same launcher
     again = tracer.trace("tiled_guarded", p, source="gpu")
@@ -150,7 +150,7 @@ def test_engine_error_in_the_worker_is_not_fatal():
     with pytest.raises(EngineError, match="over the cap"):
         # Passes the estimate (cap check uses the bound), refused on the exact count in the worker.
         from engine.tracing.plan import make_plan
-        plan = make_plan("tiled_guarded", make_problem(64, 64, 60, tile=16), None, cap=10**9)
+        plan = make_plan("tiled_guarded", make_problem(64, 64, 60, params={"TILE": 16}), None, cap=10**9)
         plan.cap = 1000
         gpu_client.call("execute", plan)
     assert gpu_client.restarts == before

@@ -30,16 +30,16 @@ def test_unknown_kernel():
 def test_unguarded_kernel_refuses_non_multiples_with_the_reason():
     spec = registry.get("tiled_unguarded")
     with pytest.raises(EngineError, match="no boundary guards") as info:
-        registry.bind(spec, make_problem(100, 64, 64, tile=16))
+        registry.bind(spec, make_problem(100, 64, 64, params={"TILE": 16}))
     assert "M=100" in str(info.value) and "N=" not in str(info.value)
-    registry.bind(spec, make_problem(96, 64, 64, tile=16))
+    registry.bind(spec, make_problem(96, 64, 64, params={"TILE": 16}))
 
 
 def test_tile_and_pad_choices_are_checked():
     with pytest.raises(EngineError, match="TILE"):
-        registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, tile=12))
+        registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, params={"TILE": 12}))
     with pytest.raises(EngineError, match="no parameter PAD"):
-        registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, pad=1))
+        registry.bind(registry.get("tiled_guarded"), make_problem(8, 8, 8, params={"PAD": 1}))
 
 
 # The FP32 ladder as a person wrote it down, each rung with the words its own .cu header uses for the

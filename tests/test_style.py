@@ -25,7 +25,7 @@ def _style_of(fig: dict) -> tuple[str, str]:
 
 
 def test_trace_figures_and_bench_exports_carry_the_one_style():
-    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, tile=32, pad=0), [(0, 0)], "cpu")
+    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, params={"TILE": 32, "PAD": 0}), [(0, 0)], "cpu")
     inst = analysis.warp_instructions(t)
     drawn = [bank_figures.bank_figure(views.bank_steps(t, inst, 0, 0, 0, True), "label").to_dict(),
              tile_phase_figures.reads_bar({"a": 1, "b": 2}).to_dict()]
@@ -66,7 +66,7 @@ def test_no_figure_module_names_a_style_of_its_own():
 
 def test_the_wavefront_axis_labels_never_stand_on_each_other():
     """A 32-way conflict labelled rows 1, 3, ..., 31 and then 32 for the last: "31" and "32" overlapped."""
-    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, tile=32, pad=0), [(0, 0)], "cpu")
+    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, params={"TILE": 32, "PAD": 0}), [(0, 0)], "cpu")
     fig = bank_figures.bank_figure(views.bank_steps(t, analysis.warp_instructions(t), 0, 0, 0, True), "label")
     labels = list(fig.layout.yaxis2.ticktext[1:])
     assert labels[0] == "1" and labels[-1] == str(len(labels)) == "32"

@@ -33,7 +33,7 @@ def test_naive_thread_reads_a_row_of_a_and_a_column_of_b_in_order():
 
 
 def test_tiled_epochs_alternate_load_and_compute():
-    t = tracer.trace("tiled_guarded", make_problem(20, 20, 20, tile=8), source="cpu")
+    t = tracer.trace("tiled_guarded", make_problem(20, 20, 20, params={"TILE": 8}), source="cpu")
     r = t.records
     glob_loads = r[(r["space"] == 0) & (r["op"] == 0)]
     shared_loads = r[(r["space"] == 1) & (r["op"] == 0)]
@@ -42,7 +42,7 @@ def test_tiled_epochs_alternate_load_and_compute():
 
 
 def test_edge_threads_store_zeros_without_loading():
-    t = tracer.trace("tiled_guarded", make_problem(20, 20, 20, tile=8), source="cpu")
+    t = tracer.trace("tiled_guarded", make_problem(20, 20, 20, params={"TILE": 8}), source="cpu")
     r = t.records
     edge = r[(r["block_x"] == 2) & (r["block_y"] == 2) & (r["thread_x"] == 7) & (r["thread_y"] == 7)]
     # row 23 >= M: never loads A, but stores As in every phase
@@ -51,7 +51,7 @@ def test_edge_threads_store_zeros_without_loading():
 
 
 def test_selected_blocks_give_the_same_records_as_the_full_trace():
-    p = make_problem(48, 40, 24, tile=8)
+    p = make_problem(48, 40, 24, params={"TILE": 8})
     full = tracer.trace("tiled_guarded", p, source="cpu").records
     part = tracer.trace("tiled_guarded", p, [(3, 1), (0, 5)], source="cpu").records
     want = np.concatenate([full[(full["block_x"] == x) & (full["block_y"] == y)] for x, y in [(3, 1), (0, 5)]])
@@ -59,7 +59,7 @@ def test_selected_blocks_give_the_same_records_as_the_full_trace():
 
 
 def test_padded_shared_rows_use_the_padded_pitch():
-    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, tile=16, pad=1), source="cpu")
+    t = tracer.trace("shared_bank_conflicts", make_problem(32, 32, 32, params={"TILE": 16, "PAD": 1}), source="cpu")
     r = t.records
     tile_a = r[r["array"] == t.arrays.index("tile_A")]
     assert t.shapes["tile_A"] == (16, 17)
@@ -73,7 +73,7 @@ def test_dataframe_has_names():
 
 
 def test_recorded_ordinals_count_each_threads_executions_of_a_site():
-    t = tracer.trace("shared_bank_conflicts", make_problem(37, 45, 29, tile=16), source="cpu")
+    t = tracer.trace("shared_bank_conflicts", make_problem(37, 45, 29, params={"TILE": 16}), source="cpu")
     df = t.to_dataframe()
     thread = df[["block_x", "block_y", "thread_x", "thread_y"]].astype(str).agg("-".join, axis=1)
     expected = df.groupby([thread, df["site"]]).cumcount()

@@ -13,8 +13,10 @@ from engine.tracing import tracer
 INSTRUCTION = ["launch", "block_x", "block_y", "warp", "site", "ordinal"]   # one warp-level instruction
 
 
-def _trace(kernel, m, n, k, blocks=None, **kw):
-    t = tracer.trace(kernel, make_problem(m, n, k, **kw), blocks, "cpu")
+def _trace(kernel, m, n, k, blocks=None, block=(16, 16), **params):
+    """params: TILE, PAD as the kernel names them (lower case here)."""
+    t = tracer.trace(kernel, make_problem(m, n, k, block=block, params={p.upper(): v for p, v in params.items()}),
+                     blocks, "cpu")
     return t, analysis.warp_instructions(t)
 
 
@@ -160,8 +162,7 @@ def test_bank_layers_of_a_128_bit_load_wire_each_lane_to_its_four_words_8_lanes_
     """vectorized's LDS4 of Bs: lanes TN = 8 words apart, 4 words each, no two lanes reading the same
     piece: served 8 lanes (128 bytes) at a time, as Nsight Compute counts it (analysis.served_lanes).
     Lanes 0-7's 32 words hold 2 of each of 16 banks: 2 wavefronts where 1 would do; then lanes 8-15's."""
-    trace, inst = _trace("vectorized", 64, 64, 64, blocks=[(0, 0)], params={"BM": 128, "BN": 128, "BK": 8, "TM": 8,
-                                                                          "TN": 8})
+    trace, inst = _trace("vectorized", 64, 64, 64, blocks=[(0, 0)], bm=128, bn=128, bk=8, tm=8, tn=8)
     shown = views.bank_steps(trace, inst, 0, 0, 0, loads_only=True)
     step, lay = next((s, l) for s, l in zip(shown.steps, shown.layers) if s.array == "Bs")
     assert step.width == 4 and (step.wavefronts, step.ideal) == (8, 4)

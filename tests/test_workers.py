@@ -59,7 +59,7 @@ def test_the_app_process_never_loads_a_kernel_library():
     script = (
         "import sys; from pathlib import Path\n"
         "from engine.kernels import cache; from engine.tracing import tracer; from engine.kernels.problem import make_problem\n"
-        "t = tracer.trace('tiled_guarded', make_problem(40, 40, 40, tile=8), source='cpu')\n"
+        "t = tracer.trace('tiled_guarded', make_problem(40, 40, 40, params={'TILE': 8}), source='cpu')\n"
         "assert t.rel_error < 1e-6\n"
         "maps = Path('/proc/self/maps').read_text()\n"
         "assert '.so' in maps, 'the check must see libraries (numpy has some)'\n"

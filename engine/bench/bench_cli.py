@@ -10,7 +10,7 @@ from engine.bench import benchmark, export, schema
 from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import registry
-from engine.kernels.problem import parse_block, parse_param
+from engine.kernels.problem import add_param_options, params_given, parse_block
 
 
 def register(sub) -> None:
@@ -18,11 +18,7 @@ def register(sub) -> None:
     b.add_argument("--kernels", default="naive_x_rows,naive_x_cols,tiled_guarded,cublas_sgemm,cublas_sgemm_tf32",
                    help="comma-separated catalog names (python -m engine kernels)")
     b.add_argument("--sizes", default="256,512,1024,2048,4096", help="N or MxNxK, comma-separated")
-    b.add_argument("--tile", type=int, help="short for --param TILE=...")
-    b.add_argument("--pad", type=int, help="short for --param PAD=...")
-    b.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a compile-time parameter, for the kernels that declare it (repeatable; "
-                        "default: each kernel's own)")
+    add_param_options(b, registry.parameter_names())   # for the kernels that declare them; default: each one's own
     b.add_argument("--block", help="launch block of the naive kernels, e.g. 32x32 (default: each kernel's own)")
     b.add_argument("--reps", type=int, default=20)
     b.add_argument("--warmup", type=int, default=2)
@@ -89,12 +85,7 @@ def cmd_bench(args) -> int:
         for k in kernels:
             if not registry.get(k).timed:
                 raise EngineError(f"{k} cannot be timed on the GPU")
-        params = dict(map(parse_param, args.param))
-        for name, v in (("TILE", args.tile), ("PAD", args.pad)):
-            if v is not None and params.get(name, v) != v:
-                raise EngineError(f"{name} is given twice, as {params[name]} and as {v}")
-            if v is not None:
-                params[name] = v
+        params = params_given(args, registry.parameter_names())
         benchmark.check_params(kernels, params)
         status = gpu_client.status()
         if not status.available:

@@ -84,20 +84,14 @@ def _short(value) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
-def make_problem(m, n, k, tile=None, pad=None, block=(16, 16), seed=0, params=None) -> Problem:
-    """tile and pad are short for params TILE and PAD. Parameters not given take the kernel's
-    defaults when the problem is bound to a kernel (registry.bind)."""
+def make_problem(m, n, k, block=(16, 16), seed=0, params=None) -> Problem:
+    """params: compile-time parameters by name. Those not given take the kernel's defaults when the
+    problem is bound to a kernel (registry.bind)."""
     m, n, k = check_size("M", m), check_size("N", n), check_size("K", k)
     bx, by = (check_size("block x", block[0]), check_size("block y", block[1]))
     if bx * by > 1024:
         raise EngineError(f"a block of {bx}x{by} = {bx * by} threads is over CUDA's limit of 1024")
-    given = dict(params or {})
-    for name, value in (("TILE", tile), ("PAD", pad)):
-        if value is not None:
-            if name in given and given[name] != value:   # --tile 32 --param TILE=16: which one?
-                raise EngineError(f"{name} is given twice, as {given[name]} and as {value}")
-            given[name] = value
-    return Problem(m, n, k, (bx, by), int(seed), {name: _whole(name, v) for name, v in given.items()})
+    return Problem(m, n, k, (bx, by), int(seed), {name: _whole(name, v) for name, v in dict(params or {}).items()})
 
 
 def _whole(name: str, value) -> int:
@@ -105,6 +99,29 @@ def _whole(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
         raise EngineError(f"{name} must be a whole number, got {value!r}")
     return int(value)
+
+
+def add_param_options(parser, names) -> None:
+    """--param NAME=VALUE, and --name VALUE for each of names (the parameters the catalog's kernels
+    declare: --tile 32, --bk 16, --stages 3), for a command that takes compile-time parameters."""
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a compile-time parameter by name, e.g. TILE=32 (repeatable; `kernels` lists them)")
+    for name in names:
+        parser.add_argument(f"--{name.lower()}", type=int, dest=f"param_{name}", metavar=name,
+                            help=f"short for --param {name}=...")
+
+
+def params_given(args, names) -> dict[str, int]:
+    """The parameters a command line named, by --param or by --name; one named twice with two values
+    is refused."""
+    params = dict(map(parse_param, args.param))
+    for name in names:
+        value = getattr(args, f"param_{name}", None)
+        if value is not None:
+            if params.get(name, value) != value:   # --tile 32 --param TILE=16: which one?
+                raise EngineError(f"{name} is given twice, as {params[name]} and as {value}")
+            params[name] = value
+    return params
 
 
 def parse_param(text: str) -> tuple[str, int]:

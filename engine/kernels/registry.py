@@ -61,6 +61,11 @@ def get(name: str) -> KernelSpec:
     return lookup(_BY_NAME, name, "kernel")
 
 
+def parameter_names() -> list[str]:
+    """Every compile-time parameter a kernel of the catalog declares (BK, PAD, TILE, ...), sorted."""
+    return sorted({name for spec in CATALOG for name in spec.params})
+
+
 def traceable() -> list[KernelSpec]:
     return [k for k in _BY_NAME.values() if k.traceable]
 

@@ -112,7 +112,7 @@ def main():
         row("naive_x_cols 64x64x64", s, len(t), 0.2 if source == "cpu" else None)
         s, t = timed(lambda: trace_and_analyse("naive_x_rows", p, source))
         row("naive_x_rows 64x64x64", s, len(t), 0.2 if source == "cpu" else None)
-        p = make_problem(128, 128, 128, tile=16)
+        p = make_problem(128, 128, 128, params={"TILE": 16})
         trace_and_analyse("tiled_guarded", p, source)
         s, t = timed(lambda: trace_and_analyse("tiled_guarded", p, source), 3)
         row("tiled_guarded TILE 16 128x128x128", s, len(t), 1.0 if source == "cpu" else None)
@@ -127,7 +127,7 @@ def main():
             row("naive_x_cols 256x256x64 (target >= 10 M rec/s)", s, len(t))
             print(f"    of which GPU kernels {t.timings['kernel'] * 1e3:.1f} ms, run {t.timings['run'] * 1e3:.1f} ms, "
                   f"assemble {t.timings['assemble'] * 1e3:.1f} ms")
-            p = make_problem(128, 128, 128, tile=16)
+            p = make_problem(128, 128, 128, params={"TILE": 16})
             s, t = timed(lambda: trace_and_analyse("tiled_guarded", p, source), 3)
             row("tiled_guarded TILE 16 128^3 (target >= 10 M rec/s)", s, len(t))
             gpu_client.call("ping")
