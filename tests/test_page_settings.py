@@ -57,6 +57,21 @@ def test_a_value_not_among_the_choices_is_named():
     assert any(w.startswith("?kernel=no_such_kernel is not one of the choices (naive_x_rows, ") for w in _said(at))
 
 
+def test_an_older_links_names_are_read_as_the_new_ones_and_said_so():
+    """?tile=8 and ?size=40 (the pages' names before every parameter had its own) were ignored without
+    a word: the page showed TILE 16 at its default size."""
+    at = open_page("pages/tile_phases.py", {"tile": "8", "size": "40"})
+    assert _select(at, "TILE").value == 8
+    assert [at.number_input(key=f"tile_phases.{d}").value for d in "mnk"] == [40, 40, 40]
+    assert "?tile=8 is an older link's name: read as TILE=8" in _said(at)
+    assert "?size=40 is an older link's name: read as m=40&n=40&k=40" in _said(at)
+    assert "tile" not in at.query_params and at.query_params["TILE"] == "8"
+    # Given both ways, the new name wins, and the message says the old one was not read.
+    at = open_page("pages/tile_phases.py", {"tile": "8", "TILE": "32"})
+    assert _select(at, "TILE").value == 32
+    assert "?tile=8 is an older link's name: read as nothing (the link also gives TILE)" in _said(at)
+
+
 def test_a_parameter_the_kernel_does_not_have_is_named():
     """?BM=7 on a page whose kernels have no BM was ignored without a word."""
     at = open_page("pages/coalescing.py", {"BM": "7"})

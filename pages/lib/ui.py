@@ -49,6 +49,8 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     # they came from, so they are dropped and each page restores its own last view instead.
     if came_from is None:
         st.session_state["_url_seeds"] = True
+        if "_older_names" not in st.session_state:   # once: the URL is rewritten
+            st.session_state["_older_names"] = view_state.read_older_names(registry.parameter_names())
     elif came_from != page and has_view:
         st.session_state["_url_seeds"] = False
         st.query_params.clear()
@@ -82,6 +84,9 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     if not on:   # in presenter mode the figure's own headline says it, in bigger letters
         st.caption(intro)
     view_state.notes_here()
+    if st.session_state.get("_url_seeds"):
+        for message in st.session_state.get("_older_names", []):
+            view_state.url_note(message)
 
 
 def _flip_presenter() -> None:

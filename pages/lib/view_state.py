@@ -96,6 +96,27 @@ def notes_here() -> None:
     _NOTES.box = st.container()
 
 
+def read_older_names(parameters: list[str]) -> list[str]:
+    """An older link's names, read as the pages name them now: a compile-time parameter in lower case
+    (?tile=8 is ?TILE=8) and one square size (?size=128 is ?m=128&n=128&k=128). The URL is rewritten
+    before any control reads it; a name the link also gives the new way keeps the new one. Returns
+    a one-line message for each."""
+    said = []
+    for old in list(st.query_params):
+        raw = st.query_params[old]
+        new = {old.upper(): raw} if old.upper() in parameters and old != old.upper() else \
+            {"m": raw, "n": raw, "k": raw} if old == "size" else None
+        if new is None:
+            continue
+        del st.query_params[old]
+        taken = {name: value for name, value in new.items() if name not in st.query_params}
+        st.query_params.update(taken)
+        said.append(f"?{old}={raw} is an older link's name: read as "
+                    + ("&".join(f"{name}={value}" for name, value in taken.items()) or "nothing (the link also gives "
+                       + ", ".join(new) + ")"))
+    return said
+
+
 def url_note(message: str) -> None:
     """A one-line message about the page's link: a value a control cannot take, a parameter the
     kernel does not have."""
