@@ -153,8 +153,8 @@ def in_browser():
             print(f"{name:16} direct link in a fresh browser (empty cache) to drawn figure: "
                   f"{time.perf_counter() - t:.2f} s")
             fresh.close()
-        for name, query in (("coalescing", "?m=64&n=64&k=64&speed=fast"), ("bank_conflicts", "?size=64"),
-                            ("tile_phases", "?m=128&n=128&k=128&tile=8")):
+        for name, query in (("coalescing", "?m=64&n=64&k=64&speed=fast"), ("bank_conflicts", "?m=64&n=64&k=64"),
+                            ("tile_phases", "?m=128&n=128&k=128&TILE=8")):
             page.goto(f"{url}/{name}{query}")
             browser.wait_for_chart(page)
             browser.wait_for_headline(page)

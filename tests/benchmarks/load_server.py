@@ -106,20 +106,20 @@ def distinct_views() -> list[tuple[str, str]]:
         views.append(("coalescing", f"m={m}&n={n}&k={k}"))
     for m, n, k, tile in [(40, 40, 40, 8), (64, 64, 64, 16), (96, 80, 72, 16), (128, 128, 128, 32), (50, 70, 90, 8),
                           (128, 64, 96, 16), (33, 47, 61, 8), (120, 120, 120, 32)]:
-        views.append(("tile_phases", f"m={m}&n={n}&k={k}&tile={tile}"))
+        views.append(("tile_phases", f"m={m}&n={n}&k={k}&TILE={tile}"))
     for size, tile, pad in [(64, 16, 0), (64, 16, 1), (128, 32, 0), (128, 32, 1), (96, 32, 0), (128, 16, 1),
                             (32, 8, 0), (64, 8, 1)]:
-        views.append(("bank_conflicts", f"size={size}&tile={tile}&pad={pad}"))
+        views.append(("bank_conflicts", f"m={size}&n={size}&k={size}&TILE={tile}&PAD={pad}"))
     return views
 
 
 def max_size_views(count: int) -> list[tuple[str, str]]:
     """Distinct views at the pages' largest size (128): other kernels, tiles, padding, blocks and warps."""
-    views = [("bank_conflicts", f"size=128&tile={tile}&pad={pad}&warp={warp}")
+    views = [("bank_conflicts", f"m=128&n=128&k=128&TILE={tile}&PAD={pad}&warp={warp}")
              for tile in (8, 16, 32) for pad in (0, 1) for warp in (0, 1)]
     for tile in (8, 16, 32):
         g = 128 // tile
-        views += [("tile_phases", f"m=128&n=128&k=128&tile={tile}&bx={i % g}&by={i // g % g}") for i in range(16)]
+        views += [("tile_phases", f"m=128&n=128&k=128&TILE={tile}&bx={i % g}&by={i // g % g}") for i in range(16)]
     for block in ("32x32", "16x16", "32x8"):
         for first in ("naive_x_rows", "naive_x_cols"):
             views += [("coalescing", f"m=128&n=128&k=128&block={block}&kernel={first}&bx={i % 4}&by={i // 4}")
