@@ -13,7 +13,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 import re
+import shutil
+import threading
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +34,12 @@ from engine.tracing.tracer import assemble
 
 # A source larger than this is refused before anything reads it (the catalog's largest is 12 KB).
 MAX_SOURCE_BYTES = 64 * 1024
+# Students' sources and their CPU libraries (about 20 KB a build) are kept within this many MB, the
+# least recently used going first; a source used in the last minute stays (it may be building).
+BUDGET_ENV = "MATMUL_EXPLORER_PLAYGROUND_CACHE_MB"
+DEFAULT_BUDGET_MB = 100
+_RECENT_S = 60.0
+_EVICT_LOCK = threading.Lock()
 # Share links carry the source compressed; this marks the format, so a later one can be told apart.
 SHARE_PREFIX = "v1."
 BLANK = "blank"
@@ -149,12 +159,61 @@ def save(text: str) -> Saved:
         cache.write_atomic(path, data)
         # Readable by the sandbox's own user (write_atomic's temporary file is private to the server).
         path.chmod(0o644)
+        evict()
+    else:
+        _used(path)
     saved = Saved(digest, name, path, text)
     try:
         sources.load(str(path))
     except ValueError as exc:
         saved.problems = diagnostics(str(exc)) or [Diagnostic(0, str(exc))]
     return saved
+
+
+def _used(path: Path) -> None:
+    """Marks a student's source as just used: the budget keeps what is used, drops what is not."""
+    try:
+        os.utime(path.parent)
+    except OSError:
+        pass
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for base, _, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(base, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def evict(budget: int | None = None) -> int:
+    """Removes students' sources (each with its libraries) until the Playground's folder is within its
+    budget, least recently used first; one used in the last minute stays. Returns the bytes freed."""
+    budget = cache.budget_bytes(BUDGET_ENV, DEFAULT_BUDGET_MB) if budget is None else budget
+    with _EVICT_LOCK:
+        try:
+            folders = [Path(e.path) for e in os.scandir(root()) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            return 0
+        found = []
+        for folder in folders:
+            try:
+                found.append((folder.stat().st_mtime, _folder_bytes(folder), folder))
+            except OSError:
+                continue
+        found.sort()
+        total, freed, now = sum(size for _, size, _ in found), 0, time.time()
+        for used, size, folder in found:
+            if total - freed <= budget:
+                break
+            if now - used < _RECENT_S:
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            freed += size - (_folder_bytes(folder) if folder.exists() else 0)
+        return freed
 
 
 def spec_of(saved: Saved) -> KernelSpec:
@@ -182,6 +241,7 @@ def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[i
     the catalog's kernels give, so every view of the app draws it."""
     plan = plan_for(spec, problem, blocks)
     check_fits_host(plan)
+    _used(saved.path)
     raw = runs.trace(plan)
     try:
         return assemble(plan, raw, "cpu")

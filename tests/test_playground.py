@@ -149,3 +149,27 @@ def test_a_zip_bomb_on_the_result_pipe_is_not_inflated(tmp_path, monkeypatch):
     monkeypatch.setattr(runs, "run_sandboxed", lambda *a, **k: Outcome(True, "", "", honest.getvalue(), 0.1))
     with pytest.raises(EngineError, match="its own words"):
         runs._job({"op": "trace"}, tmp_path, None)
+
+
+def test_students_sources_stay_within_their_budget_least_recently_used_first(tmp_path, monkeypatch):
+    """<cache>/playground/ grew with every source built (about 20 KB a library) and nothing bounded it."""
+    import os
+    import time
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    text = playground.starter_source("tiled_guarded")
+    saved = [playground.save(text.replace("// ", f"// {i} ", 1)) for i in range(4)]
+    for i, s in enumerate(saved):   # the first three used long ago, oldest first; the last just now
+        (s.path.parent / "build-x").mkdir()
+        (s.path.parent / "build-x" / "kernel.so").write_bytes(b"\0" * 50_000)
+        if i < 3:
+            os.utime(s.path.parent, (time.time() - 3600 + i, time.time() - 3600 + i))
+    size = sum(f.stat().st_size for f in saved[0].path.parent.rglob("*") if f.is_file())
+    monkeypatch.setenv(playground.BUDGET_ENV, str(2.5 * size / 2**20))
+    playground.save(saved[1].text)            # reused: marked as used, so it stays
+    playground.save(text.replace("// ", "// new ", 1))   # a new source: over budget, the oldest two go
+    assert not saved[0].path.exists() and not saved[2].path.exists()
+    assert saved[1].path.exists() and saved[3].path.exists()
+    assert playground.evict(budget=1) == 0    # over it still, but what is left was used in the last minute
+    monkeypatch.setenv(playground.BUDGET_ENV, "-1")
+    with pytest.raises(EngineError, match="MATMUL_EXPLORER_PLAYGROUND_CACHE_MB must be a positive number"):
+        playground.evict()

@@ -270,14 +270,15 @@ def discard_in_flight() -> None:
 
 # ------------------------------------------------------------------ size, eviction and clearing
 
-def budget_bytes() -> int:
-    raw = os.environ.get(BUDGET_ENV, str(DEFAULT_BUDGET_MB))
+def budget_bytes(env: str = BUDGET_ENV, default_mb: float = DEFAULT_BUDGET_MB) -> int:
+    """A budget in bytes from a setting in megabytes (the compile cache's by default)."""
+    raw = os.environ.get(env, str(default_mb))
     try:
         mb = float(raw)
     except ValueError:
-        raise EngineError(f"{BUDGET_ENV} must be a number of megabytes, got {raw!r}") from None
+        raise EngineError(f"{env} must be a number of megabytes, got {raw!r}") from None
     if not mb > 0:
-        raise EngineError(f"{BUDGET_ENV} must be a positive number of megabytes, got {raw!r}")
+        raise EngineError(f"{env} must be a positive number of megabytes, got {raw!r}")
     return int(mb * 2**20)
 
 
