@@ -1,6 +1,6 @@
 """A room that keeps moving: heavy work beside page views, one server (CPU mode). Prints its figures.
 
-    python3 tests/benchmarks/load_room.py [--quick] [--pause S]
+    python3 tests/benchmarks/load_room.py [--quick] [--pause S] [--ladders-only]
 
 Each session speaks the browser's websocket protocol (tests/server.py). An exporting session opens
 the Benchmarks page, selects a recorded run of its own (each exporter has a different one, so that
@@ -234,6 +234,27 @@ def fresh_cache(sessions: int) -> None:
             proc.wait(timeout=30)
 
 
+def exports(port, runs, browsers: int, pause: float, exporters: int, proc, watch) -> None:
+    """The exporters clicking, the browsers viewing meanwhile: their figures printed."""
+    watch.phase = "the exports"
+    start = STARTED[0] = time.perf_counter()
+    results, views, health, done = asyncio.run(room(port, runs, browsers, pause))
+    load_server.report(f"{exporters} sessions clicking the export, each its own run, {CLICK_GAP_S} s apart "
+                       f"({time.perf_counter() - start:.0f} s)", results, health, "from the click to the files")
+    in_order = [c for c, _, _ in sorted(done, key=lambda d: d[1])] == sorted(c for c, _, _ in done)
+    print(f"    exports finished in the order clicked: {in_order}; place in line shown to "
+          f"{sum(s for _, _, s in done)} of {len(done)} (target: all but the first)")
+    load_server.report(f"{len(views)} ordinary page views by {browsers} sessions meanwhile, {pause} s apart", [v[:2] for v in views], health,
+                       "target: every one within 1 s")
+    slow = [f"{page} {t:.1f} s at {began - start:.0f} s" for t, p, began, page in views if not p and t > 1]
+    clicks = STARTED[1] if len(STARTED) > 1 else float("inf")
+    opening = sum(t > 1 for t, p, began, _ in views if not p and began < clicks)
+    print(f"    page views over 1 s: {len(slow)}, {opening} of them while the exporters opened their pages (before "
+          f"{clicks - start:.0f} s)" + (f" ({', '.join(slow[:12])}{', ...' if len(slow) > 12 else ''})" if slow else ""))
+    rss = host_memory.tree_rss(proc.pid) / 2**20
+    print(f"server + workers RSS after the exports: {rss:.0f} MB (target <= 2048 MB)")
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     exporters, browsers, ladders = (6, 3, 3) if quick else (30, 10, 10)
@@ -249,23 +270,8 @@ def main() -> None:
               f"before it (other work on this machine); server + workers RSS at start {host_memory.tree_rss(proc.pid) / 2**20:.0f} MB")
         # The quiet pages' default views first, as a room that has been open a while has them.
         asyncio.run(load_server.crowd(port, [("coalescing", ""), ("tile_phases", ""), ("bank_conflicts", "")]))
-        watch.phase = "the exports"
-        start = STARTED[0] = time.perf_counter()
-        results, views, health, done = asyncio.run(room(port, runs, browsers, pause))
-        load_server.report(f"{exporters} sessions clicking the export, each its own run, {CLICK_GAP_S} s apart "
-                           f"({time.perf_counter() - start:.0f} s)", results, health, "from the click to the files")
-        in_order = [c for c, _, _ in sorted(done, key=lambda d: d[1])] == sorted(c for c, _, _ in done)
-        print(f"    exports finished in the order clicked: {in_order}; place in line shown to "
-              f"{sum(s for _, _, s in done)} of {len(done)} (target: all but the first)")
-        load_server.report(f"{len(views)} ordinary page views by {browsers} sessions meanwhile, {pause} s apart", [v[:2] for v in views], health,
-                           "target: every one within 1 s")
-        slow = [f"{page} {t:.1f} s at {began - start:.0f} s" for t, p, began, page in views if not p and t > 1]
-        clicks = STARTED[1] if len(STARTED) > 1 else float("inf")
-        opening = sum(t > 1 for t, p, began, _ in views if not p and began < clicks)
-        print(f"    page views over 1 s: {len(slow)}, {opening} of them while the exporters opened their pages (before "
-              f"{clicks - start:.0f} s)" + (f" ({', '.join(slow[:12])}{', ...' if len(slow) > 12 else ''})" if slow else ""))
-        rss = host_memory.tree_rss(proc.pid) / 2**20
-        print(f"server + workers RSS after the exports: {rss:.0f} MB (target <= 2048 MB)")
+        if "--ladders-only" not in sys.argv:
+            exports(port, runs, browsers, pause, exporters, proc, watch)
         watch.phase = "the Ladder sessions"
         start = time.perf_counter()
         results, health = asyncio.run(load_server.crowd(port, [("ladder", "m=4096&n=4096&k=4096")] * ladders))
@@ -277,7 +283,8 @@ def main() -> None:
         proc.terminate()
         proc.wait(timeout=30)
         folder.cleanup()
-    fresh_cache(10 if quick else 30)
+    if "--ladders-only" not in sys.argv:
+        fresh_cache(10 if quick else 30)
     print(f"--- load average over the last 5 and 15 minutes: {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f} "
           f"(this benchmark alone keeps it near 2 or above: more is other work on this machine)")
 
