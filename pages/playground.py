@@ -182,9 +182,9 @@ else:
 status = ui.device_status()
 if status.available:
     st.subheader(f"On this {status.name}")
+    # The catalog's kernel it started from, under the same name or not: "yours (x)" beside "x".
     others = [name for name in (start if start != playground.BLANK else None,
-                                "cublas_gemm_fp16" if spec.inputs is registry.Precision.FP16 else "cublas_sgemm")
-              if name and name != saved.kernel]
+                                "cublas_gemm_fp16" if spec.inputs is registry.Precision.FP16 else "cublas_sgemm") if name]
     if st.button(f"Time it at {m}x{n}x{k} against {' and '.join(others)}"):
         with st.spinner("Timing on the GPU..."):
             try:

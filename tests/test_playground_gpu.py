@@ -37,3 +37,21 @@ def test_a_kernel_that_faults_on_the_gpu_costs_its_own_sandbox_only(tmp_path, mo
     # the app's own GPU worker never saw it
     assert gpu_client.status().available
     assert tracer.trace("naive_x_cols", make_problem(32, 32, 32), source="gpu").rel_error < 1e-5
+
+
+def test_the_pages_gpu_button_times_the_kernel_against_cublas_and_its_starter(tmp_path, monkeypatch):
+    """The page's own path (pages/playground.py, AppTest on the GPU machine): the button under
+    "On this <GPU>" times the student's kernel in its sandbox and the kernel it started from and
+    cuBLAS in the app's worker, and the table shows the three, each correct."""
+    from tests.test_pages import open_page
+    monkeypatch.setenv(sandbox.SWITCH_ENV, "1")
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    at = open_page("pages/playground.py", {"start": "tiled_guarded"})
+    assert any(str(h.value).startswith("On this NVIDIA") for h in at.subheader), [h.value for h in at.subheader]
+    button = next(b for b in at.button if b.label.startswith("Time it at"))
+    assert "tiled_guarded" in button.label and "cublas_sgemm" in button.label
+    at = button.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = at.dataframe[-1].value
+    assert len(table) == 3 and table["correct"].all(), table
+    assert (table["GFLOP/s"] > 0).all(), table
