@@ -379,3 +379,25 @@ def test_a_click_numbered_first_goes_first_though_its_request_comes_later():
         gate.set()
     until(lambda: len(order) == 4)
     assert order == ["running", "first click", "second click", "unnumbered"]
+
+
+def test_heavy_work_runs_below_the_page_views_priority_and_what_it_starts_too():
+    """pages/lib/slots.below_page_views: on two cores an export's Chromium and encoder took the cores
+    from every page view; now the work (and a process it starts) runs 10 nice levels lower, on a
+    thread that ends with it, in the caller's turn, and its failure is the caller's."""
+    import os
+    import subprocess
+    import sys
+
+    from pages.lib import slots
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    want = min(19, here + slots.HEAVY_NICE)
+    with slots.heavy("export", 0):
+        seen = slots.below_page_views(lambda: (os.getpriority(os.PRIO_PROCESS, threading.get_native_id()),
+                                               getattr(slots._SLOTS, "heavy", False),
+                                               subprocess.run([sys.executable, "-c", "import os; print(os.getpriority(0, 0))"],
+                                                              capture_output=True, text=True).stdout.strip()))
+    assert seen == (want, True, str(want))
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here   # the page's thread: as it was
+    with pytest.raises(ZeroDivisionError):
+        slots.below_page_views(lambda: 1 / 0)

@@ -22,7 +22,7 @@ from engine.metrics import analysis, long_k, ncu_reference, rung_counts, views
 from engine.plots import movie
 from engine.tracing import plan, tracer
 from pages.lib import view_state
-from pages.lib.slots import LINE, heavy, off_page_slot, shared_wait
+from pages.lib.slots import LINE, below_page_views, heavy, off_page_slot, shared_wait
 
 # A whole-kernel trace at 128^3 is ~4-5 M records (~150 MB with its warp
 # instructions): the default keeps two or three. MATMUL_EXPLORER_TRACE_CACHE_MB changes it.
@@ -53,7 +53,7 @@ def _heavy_get(cache: memo.Memo, key, compute, kind: str, need, what: str, numbe
     line, taken earlier (slots.heavy)."""
     def in_line():
         with heavy(kind, need(), what, number):
-            return compute()
+            return below_page_views(compute)
     with off_page_slot(), shared_wait(cache.computing(key), what):
         return cache.get(key, in_line, **keep)
 

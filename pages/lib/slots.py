@@ -14,7 +14,7 @@ import threading
 from contextlib import contextmanager
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from engine.devices import line
 
@@ -101,3 +101,37 @@ def heavy(kind: str, need: int = 0, what: str = "Waiting", number: int | None = 
                     _SLOTS.heavy = False
         finally:
             done()
+
+
+# Heavy work's CPU priority below the page views' (Linux nice, +10): on two cores an export's
+# Chromium and encoder took the cores from every page view for the seconds it ran.
+HEAVY_NICE = 10
+
+
+def below_page_views(compute):
+    """compute() on a thread of its own whose CPU priority is below the page views' (what it starts
+    inherits it: Chromium's processes, encoder threads), the page's context attached so that its
+    progress reaches the page. The thread ends with the work, so nothing else runs at its priority.
+    (The engine's shared threads and trace workers keep theirs.)"""
+    done: dict = {}
+    in_turn = getattr(_SLOTS, "heavy", False)   # work nested in it keeps the caller's turn
+
+    def run():
+        _SLOTS.heavy = in_turn
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HEAVY_NICE)
+        except (OSError, AttributeError):
+            pass   # not Linux, or not allowed: it runs at the page views' priority
+        try:
+            done["value"] = compute()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the page's thread
+            done["error"] = exc
+    worker = threading.Thread(target=run, name="heavy-work", daemon=True)
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        add_script_run_ctx(worker, ctx)
+    worker.start()
+    worker.join()
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
