@@ -100,3 +100,12 @@ def test_counts_that_do_not_agree_are_refused_not_extended():
         rung_counts.extended(a, dataclasses.replace(a, threads=a.threads + 32), 3, 256)
     with pytest.raises(ValueError, match="count different"):
         rung_counts.extended(a, dataclasses.replace(a, interval_totals={}), 3, 256)
+
+
+def test_a_trace_made_only_to_be_counted_skips_the_float64_check_and_nothing_else():
+    spec = registry.get("blocktile_2d")
+    problem = registry.bind(spec, make_problem(96, 80, 70, block=spec.default_block))
+    checked, counted = (tracer.trace("blocktile_2d", problem, [(0, 0)], "cpu", check=c) for c in (True, False))
+    assert checked.rel_error < 1e-5 and checked.checked_outputs == 64 * 64
+    assert counted.checked_outputs == 0 and counted.rel_error != counted.rel_error   # NaN: not checked
+    assert (checked.records == counted.records).all()

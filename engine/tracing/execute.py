@@ -64,7 +64,7 @@ def execute(plan: TracePlan, device) -> RawRun:
         raws.append(RawLaunch(counts, records))
     # Check every output element the traced blocks stored against float64 numpy.
     last = raws[-1]
-    stored = _stored_elements(plan.launches[-1].file, last.records, "C")
+    stored = _stored_elements(plan.launches[-1].file, last.records, "C") if plan.check_outputs else np.zeros(0, np.int64)
     if len(stored):
         got = device.read("C", stored)
         err = reference.relative_error(got, reference.elements(a, b, stored, plan.problem.n))

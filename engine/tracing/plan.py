@@ -65,6 +65,9 @@ class TracePlan:
     cap: int
     estimate: int           # upper bound of the records, from the registry's per-thread bounds
     inputs: registry.Precision = registry.Precision.FP32   # how A and B are stored (array_dtype)
+    # Whether the run checks the outputs its blocks stored against float64 (a trace made only to be
+    # counted, engine/metrics/long_k.py, skips it: a matrix product per trace)
+    check_outputs: bool = True
 
 
 # The global arrays a kernel may name: the problem's A, B and C, B transposed (BT, the transposing
