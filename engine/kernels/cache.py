@@ -41,6 +41,7 @@ _OPENED: set[Path] = set()
 _OPENED_LOCK = threading.Lock()
 _IN_FLIGHT: set[Path] = set()       # this process's build folders, removed at shutdown if still there
 _IN_FLIGHT_LOCK = threading.Lock()
+_CLOSED = threading.Event()          # set at shutdown (discard_in_flight): no build starts after it
 _TOUCHED: set[Path] = set()         # entries this process has marked as used (once is enough)
 _TARGET_LOCKS: dict[Path, threading.Lock] = {}
 _TARGET_LOCKS_LOCK = threading.Lock()
@@ -239,8 +240,12 @@ def atomic_build(target: Path, build, background: bool = False) -> Path:
 
 def _build_into(target: Path, build) -> None:
     try:
-        folder = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{_BUILDING}{os.getpid()}-"))
+        # Made and registered in one step, and never once shutdown has cleared the register: a
+        # thread that went on building while the server stopped left its folder behind for good.
         with _IN_FLIGHT_LOCK:
+            if _CLOSED.is_set():
+                raise EngineError("the server is stopping: no new builds")
+            folder = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{_BUILDING}{os.getpid()}-"))
             _IN_FLIGHT.add(folder)
         try:
             out = folder / target.name
@@ -262,6 +267,7 @@ def _build_into(target: Path, build) -> None:
 def discard_in_flight() -> None:
     """At shutdown: the build folders of compilers that were just killed."""
     with _IN_FLIGHT_LOCK:
+        _CLOSED.set()
         folders = list(_IN_FLIGHT)
         _IN_FLIGHT.clear()
     for folder in folders:

@@ -103,7 +103,7 @@ def heavy(kind: str, need: int = 0, what: str = "Waiting", number: int | None = 
             done()
 
 
-# Heavy work's CPU priority below the page views' (Linux nice, +10): on two cores an export's
+# Heavy work's CPU priority below the page views' (Linux nice, 10 more): on two cores an export's
 # Chromium and encoder took the cores from every page view for the seconds it ran.
 HEAVY_NICE = 10
 
@@ -118,8 +118,9 @@ def below_page_views(compute):
 
     def run():
         _SLOTS.heavy = in_turn
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HEAVY_NICE)
+        try:   # relative to the thread's own: a server started niced stays so, and its heavy work lower still
+            me = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, me, min(19, os.getpriority(os.PRIO_PROCESS, me) + HEAVY_NICE))
         except (OSError, AttributeError):
             pass   # not Linux, or not allowed: it runs at the page views' priority
         try:
