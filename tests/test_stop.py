@@ -91,7 +91,7 @@ def test_a_signal_stops_the_server_in_the_middle_of_a_page(fresh_quiet):
     """The Ladder page at 4096³ compiles and traces a block of every rung: many seconds of work."""
     port, proc, cache = fresh_quiet
     client = subprocess.Popen([sys.executable, "-c", "import sys; from tests import server; "
-                               f"server.open_page({port}, 'ladder', 'size=4096')"], cwd=server.ROOT,
+                               f"server.open_page({port}, 'ladder', 'm=4096&n=4096&k=4096')"], cwd=server.ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # Busy: compiling the rungs it traces (the background is off: these are the page's own).
@@ -149,7 +149,7 @@ def test_a_signal_stops_a_gpu_server_while_it_traces_and_times(tmp_path):
         seconds, problem = server.open_page(port, "coalescing")
         assert not problem, problem
         client = subprocess.Popen([sys.executable, "-c", "from tests import server; "
-                                   f"server.open_page({port}, 'ladder', 'size=4096')"], cwd=server.ROOT,
+                                   f"server.open_page({port}, 'ladder', 'm=4096&n=4096&k=4096')"], cwd=server.ROOT,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3)
         pids = server.descendants(proc.pid)
