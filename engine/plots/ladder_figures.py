@@ -176,5 +176,5 @@ def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "", p
     title = style.with_note(f"Measured GFLOP/s at {speeds.size:,}³ · {html.escape(mode)}", note, st)
     return style.apply(fig, st.chart, height=440 * st.scale, margin={"t": 80 if note else 50, "l": 10, "r": 10, "b": 40},
                        title={"text": title, "x": 0, "xanchor": "left"},
-                       yaxis={"title": "GFLOP/s", "range": [0, top]}, xaxis={"type": "category"})
+                       yaxis={"title": "GFLOP/s", "range": [0, top]}, xaxis={"type": "category", "tickangle": style.UPRIGHT})
 

@@ -87,6 +87,20 @@ def with_note(title: str, note: str, st: Sizes) -> str:
     return f"{title}<br><span style='font-size: {st.base - 1}px; color: {NOTE_INK}'>{note}</span>" if note else title
 
 
+def two_lines(name: str) -> str:
+    """A kernel's label on two lines, broken after its first comma or before its first parenthesis."""
+    for sep, joint in ((", ", ",<br>"), (" (", "<br>(")):
+        if sep in name:
+            return joint.join(name.split(sep, 1))
+    return name
+
+
+# Category names under bars stand upright (-90 degrees): turned 30 degrees, Plotly's own choice when
+# they do not fit, the boxes of long neighbours ("cublas_sgemm_tf32", "cublas_sgemm") lie on each other
+# in a narrow chart at a projector's size.
+UPRIGHT = -90
+
+
 def apply(fig: go.Figure, font: int, **layout) -> go.Figure:
     """The template, text of `font` points (hover labels too), and the figure's own layout on top."""
     fig.update_layout(template=TEMPLATE, font={"family": FONT_FAMILY, "size": font},
