@@ -62,7 +62,8 @@ def test_the_kernels_source_is_shown_with_its_two_faulty_lines_lit_and_named():
         shown[band["y"][0]] = " ".join(code[r] for r in rows)
     warp, layout = sorted(shown.values(), key=lambda t: "warpM" not in t)
     assert "int warpM = (blockIdx.y * blockDim.y + threadIdx.y) / 32 * 16;" in " ".join(warp.split()[1:])
-    assert "fragment<matrix_b, 16, 16, 16, half, col_major> b_frag;" in layout
+    # (a long line wraps onto a second display row: its words read across the rows)
+    assert "fragment<matrix_b, 16, 16, 16, half, col_major> b_frag;" in " ".join(layout.split()[1:])
     names = [a["text"] for a in fig["layout"]["annotations"]]
     faults = tensor_evidence.seed_faults()
     assert names == [f"<b>① B's fragment layout</b> (line {faults[0].line})", f"<b>② the warp index</b> (line {faults[1].line})"]

@@ -202,11 +202,12 @@ def _note_lines(note: str, font: int) -> list[str]:
     return out
 
 
-def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
+def _layout(fig: go.Figure, title: str, font: int, note: str = "", upright: int = 0) -> go.Figure:
     """Title, and the provenance right above the plot (so a downloaded picture says where it came
     from); legend in rows under the axis's title, in a bottom margin as tall as its rows: placed at a
     share of a plot whose height varied, it stood on the axis's title where it took fewer rows (a wider
-    page) and ran past the figure's foot where it took more (a projector's font)."""
+    page) and ran past the figure's foot where it took more (a projector's font). `upright`: the
+    characters of the longest tick label, where they stand upright (style.UPRIGHT) under the plot."""
     # the note a little smaller than the title and never a projector's chart size: it is a footnote
     note_px = min(font - 2, style.PRESENTER.base - 1)
     lines = _note_lines(note, note_px) if note else []
@@ -217,7 +218,8 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
     legend_font = font - 1
     widest, rows = _legend_grid(fig, legend_font)
     legend_px = round(rows * (legend_font + 20) + 8)   # a row as the page draws it (its theme spaces them)
-    axis_px = round(2 * 1.3 * font + 24)   # the tick labels and the axis title under the plot
+    # the tick labels and the axis title under the plot (upright labels as tall as they are long)
+    axis_px = round((0.6 * upright if upright else 1.3) * font + 1.3 * font + 24)
     plot_px = PLOT_HEIGHT + 10 * (font - EXPORT_FONT)
     # the title at the top of the picture, whatever the number of note lines below it (placed in the
     # middle of the top margin, a tall margin put it among them)
@@ -362,7 +364,8 @@ def tuning_sweep(ranked: pd.DataFrame, font: int = EXPORT_FONT, note: str = "", 
                      tickangle=style.UPRIGHT)
     fig.update_yaxes(title="GFLOP/s", rangemode="tozero", tickformat=",~f")
     title = "each rung" if family == "ladder rung" else f"each {family}"
-    return _layout(fig, f"Autotuning sweep: the configurations timed for {title}", font, note)
+    return _layout(fig, f"Autotuning sweep: the configurations timed for {title}", font, note,
+                   max((len(r) for r in rungs), default=0))
 
 
 def _escaped(texts: pd.Series) -> np.ndarray:

@@ -264,11 +264,11 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
 
 # --------------------------------------------------------------------------- 5. speeds
 
-def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = False) -> go.Figure:
+def speed_figure(s: TensorSpeeds, chosen: str, note: str) -> go.Figure:
     """TFLOP/s of each rung and baseline at one size; each rung's share of cuBLAS FP16 (the same
     product) under its figure and on the right axis; the rung the page is on in its own colour, cuBLAS
     FP16 in red, the other baselines grey; a kernel whose row is not a time comes last, marked "not timed"."""
-    st = style.sizes(presenter)
+    st = style.PRESENTER   # in both modes: one figure, which switching modes does not redraw (style.Sizes)
     names = list(s.bars["kernel"]) + list(s.failed)
     rows = s.bars.set_index("kernel")
     tflops = [rows["tflops"].get(k) for k in names]
@@ -290,7 +290,7 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = Fals
         fig.add_annotation(x=k, y=0, text="not timed", showarrow=False, yanchor="bottom",
                            font={"color": style.RED, "size": st.base})
     title = style.with_note(f"TFLOP/s at {s.size:,}³ · {s.label}", note, st)   # each note line gets its margin
-    return style.apply(fig, st.chart if presenter else st.base + 1, height=420 * st.scale,
+    return style.apply(fig, st.chart, height=420 * st.scale,
                        title={"text": title, "x": 0, "xanchor": "left"},
                        yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category", "automargin": True, "tickangle": style.UPRIGHT},
                        margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": 8, "l": 8, "r": 8},
@@ -309,11 +309,11 @@ def size_label(n: int, multiple_of_8: bool) -> str:
     return f"{n:,}³" + ("" if multiple_of_8 else "<br>not ×8")
 
 
-def cliff_figure(table: pd.DataFrame, note: str, presenter: bool = False) -> go.Figure:
+def cliff_figure(table: pd.DataFrame, note: str) -> go.Figure:
     """TFLOP/s of cuBLAS FP16 and the rungs at each size of the run, grouped by size; the sizes that
     are not multiples of 8 say so under their label; above each size, wgmma_padded's speed over
     cuBLAS FP16's; a rung with no time at a size (wgmma_tma's refusals) says "refused" there."""
-    st = style.sizes(presenter)
+    st = style.PRESENTER   # in both modes: one figure, which switching modes does not redraw (style.Sizes)
     x = [size_label(int(n), bool(m)) for n, m in zip(table["N"], table["multiple of 8"])]
     fig = go.Figure()
     for kernel in CLIFF:
@@ -331,7 +331,7 @@ def cliff_figure(table: pd.DataFrame, note: str, presenter: bool = False) -> go.
                                yanchor="bottom", font={"color": CLIFF_COLORS["wgmma_padded"], "size": st.base})
     top = float(np.nanmax(tallest)) * 1.4
     title = style.with_note("TFLOP/s near 4,096³ and 8,192³ · above each size: wgmma_padded over cuBLAS FP16", note, st)
-    font = st.chart if presenter else st.base + 1
+    font = st.chart
     # The legend at the figure's foot, in a bottom margin of its own below the sizes' two lines: placed
     # under the plot (paper units) it stood on "not ×8" when it fitted one row (the sidebar closed).
     ticks_px, legend_px = 2 * 1.3 * font + 12, 2 * 1.5 * font + 8   # two rows where the figure is narrow
