@@ -228,8 +228,12 @@ def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, 
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
     for v in found:
         (st.markdown if v.default_wins else st.warning)(v.text())
-    tabs = st.tabs([v.rung for v in found])
+    # Only the open tab's table is drawn (choosing another reruns the page): the page redraws every
+    # table it shows when presenter mode switches, and a table a rung, each hidden, made that slow.
+    tabs = st.tabs([v.rung for v in found], on_change="rerun", key=f"sweep-tabs-{rung}")
     for tab, v in zip(tabs, found):
+        if not tab.open:
+            continue
         part = ranked[ranked["kernel"] == v.rung]
         tab.dataframe(pd.DataFrame({
             "rank": part["rank"], "configuration": part["label"], "": part["winner"].map({True: "★ winner", False: ""})

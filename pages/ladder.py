@@ -92,7 +92,7 @@ if run:
         at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", max(sizes), sizes))
         view_state.remember(timed=at)
         timed = speeds.ladder_speeds(df, at)
-        st.plotly_chart(ladder_figures.speed_figure(timed, rung, label, charts.notes([prov], df), view_state.presenter()),
+        st.plotly_chart(ladder_figures.speed_figure(timed, rung, label, charts.notes([prov], df)),
                         width="stretch", config={"displaylogo": False}, key="ladder-speed")
         if timed.missing:
             st.warning(f"No row for {', '.join(timed.missing)} at {at:,}³ in this run ({label}).",

@@ -17,6 +17,9 @@ ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 �
 CHART = {"displaylogo": False, "displayModeBar": False}
 rungs = list(registry.TENSOR_RUNGS)
 operands = list(recorded_fragments.OPERANDS)
+# Every figure at a projector's sizes in both modes (each fits 1280x720 with the sidebar open): one
+# figure for either mode, so that switching presenter mode redraws none of the page's six (~1.4 s).
+PROJECTOR = True
 with ui.controls():
     c0, c1, c2, c3 = st.columns([2.6, 2.6, 0.9, 1.1])
     rung = c0.selectbox("Rung (hierarchy)", rungs, key=view_state.state("rung", "mma_swizzled", rungs),
@@ -63,7 +66,7 @@ st.caption(f"Recorded: the {ev.device} run of tests/benchmarks/tensor_device.py 
 st.markdown("**Why, in its source:** the two highlighted lines below.  \n" + "  \n".join(
     f"{tensor_figures.FAULT_MARKS[i]} **Line {f.line}, {f.name}.** {f.why}" for i, f in enumerate(faults)))
 st.plotly_chart(tensor_figures.source_figure(listing.source_lines(tensor_evidence.SEED_FILE), faults,
-                                             view_state.presenter()), width="stretch", config=CHART, key="tc-seed-source")
+                                             PROJECTOR), width="stretch", config=CHART, key="tc-seed-source")
 st.table(tensor_figures.seed_table(ev))
 st.caption(f"Recorded {ev.device} run, not measured now. Warps launched: from the launch the document writes "
            "(blocks of 32 × 4 threads, 8 × M/16 blocks in y), which the recorded count equals. wmma_warp: the same "
@@ -85,7 +88,7 @@ if h is None:
     st.info(f"No hierarchy drawn: {why}.", icon=":material/error:")
 else:
     defaults = params == registry.get(rung).default_params()
-    st.plotly_chart(tensor_figures.hierarchy_figure(h, view_state.presenter()), width="stretch", config=CHART,
+    st.plotly_chart(tensor_figures.hierarchy_figure(h, PROJECTOR), width="stretch", config=CHART,
                     key="tc-hierarchy")
     st.caption(f"{registry.get(rung).lesson} Tiles of " + (
         "the rung's defaults (" + ("the winners of a recorded 4096³ sweep, on the Benchmarks page"
@@ -107,7 +110,7 @@ recorded = recorded_fragments.recorded_map(operand)
 
 
 fragment_map = cached.figure(lambda: tensor_figures.fragment_figure(operand, recorded, recorded_fragments.owners(operand),
-                                                                  lane, view_state.presenter(), speed, "lane"))
+                                                                  lane, PROJECTOR, speed, "lane"))
 st.plotly_chart(fragment_map, width="stretch", config=CHART, key="tc-fragment")
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
            "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ... (two names in a "
@@ -120,7 +123,7 @@ ui.animation_exports(lambda: tensor_figures.fragment_figure(operand, recorded, r
 st.subheader("4. ldmatrix's rows on the banks, without and with the swizzle")
 panels = [(k, ldmatrix_banks.ldmatrix_rows(k)) for k in ("mma_ldmatrix", "mma_swizzled")]
 cols = st.columns([1.2, 1])
-cols[0].plotly_chart(tensor_figures.banks_figure(panels, view_state.presenter()), width="stretch", config=CHART, key="tc-banks")
+cols[0].plotly_chart(tensor_figures.banks_figure(panels, PROJECTOR), width="stretch", config=CHART, key="tc-banks")
 rows = []
 for k in ("mma_ldmatrix", "mma_swizzled"):
     waves, conflicts, inst = ldmatrix_banks.ncu_wavefronts(k)
@@ -148,7 +151,7 @@ elif sizes:
     at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", 4096 if 4096 in sizes else sizes[-1], sizes))
     view_state.remember(timed=at)
     shown = speeds.tensor_speeds(df, at, label)
-    st.plotly_chart(tensor_figures.speed_figure(shown, rung, charts.notes([prov], df), view_state.presenter()), width="stretch",
+    st.plotly_chart(tensor_figures.speed_figure(shown, rung, charts.notes([prov], df)), width="stretch",
                     config={"displaylogo": False}, key="tc-speed")
     for k, why in shown.failed.items():
         st.warning(f"{k} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
@@ -196,7 +199,7 @@ if (cliff_run := benchmark.any_size_run()) is None:
 cliff_df, cliff_prov = benchmark.load_document(cliff_run.read_text())
 cliff = speeds.cliff(cliff_df)
 st.markdown(speeds.cliff_story(cliff))
-st.plotly_chart(tensor_figures.cliff_figure(cliff, charts.notes([cliff_prov], cliff_df), view_state.presenter()),
+st.plotly_chart(tensor_figures.cliff_figure(cliff, charts.notes([cliff_prov], cliff_df)),
                 width="stretch", config=CHART, key="tc-cliff")
 st.caption(f"A {speeds.run_label(cliff_prov, False)}, not measured now; each kernel with its default tiles. "
            "TMA, the copy engine of wgmma_tma (and of cuBLAS's Hopper kernel, section 5), copies rows whose byte stride "

@@ -5,9 +5,13 @@
   const vw = window.innerWidth, vh = window.innerHeight;
   const main = document.querySelector("[data-testid='stMain']") || document.body;
   const shown = (el) => {
-    // a folded expander's content (its <details> closed) is not on the screen, whatever its boxes say
-    const fold = el.closest("details");
-    if (fold && !fold.open && !el.closest("summary")) return false;
+    // a folded expander's content (its <details> closed) is not on the screen, whatever its boxes say;
+    // nor is an expander's inside a folded one, its summary included (the Controls expander of
+    // presenter mode holds the Kernel parameters one)
+    for (let fold = el.closest("details"); fold; fold = fold.parentElement && fold.parentElement.closest("details")) {
+      const own = fold.querySelector(":scope > summary");
+      if (!fold.open && !(own && own.contains(el))) return false;
+    }
     for (let e = el; e && e !== document.body; e = e.parentElement) {
       const s = getComputedStyle(e);
       if (s.display === "none" || s.visibility === "hidden" || +s.opacity === 0) return false;

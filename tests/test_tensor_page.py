@@ -62,7 +62,8 @@ def test_the_kernels_source_is_shown_with_its_two_faulty_lines_lit_and_named():
         shown[band["y"][0]] = " ".join(code[r] for r in rows)
     warp, layout = sorted(shown.values(), key=lambda t: "warpM" not in t)
     assert "int warpM = (blockIdx.y * blockDim.y + threadIdx.y) / 32 * 16;" in " ".join(warp.split()[1:])
-    assert "fragment<matrix_b, 16, 16, 16, half, col_major> b_frag;" in layout
+    # (a long line wraps onto a second display row: its words read across the rows)
+    assert "fragment<matrix_b, 16, 16, 16, half, col_major> b_frag;" in " ".join(layout.split()[1:])
     names = [a["text"] for a in fig["layout"]["annotations"]]
     faults = tensor_evidence.seed_faults()
     assert names == [f"<b>① B's fragment layout</b> (line {faults[0].line})", f"<b>② the warp index</b> (line {faults[1].line})"]
@@ -76,13 +77,13 @@ def test_the_hierarchy_of_the_document_kernel_draws_its_4_warps_on_one_tile():
     at = open_page(PAGE, {"rung": "wmma_seed"})
     fig = next(f for f in _figures(at) if any("block:" in a.get("text", "") for a in f["layout"].get("annotations", [])))
     labels = [a["text"] for a in fig["layout"]["annotations"]]
-    assert labels[0] == "block: 16 × 16 of C, 4 warps"
+    assert labels[0] == "block: 16 × 16 of C,<br>4 warps"   # two lines: one ran past a projector's figure
     assert "1 warp tile of 16 × 16,<br>computed 4 times: all 4 warps on it" in labels
     assert sum(s.get("line", {}).get("color") == style.RED for s in fig["layout"]["shapes"]) == 4   # a sheet per warp
     at = open_page(PAGE, {"rung": "wmma_warp"})
     fig = next(f for f in _figures(at) if any("block:" in a.get("text", "") for a in f["layout"].get("annotations", [])))
     labels = [a["text"] for a in fig["layout"]["annotations"]]
-    assert labels[0] == "block: 16 × 64 of C, 128 threads" and "4 warp tiles of 16 × 16" in labels
+    assert labels[0] == "block: 16 × 64 of C,<br>128 threads" and "4 warp tiles of 16 × 16" in labels
 
 
 def test_why_mma_ldmatrix_and_mma_swizzled_run_below_wmma_block_is_said_from_the_recorded_files():

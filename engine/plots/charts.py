@@ -21,7 +21,7 @@ from engine.kernels import registry
 from engine.plots import style
 from engine.plots.style import EXPORT_FONT, PALETTE
 
-HEIGHT = 520
+PLOT_HEIGHT = 300   # the plot's own height at the export's font; the margins around it are added
 # Above this the % of cuBLAS axis stops: beyond it are only the tiny sizes where cuBLAS is latency bound.
 PCT_CAP = 110.0
 MAX_VALUE_NOTES = 24   # values written beside the ▲ above PCT_CAP
@@ -174,27 +174,66 @@ def _log_axis(values, kind: str = "decades") -> dict:
             "range": [math.log10(lo / pad), math.log10(hi * pad)]}
 
 
-def _legend_growth(fig: go.Figure, font: int) -> int:
-    """Pixels added for legend rows beyond three: a projector-width chart fits about two long labels
-    a row, and a legend that grows would otherwise take the plot's height (14 kernels left 239 px)."""
-    entries = sum(1 for t in fig.data if t.showlegend is not False)
-    return max(0, -(-entries // 2) - 3) * (font + 10)
+def _legend_grid(fig: go.Figure, font: int) -> tuple[int, int]:
+    """The legend's entry width (px) and rows: as many columns of the widest entry as fit the figure at its
+    narrowest (style.Sizes.narrowest, less the margins; a character about 0.55 em, the line and its
+    marker about 45 px before the name). Plotly's own wrapping made as many rows as it liked (one
+    entry a row at a projector's font), so the margin under the plot could not be sized for them."""
+    names = [html.unescape(t.name) for t in fig.data if t.showlegend is not False and t.name]
+    widest = round(10 + 0.55 * font * max((len(n) for n in names), default=0))   # the name's, as Plotly counts
+    columns = max(1, int((style.SCREEN.narrowest - 100) // (widest + 45)))
+    return widest, max(1, -(-len(names) // columns))
 
 
-def _layout(fig: go.Figure, title: str, font: int, note: str = "") -> go.Figure:
+def _note_lines(note: str, font: int) -> list[str]:
+    """The provenance note's lines, each broken at its " · " where it would run past the figure at its
+    narrowest (a projector's one line of ~110 characters ran ~300 px past the chart's right edge)."""
+    room = int((style.SCREEN.narrowest - 100) / (0.55 * font))
+    out = []
+    for line in note.split("<br>"):
+        parts, current = line.split(" · "), ""
+        for part in parts:
+            if current and len(current) + 3 + len(part) > room:
+                out.append(current)
+                current = part
+            else:
+                current = f"{current} · {part}" if current else part
+        out.append(current)
+    return out
+
+
+def _layout(fig: go.Figure, title: str, font: int, note: str = "", upright: int = 0) -> go.Figure:
     """Title, and the provenance right above the plot (so a downloaded picture says where it came
-    from); legend in rows below the plot, where it takes width, not the plot's height."""
-    if note:
-        fig.add_annotation(text=note, xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
-                           yshift=6, showarrow=False, align="left", font={"size": font - 2, "color": style.NOTE_INK})
+    from); legend in rows under the axis's title, in a bottom margin as tall as its rows: placed at a
+    share of a plot whose height varied, it stood on the axis's title where it took fewer rows (a wider
+    page) and ran past the figure's foot where it took more (a projector's font). `upright`: the
+    characters of the longest tick label, where they stand upright (style.UPRIGHT) under the plot."""
+    # the note a little smaller than the title and never a projector's chart size: it is a footnote
+    note_px = min(font - 2, style.PRESENTER.base - 1)
+    lines = _note_lines(note, note_px) if note else []
+    if lines:
+        fig.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0, y=1, xanchor="left",
+                           yanchor="bottom", yshift=6, showarrow=False, align="left",
+                           font={"size": note_px, "color": style.NOTE_INK})
+    legend_font = font - 1
+    widest, rows = _legend_grid(fig, legend_font)
+    legend_px = round(rows * (legend_font + 20) + 8)   # a row as the page draws it (its theme spaces them)
+    # the tick labels and the axis title under the plot (upright labels as tall as they are long)
+    axis_px = round((0.6 * upright if upright else 1.3) * font + 1.3 * font + 24)
+    plot_px = PLOT_HEIGHT + 10 * (font - EXPORT_FONT)
     # the title at the top of the picture, whatever the number of note lines below it (placed in the
     # middle of the top margin, a tall margin put it among them)
+    top = round(12 + 1.3 * font + 6 + len(lines) * 1.35 * note_px + 10) if lines else 50
     return style.apply(fig, font, title={"text": title, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1,
                                          "yanchor": "top", "pad": {"t": 12}},
-                       height=HEIGHT + 14 * (font - EXPORT_FONT) + _legend_growth(fig, font),
-                       legend={"font": {"size": font - 1}, "orientation": "h", "x": 0, "xanchor": "left",
-                               "y": -0.22, "yanchor": "top"},
-                       margin={"t": 64 + 16 * note.count("<br>") if note else 50, "l": 70, "r": 30})
+                       height=top + axis_px + legend_px + plot_px,
+                       # the legend's top under the axis's title: the plot's height is fixed, so that
+                       # offset is a fixed share of it
+                       legend={"font": {"size": legend_font}, "orientation": "h", "x": 0, "xanchor": "left",
+                               "y": -axis_px / plot_px, "yanchor": "top",
+                               "entrywidthmode": "pixels", "entrywidth": widest,
+                               "maxheight": 1},   # never scrolled: Plotly's default is half the figure
+                       margin={"t": top, "b": axis_px + legend_px, "l": 70, "r": 30})
 
 
 def gflops_vs_size(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.Figure:
@@ -321,10 +360,12 @@ def tuning_sweep(ranked: pd.DataFrame, font: int = EXPORT_FONT, note: str = "", 
         fig.add_annotation(x=1, xref="paper", y=cublas, text=f"{cublas_name} {cublas:,.0f} GFLOP/s", showarrow=False,
                            xanchor="right", yanchor="bottom", font={"size": font - 2})
     fig.update_xaxes(title=f"{family} · its configurations, fastest on the left", tickvals=list(range(len(rungs))),
-                     ticktext=rungs, range=[-0.6, len(rungs) - 0.4], showgrid=False, zeroline=False)
+                     ticktext=rungs, range=[-0.6, len(rungs) - 0.4], showgrid=False, zeroline=False,
+                     tickangle=style.UPRIGHT)
     fig.update_yaxes(title="GFLOP/s", rangemode="tozero", tickformat=",~f")
     title = "each rung" if family == "ladder rung" else f"each {family}"
-    return _layout(fig, f"Autotuning sweep: the configurations timed for {title}", font, note)
+    return _layout(fig, f"Autotuning sweep: the configurations timed for {title}", font, note,
+                   max((len(r) for r in rungs), default=0))
 
 
 def _escaped(texts: pd.Series) -> np.ndarray:

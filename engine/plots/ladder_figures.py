@@ -140,11 +140,11 @@ def _panel_title(t: Timeline, shown: pd.DataFrame) -> str:
 
 # --------------------------------------------------------------------------- measured speed
 
-def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "", presenter: bool = False) -> go.Figure:
+def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "") -> go.Figure:
     """GFLOP/s of each rung with a row (left axis) and its share of cuBLAS SGEMM (right axis, the same
     bars read against cuBLAS), cuBLAS as a dashed line, the chosen rung in its own colour; a rung
     without a row keeps its place on the axis, marked "no row"."""
-    st = style.sizes(presenter)
+    st = style.PRESENTER   # in both modes: one figure, which switching modes does not redraw (style.Sizes)
     rows = speeds.rows.set_index("rung")
     names = list(LADDER_RUNGS)
     gflops = [rows["gflops"].get(r) for r in names]
@@ -176,5 +176,5 @@ def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "", p
     title = style.with_note(f"Measured GFLOP/s at {speeds.size:,}³ · {html.escape(mode)}", note, st)
     return style.apply(fig, st.chart, height=440 * st.scale, margin={"t": 80 if note else 50, "l": 10, "r": 10, "b": 40},
                        title={"text": title, "x": 0, "xanchor": "left"},
-                       yaxis={"title": "GFLOP/s", "range": [0, top]}, xaxis={"type": "category"})
+                       yaxis={"title": "GFLOP/s", "range": [0, top]}, xaxis={"type": "category", "tickangle": style.UPRIGHT})
 

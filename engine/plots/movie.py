@@ -4,7 +4,8 @@ self-contained HTML player, at a projector's 1280x720 and at the frame rate its 
 The frames are not redrawn here: one headless Chromium page holds the HTML player (the figure, its
 frames, plotly.js and player.js), and each frame is what Plotly.animate shows after stepping to it,
 exactly as the page's Step button does, captured as a PNG of the 1280x720 screen. Pillow writes the
-GIF, PyAV (FFmpeg's libraries) the MP4. One Chromium page costs ~2 s to open; each frame then ~0.1 s,
+GIF, PyAV (FFmpeg's libraries) the MP4. One Chromium page costs ~2 s to open; each frame then ~0.1 s
+(~0.05 s taking the picture, once Chromium no longer waits for a display's vsync to draw it),
 where kaleido's per-picture export redraws the whole figure from scratch (~0.3 s a frame).
 """
 from __future__ import annotations
@@ -53,10 +54,10 @@ body.capture .updatemenu-container {{display: none;}}
 </style></head>
 <body><h1>{title}</h1><div id="figure"></div>
 <script>if (location.hash === "#capture") document.body.classList.add("capture");</script>
-<script>{plotly}</script>
+{plotly}
 <script>{player}</script>
 <script>
-window.__figure = {figure};
+window.__figure = JSON.parse({figure});
 window.__ready = Plotly.newPlot("figure", window.__figure.data, window.__figure.layout,
     {{displayModeBar: false, responsive: false}}).then((gd) => Plotly.addFrames(gd, window.__figure.frames))
   .then(() => {{
@@ -91,20 +92,26 @@ def frame_ms(fig) -> int:
     return int(_play(fig)["frame"]["duration"])
 
 
-def player_html(fig, title: str) -> str:
+def player_html(fig, title: str, plotly_src: str | None = None) -> str:
     """A self-contained page (plotly.js embedded, about 4.5 MB): the figure with its frames, Play,
-    Pause, Step and the slider, opening offline. `title` heads it."""
+    Pause, Step and the slider, opening offline. `title` heads it. With plotly_src, the page loads
+    plotly.js from that file beside it instead (the capture's own copy: Chromium compiles a script
+    file while the page loads, an embedded one only when the parser reaches it)."""
     d = figure_dict(fig)
     if not d.get("frames"):
         raise EngineError("this figure has no frames: it is not an animation")
     width = int(d["layout"].get("width") or style.PRESENTER.width)
     d = {"data": d["data"], "layout": {**d["layout"], "width": width, "autosize": False}, "frames": d["frames"]}
     safe = lambda text: text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")   # noqa: E731
-    # "</" inside a script ends it: JSON written with "<\\/" is the same data
-    data = pio.to_json(d, validate=False, remove_uids=False).replace("</", "<\\/")
+    # The figure as a JSON string that the page parses (JSON.parse reads a large figure faster than
+    # a script's object literal); "</" inside a script ends it: written "<\\/", it is the same data
+    data = json.dumps(pio.to_json(d, validate=False, remove_uids=False)).replace("</", "<\\/")
+    plotly = (f'<script src="{plotly_src}"></script>' if plotly_src else f"<script>{get_plotlyjs()}</script>")
     return _PAGE.format(title=safe(title), page=style.PAGE_BACKGROUND, font=style.FONT_FAMILY.replace('"', "'"), ink=style.INK, width=width,
-                        plotly=get_plotlyjs(),
-                        player=PLAYER_JS, figure=data)
+                        plotly=plotly, player=PLAYER_JS, figure=data)
+
+
+_PLOTLY_FILE = "plotly.min.js"   # beside the capture's page
 
 
 def chromium_path() -> str:
@@ -124,13 +131,14 @@ def capture(fig, title: str, each: Callable[[bytes], None],
             progress: Callable[[int, int], None] = lambda done, total: None) -> None:
     """Every frame of the figure as the HTML player shows it, a 1280x720 PNG each, handed to each()
     in order as it is taken; progress(done, total) after each."""
-    html = player_html(fig, title)
+    html = player_html(fig, title, _PLOTLY_FILE)
     path = chromium_path()
     names = frame_names(fig)
     redraw = bool(_play(fig)["frame"].get("redraw", False))
     with tempfile.TemporaryDirectory(prefix="matmul-movie-") as tmp:
         page = Path(tmp) / "player.html"
         page.write_text(html, encoding="utf-8")
+        (Path(tmp) / _PLOTLY_FILE).write_text(get_plotlyjs(), encoding="utf-8")
         _in_own_loop(_capture(path, page.as_uri() + "#capture", names, redraw, each, progress))
 
 
@@ -198,10 +206,26 @@ async def _capture(path: str, url: str, names: list[str], redraw: bool, each, pr
                 handed += 1
                 progress(handed, len(names))
 
-    async with choreographer.Browser(path=path, headless=True) as browser:
+    async with choreographer.Browser(path=path, headless=True, browser_cls=_unpaced()) as browser:
         windows = await asyncio.gather(*[open_window(browser) for _ in range(WINDOWS)])
         # the frames dealt out in turn: each window steps through every WINDOWS-th frame
         await asyncio.gather(*[take(tab, range(w, len(names), len(windows))) for w, tab in enumerate(windows)])
+
+
+# Chromium draws at most 60 frames a second, each when the (emulated) display's vsync says: a
+# screenshot waited for that tick, ~40 ms of each frame's ~85. The page is drawn the same without
+# the pacing; only when is changed, not what.
+UNPACED = ("--disable-frame-rate-limit", "--disable-gpu-vsync")
+
+
+def _unpaced():
+    """choreographer's Chromium, started with UNPACED too (it takes no flags of the caller's)."""
+    from choreographer.browsers.chromium import Chromium  # noqa: PLC0415 - needed only here
+
+    class Unpaced(Chromium):
+        def get_cli(self):
+            return [*super().get_cli(), *UNPACED]
+    return Unpaced
 
 
 def _images(pngs: Iterable[bytes]):

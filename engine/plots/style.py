@@ -55,7 +55,7 @@ class Sizes:
     """Sizes for the normal page or for a projector. `width` is the figure width a trace figure's layout
     is planned for (the page's content width at 1280 px: with the sidebar, or without it in presenter
     mode); marker sizes are in pixels, so they are worked out from it. `base`, `headline` and `code`
-    are the trace figures' text sizes; `chart` the benchmark charts' (full-width, so larger); small
+    are the trace figures' text sizes; `chart` the charts of measured speed' (one size in both modes); small
     figures grow by `scale`; `least` is the smallest text a figure may draw (a projector's is 14 px, read
     from the back of a room)."""
     presenter: bool
@@ -72,8 +72,12 @@ class Sizes:
     narrowest: int = 820
 
 
-SCREEN = Sizes(False, 820, 12, 14, 11, 14, 1.0)
-PRESENTER = Sizes(True, 1100, 16, 17, 14, 23, 1.3, 14)
+# `chart` is one size in both modes: a page's charts of measured speed (Benchmarks, and the Ladder's and
+# Tensor cores' speed charts, drawn at PRESENTER's sizes) are then one figure in either mode, so that
+# switching presenter mode redraws none of them (the Benchmarks page's six took ~2 s in the browser);
+# 16 px is over a projector's 14 everywhere, a chart's notes 2 px smaller included.
+SCREEN = Sizes(False, 820, 12, 14, 11, 16, 1.0)
+PRESENTER = Sizes(True, 1100, 16, 17, 14, 16, 1.3, 14)
 EXPORT_FONT = 13   # a benchmark chart saved as a 1200x700 picture
 
 
@@ -85,6 +89,20 @@ def with_note(title: str, note: str, st: Sizes) -> str:
     """A chart title with its provenance note below it, a point smaller and in the note colour (not
     <sup>'s 70%: the note is read from the back of a room too)."""
     return f"{title}<br><span style='font-size: {st.base - 1}px; color: {NOTE_INK}'>{note}</span>" if note else title
+
+
+def two_lines(name: str) -> str:
+    """A kernel's label on two lines, broken after its first comma or before its first parenthesis."""
+    for sep, joint in ((", ", ",<br>"), (" (", "<br>(")):
+        if sep in name:
+            return joint.join(name.split(sep, 1))
+    return name
+
+
+# Category names under bars stand upright (-90 degrees): turned 30 degrees, Plotly's own choice when
+# they do not fit, the boxes of long neighbours ("cublas_sgemm_tf32", "cublas_sgemm") lie on each other
+# in a narrow chart at a projector's size.
+UPRIGHT = -90
 
 
 def apply(fig: go.Figure, font: int, **layout) -> go.Figure:

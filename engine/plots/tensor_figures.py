@@ -51,8 +51,13 @@ def source_figure(lines: list[str], faults: list[SeedFault], presenter: bool = F
     numbered at the right with its name (① the warp index, ...)."""
     st = style.sizes(presenter)
     font = st.code + 1
-    code_share = 0.74                     # of the width: the rest holds the faults' names
-    view = listing.code_view(lines, listing.chars_fitting(st.width * code_share, font))
+    # Of the width, the code's share: the rest holds the faults' names (bold, about 0.6 em a character),
+    # planned at the figure's narrowest (presenter mode with the sidebar open), where a projector's
+    # names ran past the figure's edge and the code under them.
+    names_px = max((len(f"{FAULT_MARKS[i]} {f.name} (line {f.line})") for i, f in enumerate(faults)), default=0) \
+        * 0.6 * st.base + 16
+    code_share = min(0.74, 1 - names_px / st.narrowest)
+    view = listing.code_view(lines, listing.chars_fitting(st.narrowest * code_share, font))
     fig = go.Figure()
     for i, f in enumerate(faults):
         band = listing.highlight(view, f.line)
@@ -94,11 +99,13 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
     into instruction tiles, one instruction M x N x K; each drawn to its own scale, labelled. The
     figure is as tall as its most upright panel needs, so a wide tile leaves no blank band below."""
     st = style.sizes(presenter)
+    # Each panel's title on two lines: on one, the block's ran past the figure's left edge in a
+    # projector's size with the sidebar open (a panel is then about 240 px wide)
     fig = make_subplots(1, 3, horizontal_spacing=0.06, subplot_titles=(
-        f"block: {h.block[0]} × {h.block[1]} of C, "
+        f"block: {h.block[0]} × {h.block[1]} of C,<br>"
         + (f"{h.threads // 32} warps" if h.warps_per_tile > 1 else f"{h.threads} threads"),
-        f"one {h.unit}: {h.warp[0]} × {h.warp[1]}",
-        f"one instruction: {h.mma[0]} × {h.mma[1]} × {h.mma[2]}"))
+        f"one {h.unit}:<br>{h.warp[0]} × {h.warp[1]}",
+        f"one instruction:<br>{h.mma[0]} × {h.mma[1]} × {h.mma[2]}"))
     aspects = []
     panel_px = st.width * 0.29   # a third of the planned width, less the spacing
     label_px = 2 * st.base * 1.4 + 6
@@ -134,7 +141,7 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
     fig.update_yaxes(visible=False, fixedrange=True)
     for a in fig.layout.annotations[:3]:
         a.font = {"size": st.headline, "color": style.INK}
-    top, bottom = 40, 8
+    top, bottom = 16 + round(2 * st.headline * 1.3), 8   # the titles' two lines
     height = top + bottom + panel_px * min(max(aspects), 1.3)
     return style.apply(fig, st.base, height=round(height), margin={"t": top, "b": bottom, "l": 8, "r": 8},
                        showlegend=False, dragmode=False)
@@ -195,7 +202,8 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     fig.add_trace(go.Scatter(x=xx.ravel(), y=yy.ravel(), xaxis=gx, yaxis=gy, mode="markers+text",
                              text=list(owners.ravel()), textfont={"size": label, "color": style.NOTE_INK},
                              marker={"symbol": "square", "size": cell - 2, "color": style.MATRIX_FILL},
-                             hovertemplate="row %{y}, col %{x}: lane %{text}<extra></extra>"))
+                             customdata=list(owners.ravel()),   # the hover's: the text is blanked under a lane
+                             hovertemplate="row %{y}, col %{x}: lane %{customdata}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[], y=[], xaxis=gx, yaxis=gy, mode="markers+text", text=[],
                              textfont={"size": label, "color": style.BAR_TEXT},
                              marker={"symbol": "square", "size": cell - 2, "color": style.BLUE}, hoverinfo="skip"))
@@ -203,10 +211,15 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
     for each in range(32):
         held = recorded[each]
         x, y, text = cell_registers(held)
-        frames.append({"name": str(each), "traces": [0, 2], "data": [
-            {"text": [fragment_headline(operand, each, held)]}, {"x": x, "y": y, "text": text}]})
-    fig.data[0].text = frames[lane]["data"][0]["text"]   # opens on the chosen lane
-    fig.data[2].update(frames[lane]["data"][1])
+        # the owners' numbers blank where the lane's register names stand: the filled cell hid the
+        # number, but a viewer reading the text (and the layout test) found two labels on one cell
+        others = owners.astype(str).copy()
+        others[y, x] = ""
+        frames.append({"name": str(each), "traces": [0, 1, 2], "data": [
+            {"text": [fragment_headline(operand, each, held)]}, {"text": others.ravel().tolist()},
+            {"x": x, "y": y, "text": text}]})
+    for t, d in zip(frames[lane]["traces"], frames[lane]["data"]):   # opens on the chosen lane
+        fig.data[t].update(d)
     style.apply(fig, st.base, margin={"t": 8, "b": CONTROLS_PX, "l": 8, "r": 8}, showlegend=False, dragmode=False,
                 height=plot_px + CONTROLS_PX + 8)
     player = controls([f["name"] for f in frames], [f["name"] for f in frames], duration, st, False, plot_px, url_key)
@@ -251,11 +264,11 @@ def banks_figure(panels: list[tuple[str, LdmatrixRows]], presenter: bool = False
 
 # --------------------------------------------------------------------------- 5. speeds
 
-def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = False) -> go.Figure:
+def speed_figure(s: TensorSpeeds, chosen: str, note: str) -> go.Figure:
     """TFLOP/s of each rung and baseline at one size; each rung's share of cuBLAS FP16 (the same
     product) under its figure and on the right axis; the rung the page is on in its own colour, cuBLAS
     FP16 in red, the other baselines grey; a kernel whose row is not a time comes last, marked "not timed"."""
-    st = style.sizes(presenter)
+    st = style.PRESENTER   # in both modes: one figure, which switching modes does not redraw (style.Sizes)
     names = list(s.bars["kernel"]) + list(s.failed)
     rows = s.bars.set_index("kernel")
     tflops = [rows["tflops"].get(k) for k in names]
@@ -277,9 +290,9 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str, presenter: bool = Fals
         fig.add_annotation(x=k, y=0, text="not timed", showarrow=False, yanchor="bottom",
                            font={"color": style.RED, "size": st.base})
     title = style.with_note(f"TFLOP/s at {s.size:,}³ · {s.label}", note, st)   # each note line gets its margin
-    return style.apply(fig, st.chart if presenter else st.base + 1, height=420 * st.scale,
+    return style.apply(fig, st.chart, height=420 * st.scale,
                        title={"text": title, "x": 0, "xanchor": "left"},
-                       yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category", "automargin": True},
+                       yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category", "automargin": True, "tickangle": style.UPRIGHT},
                        margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": 8, "l": 8, "r": 8},
                        showlegend=False)
 
@@ -296,11 +309,11 @@ def size_label(n: int, multiple_of_8: bool) -> str:
     return f"{n:,}³" + ("" if multiple_of_8 else "<br>not ×8")
 
 
-def cliff_figure(table: pd.DataFrame, note: str, presenter: bool = False) -> go.Figure:
+def cliff_figure(table: pd.DataFrame, note: str) -> go.Figure:
     """TFLOP/s of cuBLAS FP16 and the rungs at each size of the run, grouped by size; the sizes that
     are not multiples of 8 say so under their label; above each size, wgmma_padded's speed over
     cuBLAS FP16's; a rung with no time at a size (wgmma_tma's refusals) says "refused" there."""
-    st = style.sizes(presenter)
+    st = style.PRESENTER   # in both modes: one figure, which switching modes does not redraw (style.Sizes)
     x = [size_label(int(n), bool(m)) for n, m in zip(table["N"], table["multiple of 8"])]
     fig = go.Figure()
     for kernel in CLIFF:
@@ -318,8 +331,13 @@ def cliff_figure(table: pd.DataFrame, note: str, presenter: bool = False) -> go.
                                yanchor="bottom", font={"color": CLIFF_COLORS["wgmma_padded"], "size": st.base})
     top = float(np.nanmax(tallest)) * 1.4
     title = style.with_note("TFLOP/s near 4,096³ and 8,192³ · above each size: wgmma_padded over cuBLAS FP16", note, st)
-    return style.apply(fig, st.chart if presenter else st.base + 1, height=500 * st.scale, barmode="group",
+    font = st.chart
+    # The legend at the figure's foot, in a bottom margin of its own below the sizes' two lines: placed
+    # under the plot (paper units) it stood on "not ×8" when it fitted one row (the sidebar closed).
+    ticks_px, legend_px = 2 * 1.3 * font + 12, 2 * 1.5 * font + 8   # two rows where the figure is narrow
+    return style.apply(fig, font, height=500 * st.scale + legend_px, barmode="group",
                        title={"text": title, "x": 0, "xanchor": "left"},
                        yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category"},
-                       legend={"orientation": "h", "yanchor": "top", "y": -0.16, "x": 0},
-                       margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": 8, "l": 8, "r": 8})
+                       legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0},
+                       margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": round(ticks_px + legend_px),
+                               "l": 8, "r": 8})

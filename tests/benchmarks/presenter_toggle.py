@@ -4,7 +4,7 @@ title at the presenter size, or back, nothing stale and the script finished). Ta
 page is opened and toggled once first (its traces and figures then are in the server's caches, as
 for a class that has the page open), then timed. Prints its figures.
 
-    python3 tests/benchmarks/presenter_toggle.py [--repeat N]
+    python3 tests/benchmarks/presenter_toggle.py [--repeat N] [--pages benchmarks ladder ...]
 """
 import argparse
 import os
@@ -44,13 +44,14 @@ def toggle(page, presenter: bool) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pages", nargs="*", default=PAGES, help="some of the pages only (home is '')")
     args = parser.parse_args()
     worst = 0.0
     with browser.app_server({"MATMUL_EXPLORER_GPU": "0"}) as url, browser.chromium() as chrome:
         context = chrome.new_context(viewport=browser.VIEW)
         page = context.new_page()
         print(f"presenter mode on and off, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-        for name in PAGES:
+        for name in args.pages:
             page.goto(f"{url}/{name}?presenter=0")
             page.wait_for_selector("h1", timeout=60000)
             browser.wait_idle(page, 180000)
