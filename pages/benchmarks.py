@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine.bench import benchmark, claim_checks, export, schema, tuning
+from engine.bench import benchmark, claim_checks, export, schema, selection, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
@@ -172,6 +172,24 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
         ui.fitting_table(headline.table, hide_index=True, width="stretch", column_config=config)
     if headline.missing:
         st.caption("  \n".join(f"{line}." for line in headline.missing))
+
+
+CHOICE_FORMATS = {"TFLOP/s": "%.1f", "cuBLAS TFLOP/s": "%.1f", "% of cuBLAS": "%.0f"}
+
+
+def size_choice() -> None:
+    """Per GPU and size swept, the fastest FP32 kernel and configuration, and why (engine/bench/selection.py)."""
+    st.subheader("Which configuration at which size")
+    table = selection.table()
+    if table.empty:
+        st.info("No size sweep recorded yet (tests/benchmarks/size_sweep.py, kept in engine/bench/recorded/selection/).",
+                icon=":material/tune:")
+        return
+    ui.fitting_table(table, hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in CHOICE_FORMATS.items()})
+    st.caption("From the recorded size sweeps: at each size the fastest of the ladder's top rungs and of split_k's "
+               "block tiles times SPLITK. Where the tiles alone are fewer than the SMs, splitting K fills them; "
+               "a run that names no split_k parameters takes this table's choice at the nearest size swept.")
 
 
 SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",
@@ -356,4 +374,5 @@ else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "
             "to see its charts and table.", icon=":material/arrow_upward:")
 
+size_choice()
 autotuning_sweep()
