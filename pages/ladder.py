@@ -114,8 +114,9 @@ if run:
 st.subheader("Past the ladder: which configuration at which size")
 choice = selection.table()
 if len(choice):
-    st.dataframe(choice[["GPU", "size", "kernel", "% of cuBLAS", "why"]], hide_index=True, width="stretch",
-                 column_config={"% of cuBLAS": st.column_config.NumberColumn(format="%.0f")})
+    ui.fitting_table(choice[["size", "kernel", "% of cuBLAS", "why", "GPU"]], ("size", "kernel", "% of cuBLAS"),
+                     hide_index=True, width="stretch",
+                     column_config={"% of cuBLAS": st.column_config.NumberColumn(format="%.0f")})
 st.caption("One tile shape cannot serve every size: where C has fewer tiles than the GPU has SMs, split_k gives "
            "each tile's K to several blocks and sums their partials in a fixed order. From the recorded size "
            "sweeps; the Benchmarks page has the same table.")

@@ -72,12 +72,13 @@ def test_every_ladder_rung_with_its_tuned_parameters_matches_float64_numpy(spec,
     assert out["rel_error"] < 1e-5
 
 
+@pytest.mark.parametrize("kernel", ["split_k", "split_k_padded"])
 @pytest.mark.parametrize("splits", [1, 3, 8])
 @pytest.mark.parametrize("size", [(1, 1, 1), (17, 33, 9), (4095, 4097, 511), (1000, 1000, 1000)],
                          ids=lambda s: "x".join(map(str, s)))
-def test_split_k_matches_float64_numpy_at_every_split(splits, size):
+def test_split_k_matches_float64_numpy_at_every_split(kernel, splits, size):
     """Slices of K that end inside a BK tile, slices past K (empty, their partials zeros), one slice."""
-    out = _bench("split_k", make_problem(*size, params={"SPLITK": splits}))
+    out = _bench(kernel, make_problem(*size, params={"SPLITK": splits}))
     assert out["correct"] and out["rel_error"] < 1e-5, out
 
 

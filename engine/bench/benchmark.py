@@ -147,7 +147,7 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
     from engine.bench import selection  # here, not above: selection reads its sweeps through this module
     spec = registry.get(kernel)
     block = block or spec.default_block
-    taken = spec.takes(params or {}) or selection.chosen(kernel, m, n, k)
+    taken = spec.takes(params or {}) or selection.chosen(kernel, m, n, k, gpu=gpu_client.status().name)
     row = {"kernel": kernel, "title": spec.title, "precision": str(spec.precision), "m": m, "n": n, "k": k,
            "params": {**spec.default_params(), **taken},
            "block": "x".join(map(str, block)) if spec.block_shapes else None}

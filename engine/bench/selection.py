@@ -20,7 +20,7 @@ from engine.kernels import registry
 
 SELECTION = benchmark.RECORDED / "selection"
 # The kernels whose configuration the sweeps choose per size, when a caller pins none of its parameters.
-CHOSEN_PER_SIZE = ("split_k",)
+CHOSEN_PER_SIZE = ("split_k", "split_k_padded")
 FP32_KERNELS = tuple(k.name for k in registry.FP32_RUNGS)
 
 
@@ -31,9 +31,11 @@ def sweeps(folder: Path | None = None) -> list[Path]:
 @functools.lru_cache(maxsize=8)
 def _load(paths: tuple[Path, ...]) -> pd.DataFrame:
     runs = [benchmark.load_document(p.read_bytes()) for p in paths]
-    df = tuning.combine(runs)
-    sms = {prov["gpu"]: prov.get("sm_count") for _, prov in runs}
-    return df.assign(sm_count=df["gpu"].map(sms)) if len(df) else df
+    gpus = {prov["gpu"]: prov.get("sm_count") for _, prov in runs}
+    # Each GPU's sweeps combined on their own: a configuration is timed once per GPU.
+    parts = [tuning.combine([(df, prov) for df, prov in runs if prov["gpu"] == gpu]) for gpu in gpus]
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return df.assign(sm_count=df["gpu"].map(gpus)) if len(df) else df
 
 
 def load(folder: Path | None = None) -> pd.DataFrame:
@@ -76,9 +78,9 @@ def why(kernel: str, params: dict, m: int, n: int, k: int, sms: int | None) -> s
         gpu = f" for {sms} SMs" if sms else ""
         said.append(f"{tiles:,} tiles of {bm}x{bn}{gpu}" + (f", x{splits} slices of K = {tiles * splits:,} blocks"
                                                               if splits > 1 else ", K not split"))
-    if n % 4 or k % 4:
-        said.append("N or K not a multiple of 4: rows are not 16-byte aligned, float4 loads and cp.async fall back "
-                    "to single floats")
+    if n % 4 or k % 4:   # rows of A or B off 16-byte boundaries
+        said.append("N or K not a multiple of 4: " + ("rows padded, float4 loads kept" if kernel == "split_k_padded"
+                                                       else "float4 loads fall back to floats"))
     return "; ".join(said) or kernel
 
 

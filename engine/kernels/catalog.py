@@ -84,9 +84,18 @@ SPLIT_K = _entry(declared.launch("split_k.cu", prepares=_slices_read_by), "split
                         "and a second launch adds their partial tiles in a fixed order.",
                  shows=frozenset({"benchmarks"}),
                  notes=("Its timings include the summing launch (split_k_sum.cu): SPLITK x M x N partials read once.",))
+SPLIT_K_PADDED = _entry("pad_rows.cu", declared.launch("split_k_padded.cu", prepares=_slices_read_by), "split_k_sum.cu",
+                        name="split_k_padded", title="Split-K on rows padded to 64 floats (any size)",
+                        seeds=("002",),
+                        lesson="A K or N not a multiple of 4 leaves rows off 16-byte boundaries, and every float4 "
+                               "and cp.async falls back to single floats: one pass pads the rows, and split_k runs "
+                               "on 16-byte loads again.",
+                        shows=frozenset({"benchmarks"}),
+                        notes=("Its timings include the padding launch (pad_rows.cu, one pass over A and B) and "
+                               "the summing launch (split_k_sum.cu).",))
 # Every FP32 kernel of this family, the ladder's and those past it: what the tuning sweep times and
 # ranks against cuBLAS FP32.
-FP32_RUNGS = (*LADDER, SPLIT_K)
+FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 
 # The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_padded.cu): FP16 inputs, FP32 accumulate.
 # Defaults: the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*).
@@ -219,6 +228,7 @@ CATALOG: tuple[KernelSpec, ...] = (
     ),
     *LADDER,
     SPLIT_K,
+    SPLIT_K_PADDED,
     *TENSOR_LADDER,
     KernelSpec(
         name="cublas_sgemm",

@@ -36,6 +36,11 @@ def split_configs(m: int, n: int, k: int) -> list[dict[str, int]]:
     return [{**t, "SPLITK": s} for t in TILES for s in splits if not big or s <= 2]
 
 
+def kernels_at(m: int, n: int, k: int) -> tuple[str, ...]:
+    """split_k, and where N or K is not a multiple of 4 (the float4 paths' fallback) its padded form."""
+    return ("split_k", "split_k_padded") if n % 4 or k % 4 else ("split_k",)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -46,10 +51,11 @@ def main() -> int:
     spec = registry.get("split_k")
     start = time.perf_counter()
     configs = {tuple(sorted(c.items())) for size in sizes for c in split_configs(*size)}
+    launches = {lc.file: lc for name in ("split_k", "split_k_padded") for lc in registry.get(name).launches}
     with ThreadPoolExecutor(16) as pool:   # nvcc is a process of its own: compile every build first
         list(pool.map(lambda c: [build.build_cubin(lc.file, registry.bind(spec, benchmark.make_problem(
-            1, 1, 1, params=dict(c))).params, traced=False, arch=lc.arch) for lc in spec.launches], configs))
-    print(f"compiled {len(configs)} split_k builds in {time.perf_counter() - start:.0f} s", flush=True)
+            1, 1, 1, params=dict(c))).params, traced=False, arch=lc.arch) for lc in launches.values()], configs))
+    print(f"compiled {len(configs)} split-K configurations in {time.perf_counter() - start:.0f} s", flush=True)
     status = gpu_client.status()
     if not status.available:
         print(f"no GPU: {status.reason}")
@@ -59,16 +65,17 @@ def main() -> int:
     for m, n, k in sizes:
         here = [benchmark.measure("cublas_sgemm", m, n, k, settings)]
         here += [benchmark.measure(name, m, n, k, settings) for name in DEFAULTS]
-        here += [benchmark.measure("split_k", m, n, k, settings, c) for c in split_configs(m, n, k)]
+        here += [benchmark.measure(name, m, n, k, settings, c) for name in kernels_at(m, n, k)
+                 for c in split_configs(m, n, k)]
         here.append(benchmark.measure("cublas_sgemm", m, n, k, settings))   # clocks drift: before and after
         rows += here
         ok = [r for r in here if r["status"] == "ok"]
         cublas = max(r["gflops"] for r in ok if r["kernel"] == "cublas_sgemm")
         line = []
-        for name in (*DEFAULTS, "split_k"):
+        for name in (*DEFAULTS, *kernels_at(m, n, k)):
             best = max((r for r in ok if r["kernel"] == name), key=lambda r: r["gflops"], default=None)
             if best:
-                extra = f" S{best['params']['SPLITK']} {best['params']['BM']}x{best['params']['BN']}" if name == "split_k" else ""
+                extra = f" S{best['params']['SPLITK']} {best['params']['BM']}x{best['params']['BN']}" if name.startswith("split_k") else ""
                 line.append(f"{name} {best['gflops'] / 1e3:.1f} ({100 * best['gflops'] / cublas:.0f}%{extra})")
         print(f"{m}x{n}x{k}: cuBLAS {cublas / 1e3:.1f} TF | " + " | ".join(line), flush=True)
     print(f"timed in {time.perf_counter() - start:.0f} s")

@@ -33,6 +33,10 @@ CASES = [
     ("split_k_odd", "split_k", 150, 135, 37, 16, 0, (16, 16), None),
     ("split_k_float4", "split_k", 136, 260, 72, 16, 0, (16, 16), None, {"SPLITK": 3}),
     ("split_k_one_sum_block", "split_k", 300, 1100, 200, 16, 0, (16, 16), [(1, 7)]),
+    # Its padded rows: the copy's zero tails, float4s of AP and BP at any K and N.
+    ("split_k_padded_odd", "split_k_padded", 150, 135, 37, 16, 0, (16, 16), None),
+    ("split_k_padded_one_sum_block", "split_k_padded", 130, 1029, 67, 16, 0, (16, 16), [(1, 100)],
+     {"SPLITK": 3}),
     # The traced tensor-core rungs (FP16 in, FP32 out): multiples of 16 with partial block tiles, so
     # the zero-filled copies and the unstored overhang are covered. mma_pipelined at pinned
     # parameters (a tuned default may move): its old 48 KB ring, and a 192 KB one in dynamic shared memory.
