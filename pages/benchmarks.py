@@ -180,16 +180,20 @@ CHOICE_FORMATS = {"TFLOP/s": "%.1f", "cuBLAS TFLOP/s": "%.1f", "% of cuBLAS": "%
 def size_choice() -> None:
     """Per GPU and size swept, the fastest FP32 kernel and configuration, and why (engine/bench/selection.py)."""
     st.subheader("Which configuration at which size")
-    table = selection.table()
-    if table.empty:
+    swept = selection.gpus()
+    if not swept:
         st.info("No size sweep recorded yet (tests/benchmarks/size_sweep.py, kept in engine/bench/recorded/selection/).",
                 icon=":material/tune:")
         return
-    ui.fitting_table(table, hide_index=True, width="stretch",
+    gpu = st.selectbox("Sizes swept on", swept, key="choice-gpu") if len(swept) > 1 else swept[0]
+    table = selection.table(gpu=gpu)
+    ui.fitting_table(table, ("size", "kernel", "% of cuBLAS", "why"), hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in CHOICE_FORMATS.items()})
-    st.caption("From the recorded size sweeps: at each size the fastest of the ladder's top rungs and of split_k's "
-               "block tiles times SPLITK. Where the tiles alone are fewer than the SMs, splitting K fills them; "
-               "a run that names no split_k parameters takes this table's choice at the nearest size swept.")
+    st.caption(schema.plain(
+        f"From the recorded size sweeps on the {gpu} ({table['SMs'].iloc[0]} SMs): at each size the fastest of the "
+        "ladder's top rungs and of split_k's block tiles times SPLITK. Where C's tiles are fewer than the SMs, "
+        "splitting K fills them; where N or K is not a multiple of 4, split_k_padded's padded rows keep the float4 "
+        "loads. A run that names no split_k parameters takes the choice of the nearest size swept."))
 
 
 SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",

@@ -112,11 +112,12 @@ if run:
 
 # ------------------------------------------------------------------ past the ladder: the choice per size
 st.subheader("Past the ladder: which configuration at which size")
-choice = selection.table()
-if len(choice):
-    ui.fitting_table(choice[["size", "kernel", "% of cuBLAS", "why", "GPU"]], ("size", "kernel", "% of cuBLAS"),
-                     hide_index=True, width="stretch",
-                     column_config={"% of cuBLAS": st.column_config.NumberColumn(format="%.0f")})
-st.caption("One tile shape cannot serve every size: where C has fewer tiles than the GPU has SMs, split_k gives "
-           "each tile's K to several blocks and sums their partials in a fixed order. From the recorded size "
+swept = selection.gpus()
+if swept:
+    gpu = st.selectbox("Sizes swept on", swept, key="choice-gpu") if len(swept) > 1 else swept[0]
+    ui.fitting_table(selection.table(gpu=gpu), ("size", "kernel", "% of cuBLAS", "why"), hide_index=True,
+                     width="stretch", column_config={"% of cuBLAS": st.column_config.NumberColumn(format="%.0f")})
+st.caption("One tile shape cannot serve every size: where C has fewer tiles than the GPU has SMs (132 on the H100 "
+           "and H200), split_k gives each tile's K to several blocks and sums their partials in a fixed order; "
+           "where N or K is not a multiple of 4, split_k_padded pads the rows first. From the recorded size "
            "sweeps; the Benchmarks page has the same table.")

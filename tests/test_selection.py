@@ -17,11 +17,15 @@ def test_every_size_swept_has_its_fastest_fp32_kernel_and_a_reason():
         m, n, k = map(int, row.size.split("x"))
         here = ok[(ok["gpu"] == row.GPU) & (ok["m"] == m) & (ok["n"] == n) & (ok["k"] == k)]
         fastest = here[here["kernel"].isin(selection.FP32_KERNELS)]["gflops"].max()
-        assert row._5 * 1e3 == pytest.approx(fastest)   # TFLOP/s
+        assert row._6 * 1e3 == pytest.approx(fastest)   # TFLOP/s
         assert row.kernel in selection.FP32_KERNELS
-    small = table[table["size"] == "1024x1024x1024"].iloc[0]
-    assert small["kernel"] == "split_k" and "for 132 SMs, x" in small["why"]   # 32 tiles: K split to fill the SMs
-    assert "not a multiple of 4" in table[table["size"] == "4097x4097x4097"].iloc[0]["why"]
+    for gpu in selection.gpus(df):
+        mine = selection.table(df, gpu).set_index("size")
+        assert (mine["GPU"] == gpu).all()
+        small = mine.loc["1024x1024x1024"]   # 32 tiles of 128 x 256 for 132 SMs: K split to fill them
+        assert small["kernel"] == "split_k" and small["why"].startswith("32 tiles x") and small["SMs"] == 132
+        assert mine.loc["4097x4097x4097", "kernel"] == "split_k_padded"
+        assert mine.loc["4097x4097x4097", "why"].endswith("rows padded")
 
 
 def test_a_run_naming_no_split_k_parameter_takes_the_sweeps_choice_for_its_size():
@@ -54,4 +58,5 @@ def test_the_pages_show_which_configuration_ran_at_which_size_and_why(page):
     assert any(s.value.endswith("which configuration at which size") or s.value == "Which configuration at which size"
                for s in at.subheader)
     shown = pd.concat([d.value for d in at.dataframe if "why" in d.value.columns])
-    assert (shown["kernel"] == "split_k").any() and shown["why"].str.contains("slices of K").any()
+    assert (shown["kernel"] == "split_k").any() and shown["why"].str.contains("blocks").any()
+    assert shown["why"].str.contains("rows padded").any()

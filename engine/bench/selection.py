@@ -68,40 +68,45 @@ def chosen(kernel: str, m: int, n: int, k: int, df: pd.DataFrame | None = None,
     return dict(at.loc[at["gflops"].idxmax(), "params"])
 
 
-def why(kernel: str, params: dict, m: int, n: int, k: int, sms: int | None) -> str:
-    """In words, what decides this choice at this size: the blocks against the SMs, the float4 paths."""
+def why(kernel: str, params: dict, m: int, n: int, k: int) -> str:
+    """In words, short enough for a table's column: the blocks the tiles and slices make (against the
+    GPU's SMs, which the page says), and the rows where N or K is not a multiple of 4."""
     bm, bn = params.get("BM"), params.get("BN")
     said = []
     if bm and bn:
         tiles = -(-m // bm) * -(-n // bn)
         splits = params.get("SPLITK", 1)
-        gpu = f" for {sms} SMs" if sms else ""
-        said.append(f"{tiles:,} tiles of {bm}x{bn}{gpu}" + (f", x{splits} slices of K = {tiles * splits:,} blocks"
-                                                              if splits > 1 else ", K not split"))
+        said.append(f"{tiles:,} tiles x{splits} = {tiles * splits:,} blocks" if splits > 1 else f"{tiles:,} tiles, K not split")
     if n % 4 or k % 4:   # rows of A or B off 16-byte boundaries
-        said.append("N or K not a multiple of 4: " + ("rows padded, float4 loads kept" if kernel == "split_k_padded"
-                                                       else "float4 loads fall back to floats"))
+        said.append("rows padded" if kernel == "split_k_padded" else "float4 loads fall back")
     return "; ".join(said) or kernel
 
 
-def table(df: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per GPU and size swept: cuBLAS SGEMM, the fastest FP32 kernel with its configuration, its % of
-    cuBLAS, and why that configuration (the choice a size-aware library would make there)."""
+def gpus(df: pd.DataFrame | None = None) -> list[str]:
+    """The GPUs swept, in the order of their files."""
+    df = load() if df is None else df
+    return list(dict.fromkeys(df["gpu"])) if len(df) else []
+
+
+def table(df: pd.DataFrame | None = None, gpu: str | None = None) -> pd.DataFrame:
+    """Per size swept (on gpu, else every GPU's): the fastest FP32 kernel, its % of cuBLAS SGEMM, why
+    that configuration (the choice a size-aware library would make there), the configuration itself,
+    the speeds and the GPU with its SMs."""
     df = load() if df is None else df
     out = []
     if df.empty:
         return pd.DataFrame()
-    ok = df[df["status"] == "ok"]
-    for (gpu, m, n, k), here in ok.groupby(["gpu", "m", "n", "k"], sort=False):
+    ok = df[(df["status"] == "ok") & ((df["gpu"] == gpu) if gpu else True)]
+    for (swept, m, n, k), here in ok.groupby(["gpu", "m", "n", "k"], sort=False):
         cublas = here.loc[here["kernel"] == "cublas_sgemm", "gflops"].max()
         ours = here[here["kernel"].isin(FP32_KERNELS)]
         if ours.empty:
             continue
         best = ours.loc[ours["gflops"].idxmax()]
         params = dict(best["params"])
-        out.append({"GPU": gpu, "size": f"{m}x{n}x{k}", "kernel": best["kernel"],
+        out.append({"size": f"{m}x{n}x{k}", "kernel": best["kernel"], "% of cuBLAS": 100 * best["gflops"] / cublas,
+                    "why": why(best["kernel"], params, int(m), int(n), int(k)),
                     "parameters": json.dumps(params, separators=(",", "=")).strip("{}").replace('"', ""),
                     "TFLOP/s": best["gflops"] / 1e3, "cuBLAS TFLOP/s": cublas / 1e3,
-                    "% of cuBLAS": 100 * best["gflops"] / cublas,
-                    "why": why(best["kernel"], params, int(m), int(n), int(k), here["sm_count"].iloc[0])})
+                    "GPU": swept, "SMs": here["sm_count"].iloc[0]})
     return pd.DataFrame(out)
