@@ -4,6 +4,11 @@ by tests/benchmarks/size_sweep.py), with the reason in words, and split_k's conf
 size: the winner at the nearest size swept, since one block tile and one SPLITK cannot serve both
 1024³ (32 tiles of 128 x 256 for 132 SMs: split K four ways) and 8192³ (2,048 tiles: barely split).
 
+The FP32 runs recorded with these choices (every rung, split_k and split_k_padded at their chosen
+configurations, and cuBLAS, at the issue's sizes) are kept beside the sweeps in recorded/every_size/:
+a folder of their own, so the run the Benchmarks page opens on, and every figure the pages quote,
+stay those of the run they were checked against.
+
 Imports no Streamlit.
 """
 from __future__ import annotations
