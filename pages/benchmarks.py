@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine.bench import benchmark, claim_checks, export, schema, tuning
+from engine.bench import benchmark, claim_checks, export, schema, selection, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
@@ -172,6 +172,28 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
         ui.fitting_table(headline.table, hide_index=True, width="stretch", column_config=config)
     if headline.missing:
         st.caption("  \n".join(f"{line}." for line in headline.missing))
+
+
+CHOICE_FORMATS = {"TFLOP/s": "%.1f", "cuBLAS TFLOP/s": "%.1f", "% of cuBLAS": "%.0f"}
+
+
+def size_choice() -> None:
+    """Per GPU and size swept, the fastest FP32 kernel and configuration, and why (engine/bench/selection.py)."""
+    st.subheader("Which configuration at which size")
+    swept = selection.gpus()
+    if not swept:
+        st.info("No size sweep recorded yet (tests/benchmarks/size_sweep.py, kept in engine/bench/recorded/selection/).",
+                icon=":material/tune:")
+        return
+    gpu = st.selectbox("Sizes swept on", swept, key="choice-gpu") if len(swept) > 1 else swept[0]
+    table = selection.table(gpu=gpu)
+    ui.fitting_table(table, ("size", "kernel", "% of cuBLAS", "why"), hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in CHOICE_FORMATS.items()})
+    st.caption(schema.plain(
+        f"From the recorded size sweeps on the {gpu} ({table['SMs'].iloc[0]} SMs): at each size the fastest of the "
+        "ladder's top rungs and of split_k's block tiles times SPLITK. Where C's tiles are fewer than the SMs, "
+        "splitting K fills them; where N or K is not a multiple of 4, split_k_padded's padded rows keep the float4 "
+        "loads. A run that names no split_k parameters takes the choice of the nearest size swept."))
 
 
 SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",
@@ -360,4 +382,5 @@ else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "
             "to see its charts and table.", icon=":material/arrow_upward:")
 
+size_choice()
 autotuning_sweep()

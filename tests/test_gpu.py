@@ -61,14 +61,33 @@ def test_torch_mm_and_pycuda_share_the_worker_context():
     assert tracer.trace("naive_x_cols", make_problem(64, 64, 64), source="gpu").rel_error < 1e-5
 
 
-@pytest.mark.parametrize("spec", registry.LADDER, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", registry.FP32_RUNGS, ids=lambda s: s.name)
 @pytest.mark.parametrize("size", [(1024, 1024, 1024), (1000, 1000, 1000), (129, 517, 1031), (4096, 1024, 260),
-                                  (3, 5, 7), (1, 4096, 64)], ids=["square", "odd", "odd-nonsquare", "nonsquare",
-                                                                   "tiny", "one-row"])
+                                  (3, 5, 7), (1, 4096, 64), (1, 1, 1), (17, 33, 9), (4095, 4097, 511)],
+                         ids=["square", "odd", "odd-nonsquare", "nonsquare", "tiny", "one-row", "1x1x1", "17x33x9",
+                              "4095x4097x511"])
 def test_every_ladder_rung_with_its_tuned_parameters_matches_float64_numpy(spec, size):
     out = _bench(spec.name, make_problem(*size))
     assert out["correct"], out
     assert out["rel_error"] < 1e-5
+
+
+@pytest.mark.parametrize("kernel", ["split_k", "split_k_padded"])
+@pytest.mark.parametrize("splits", [1, 3, 8])
+@pytest.mark.parametrize("size", [(1, 1, 1), (17, 33, 9), (4095, 4097, 511), (1000, 1000, 1000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_split_k_matches_float64_numpy_at_every_split(kernel, splits, size):
+    """Slices of K that end inside a BK tile, slices past K (empty, their partials zeros), one slice."""
+    out = _bench(kernel, make_problem(*size, params={"SPLITK": splits}))
+    assert out["correct"] and out["rel_error"] < 1e-5, out
+
+
+def test_split_k_gives_the_same_bits_on_every_run():
+    """The partials are added in slice order by a second launch, not by atomics: run to run, one result
+    (its error against float64, to the last bit, stands for C: atomics' varying order moves it)."""
+    p = make_problem(1000, 1000, 1000, params={"SPLITK": 8})
+    errors = {_bench("split_k", p, warmup=w)["rel_error"] for w in (0, 1, 3)}
+    assert len(errors) == 1, errors
 
 
 TENSOR_ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "wgmma_tma", "wgmma_padded")

@@ -142,10 +142,12 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
             block: tuple[int, int] | None = None) -> dict:
     """One timed point as a result row (errors become rows too: a sweep never stops on one), with every
     compile-time parameter of the kernel by name. params: settings for many kernels, of which this one
-    takes those it declares (the rest of its parameters: its defaults)."""
+    takes those it declares (the rest of its parameters: its defaults; for a kernel configured per size,
+    where none is given, the recorded size sweeps' choice for this size: selection.chosen)."""
+    from engine.bench import selection  # here, not above: selection reads its sweeps through this module
     spec = registry.get(kernel)
     block = block or spec.default_block
-    taken = spec.takes(params or {})
+    taken = spec.takes(params or {}) or selection.chosen(kernel, m, n, k, gpu=gpu_client.status().name)
     row = {"kernel": kernel, "title": spec.title, "precision": str(spec.precision), "m": m, "n": n, "k": k,
            "params": {**spec.default_params(), **taken},
            "block": "x".join(map(str, block)) if spec.block_shapes else None}

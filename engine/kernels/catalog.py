@@ -59,6 +59,44 @@ LADDER = (
                  "memory."),
 )
 
+
+
+def _slices_read_by(p: Problem, blocks: np.ndarray) -> np.ndarray:
+    """Which blocks of split_k.cu a traced block of split_k_sum.cu reads (how the two launches'
+    outputs and inputs meet, not a contract): sum block (x, y) adds row y, columns x*4*threads ..
+    of every slice, which split_k's blocks (x', row tile + s * row tiles) stored, s = 0 .. SPLITK - 1."""
+    bm, bn, splits = p.params["BM"], p.params["BN"], p.params["SPLITK"]
+    span = 4 * SUM_THREADS   # the columns of C one sum block covers
+    row_tiles, col_tiles = -(-p.m // bm), -(-p.n // bn)
+    wanted = {(x, y // bm + s * row_tiles) for bx, y in blocks.tolist()
+              for x in range(bx * span // bn, min(col_tiles, -(-(bx + 1) * span // bn)))
+              for s in range(splits)}
+    return np.array(sorted(wanted, key=lambda b: (b[1], b[0])), dtype=np.uint32).reshape(-1, 2)
+
+
+SUM_THREADS = declared.read("split_k_sum.cu").named("kSumThreads")
+# Past the ladder: the prefetched kernel's block tile with K split over SPLITK blocks, for the sizes
+# whose grid of tiles cannot fill the GPU (engine/bench/selection.py says which size takes which).
+SPLIT_K = _entry(declared.launch("split_k.cu", prepares=_slices_read_by), "split_k_sum.cu", name="split_k",
+                 title="Split-K (slices of K in parallel, then a deterministic sum)",
+                 seeds=("002",),
+                 lesson="A small C has too few tiles for 132 SMs: SPLITK blocks share each tile, one slice of K each, "
+                        "and a second launch adds their partial tiles in a fixed order.",
+                 shows=frozenset({"benchmarks"}),
+                 notes=("Its timings include the summing launch (split_k_sum.cu): SPLITK x M x N partials read once.",))
+SPLIT_K_PADDED = _entry("pad_rows.cu", declared.launch("split_k_padded.cu", prepares=_slices_read_by), "split_k_sum.cu",
+                        name="split_k_padded", title="Split-K on rows padded to 64 floats (any size)",
+                        seeds=("002",),
+                        lesson="A K or N not a multiple of 4 leaves rows off 16-byte boundaries, and every float4 "
+                               "and cp.async falls back to single floats: one pass pads the rows, and split_k runs "
+                               "on 16-byte loads again.",
+                        shows=frozenset({"benchmarks"}),
+                        notes=("Its timings include the padding launch (pad_rows.cu, one pass over A and B) and "
+                               "the summing launch (split_k_sum.cu).",))
+# Every FP32 kernel of this family, the ladder's and those past it: what the tuning sweep times and
+# ranks against cuBLAS FP32.
+FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
+
 # The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_padded.cu): FP16 inputs, FP32 accumulate.
 # Defaults: the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*).
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
@@ -189,6 +227,8 @@ CATALOG: tuple[KernelSpec, ...] = (
         rows_from_block_x=True,
     ),
     *LADDER,
+    SPLIT_K,
+    SPLIT_K_PADDED,
     *TENSOR_LADDER,
     KernelSpec(
         name="cublas_sgemm",

@@ -15,6 +15,7 @@ from dataclasses import replace
 from engine.errors import EngineError, lookup
 from engine.kernels.catalog import (
     CATALOG,
+    FP32_RUNGS,
     LADDER,
     LADDER_RUNGS,
     SWEEP_DEFAULT,
@@ -41,7 +42,7 @@ __all__ = [
     # the queries
     "get", "showing", "traceable", "previous_rung", "registered", "bind",
     # the catalog's lists
-    "CATALOG", "LADDER", "LADDER_RUNGS", "TENSOR_LADDER", "TENSOR_RUNGS", "SWEEP_DEFAULT", "NAIVE_BLOCKS", "TILES",
+    "CATALOG", "LADDER", "LADDER_RUNGS", "FP32_RUNGS", "TENSOR_LADDER", "TENSOR_RUNGS", "SWEEP_DEFAULT", "NAIVE_BLOCKS", "TILES",
     "TENSOR_K",
     # the contract's types and tables
     "KernelSpec", "Launch", "Kind", "Precision", "INPUT_TYPES", "TOLERANCE", "VIEWS", "TRACED_VIEWS",

@@ -72,8 +72,9 @@ class TracePlan:
 
 # The global arrays a kernel may name: the problem's A, B and C, B transposed (BT, the transposing
 # pipeline's), and A and B with their rows padded to a multiple of 64 elements (AP and BP, which
-# wgmma_padded's first launch writes: rows of 128-byte multiples, as TMA copies them fastest).
-GLOBAL_ARRAYS = ("A", "B", "C", "BT", "AP", "BP")
+# wgmma_padded's first launch writes: rows of 128-byte multiples, as TMA copies them fastest), and
+# CP, split_k's SPLITK partial products of C stacked (SPLITK x M rows of N), which its second launch adds.
+GLOBAL_ARRAYS = ("A", "B", "C", "BT", "AP", "BP", "CP")
 
 
 def padded(n: int) -> int:
@@ -83,7 +84,7 @@ def padded(n: int) -> int:
 
 def global_shapes(p: Problem) -> dict[str, tuple[int, int]]:
     return {"A": (p.m, p.k), "B": (p.k, p.n), "C": (p.m, p.n), "BT": (p.n, p.k),
-            "AP": (p.m, padded(p.k)), "BP": (p.k, padded(p.n))}
+            "AP": (p.m, padded(p.k)), "BP": (p.k, padded(p.n)), "CP": (p.params.get("SPLITK", 1) * p.m, p.n)}
 
 
 # bfloat16 has no numpy type: its arrays are kept as their 16 bits, as cuda_bf16.h stores them.
@@ -99,8 +100,8 @@ def array_dtype(name: str, inputs: registry.Precision = registry.Precision.FP32)
     """The element type of a global array (GLOBAL_ARRAYS) in its buffers, on the host and on the GPU,
     for a kernel whose inputs are `inputs` (its registry entry's, checked against its source): A and
     B (and BT, B transposed, and AP and BP, A and B padded) in that precision, C in float32 (every kernel here accumulates and
-    stores FP32). Said here and nowhere else."""
-    return np.dtype(np.float32) if name == "C" else _STORAGE[registry.Precision(inputs)]
+    stores FP32, its partial products CP too). Said here and nowhere else."""
+    return np.dtype(np.float32) if name in ("C", "CP") else _STORAGE[registry.Precision(inputs)]
 
 
 def to_storage(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

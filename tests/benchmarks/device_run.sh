@@ -24,8 +24,8 @@ for step in $steps; do
     ncu) timeout 420 python3 tests/benchmarks/ncu_compare.py "$OUT/ncu-compare.md" 2>&1 | tail -60 ;;
     ncuvec) timeout 480 python3 tests/benchmarks/ncu_vector.py 2>&1 | tee "$OUT/ncu-vector.md" | tail -30 ;;
     benchgpu) python3 tests/benchmarks/bench_gpu.py 2>&1 | tee "$OUT/bench-gpu.log" ;;
-    record) python3 -m engine bench --kernels naive_x_rows,naive_x_cols,naive_transposed_b,tiled_guarded,tiled_unguarded,shared_bank_conflicts,blocktile_1d,blocktile_2d,vectorized,warptile,double_buffered,prefetched,cublas_sgemm,cublas_sgemm_tf32 \
-              --sizes 256,512,1024,2048,4096,8192,1000,3000,4096x1024x2048,2000x3000x700,4096x4096x128 --formats json --out "$OUT/recorded" 2>&1 | tee "$OUT/record.log" | tail -40 ;;
+    record) python3 -m engine bench --kernels naive_x_rows,naive_x_cols,naive_transposed_b,tiled_guarded,tiled_unguarded,shared_bank_conflicts,blocktile_1d,blocktile_2d,vectorized,warptile,double_buffered,prefetched,split_k,split_k_padded,cublas_sgemm,cublas_sgemm_tf32 \
+              --sizes 256,512,1024,2048,4096,8192,1000,3000,4095,4097,8191,4096x1024x2048,2000x3000x700,4096x4096x128 --formats json --out "$OUT/recorded" 2>&1 | tee "$OUT/record.log" | tail -40 ;;
     pages) python3 -m pytest -q tests/test_pages.py tests/test_benchmarks_page.py -p no:cacheprovider 2>&1 | tail -15 ;;
     cli) for k in naive_x_rows naive_x_cols naive_transposed_b tiled_guarded tiled_unguarded shared_bank_conflicts; do
            case $k in tiled*|shared*) tile="--tile 16" ;; *) tile="" ;; esac   # only kernels that take TILE

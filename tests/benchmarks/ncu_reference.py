@@ -2,7 +2,7 @@
 choices, several launches each: the reference the trace (read as compiled) is held to.
 
 Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...]
-Groups: naive, tiled, ladder, tensor (all by default). Each group is one ncu session over one target
+Groups: naive, tiled, ladder, split, tensor (all by default). Each group is one ncu session over one target
 process (this file with --target) that launches every case of the group REPEATS times, so a counter
 that varies from launch to launch (shared stores beside cp.async in flight) shows as several values.
 The result is what engine/metrics/ncu_reference.py reads: per case, per launch, per metric, the
@@ -58,6 +58,9 @@ def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, 
                 continue
             sizes = LADDER_SQUARES + LADDER_ODD + ([(64, 64, 64), *DEFAULTS[2:]] if "bank_conflicts" in spec.shows else [])
             out += [(kernel, size, {}, spec.default_block) for size in sizes]
+    elif group == "split":   # past the ladder: split_k and its padded form, every launch
+        for kernel in ("split_k", "split_k_padded"):
+            out += [(kernel, size, {}, registry.get(kernel).default_block) for size in LADDER_SQUARES[:3] + LADDER_ODD]
     elif group == "tensor":
         for kernel in registry.TENSOR_RUNGS:
             spec = registry.get(kernel)
@@ -162,4 +165,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--target":
         target(sys.argv[2])
     else:
-        main(sys.argv[1], sys.argv[2:] or ["naive", "tiled", "ladder", "tensor"])
+        main(sys.argv[1], sys.argv[2:] or ["naive", "tiled", "ladder", "split", "tensor"])

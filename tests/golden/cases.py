@@ -28,6 +28,15 @@ CASES = [
     *[case for rung in ("blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_buffered", "prefetched")
       for case in ((f"{rung}_odd", rung, 150, 135, 37, 16, 0, (16, 16), None),
                    (f"{rung}_float4", rung, 136, 260, 72, 16, 0, (16, 16), None))],
+    # Split-K: slices ending inside a BK tile and past K (empty), both launches; and one traced sum
+    # block, which runs only the split_k blocks whose partials it adds.
+    ("split_k_odd", "split_k", 150, 135, 37, 16, 0, (16, 16), None),
+    ("split_k_float4", "split_k", 136, 260, 72, 16, 0, (16, 16), None, {"SPLITK": 3}),
+    ("split_k_one_sum_block", "split_k", 300, 1100, 200, 16, 0, (16, 16), [(1, 7)]),
+    # Its padded rows: the copy's zero tails, float4s of AP and BP at any K and N.
+    ("split_k_padded_odd", "split_k_padded", 150, 135, 37, 16, 0, (16, 16), None),
+    ("split_k_padded_one_sum_block", "split_k_padded", 130, 1029, 67, 16, 0, (16, 16), [(1, 100)],
+     {"SPLITK": 3}),
     # The traced tensor-core rungs (FP16 in, FP32 out): multiples of 16 with partial block tiles, so
     # the zero-filled copies and the unstored overhang are covered. mma_pipelined at pinned
     # parameters (a tuned default may move): its old 48 KB ring, and a 192 KB one in dynamic shared memory.

@@ -1,0 +1,117 @@
+"""The size-aware choice, as cuBLAS's heuristics make it: which FP32 kernel and configuration was
+fastest at each size of the recorded size sweeps (engine/bench/recorded/selection/, written on a GPU
+by tests/benchmarks/size_sweep.py), with the reason in words, and split_k's configuration for any
+size: the winner at the nearest size swept, since one block tile and one SPLITK cannot serve both
+1024³ (32 tiles of 128 x 256 for 132 SMs: split K four ways) and 8192³ (2,048 tiles: barely split).
+
+The FP32 runs recorded with these choices (every rung, split_k and split_k_padded at their chosen
+configurations, and cuBLAS, at the issue's sizes) are kept beside the sweeps in recorded/every_size/:
+a folder of their own, so the run the Benchmarks page opens on, and every figure the pages quote,
+stay those of the run they were checked against.
+
+Imports no Streamlit.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from engine.bench import benchmark, tuning
+from engine.kernels import registry
+
+SELECTION = benchmark.RECORDED / "selection"
+# The kernels whose configuration the sweeps choose per size, when a caller pins none of its parameters.
+CHOSEN_PER_SIZE = ("split_k", "split_k_padded")
+FP32_KERNELS = tuple(k.name for k in registry.FP32_RUNGS)
+
+
+def sweeps(folder: Path | None = None) -> list[Path]:
+    return sorted((folder or SELECTION).glob("*.json"))
+
+
+@functools.lru_cache(maxsize=8)
+def _load(paths: tuple[Path, ...]) -> pd.DataFrame:
+    runs = [benchmark.load_document(p.read_bytes()) for p in paths]
+    gpus = {prov["gpu"]: prov.get("sm_count") for _, prov in runs}
+    # Each GPU's sweeps combined on their own: a configuration is timed once per GPU.
+    parts = [tuning.combine([(df, prov) for df, prov in runs if prov["gpu"] == gpu]) for gpu in gpus]
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return df.assign(sm_count=df["gpu"].map(gpus)) if len(df) else df
+
+
+def load(folder: Path | None = None) -> pd.DataFrame:
+    """Every size sweep's rows, one GPU's latest timing of each configuration (tuning.combine)."""
+    return _load(tuple(sweeps(folder)))
+
+
+def _distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """How far apart two sizes are for choosing a configuration: the ratios of M, N and K (a tile
+    count and a K length scale with them), and whether the float4 paths hold at both."""
+    ratio = sum(abs(math.log(x / y)) for x, y in zip(a, b))
+    return ratio + (0.5 if (a[1] % 4 == 0 and a[2] % 4 == 0) != (b[1] % 4 == 0 and b[2] % 4 == 0) else 0.0)
+
+
+def chosen(kernel: str, m: int, n: int, k: int, df: pd.DataFrame | None = None,
+           gpu: str | None = None) -> dict[str, int]:
+    """The configuration the sweeps choose for kernel at m x n x k (its fastest at the nearest size
+    swept, on gpu where that GPU was swept); {} for a kernel chosen by its defaults."""
+    df = load() if df is None else df
+    if kernel not in CHOSEN_PER_SIZE or df.empty:
+        return {}
+    rows = df[(df["kernel"] == kernel) & (df["status"] == "ok")]
+    if gpu is not None and (rows["gpu"] == gpu).any():
+        rows = rows[rows["gpu"] == gpu]
+    if rows.empty:
+        return {}
+    sizes = {(int(r.m), int(r.n), int(r.k)) for r in rows.itertuples()}
+    near = min(sorted(sizes), key=lambda s: _distance(s, (m, n, k)))
+    at = rows[(rows["m"] == near[0]) & (rows["n"] == near[1]) & (rows["k"] == near[2])]
+    return dict(at.loc[at["gflops"].idxmax(), "params"])
+
+
+def why(kernel: str, params: dict, m: int, n: int, k: int) -> str:
+    """In words, short enough for a table's column: the blocks the tiles and slices make (against the
+    GPU's SMs, which the page says), and the rows where N or K is not a multiple of 4."""
+    bm, bn = params.get("BM"), params.get("BN")
+    said = []
+    if bm and bn:
+        tiles = -(-m // bm) * -(-n // bn)
+        splits = params.get("SPLITK", 1)
+        said.append(f"{tiles:,} tiles x{splits} = {tiles * splits:,} blocks" if splits > 1 else f"{tiles:,} tiles, K not split")
+    if n % 4 or k % 4:   # rows of A or B off 16-byte boundaries
+        said.append("rows padded" if kernel == "split_k_padded" else "float4 loads fall back")
+    return "; ".join(said) or kernel
+
+
+def gpus(df: pd.DataFrame | None = None) -> list[str]:
+    """The GPUs swept, in the order of their files."""
+    df = load() if df is None else df
+    return list(dict.fromkeys(df["gpu"])) if len(df) else []
+
+
+def table(df: pd.DataFrame | None = None, gpu: str | None = None) -> pd.DataFrame:
+    """Per size swept (on gpu, else every GPU's): the fastest FP32 kernel, its % of cuBLAS SGEMM, why
+    that configuration (the choice a size-aware library would make there), the configuration itself,
+    the speeds and the GPU with its SMs."""
+    df = load() if df is None else df
+    out = []
+    if df.empty:
+        return pd.DataFrame()
+    ok = df[(df["status"] == "ok") & ((df["gpu"] == gpu) if gpu else True)]
+    for (swept, m, n, k), here in ok.groupby(["gpu", "m", "n", "k"], sort=False):
+        cublas = here.loc[here["kernel"] == "cublas_sgemm", "gflops"].max()
+        ours = here[here["kernel"].isin(FP32_KERNELS)]
+        if ours.empty:
+            continue
+        best = ours.loc[ours["gflops"].idxmax()]
+        params = dict(best["params"])
+        out.append({"size": f"{m}x{n}x{k}", "kernel": best["kernel"], "% of cuBLAS": 100 * best["gflops"] / cublas,
+                    "why": why(best["kernel"], params, int(m), int(n), int(k)),
+                    "parameters": json.dumps(params, separators=(",", "=")).strip("{}").replace('"', ""),
+                    "TFLOP/s": best["gflops"] / 1e3, "cuBLAS TFLOP/s": cublas / 1e3,
+                    "GPU": swept, "SMs": here["sm_count"].iloc[0]})
+    return pd.DataFrame(out)

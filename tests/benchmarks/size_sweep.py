@@ -1,0 +1,89 @@
+"""The FP32 family at the sizes where one block tile and all of K per block leave the GPU idle or
+the float4 paths fall back: cuBLAS SGEMM, the ladder's top rungs at their defaults, and split_k at a
+few block tiles times every SPLITK, each checked against float64 before it is timed. Prints, per
+size, the fastest of each kernel as % of cuBLAS, and writes the whole sweep as a benchmark export:
+the selection table (engine/bench/selection.py) is read from it.
+
+    python3 tests/benchmarks/size_sweep.py OUT.json [--sizes 1000,1024,...] [--reps 10]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from engine.bench import benchmark, export  # noqa: E402
+from engine.devices import gpu_client  # noqa: E402
+from engine.kernels import build, registry  # noqa: E402
+
+SIZES = "1000,1024,2048,3000,2000x3000x700,4096x1024x2048,4096x4096x128,4095,4096,4097,8191,8192"
+# Block tiles worth splitting: the prefetched sweep's best at 128 x 256, 128 x 128 and 64 x 256
+# (engine/bench/recorded/tuning/): fewer, larger blocks or more, smaller ones.
+TILES = ({"BM": 128, "BN": 256, "BK": 16, "WM": 32, "WN": 128, "WNITER": 2, "TM": 8, "TN": 4},
+         {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 128, "WNITER": 2, "TM": 8, "TN": 4},
+         {"BM": 64, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 8, "TN": 4})
+DEFAULTS = ("warptile", "double_buffered", "prefetched")
+
+
+def split_configs(m: int, n: int, k: int) -> list[dict[str, int]]:
+    """Every tile at every SPLITK, but where the tiles alone give several waves only the small splits."""
+    splits = registry.get("split_k").params["SPLITK"]
+    big = m * n >= 4096 * 4096 and k >= 2048
+    return [{**t, "SPLITK": s} for t in TILES for s in splits if not big or s <= 2]
+
+
+def kernels_at(m: int, n: int, k: int) -> tuple[str, ...]:
+    """split_k, and where N or K is not a multiple of 4 (the float4 paths' fallback) its padded form."""
+    return ("split_k", "split_k_padded") if n % 4 or k % 4 else ("split_k",)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--sizes", default=SIZES)
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args()
+    sizes = benchmark.parse_sizes(args.sizes)
+    spec = registry.get("split_k")
+    start = time.perf_counter()
+    configs = {tuple(sorted(c.items())) for size in sizes for c in split_configs(*size)}
+    launches = {lc.file: lc for name in ("split_k", "split_k_padded") for lc in registry.get(name).launches}
+    with ThreadPoolExecutor(16) as pool:   # nvcc is a process of its own: compile every build first
+        list(pool.map(lambda c: [build.build_cubin(lc.file, registry.bind(spec, benchmark.make_problem(
+            1, 1, 1, params=dict(c))).params, traced=False, arch=lc.arch) for lc in launches.values()], configs))
+    print(f"compiled {len(configs)} split-K configurations in {time.perf_counter() - start:.0f} s", flush=True)
+    status = gpu_client.status()
+    if not status.available:
+        print(f"no GPU: {status.reason}")
+        return 1
+    settings = benchmark.Settings(warmup=1, reps=args.reps, seconds_per_point=1.0)
+    rows = []
+    for m, n, k in sizes:
+        here = [benchmark.measure("cublas_sgemm", m, n, k, settings)]
+        here += [benchmark.measure(name, m, n, k, settings) for name in DEFAULTS]
+        here += [benchmark.measure(name, m, n, k, settings, c) for name in kernels_at(m, n, k)
+                 for c in split_configs(m, n, k)]
+        here.append(benchmark.measure("cublas_sgemm", m, n, k, settings))   # clocks drift: before and after
+        rows += here
+        ok = [r for r in here if r["status"] == "ok"]
+        cublas = max(r["gflops"] for r in ok if r["kernel"] == "cublas_sgemm")
+        line = []
+        for name in (*DEFAULTS, *kernels_at(m, n, k)):
+            best = max((r for r in ok if r["kernel"] == name), key=lambda r: r["gflops"], default=None)
+            if best:
+                extra = f" S{best['params']['SPLITK']} {best['params']['BM']}x{best['params']['BN']}" if name.startswith("split_k") else ""
+                line.append(f"{name} {best['gflops'] / 1e3:.1f} ({100 * best['gflops'] / cublas:.0f}%{extra})")
+        print(f"{m}x{n}x{k}: cuBLAS {cublas / 1e3:.1f} TF | " + " | ".join(line), flush=True)
+    print(f"timed in {time.perf_counter() - start:.0f} s")
+    prov = benchmark.provenance(status.info, settings)
+    prov["sweep"] = "split_k's block tiles and SPLITK, and the FP32 ladder's top rungs, at sizes of every shape"
+    print(f"wrote {export.write_json(rows, prov, Path(args.out))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
