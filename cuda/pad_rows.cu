@@ -18,19 +18,19 @@ extern "C" __global__ void __launch_bounds__(256) pad_rows(const float *A, const
     if (i < a4) {
         int row = i / (kp / 4), c = i % (kp / 4) * 4;
         float4 v;
-        v.x = c < K ? LDG(A, row * K + c) : 0.0f;
-        v.y = c + 1 < K ? LDG(A, row * K + c + 1) : 0.0f;
-        v.z = c + 2 < K ? LDG(A, row * K + c + 2) : 0.0f;
-        v.w = c + 3 < K ? LDG(A, row * K + c + 3) : 0.0f;
+        v.x = c < K ? LDG(A, row * K + c) : (SKIP_LDG(A), 0.0f);
+        v.y = c + 1 < K ? LDG(A, row * K + c + 1) : (SKIP_LDG(A), 0.0f);
+        v.z = c + 2 < K ? LDG(A, row * K + c + 2) : (SKIP_LDG(A), 0.0f);
+        v.w = c + 3 < K ? LDG(A, row * K + c + 3) : (SKIP_LDG(A), 0.0f);
         STG4(AP, row * kp + c, v);
     } else if (i - a4 < b4) {
         i -= a4;
         int row = i / (np / 4), c = i % (np / 4) * 4;
         float4 v;
-        v.x = c < N ? LDG(B, row * N + c) : 0.0f;
-        v.y = c + 1 < N ? LDG(B, row * N + c + 1) : 0.0f;
-        v.z = c + 2 < N ? LDG(B, row * N + c + 2) : 0.0f;
-        v.w = c + 3 < N ? LDG(B, row * N + c + 3) : 0.0f;
+        v.x = c < N ? LDG(B, row * N + c) : (SKIP_LDG(B), 0.0f);
+        v.y = c + 1 < N ? LDG(B, row * N + c + 1) : (SKIP_LDG(B), 0.0f);
+        v.z = c + 2 < N ? LDG(B, row * N + c + 2) : (SKIP_LDG(B), 0.0f);
+        v.w = c + 3 < N ? LDG(B, row * N + c + 3) : (SKIP_LDG(B), 0.0f);
         STG4(BP, row * np + c, v);
     }
 }

@@ -77,10 +77,10 @@ __device__ void load_a(const float *A, float4 (&ra)[kALoads], int M, int K, int 
         if (K % 4 == 0 && gr < M && gc + 3 < kend) {
             ra[l] = LDG4(A, gr * K + gc);
         } else {
-            ra[l].x = (gr < M && gc < kend) ? LDG(A, gr * K + gc) : 0.0f;
-            ra[l].y = (gr < M && gc + 1 < kend) ? LDG(A, gr * K + gc + 1) : 0.0f;
-            ra[l].z = (gr < M && gc + 2 < kend) ? LDG(A, gr * K + gc + 2) : 0.0f;
-            ra[l].w = (gr < M && gc + 3 < kend) ? LDG(A, gr * K + gc + 3) : 0.0f;
+            ra[l].x = (gr < M && gc < kend) ? LDG(A, gr * K + gc) : (SKIP_LDG(A), 0.0f);
+            ra[l].y = (gr < M && gc + 1 < kend) ? LDG(A, gr * K + gc + 1) : (SKIP_LDG(A), 0.0f);
+            ra[l].z = (gr < M && gc + 2 < kend) ? LDG(A, gr * K + gc + 2) : (SKIP_LDG(A), 0.0f);
+            ra[l].w = (gr < M && gc + 3 < kend) ? LDG(A, gr * K + gc + 3) : (SKIP_LDG(A), 0.0f);
         }
     }
 }
@@ -108,7 +108,7 @@ __device__ void copy_b(float (&Bs)[2][BK * BN], const float *B, int N, int kend,
             CP_ASYNC4(Bs, buf, r * BN + c, B, gr * N + gc);
         } else {
             for (int j = 0; j < 4; j++) {
-                STS(Bs, buf, r * BN + c + j, (gr < kend && gc + j < N) ? LDG(B, gr * N + gc + j) : 0.0f);
+                STS(Bs, buf, r * BN + c + j, (gr < kend && gc + j < N) ? LDG(B, gr * N + gc + j) : (SKIP_LDG(B), 0.0f));
             }
         }
     }
@@ -206,9 +206,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) split_k(const float *A, c
                         STG4(CP, at, make_float4(out[0], out[1], out[2], out[3]));
                     } else {
                         for (int j = 0; j < 4; j++) {
-                            if (gr < M && gc + j < N) {
-                                STG(CP, at + j, out[j]);
-                            }
+                            if (gr < M && gc + j < N) STG(CP, at + j, out[j]); else SKIP_STG(CP);
                         }
                     }
                 }

@@ -207,9 +207,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) split_k_padded(const floa
                         STG4(CP, at, make_float4(out[0], out[1], out[2], out[3]));
                     } else {
                         for (int j = 0; j < 4; j++) {
-                            if (gr < M && gc + j < N) {
-                                STG(CP, at + j, out[j]);
-                            }
+                            if (gr < M && gc + j < N) STG(CP, at + j, out[j]); else SKIP_STG(CP);
                         }
                     }
                 }
