@@ -49,3 +49,14 @@ def test_re_recording_some_cases_keeps_the_others_as_they_were_recorded(golden, 
     assert json.loads(str(merged["meta"])) == json.loads(str(golden["meta"]))
     assert sorted(merged.files) == sorted(golden.files)
     assert all(np.array_equal(merged[f], golden[f]) for f in golden.files if f != "meta")
+
+
+def test_the_cpu_mode_banner_names_the_gpu_the_golden_traces_were_recorded_on(golden):
+    """The CPU-mode banner (pages/lib/ui.py) tells a student what the CPU traces are checked against:
+    a case re-recorded on another GPU must change what it says."""
+    import inspect
+
+    from pages.lib import ui
+    said = inspect.getsource(ui.mode_banner)
+    devices = {v["device"] for v in json.loads(str(golden["meta"])).values()}
+    assert devices == {"NVIDIA H200"} and "recorded on an H200" in said, devices
