@@ -76,7 +76,7 @@ def test_short_ks_keep_k_modulo_the_period_and_enough_tiles():
 
 
 def test_a_rung_with_one_barrier_per_tile_is_traced_again_with_more_tiles(monkeypatch):
-    """double_buffered passes one barrier per tile: six tiles (enough at two) would end the short trace's
+    """double_buffered passes one barrier per tile: five tiles (enough at two) would end the short trace's
     loop inside the timeline's first intervals, so the two traces are taken again, longer."""
     long_k._EPOCHS_PER_TILE.clear()
     traced = []
@@ -86,7 +86,7 @@ def test_a_rung_with_one_barrier_per_tile_is_traced_again_with_more_tiles(monkey
     spec = registry.get("double_buffered")
     problem = registry.bind(spec, make_problem(128, 128, 1024, block=spec.default_block))
     long_k.block_counts("double_buffered", problem, (0, 0), "cpu", lambda *_: None)
-    assert traced == [96, 128, 160, 192]    # BK 16: six tiles and a period of two, then ten
+    assert traced == [96, 128, 160, 192]    # BK 16, a period of two tiles: at least five tiles, then nine
     traced.clear()
     long_k.block_counts("double_buffered", problem, (0, 0), "cpu", lambda *_: None)
     assert traced == [160, 192]             # learned

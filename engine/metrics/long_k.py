@@ -28,9 +28,10 @@ from engine.metrics.rung_counts import RungCounts
 from engine.tracing import plan, tracer
 
 # The timeline's first TIMELINE_INTERVALS barrier intervals are the short trace's when its loop runs
-# on past them for two tiles more (the last tiles skip the prefetch: the loop's tail). How many tiles
-# that takes depends on the barriers per tile (one or two on the ladder), learned from the two
-# traces; until then, two are assumed, and a guess that came out short is traced again.
+# on past them for a tile more (the last tile skips the prefetch: the loop's tail). How many tiles
+# that takes depends on the barriers per tile (one or two on the ladder), learned from the rung's
+# traces (a whole one at a short K, or the two); until then, two are assumed, and a guess that came
+# out short is traced again.
 _EPOCHS_PER_TILE: dict[tuple, float] = {}
 
 
@@ -40,7 +41,7 @@ def k_period(params: dict[str, int]) -> int:
 
 
 def _tiles_needed(epochs_per_tile: float) -> int:
-    return math.ceil(rung_counts.TIMELINE_INTERVALS / epochs_per_tile) + 2
+    return math.ceil(rung_counts.TIMELINE_INTERVALS / epochs_per_tile) + 1
 
 
 def short_ks(problem: Problem, tiles: int | None = None) -> tuple[int, int] | None:
@@ -79,7 +80,10 @@ def block_counts(kernel: str, problem: Problem, block: tuple[int, int], source: 
         if ks[0] >= _tiles_needed(per_tile) * rung_counts.k_step(problem.params):
             return rung_counts.extended(short, longer, (problem.k - ks[0]) // (ks[1] - ks[0]), problem.k)
         tiles = _tiles_needed(per_tile)   # the guess was short: the loop's tail would show in the timeline
-    return _counted(kernel, problem, block, source, listing)
+    counts = _counted(kernel, problem, block, source, listing)
+    if kernel in registry.LADDER_RUNGS and learned not in _EPOCHS_PER_TILE:   # its barriers per tile, rounded down
+        _EPOCHS_PER_TILE[learned] = max(0.5, counts.epochs // -(-problem.k // rung_counts.k_step(problem.params)))
+    return counts
 
 
 def host_need(kernel: str, problem: Problem, block: tuple[int, int]) -> int:
