@@ -147,9 +147,26 @@ def rung(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tup
     name at its defaults) at m x n x k, or the engine's one-line reason it cannot be traced (over
     the record cap). Only the counts are kept: the trace of one block is millions of records at the
     larger sizes, and the page shows six."""
-    try:
-        problem, need = _rung_problem(kernel, m, n, k, params, block)
+    return _counted_rung(kernel, m, n, k, _rung_problem(kernel, m, n, k, params, block), block)
 
+
+def _rung_problem(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
+    """The rung's problem, bound (its default parameters and the ones named are one cache entry), and
+    the host bytes its counting reserves; or the engine's one-line reason it cannot take them."""
+    try:
+        spec = registry.get(kernel)
+        problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
+        return problem, long_k.host_need(kernel, problem, tuple(block))
+    except EngineError as exc:
+        return str(exc)
+
+
+def _counted_rung(kernel: str, m: int, n: int, k: int, bound, block: tuple[int, int]) -> rung_counts.RungCounts | str:
+    """rung() from its bound problem and reserved bytes (_rung_problem's answer)."""
+    if isinstance(bound, str):
+        return bound
+    problem, need = bound
+    try:
         def compute():
             return long_k.block_counts(kernel, problem, tuple(block), "auto", sass_listing)
         key = ("rung", kernel, m, n, k, _params_key(problem.params), tuple(block), tracer.resolve_source("auto"))
@@ -161,27 +178,15 @@ def rung(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tup
         return str(exc)
 
 
-def _rung_problem(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]):
-    """The rung's problem, bound (its default parameters and the ones named are one cache entry), and
-    the host bytes its counting reserves."""
-    spec = registry.get(kernel)
-    problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
-    return problem, long_k.host_need(kernel, problem, tuple(block))
-
-
 def rungs(kernels: list[str], m: int, n: int, k: int, params: dict[str, dict[str, int]],
           blocks: dict[str, tuple[int, int]]) -> dict[str, rung_counts.RungCounts | str]:
     """rung() of each kernel, with its parameters and block. The light ones (the page's own work) side
     by side on the engine's threads: one rung's trace runs in a worker process while another's counts
     are made here. A heavy one waits its turn in the line, on this thread."""
-    def light(kernel: str) -> bool:
-        try:
-            return _rung_problem(kernel, m, n, k, params[kernel], blocks[kernel])[1] < HEAVY_BYTES
-        except EngineError:
-            return True        # rung() says why, at once
-    side_by_side = [r for r in kernels if light(r)]
-    done = dict(zip(side_by_side, parallel.each(lambda r: rung(r, m, n, k, params[r], blocks[r]), side_by_side)))
-    return {r: done[r] if r in done else rung(r, m, n, k, params[r], blocks[r]) for r in kernels}
+    bound = {r: _rung_problem(r, m, n, k, params[r], blocks[r]) for r in kernels}
+    light = [r for r in kernels if isinstance(bound[r], str) or bound[r][1] < HEAVY_BYTES]
+    done = dict(zip(light, parallel.each(lambda r: _counted_rung(r, m, n, k, bound[r], blocks[r]), light)))
+    return {r: done[r] if r in done else _counted_rung(r, m, n, k, bound[r], blocks[r]) for r in kernels}
 
 
 def chart_files(rows: list[dict], prov: dict, formats: tuple[str, ...], progress, number: int | None = None):
