@@ -128,7 +128,7 @@ def cmd_trace(args) -> int:
     try:
         trace = tracer.trace(args.kernel, problem, blocks, args.source, args.cap)
         sass_info = sass.memory_instructions(spec.launches[-1].file, trace.problem.params)
-        summary = analysis.summarize(trace, sass_info)
+        summary = analysis.summarize(trace, sass_info, sass.earlier_listings(spec.launches, trace.problem.params))
         summary["sass"] = sass_info
         if out:
             save_trace(trace, out, tmp)

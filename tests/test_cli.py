@@ -155,9 +155,12 @@ def test_host_memory_is_refused_before_it_is_allocated(capsys, monkeypatch):
 
 def test_one_block_of_a_big_product_does_not_touch_all_of_c():
     # 16384 x 16384 floats of C are 1 GiB: filled with NaN, a one-block trace's memory was all of it.
-    script = ("import resource; from engine.cli import main; "
+    # The peak is VmHWM, this process's own: ru_maxrss outlives exec, so a child forked from a large
+    # pytest process reported the parent's size (770 MiB after tests/test_long_k.py had run).
+    script = ("import re; from engine.cli import main; "
               "main(['trace', 'naive_x_cols', '--m', '16384', '--n', '16384', '--k', '64', '--blocks', '5,7', "
-              "'--source', 'cpu']); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)")
+              "'--source', 'cpu']); "
+              "print(int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024)")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     summary, peak_mib = done.stdout.rsplit("\n", 2)[0], int(done.stdout.split()[-1])

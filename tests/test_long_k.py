@@ -79,6 +79,7 @@ def test_a_rung_with_one_barrier_per_tile_is_traced_again_with_more_tiles(monkey
     """double_buffered passes one barrier per tile: five tiles (enough at two) would end the short trace's
     loop inside the timeline's first intervals, so the two traces are taken again, longer."""
     long_k._EPOCHS_PER_TILE.clear()
+    long_k._SHORT.clear()
     traced = []
     counted = long_k._counted
     monkeypatch.setattr(long_k, "_counted", lambda kernel, problem, *rest: traced.append(problem.k) or
@@ -88,6 +89,7 @@ def test_a_rung_with_one_barrier_per_tile_is_traced_again_with_more_tiles(monkey
     long_k.block_counts("double_buffered", problem, (0, 0), "cpu", lambda *_: None)
     assert traced == [96, 128, 160, 192]    # BK 16, a period of two tiles: at least five tiles, then nine
     traced.clear()
+    long_k._SHORT.clear()                   # the counts are kept: forgotten, to see what is traced
     long_k.block_counts("double_buffered", problem, (0, 0), "cpu", lambda *_: None)
     assert traced == [160, 192]             # learned
 
@@ -109,3 +111,20 @@ def test_a_trace_made_only_to_be_counted_skips_the_float64_check_and_nothing_els
     assert checked.rel_error < 1e-5 and checked.checked_outputs == 64 * 64
     assert counted.checked_outputs == 0 and counted.rel_error != counted.rel_error   # NaN: not checked
     assert (checked.records == counted.records).all()
+
+
+def test_a_k_that_keeps_m_and_n_counts_from_the_short_traces_already_made(monkeypatch):
+    # K0 depends on K only modulo the period: 1001 and 1001 + 8 periods need the same two short traces,
+    # so the second size traces nothing (typing M, N, then K on the Ladder traced every rung again).
+    spec = registry.get("warptile")
+    first = registry.bind(spec, make_problem(300, 260, 1001, block=spec.default_block))
+    long_k.block_counts("warptile", first, (0, 0), "cpu", LISTING)
+    traced = []
+    real = tracer.trace
+    monkeypatch.setattr(tracer, "trace", lambda *a, **kw: traced.append(a[1].k) or real(*a, **kw))
+    later = dataclasses.replace(first, k=1001 + 8 * long_k.k_period(first.params))
+    counts = long_k.block_counts("warptile", later, (0, 0), "cpu", LISTING)
+    assert traced == [] and counts.k == later.k
+    other = dataclasses.replace(first, n=268)      # another N: traced again
+    long_k.block_counts("warptile", other, (0, 0), "cpu", LISTING)
+    assert len(traced) == 2

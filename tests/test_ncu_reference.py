@@ -30,30 +30,33 @@ def _parse(key):
 
 
 def totals_for(key):
-    """The trace's totals for the case, as compiled, and the number of blocks they stand for."""
+    """The trace's totals for the case, as compiled, and per launch kernel how many times its traced
+    blocks go into its grid (a block of split_k's sum runs only the slices it reads)."""
     kernel, size, params, block = _parse(key)
     p = make_problem(*size, block=block, params=params)
     whole = size[0] * size[1] * size[2] <= WHOLE
     spec = registry.get(kernel)
     gx, gy = spec.launches[-1].grid(registry.bind(spec, p))
     t = tracer.trace(kernel, p, None if whole else [(min(1, gx - 1), min(1, gy - 1))], source="cpu")
-    grid = t.launches[-1].grid
-    info = sass.memory_instructions(registry.get(kernel).launches[-1].file, t.problem.params)
-    totals, _ = analysis.compiled_totals(t, analysis.site_summary(t), info)
-    return kernel, size, totals, 1 if whole else grid[0] * grid[1]
+    info = sass.memory_instructions(spec.launches[-1].file, t.problem.params)
+    earlier = sass.earlier_listings(spec.launches, t.problem.params)
+    totals, _ = analysis.compiled_totals(t, analysis.site_summary(t), info, earlier)
+    # A one-block trace runs the earlier launches' blocks it needs untraced (split_k's slices): only
+    # the launches traced are compared; the whole traces of the small sizes compare every launch.
+    scale = {launch.kernel: 1 if whole else launch.grid[0] * launch.grid[1] // len(launch.blocks)
+             for launch in t.launches if launch.traced}
+    return kernel, size, totals, scale
 
 
-# Traced, and not yet held to Nsight Compute: on an H200 (tests/benchmarks/ncu_reference.py OUT split) their
-# preparatory launches are compared though a one-block trace does not trace them, and the split loop's
-# shared loads and the CP stores differ from the model's as-compiled counts for reasons not yet named.
-NOT_YET = ("split_k", "split_k_padded")
+def compared_rows(key):
+    kernel, size, totals, scale = totals_for(key)
+    return ncu_reference.compare(kernel, size, totals, key, scale)
+
 
 
 def test_the_reference_covers_every_traced_kernel_at_partial_tiles_and_odd_sizes():
     assert ncu_reference.references(), "no Nsight Compute reference shipped"
     for spec in registry.traceable():
-        if spec.name in NOT_YET:
-            continue
         sizes = {_parse(key)[1] for key in CASES if key.startswith(spec.name + " ")}
         if any(rule.sizes for rule in spec.rules):
             continue   # it takes whole tiles only (tiled_unguarded)
@@ -68,8 +71,7 @@ def _compared(key):
 
 @pytest.mark.parametrize("key", [k for k in CASES if _compared(k)])
 def test_every_counter_equals_ncu_or_is_explained(key):
-    kernel, size, totals, scale = totals_for(key)
-    rows = ncu_reference.compare(kernel, size, totals, key, scale)
+    rows = compared_rows(key)
     assert rows
     bad = [(r.gpu, r.launch, r.name, r.trace, r.values) for r in rows if r.verdict == "unexplained"]
     assert bad == []

@@ -104,6 +104,12 @@ def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
     return info
 
 
+def earlier_listings(launches, params: Mapping[str, int]) -> dict[str, dict]:
+    """memory_instructions of every launch before the last, by kernel name: a kernel of several
+    launches (split_k's product before its sum) may copy with cp.async in an earlier one too."""
+    return {launch.kernel: memory_instructions(launch.file, params) for launch in list(launches)[:-1]}
+
+
 def _memory_instructions(text: str, source: Path | None = None, written_wide: frozenset = frozenset()) -> dict:
     """source: the kernel's own file; instructions nvdisasm places in other files (CUDA's headers,
     e.g. cp.async's) are left out rather than mixed into its line numbers. written_wide: lines whose

@@ -20,6 +20,8 @@ and NCU_LDSM_METRICS.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -603,38 +605,43 @@ def as_compiled(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[pd.
     return hw, notes, per_site
 
 
-def compiled_totals(trace: Trace, sites: pd.DataFrame, sass_info: dict) -> tuple[dict[str, dict[str, int]], list[str]]:
+def compiled_totals(trace: Trace, sites: pd.DataFrame, sass_info: dict,
+                    earlier: Mapping[str, dict] | None = None) -> tuple[dict[str, dict[str, int]], list[str]]:
     """Per launch kernel, the totals Nsight Compute reads, as the hardware executes the kernel:
     as_compiled's sites, and the instructions ptxas emitted that never execute but that the warp
-    issues all the same (`@!PT LDS` beside each LDGSTS: counted among the executed shared loads)."""
+    issues all the same (`@!PT LDS` beside each LDGSTS: counted among the executed shared loads).
+    sass_info: the last launch's listing; earlier: the listings of the launches before it, by kernel
+    name (sass.earlier_listings), where those copy with cp.async too (split_k's product, then its sum)."""
     hw, notes, _ = as_compiled(trace, sites, sass_info)
-    return hardware_totals(trace, hw, notes, sass_info)
+    return hardware_totals(trace, hw, notes, sass_info, earlier)
 
 
-def hardware_totals(trace: Trace, hw: pd.DataFrame, notes: list[str],
-                    sass_info: dict) -> tuple[dict[str, dict[str, int]], list[str]]:
+def hardware_totals(trace: Trace, hw: pd.DataFrame, notes: list[str], sass_info: dict,
+                    earlier: Mapping[str, dict] | None = None) -> tuple[dict[str, dict[str, int]], list[str]]:
     """compiled_totals from a site table already read as compiled (as_compiled's hw and notes)."""
     notes = list(notes)
     totals = {k: ncu_totals(hw, k) for k in dict.fromkeys(hw["kernel"])}
-    never = sass_info.get("never_per_copy", {}) if sass_info.get("available") else {}
-    last = trace.launches[-1].kernel
-    copies = totals.get(last, {}).get(NCU_COPY_METRICS["global", "load", "requests"], 0)
-    if copies and never.get("LDS"):
-        extra = round(never["LDS"] * copies)
-        totals[last][NCU_METRICS["shared", "load", "requests"]] += extra
-        notes.append(f"ptxas put {never['LDS']:g} never-executing loads (@!PT LDS) beside each of the {copies:,} "
-                     f"LDGSTS: the warps issue them, so Nsight Compute counts {extra:,} more shared-load instructions")
+    listings = {**(earlier or {}), trace.launches[-1].kernel: sass_info}
+    for kernel, info in listings.items():
+        never = info.get("never_per_copy", {}) if info.get("available") else {}
+        copies = totals.get(kernel, {}).get(NCU_COPY_METRICS["global", "load", "requests"], 0)
+        if copies and never.get("LDS"):
+            extra = round(never["LDS"] * copies)
+            totals[kernel][NCU_METRICS["shared", "load", "requests"]] += extra
+            notes.append(f"{kernel}: ptxas put {never['LDS']:g} never-executing loads (@!PT LDS) beside each of the "
+                         f"{copies:,} LDGSTS: the warps issue them, so Nsight Compute counts {extra:,} more shared-load "
+                         "instructions")
     return totals, notes
 
 
-def summarize(trace: Trace, sass_info: dict | None = None) -> dict:
+def summarize(trace: Trace, sass_info: dict | None = None, earlier: Mapping[str, dict] | None = None) -> dict:
     """The JSON-ready summary `python -m engine trace` prints."""
     inst = warp_instructions(trace)
     sites = site_summary(trace, inst)
     p = trace.problem
     hardware = {}
     if sass_info is not None:
-        totals, notes = compiled_totals(trace, sites, sass_info)
+        totals, notes = compiled_totals(trace, sites, sass_info, earlier)
         hardware = {"ncu": totals, "notes": notes, "sass_note": sass_info.get("note", "")}
     return {
         "kernel": trace.kernel, "size": {"M": p.m, "N": p.n, "K": p.k}, "params": dict(p.params),

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
+from collections import OrderedDict
 
 from engine.kernels import registry
 from engine.kernels.problem import Problem
@@ -67,6 +69,28 @@ def _counted(kernel: str, problem: Problem, block: tuple[int, int], source: str,
                                    listing(trace.launches[-1].file, trace.problem.params))
 
 
+# The short traces' counts, most recent last. K0 depends on K only modulo the period, so a size change
+# that keeps M and N (512 -> 4096 in K, or typing M, N, then K) counts again from the two short traces
+# it already has. A few kilobytes each; SHORT_KEPT of them.
+SHORT_KEPT = 256
+_SHORT: OrderedDict[tuple, RungCounts] = OrderedDict()
+_SHORT_LOCK = threading.Lock()
+
+
+def _short_counted(kernel: str, problem: Problem, block: tuple[int, int], source: str, listing) -> RungCounts:
+    key = (kernel, problem, tuple(block), source, listing)
+    with _SHORT_LOCK:
+        if key in _SHORT:
+            _SHORT.move_to_end(key)
+            return _SHORT[key]
+    counts = _counted(kernel, problem, block, source, listing)
+    with _SHORT_LOCK:
+        _SHORT[key] = counts
+        while len(_SHORT) > SHORT_KEPT:
+            _SHORT.popitem(last=False)
+    return counts
+
+
 def block_counts(kernel: str, problem: Problem, block: tuple[int, int], source: str, listing) -> RungCounts:
     """rung_counts.rung_counts of one block of a ladder rung (problem bound to its parameters), from
     two short traces where K is long (see the module's docstring), else from the block's own trace.
@@ -74,7 +98,7 @@ def block_counts(kernel: str, problem: Problem, block: tuple[int, int], source: 
     learned = (kernel, tuple(sorted(problem.params.items())))
     tiles = _tiles_needed(_EPOCHS_PER_TILE.get(learned, 2.0))
     while (ks := short_ks(problem, tiles) if kernel in registry.LADDER_RUNGS else None) is not None:
-        short, longer = (_counted(kernel, _at_k(problem, k), block, source, listing) for k in ks)
+        short, longer = (_short_counted(kernel, _at_k(problem, k), block, source, listing) for k in ks)
         per_tile = (longer.epochs - short.epochs) * rung_counts.k_step(problem.params) / (ks[1] - ks[0])
         _EPOCHS_PER_TILE[learned] = per_tile = max(per_tile, 0.5)
         if ks[0] >= _tiles_needed(per_tile) * rung_counts.k_step(problem.params):

@@ -66,12 +66,23 @@ _HALF_FALLBACKS = ("mma_ldmatrix", "mma_swizzled", "mma_pipelined")
 
 # Differences whose cause is known: (kernels, metrics, whether it applies to a size, the reason).
 EXPLAINED = [
-    (("mma_pipelined",), (NCU_METRICS["shared", "store", "requests"], NCU_METRICS["shared", "load", "requests"]),
+    # Measured per instruction (ncu --section SourceCounters, H200, 200x136x100): the zero store of A's
+    # tile ran 256 times, once per warp and pass, while lanes stored zeros in 156 of them.
+    (("mma_pipelined",), (NCU_METRICS["shared", "store", "requests"],),
+     lambda m, n, k: k % 8 != 0,
+     "Where K is not a multiple of 8, A's rows go half by half, and ptxas placed the zero store "
+     "(`@!P STS.128 [..], RZ`) before the branch into that path: every warp issues it on every pass of "
+     "A's copy, predicated off for the lanes inside A. Nsight Compute counts it each time, the trace only "
+     "where a lane stores zeros."),
+    # Measured per instruction the same way: `@!P STS.128 RZ` and `@P LDGSTS` each ran once per warp and
+    # copy, with every lane predicated off in half of them at 128^3.
+    (("split_k_padded",), (NCU_METRICS["shared", "store", "requests"], NCU_METRICS["shared", "load", "requests"],
+                           NCU_METRICS["shared", "store", "wavefronts"], NCU_METRICS["shared", "store", "bank_conflicts"]),
      lambda m, n, k: True,
-     "ptxas turned `if (in bounds) cp.async(...) else store zeros` into two predicated instructions, "
-     "`@P LDGSTS` and `@!P STS.128` (with its three never-executing `@!PT LDS` beside the LDGSTS), which "
-     "every warp issues on every pass; Nsight Compute counts them each time, the trace only where a lane "
-     "copies or stores zeros."),
+     "B's copy (`if (inside BP) cp.async else store four zeros`) compiles without a branch: nvcc merged the "
+     "four zero stores into one STS.128, and ptxas predicated it and the LDGSTS (with its three never-executing "
+     "`@!PT LDS`), so every warp issues all of them on every copy, whichever lanes copy. The trace counts "
+     "four scalar zero stores where a lane stores zeros, and the LDS beside the copies that a lane makes."),
 ]
 
 
@@ -139,20 +150,24 @@ CONTENTION = ("Every launch measured a little more than the trace (under 1%): th
 
 
 def compare(kernel: str, size: tuple[int, int, int], totals: Mapping[str, Mapping[str, int]],
-            key: str, scale: int = 1) -> list[Row]:
+            key: str, scale: int | Mapping[str, int] = 1) -> list[Row]:
     """The trace's totals (per launch kernel, as analysis.compiled_totals gives them) beside each GPU's
-    measurements of the case `key`. scale: how many blocks the trace stands for (1: the whole launch;
-    a page that traced one block of a grid of identical blocks multiplies by the grid)."""
+    measurements of the case `key`. scale: how many times the traced blocks go into the launch (1: the
+    whole launch; a page that traced one block of a grid of identical blocks multiplies by the grid),
+    or that per launch kernel, where a traced block's launch ran only some blocks of an earlier one
+    (split_k: the slices one block of the sum reads)."""
     rows = []
     m, n, k = size
     for gpu, launches in measured(key).items():
         for launch, metrics in launches.items():
+            if not isinstance(scale, int) and launch not in scale:
+                continue      # not traced (an earlier launch's blocks that a one-block trace ran untraced)
             ours = totals.get(launch, {})
             for metric, name in COMPARED.items():
                 values = tuple(metrics.get(metric, [0]))
                 if metric not in ours and not any(values):
                     continue
-                trace = int(ours.get(metric, 0)) * scale
+                trace = int(ours.get(metric, 0)) * (scale if isinstance(scale, int) else scale[launch])
                 lo, hi = min(values), max(values)
                 if lo == hi == trace:
                     verdict, reason = "equal", ""

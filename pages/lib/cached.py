@@ -273,7 +273,8 @@ def side_by_side(kernel: str, m: int, n: int, k: int, params: dict[str, int], bl
     def compute():
         t, _ = trace(kernel, m, n, k, params, block, None, "auto")
         info = sass_listing(t.launches[-1].file, t.problem.params)
-        totals, _ = analysis.compiled_totals(t, site_summary(kernel, m, n, k, params, block), info)
+        earlier = {launch.kernel: sass_listing(launch.file, t.problem.params) for launch in t.launches[:-1]}
+        totals, _ = analysis.compiled_totals(t, site_summary(kernel, m, n, k, params, block), info, earlier)
         return ncu_reference.side_by_side(kernel, (m, n, k), t.problem.params, block, totals)
     return _heavy_get(RESULTS, ("side_by_side", kernel, m, n, k, _params_key(params), tuple(block)), compute,
                       "trace", _whole_need(kernel, m, n, k, params, block), f"Counting the whole of {kernel}")
