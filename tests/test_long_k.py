@@ -128,3 +128,21 @@ def test_a_k_that_keeps_m_and_n_counts_from_the_short_traces_already_made(monkey
     other = dataclasses.replace(first, n=268)      # another N: traced again
     long_k.block_counts("warptile", other, (0, 0), "cpu", LISTING)
     assert len(traced) == 2
+
+
+@pytest.mark.parametrize("name", registry.LADDER_RUNGS)
+def test_a_block_moved_to_the_origin_counts_what_it_did_in_place(name):
+    # canonical(): an interior block of a larger product, moved back and the sizes cut past it, counts
+    # what the block itself does, field for field; N = 1000 and M = 1030 keep residues modulo 32 that
+    # are not zero, and the blocks' starts are not all multiples of 32 (tiled_guarded's 16-row tiles).
+    spec = registry.get(name)
+    problem = registry.bind(spec, make_problem(1030, 1000, 72, block=spec.default_block))
+    gx, gy = spec.launches[-1].grid(problem)
+    for block in ((1, 1), (gx // 2, gy // 2 + 1), (gx - 1, gy - 2)):
+        small, at = long_k.canonical(name, problem, block)
+        assert small.m < problem.m and small.n < problem.n and (small.m - problem.m) % 32 == (small.n - problem.n) % 32 == 0
+        whole = tracer.trace(name, problem, [block], "cpu")
+        from engine.metrics import analysis
+        expected = rung_counts.rung_counts(whole, analysis.warp_instructions(whole), block,
+                                           LISTING(whole.launches[-1].file, problem.params))
+        assert _fields_differing(long_k.block_counts(name, problem, block, "cpu", LISTING), expected) == [], block

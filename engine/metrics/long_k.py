@@ -91,10 +91,70 @@ def _short_counted(kernel: str, problem: Problem, block: tuple[int, int], source
     return counts
 
 
+# M and N are cut in steps of ALIGN elements (128 bytes of floats): every row of A, B and C then starts
+# at the same place within its sectors and 128-byte lines, and M, N keep the residues that pick a rung's
+# vector or scalar paths. KEEP elements are kept on each side of the block where there were as many:
+# with that gap, two rows of B or C that one warp instruction touches never share a 128-byte line, as
+# they did not in the larger product (cut to the block alone, a partial block's short rows would).
+ALIGN = 32
+KEEP = 2 * ALIGN
+
+
+def _tile(grid, problem: Problem, dim: str) -> tuple[int, int] | None:
+    """(grid axis, elements of `dim` a block covers) when the launch's grid is ceil(dim / tile) along
+    one axis and does not depend on `dim` along the other; else None."""
+    def axes(size):
+        return grid(dataclasses.replace(problem, **{dim: size}))
+    big = 1 << 16
+    for axis in (0, 1):
+        count = axes(big)[axis]
+        tile = big // count if count else 0
+        if tile and axes(big)[1 - axis] == axes(1)[1 - axis] and axes(tile)[axis] == 1 and axes(tile + 1)[axis] == 2 \
+                and axes(big + 1)[axis] == count + 1 - (big % tile != 0):
+            return axis, tile
+    return None
+
+
+def _moved(size: int, start: int, tile: int) -> tuple[int, int]:
+    """(new size, new start) of one dimension: what lies before the block cut by whole steps of
+    lcm(tile, ALIGN) and what lies past its tile by whole ALIGN steps, keeping KEEP of each (or all)."""
+    step = math.lcm(tile, ALIGN)
+    before = start - step * max(0, (start - KEEP) // step)
+    after = size - start - tile
+    if after <= 0:                 # a partial block: it ends where the product does
+        return before + size - start, before
+    return before + tile + after - ALIGN * max(0, (after - KEEP) // ALIGN), before
+
+
+def canonical(kernel: str, problem: Problem, block: tuple[int, int]) -> tuple[Problem, tuple[int, int]]:
+    """A small problem and block whose one-block trace is the given block's, but for where A, B and C
+    lie: M and N cut before and past the block by whole 128-byte steps (_moved), K kept.
+    The ladder's rungs read M and N only for their guards and row strides (none reads gridDim), so the
+    block touches the same rows and columns relative to its own, at the same offsets within sectors, and
+    takes the same paths: every count is the same (tests/test_long_k.py checks this against the block's
+    own trace). Answers the problem as given for a kernel whose grid this cannot read."""
+    spec = registry.get(kernel)
+    grid = spec.launches[-1].grid
+    rows, cols = _tile(grid, problem, "m"), _tile(grid, problem, "n")
+    if kernel not in registry.LADDER_RUNGS or len(spec.launches) != 1 or not rows or not cols or rows[0] == cols[0]:
+        return problem, tuple(block)
+    at = list(block)
+    m, at[rows[0]] = _moved(problem.m, block[rows[0]] * rows[1], rows[1])
+    n, at[cols[0]] = _moved(problem.n, block[cols[0]] * cols[1], cols[1])
+    at[rows[0]] //= rows[1]
+    at[cols[0]] //= cols[1]
+    return dataclasses.replace(problem, m=m, n=n), (at[0], at[1])
+
+
 def block_counts(kernel: str, problem: Problem, block: tuple[int, int], source: str, listing) -> RungCounts:
     """rung_counts.rung_counts of one block of a ladder rung (problem bound to its parameters), from
-    two short traces where K is long (see the module's docstring), else from the block's own trace.
+    two short traces where K is long (see the module's docstring), else from the block's own trace;
+    both of the canonical() problem, whose counts are the block's (so a size change that keeps the
+    block's place within 128-byte lines traces nothing new).
     listing(file, params): the rung's SASS listing (engine/kernels/sass.py) or None."""
+    small, at = canonical(kernel, problem, block)
+    if (small, at) != (problem, tuple(block)):
+        return dataclasses.replace(block_counts(kernel, small, at, source, listing), block=tuple(block))
     learned = (kernel, tuple(sorted(problem.params.items())))
     tiles = _tiles_needed(_EPOCHS_PER_TILE.get(learned, 2.0))
     while (ks := short_ks(problem, tiles) if kernel in registry.LADDER_RUNGS else None) is not None:
@@ -112,5 +172,6 @@ def block_counts(kernel: str, problem: Problem, block: tuple[int, int], source: 
 
 def host_need(kernel: str, problem: Problem, block: tuple[int, int]) -> int:
     """The host bytes block_counts' largest trace takes (plan.host_need): what it reserves."""
+    problem, block = canonical(kernel, problem, block)
     ks = short_ks(problem) if kernel in registry.LADDER_RUNGS else None
     return plan.host_need(kernel, _at_k(problem, ks[1]) if ks else problem, [block])
