@@ -65,8 +65,9 @@ st.caption(f"Recorded: the {ev.device} run of tests/benchmarks/tensor_device.py 
            f"{tensor_evidence.COMPUTED_MAX:,}³: a larger size would keep this page busy for seconds.")
 st.markdown("**Why, in its source:** the two highlighted lines below.  \n" + "  \n".join(
     f"{tensor_figures.FAULT_MARKS[i]} **Line {f.line}, {f.name}.** {f.why}" for i, f in enumerate(faults)))
-st.plotly_chart(tensor_figures.source_figure(listing.source_lines(tensor_evidence.SEED_FILE), faults,
-                                             PROJECTOR), width="stretch", config=CHART, key="tc-seed-source")
+st.plotly_chart(cached.page_part(("tc-seed-source",), lambda: tensor_figures.source_figure(
+    listing.source_lines(tensor_evidence.SEED_FILE), faults, PROJECTOR)), width="stretch", config=CHART,
+    key="tc-seed-source")
 st.table(tensor_figures.seed_table(ev))
 st.caption(f"Recorded {ev.device} run, not measured now. Warps launched: from the launch the document writes "
            "(blocks of 32 × 4 threads, 8 × M/16 blocks in y), which the recorded count equals. wmma_warp: the same "
@@ -88,8 +89,9 @@ if h is None:
     st.info(f"No hierarchy drawn: {why}.", icon=":material/error:")
 else:
     defaults = params == registry.get(rung).default_params()
-    st.plotly_chart(tensor_figures.hierarchy_figure(h, PROJECTOR), width="stretch", config=CHART,
-                    key="tc-hierarchy")
+    st.plotly_chart(cached.page_part(("tc-hierarchy", rung, *sorted(params.items())),
+                                     lambda: tensor_figures.hierarchy_figure(h, PROJECTOR)),
+                    width="stretch", config=CHART, key="tc-hierarchy")
     st.caption(f"{registry.get(rung).lesson} Tiles of " + (
         "the rung's defaults (" + ("the winners of a recorded 4096³ sweep, on the Benchmarks page"
                                    if tensor_tiles.swept(rung) else "chosen by hand: this rung was not swept") + ")"
@@ -110,7 +112,7 @@ recorded = recorded_fragments.recorded_map(operand)
 
 
 fragment_map = cached.figure(lambda: tensor_figures.fragment_figure(operand, recorded, recorded_fragments.owners(operand),
-                                                                  lane, PROJECTOR, speed, "lane"))
+                                                                  lane, PROJECTOR, speed, "lane"), by_mode=False)
 st.plotly_chart(fragment_map, width="stretch", config=CHART, key="tc-fragment")
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
            "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ... (two names in a "
@@ -121,9 +123,10 @@ ui.animation_exports(lambda: tensor_figures.fragment_figure(operand, recorded, r
 
 # ------------------------------------------------------------------ 4. ldmatrix banks
 st.subheader("4. ldmatrix's rows on the banks, without and with the swizzle")
-panels = [(k, ldmatrix_banks.ldmatrix_rows(k)) for k in ("mma_ldmatrix", "mma_swizzled")]
 cols = st.columns([1.2, 1])
-cols[0].plotly_chart(tensor_figures.banks_figure(panels, PROJECTOR), width="stretch", config=CHART, key="tc-banks")
+cols[0].plotly_chart(cached.page_part(("tc-banks",), lambda: tensor_figures.banks_figure(
+    [(k, ldmatrix_banks.ldmatrix_rows(k)) for k in ("mma_ldmatrix", "mma_swizzled")], PROJECTOR)),
+                     width="stretch", config=CHART, key="tc-banks")
 rows = []
 for k in ("mma_ldmatrix", "mma_swizzled"):
     waves, conflicts, inst = ldmatrix_banks.ncu_wavefronts(k)
@@ -196,11 +199,11 @@ if (cliff_run := benchmark.any_size_run()) is None:
     st.info("No recorded run of the tensor rungs at sizes that are not multiples of 8 ships with this copy.",
             icon=":material/history:")
     st.stop()
-cliff_df, cliff_prov = benchmark.load_document(cliff_run.read_text())
-cliff = speeds.cliff(cliff_df)
+cliff_df, cliff_prov = cached.recorded(cliff_run)
+cliff, cliff_fig = cached.page_part(("tc-cliff", *cached.file_version(cliff_run)), lambda: (
+    (c := speeds.cliff(cliff_df)), tensor_figures.cliff_figure(c, charts.notes([cliff_prov], cliff_df))))
 st.markdown(speeds.cliff_story(cliff))
-st.plotly_chart(tensor_figures.cliff_figure(cliff, charts.notes([cliff_prov], cliff_df)),
-                width="stretch", config=CHART, key="tc-cliff")
+st.plotly_chart(cliff_fig, width="stretch", config=CHART, key="tc-cliff")
 st.caption(f"A {speeds.run_label(cliff_prov, False)}, not measured now; each kernel with its default tiles. "
            "TMA, the copy engine of wgmma_tma (and of cuBLAS's Hopper kernel, section 5), copies rows whose byte stride "
            "is a multiple of 16: FP16 rows of K or N halves need K and N multiples of 8, so wgmma_tma refuses the "

@@ -89,12 +89,13 @@ def trace(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tu
 FIGURES = memo.Memo("figures", memo.budget("MATMUL_EXPLORER_FIGURE_CACHE_MB", 100), lambda f: _weigh_part(f))
 
 
-def figure(build):
+def figure(build, by_mode: bool = True):
     """The page's animated figure for the view it shows, built once for every session showing that
     view (a room opening one link builds it once, not thirty times over). The view is what the page
     put in the URL (remember()), with the mode and presenter setting, which is everything a figure
-    is drawn from; a page must remember() every control its figure depends on."""
-    key = (st.session_state.get("_page"), view_state.saved(), view_state.presenter(),
+    is drawn from; a page must remember() every control its figure depends on. by_mode=False: a
+    figure drawn the same in both modes (at a projector's sizes), which a toggle does not build again."""
+    key = (st.session_state.get("_page"), view_state.saved(), view_state.presenter() if by_mode else None,
            tracer.resolve_source("auto"))
     return FIGURES.get(key, lambda: build().freeze())
 
