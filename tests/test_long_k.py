@@ -69,15 +69,16 @@ def test_short_ks_keep_k_modulo_the_period_and_enough_tiles():
         problem = registry.bind(spec, make_problem(512, 512, k, block=spec.default_block, params={"BK": 32}))
         k0, k1 = long_k.short_ks(problem, 7)
         period = long_k.k_period(problem.params)
-        assert period == 64 and k1 - k0 == period and (k - k0) % period == 0
-        assert 7 * 32 <= k0 < 7 * 32 + period
+        assert period == 64 and (k1 - k0) % period == 0 and (k - k0) % period == 0
+        assert 7 * 32 <= k1 < 7 * 32 + period                        # the timeline's tiles
+        assert long_k.MIN_TILES * 32 <= k0 < long_k.MIN_TILES * 32 + period   # as short as it may be
     # Short K: the block's own trace (two short ones would cost as much).
-    assert long_k.short_ks(registry.bind(spec, make_problem(512, 512, 600, block=spec.default_block)), 7) is None
+    assert long_k.short_ks(registry.bind(spec, make_problem(512, 512, 300, block=spec.default_block)), 7) is None
 
 
 def test_a_rung_with_one_barrier_per_tile_is_traced_again_with_more_tiles(monkeypatch):
-    """double_buffered passes one barrier per tile: five tiles (enough at two) would end the short trace's
-    loop inside the timeline's first intervals, so the two traces are taken again, longer."""
+    """double_buffered passes one barrier per tile: five tiles (enough at two) would end the longer trace's
+    loop inside the timeline's first intervals, so it is taken again, longer."""
     long_k._EPOCHS_PER_TILE.clear()
     long_k._SHORT.clear()
     traced = []
@@ -87,11 +88,13 @@ def test_a_rung_with_one_barrier_per_tile_is_traced_again_with_more_tiles(monkey
     spec = registry.get("double_buffered")
     problem = registry.bind(spec, make_problem(128, 128, 1024, block=spec.default_block))
     long_k.block_counts("double_buffered", problem, (0, 0), "cpu", lambda *_: None)
-    assert traced == [96, 128, 160, 192]    # BK 16, a period of two tiles: at least five tiles, then nine
+    # BK 16, a period of two tiles: the longer trace at least five tiles, then nine; the shorter two
+    # (counted once: its counts are kept)
+    assert traced == [32, 96, 160]
     traced.clear()
     long_k._SHORT.clear()                   # the counts are kept: forgotten, to see what is traced
     long_k.block_counts("double_buffered", problem, (0, 0), "cpu", lambda *_: None)
-    assert traced == [160, 192]             # learned
+    assert traced == [32, 160]              # learned
 
 
 def test_counts_that_do_not_agree_are_refused_not_extended():

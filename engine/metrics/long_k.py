@@ -46,17 +46,26 @@ def _tiles_needed(epochs_per_tile: float) -> int:
     return math.ceil(rung_counts.TIMELINE_INTERVALS / epochs_per_tile) + 1
 
 
+# The shorter trace's least number of tiles: the loop's first tile (the prologue before it) and its
+# last (which skips the prefetch) apart, every period added after them is a middle one.
+MIN_TILES = 2
+
+
 def short_ks(problem: Problem, tiles: int | None = None) -> tuple[int, int] | None:
-    """The two short K to trace instead of K (the shorter of at least `tiles` tiles), or None where K is
-    too short for that to save work."""
+    """The two short K to trace instead of K, both equal to K modulo the period: the longer has at least
+    `tiles` tiles (the timeline's), the shorter as few as MIN_TILES; or None where K is too short for
+    that to save work."""
     period, step = k_period(problem.params), rung_counts.k_step(problem.params)
     floor = (tiles or _tiles_needed(1)) * step
-    k0 = problem.k - period * max(0, (problem.k - floor) // period)   # the least K >= floor with K0 = K (mod period)
-    if k0 < floor:
-        k0 += period
-    if 2 * (k0 + period) > problem.k:   # the two short traces would cost as much as the long one
+    k1 = problem.k - period * max(0, (problem.k - floor) // period)   # the least K >= floor with K1 = K (mod period)
+    if k1 < floor:
+        k1 += period
+    k0 = k1 - period * max(0, (k1 - MIN_TILES * step) // period)
+    if k0 == k1:
+        k1 += period
+    if k0 + k1 > problem.k:   # the two short traces would cost as much as the long one
         return None
-    return k0, k0 + period
+    return k0, k1
 
 
 def _at_k(problem: Problem, k: int) -> Problem:
@@ -161,8 +170,10 @@ def block_counts(kernel: str, problem: Problem, block: tuple[int, int], source: 
         short, longer = (_short_counted(kernel, _at_k(problem, k), block, source, listing) for k in ks)
         per_tile = (longer.epochs - short.epochs) * rung_counts.k_step(problem.params) / (ks[1] - ks[0])
         _EPOCHS_PER_TILE[learned] = per_tile = max(per_tile, 0.5)
-        if ks[0] >= _tiles_needed(per_tile) * rung_counts.k_step(problem.params):
-            return rung_counts.extended(short, longer, (problem.k - ks[0]) // (ks[1] - ks[0]), problem.k)
+        if ks[1] >= _tiles_needed(per_tile) * rung_counts.k_step(problem.params):
+            period = k_period(problem.params)
+            return rung_counts.extended(short, longer, (problem.k - ks[0]) // period, problem.k,
+                                        (ks[1] - ks[0]) // period)
         tiles = _tiles_needed(per_tile)   # the guess was short: the loop's tail would show in the timeline
     counts = _counted(kernel, problem, block, source, listing)
     if kernel in registry.LADDER_RUNGS and learned not in _EPOCHS_PER_TILE:   # its barriers per tile, rounded down

@@ -154,10 +154,11 @@ _GROWING = ("epochs", "global_loads", "shared_loads", "compiled_shared_loads", "
 _FIXED = ("name", "params", "block", "threads", "outputs", "compiled_why")
 
 
-def extended(short: RungCounts, longer: RungCounts, periods: int, k: int) -> RungCounts:
-    """The counts of the same block at K = k, where `longer` is `short` with one period of K more and k
-    is `periods` periods more than short's (engine/metrics/long_k.py says why that is exact): every
-    count of short plus periods times what the period added. The timeline's first intervals are short's."""
+def extended(short: RungCounts, longer: RungCounts, periods: int, k: int, apart: int = 1) -> RungCounts:
+    """The counts of the same block at K = k, where `longer` is `short` with `apart` periods of K more and
+    k is `periods` periods more than short's (engine/metrics/long_k.py says why that is exact): every
+    count of short plus periods times what one period adds. The timeline's first intervals are longer's
+    (the short trace may end inside them)."""
     for name in _FIXED:
         if getattr(short, name) != getattr(longer, name):
             raise ValueError(f"{short.name}: {name} differs between the two short traces")
@@ -173,8 +174,10 @@ def extended(short: RungCounts, longer: RungCounts, periods: int, k: int) -> Run
             return {key: grow(a[key], b[key]) for key in a}
         if isinstance(a, tuple):
             return tuple(grow(x, y) for x, y in zip(a, b, strict=True))
-        return a + periods * (b - a)
-    return dataclasses.replace(short, k=k, **{name: grow(getattr(short, name), getattr(longer, name)) for name in _GROWING})
+        if (b - a) % apart:
+            raise ValueError(f"{short.name}: {apart} periods of K did not add the same count each")
+        return a + periods * ((b - a) // apart)
+    return dataclasses.replace(longer, k=k, **{name: grow(getattr(short, name), getattr(longer, name)) for name in _GROWING})
 
 
 def _compiled_shared_loads(trace: Trace, merged: dict, loads: np.ndarray, sass_info: dict) -> tuple[int | None, str]:
