@@ -6,11 +6,12 @@ of A's row and BK rows of B. So the block's counts grow by the same amount for e
 elements of K, where `period` (k_period) is a whole number of
 - tiles of both shared buffers (double_buffered and prefetched alternate two), and
 - 8 elements (32 bytes, a sector), so that A's and B's tiles keep their place within the sectors.
-Two short traces, at K0 and K0 + period with K0 = K modulo the period (so both keep K's alignment,
-which decides the rungs' vector and scalar paths, and the same last partial tile), give the counts
-of one period; the counts at K are those of K0 plus (K - K0) / period times them. The first barrier
-intervals, which the Ladder's timeline draws, are the short trace's: the same as the long one's when
-the short trace runs on past them (_tiles_needed).
+Two short traces, at K0 < K1, both equal to K modulo the period (so both keep K's alignment, which
+decides the rungs' vector and scalar paths, and the same last partial tile), give the counts of one
+period, their difference over (K1 - K0) / period; the counts at K are those of K0 plus (K - K0) / period
+times them. K0 is as short as MIN_TILES tiles. The first barrier intervals, which the Ladder's timeline
+draws, are K1's trace's: the same as the long one's when that trace runs on past them (_tiles_needed).
+And the block is traced on canonical()'s smaller product, M and N cut around it.
 
 This is exact, not an estimate: tests/test_long_k.py checks it against the whole trace for every
 rung, at sizes with partial tiles and K not a multiple of the period. At 4096³ it is a fifth to a
@@ -78,7 +79,7 @@ def _counted(kernel: str, problem: Problem, block: tuple[int, int], source: str,
                                    listing(trace.launches[-1].file, trace.problem.params))
 
 
-# The short traces' counts, most recent last. K0 depends on K only modulo the period, so a size change
+# The short traces' counts, most recent last. K0 and K1 depend on K only modulo the period, so a size change
 # that keeps M and N (512 -> 4096 in K, or typing M, N, then K) counts again from the two short traces
 # it already has. A few kilobytes each; SHORT_KEPT of them.
 SHORT_KEPT = 256
