@@ -1,6 +1,6 @@
 """A room that keeps moving: heavy work beside page views, one server (CPU mode). Prints its figures.
 
-    python3 tests/benchmarks/load_room.py [--quick] [--pause S] [--ladders-only]
+    python3 tests/benchmarks/load_room.py [--quick] [--pause S] [--ladders-only | --fresh-only]
 
 Each session speaks the browser's websocket protocol (tests/server.py). An exporting session opens
 the Benchmarks page, selects a recorded run of its own (each exporter has a different one, so that
@@ -257,6 +257,9 @@ def exports(port, runs, browsers: int, pause: float, exporters: int, proc, watch
 
 def main() -> None:
     quick = "--quick" in sys.argv
+    if "--fresh-only" in sys.argv:      # the fresh-cache phase alone
+        fresh_cache(10 if quick else 30)
+        return
     exporters, browsers, ladders = (6, 3, 3) if quick else (30, 10, 10)
     pause = float(sys.argv[sys.argv.index("--pause") + 1]) if "--pause" in sys.argv else PAUSE_S
     folder = tempfile.TemporaryDirectory()
