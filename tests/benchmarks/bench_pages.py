@@ -82,7 +82,15 @@ def _number(page, label: str, value: str, shows: str) -> float:
     return _wait_text(page, shows, t)
 
 
+def _open_expanders(page) -> None:
+    """Parameters live in folded expanders (settings.parameter_inputs): opened first, as a person would."""
+    for summary in page.locator("details:not([open]) > summary").all():
+        if summary.is_visible():
+            summary.click()
+
+
 def _choose(page, label: str, option: str, shows: str) -> float:
+    _open_expanders(page)
     t = time.perf_counter()
     page.get_by_role("combobox", name=label, exact=True).first.click()
     page.get_by_role("option", name=option, exact=True).first.click()
@@ -90,6 +98,7 @@ def _choose(page, label: str, option: str, shows: str) -> float:
 
 
 def _click_text(page, text: str, shows: str) -> float:
+    _open_expanders(page)
     t = time.perf_counter()
     page.get_by_text(text, exact=True).first.click()
     return _wait_text(page, shows, t)
@@ -104,7 +113,7 @@ CHANGES = {
     "tile_phases": [lambda p: _choose(p, "TILE", "8", "phase 1 of 5"), lambda p: _number(p, "M", "128", "A (128x40)"),
                     lambda p: _choose(p, "TILE", "32", "phase 1 of 2"), lambda p: _number(p, "K", "128", "phase 1 of 4"),
                     lambda p: _number(p, "N", "128", "B (128x128)")],
-    "bank_conflicts": [lambda p: _number(p, "M = N = K", "128", "load 1 of 256"),
+    "bank_conflicts": [lambda p: _number(p, "K", "128", "load 1 of 256"),
                        lambda p: _click_text(p, "Pad rows by one word", "1-way"),
                        lambda p: _choose(p, "TILE", "16", "TILE 16, PAD 1"),
                        lambda p: _choose(p, "TILE", "8", "TILE 8, PAD 1"),
