@@ -24,7 +24,7 @@ import math
 import threading
 from collections import OrderedDict
 
-from engine.kernels import registry
+from engine.kernels import registry, sources
 from engine.kernels.problem import Problem
 from engine.metrics import analysis, rung_counts
 from engine.metrics.rung_counts import RungCounts
@@ -146,7 +146,8 @@ def canonical(kernel: str, problem: Problem, block: tuple[int, int]) -> tuple[Pr
     spec = registry.get(kernel)
     grid = spec.launches[-1].grid
     rows, cols = _tile(grid, problem, "m"), _tile(grid, problem, "n")
-    if kernel not in registry.LADDER_RUNGS or len(spec.launches) != 1 or not rows or not cols or rows[0] == cols[0]:
+    if (kernel not in registry.LADDER_RUNGS or len(spec.launches) != 1 or not rows or not cols or rows[0] == cols[0]
+            or "gridDim" in sources.load(spec.launches[0].file).path.read_text()):   # it reads the grid's size
         return problem, tuple(block)
     at = list(block)
     m, at[rows[0]] = _moved(problem.m, block[rows[0]] * rows[1], rows[1])
