@@ -140,8 +140,11 @@ class _StripPlace:
     marker: float
 
     def at(self, unit: float, row: float) -> tuple[float, float]:
-        """Strip units (9 per sector slot, -1..36) and row numbers to overlay coordinates."""
-        return self.x[0] + (unit + 1) / 37 * (self.x[1] - self.x[0]), self.top + (row + .5) * self.row_px
+        """Strip units (9 per sector slot, -1..36) and row numbers to overlay coordinates, rounded to a
+        hundredth of a pixel at 1280 px: every frame repeats them, and 17-digit floats made half of a
+        long window's figure (3.3 MB at K = 128, sent again on every control change)."""
+        return (round(self.x[0] + (unit + 1) / 37 * (self.x[1] - self.x[0]), 6),
+                round(self.top + (row + .5) * self.row_px, 2))
 
 
 def _merge(parts: list[dict]) -> dict:
