@@ -142,6 +142,14 @@ TENSOR_LADDER = (
             "as TMA needs them; cuBLAS FP16 falls off a cliff at the sizes that need it.",
             "pad_ab.cu", declared.launch("wgmma_padded.cu", **_WGMMA), kind=Kind.OPAQUE,
             notes=("Its timings include the padding launch (pad_ab.cu): one pass over A and B.",)),
+    _tensor("wgmma_persistent", "wgmma, persistent, grouped tiles, wgmma in flight",
+            "wgmma_tma with one block per SM looping over tiles in grouped order (L2 reuse), the producer copying "
+            "the next tile while C is stored, and each k-tile's wgmma left in flight while the next is issued.",
+            declared.launch("wgmma_persistent.cu", **_WGMMA), kind=Kind.OPAQUE),
+    _tensor("wgmma_cluster", "wgmma in clusters of 2, B multicast by TMA",
+            "wgmma_persistent with two blocks per thread-block cluster on tiles one above the other: each copies "
+            "half of the B tile both need, and TMA multicast lands it in both blocks' shared memory.",
+            declared.launch("wgmma_cluster.cu", **_WGMMA), kind=Kind.OPAQUE),
 )
 TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
 
