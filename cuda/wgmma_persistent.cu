@@ -24,7 +24,7 @@
 #define STAGES 4   // one of: 3 4 5 6
 #endif
 #ifndef GROUP
-#define GROUP 8   // one of: 4 8 16
+#define GROUP 16   // one of: 4 8 16
 #endif
 #ifndef SMS
 #define SMS 132   // one of: 132
@@ -46,5 +46,5 @@ LAUNCH_TMA_BOX(A_map, kBK, BM);   // (columns, rows): A's tile, BM rows of one 1
 LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) wgmma_persistent(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, float *C, int M, int N, int K) {
-    wgmma_persistent_gemm(&A_map, &B_map, C, M, N, K);
+    wgmma_persistent_gemm(&A_map, &B_map, C, nullptr, M, N, K);
 }

@@ -91,9 +91,9 @@ def test_split_k_gives_the_same_bits_on_every_run():
 
 
 TENSOR_ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "wgmma_tma", "wgmma_padded",
-                   "wgmma_persistent", "wgmma_cluster")
+                   "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
 # The rungs whose TMA copies read A and B as they are: rows of 16-byte multiples only.
-TMA_ROWS = ("wgmma_tma", "wgmma_persistent", "wgmma_cluster")
+TMA_ROWS = ("wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
 
 
 @pytest.mark.parametrize("kernel", TENSOR_ANY_SIZE)

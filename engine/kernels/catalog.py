@@ -150,6 +150,10 @@ TENSOR_LADDER = (
             "wgmma_persistent with two blocks per thread-block cluster on tiles one above the other: each copies "
             "half of the B tile both need, and TMA multicast lands it in both blocks' shared memory.",
             declared.launch("wgmma_cluster.cu", **_WGMMA), kind=Kind.OPAQUE),
+    _tensor("wgmma_epilogue", "wgmma clusters, C stored by TMA from shared memory",
+            "wgmma_cluster with C written a 64 x 32 piece at a time into shared memory and stored by the copy "
+            "engine, so the tensor cores start the next tile while C is still being written.",
+            declared.launch("wgmma_epilogue.cu", **_WGMMA), kind=Kind.OPAQUE),
 )
 TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
 

@@ -1,8 +1,9 @@
 """The persistent wgmma rungs against cuBLAS FP16 (run on the device), in one process: every
-configuration of wgmma_persistent and wgmma_cluster checked against float64 on all of C at sizes
-with partial tiles, then timed at each size with wgmma_tma's default and cuBLAS FP16 (before and
-after: clocks drift). Prints, per size, the best configuration of each rung in TFLOP/s and % of
-cuBLAS FP16, and writes each size's sweep as a benchmark export (the Benchmarks page's sweeps).
+configuration of wgmma_persistent, wgmma_cluster and wgmma_epilogue checked against float64 on all
+of C at sizes with partial tiles, then timed at each size with cuBLAS FP16 (before and after:
+clocks drift) and the rungs not swept (wgmma_tma, and those --kernels leaves out) at their
+defaults. Prints, per size, the best configurations of each rung in TFLOP/s and % of cuBLAS FP16,
+and writes each size's sweep as a benchmark export (the Benchmarks page's sweeps).
 
     python3 tests/benchmarks/wgmma_beyond.py OUT_DIR [--sizes 4096,8192] [--kernels a,b] [--no-check]
 """
@@ -20,7 +21,7 @@ from engine.devices import gpu_client  # noqa: E402
 from engine.kernels import reference, registry  # noqa: E402
 from tests.benchmarks.tune_ladder import build_all  # noqa: E402
 
-RUNGS = ("wgmma_persistent", "wgmma_cluster")
+RUNGS = ("wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
 # Partial tiles in M (an odd number of tile rows: a cluster's second block then has no rows of C),
 # in N and in K, and more tiles than SMs (each block loops).
 CHECK_SIZES = ((300, 2056, 72), (4095, 4104, 520))
@@ -70,13 +71,15 @@ def main() -> int:
         print(f"checked {len(work)} configurations at {len(CHECK_SIZES)} sizes against float64: {bad} wrong", flush=True)
     settings = benchmark.Settings(warmup=2, reps=10, seconds_per_point=1.0)
     for m, n, k in benchmark.parse_sizes(args.sizes):
-        rows = [benchmark.measure("cublas_gemm_fp16", m, n, k, settings), benchmark.measure("wgmma_tma", m, n, k, settings)]
+        # The rungs not swept at their defaults, beside the swept ones' every configuration.
+        fixed = ["wgmma_tma", *(r for r in RUNGS if r not in {s.name for s in specs})]
+        rows = [benchmark.measure(r, m, n, k, settings) for r in ["cublas_gemm_fp16", *fixed]]
         rows += [benchmark.measure(spec.name, m, n, k, settings, params) for spec, params in work]
         rows.append(benchmark.measure("cublas_gemm_fp16", m, n, k, settings))
         cublas = max(r["gflops"] for r in rows if r["kernel"] == "cublas_gemm_fp16" and r["status"] == "ok")
         print(f"== {m}x{n}x{k} on {status.name}: cuBLAS FP16 " + ", ".join(
             f"{r['gflops'] / 1000:.1f}" for r in rows if r["kernel"] == "cublas_gemm_fp16") + " TFLOP/s (before, after)")
-        for name in ["wgmma_tma", *(s.name for s in specs)]:
+        for name in [*fixed, *(s.name for s in specs)]:
             ok = sorted((r for r in rows if r["kernel"] == name and r["status"] == "ok"), key=lambda r: -r["gflops"])
             bad = [r for r in rows if r["kernel"] == name and r["status"] != "ok"]
             for r in ok[:4]:
