@@ -276,6 +276,26 @@ def test_every_tensor_rung_has_its_hierarchy_drawn():
     for rung in registry.TENSOR_RUNGS:
         h = tensor_tiles.hierarchy(rung)
         assert h.rung == rung and h.threads > 0
-    at = open_page(PAGE, {"rung": "wgmma_padded"})
+    for rung in ("wgmma_padded", "wgmma_epilogue"):   # the persistent rungs' tiles are wgmma_tma's too
+        at = open_page(PAGE, {"rung": rung})
+        assert not at.exception, [e.value for e in at.exception]
+        assert f"2. Block → consumer warpgroup → instruction: {rung}" in [s.value for s in at.subheader]
+
+
+def test_the_recorded_run_of_the_persistent_wgmma_rungs_draws_them_against_cublas_fp16():
+    """The run recorded with wgmma_persistent, wgmma_cluster and wgmma_epilogue (an H200, 2026-11-26),
+    chosen among the recorded runs: a bar for each at 4,096³ with its share of cuBLAS FP16, from the file."""
+    name = "h200-persistent-wgmma-2026-11-26.json"
+    doc = json.loads((benchmark.RECORDED / name).read_text())
+    tflops = {r["kernel"]: 2 * 4096**3 / (r["median_ms"] * 1e-3) / 1e12 for r in doc["results"]
+              if r["m"] == r["n"] == r["k"] == 4096 and r["status"] == "ok"}
+    at = open_page(PAGE, {"run": name})
     assert not at.exception, [e.value for e in at.exception]
-    assert "2. Block → consumer warpgroup → instruction: wgmma_padded" in [s.value for s in at.subheader]
+    fig = next(f for f in _figures(at) if "TFLOP/s at" in f["layout"].get("title", {}).get("text", ""))
+    assert fig["layout"]["title"]["text"].startswith("TFLOP/s at 4,096³ · recorded NVIDIA H200 run of 2026-11-26")
+    bars = dict(zip(fig["data"][0]["x"], fig["data"][0]["y"]))
+    text = dict(zip(fig["data"][0]["x"], fig["data"][0]["text"]))
+    for rung in ("wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"):
+        assert abs(bars[rung] - tflops[rung]) < 1e-6 * tflops[rung], rung
+        assert text[rung].endswith(f"<br>{100 * tflops[rung] / tflops['cublas_gemm_fp16']:.0f}%"), rung
+    assert "This run did not time" not in _texts(at)
