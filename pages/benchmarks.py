@@ -213,7 +213,10 @@ def autotuning_sweep() -> None:
                 "engine/bench/recorded/tuning/.", icon=":material/tune:")
         return
     sweeps = [(path.name, *cached.recorded(path)) for path in paths]
-    gpus = list(dict.fromkeys(df["gpu"].iloc[0] for _, df, _ in sweeps))
+    # The GPU most sweeps were recorded on first (the one whose sweeps cover both families), not
+    # the first in file order: an H100 sweep of one tensor rung sorts before the H200's full ladder.
+    swept_on = [df["gpu"].iloc[0] for _, df, _ in sweeps]
+    gpus = sorted(dict.fromkeys(swept_on), key=lambda g: -swept_on.count(g))
     gpu = st.selectbox("Swept on", gpus) if len(gpus) > 1 else gpus[0]
     runs = [(name, df, prov) for name, df, prov in sweeps if df["gpu"].iloc[0] == gpu]
     def ranked():

@@ -1,10 +1,12 @@
 """Every .cu compiles with nvcc in both builds (CI has nvcc; compile only), and for the host."""
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from engine.errors import EngineError
-from engine.kernels import build, registry, sources
+from engine.kernels import build, registry, sass, sources
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_CU = sorted((ROOT / "cuda").glob("*.cu")) + sorted((ROOT / "tests" / "cuda").glob("*.cu"))
@@ -67,3 +69,15 @@ def test_editing_a_header_a_kernel_includes_rebuilds_the_kernel(tmp_path, monkey
     (tmp_path / "scale.cuh").write_text("#define SCALE_BY 3.0f\n")
     second = build.build_cpu_library(str(kernel), {})
     assert first != second and first.exists() and second.exists()
+
+
+@pytest.mark.skipif(build.nvcc() is None or sass.nvdisasm() is None, reason="nvcc or nvdisasm not installed")
+def test_mma_pipelineds_copy_loops_are_unrolled_in_the_timed_build():
+    """Each pass of copy_tiles' two loops is its own cp.async (LDGSTS) in the SASS: 8 passes of A's
+    tile and 8 of B's at the defaults, and copy_tiles is inlined twice (the ring's first tiles, the
+    main loop), so 32. With the half-by-half branch in their bodies nvcc had left the loops rolled (4
+    LDGSTS), and mma_pipelined ran 231 TFLOP/s at 4096^3 on an H100 against 302 unrolled."""
+    spec = registry.get("mma_pipelined")
+    cubin = build.build_cubin("mma_pipelined.cu", spec.default_params(), traced=False)
+    listing = subprocess.run([sass.nvdisasm(), str(cubin)], capture_output=True, text=True, check=True).stdout
+    assert len(re.findall(r"\bLDGSTS\b", listing)) == 32

@@ -135,6 +135,17 @@ def test_launch_bounds_and_helpers_without_parameters_load(tmp_path, bounds):
     assert loaded.name == "k" and [a.name for a in loaded.arrays] == ["A", "C"]
 
 
+@pytest.mark.parametrize("attributes", ["__cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)",
+                                        "__launch_bounds__(384, 1) __cluster_dims__(2, 1, 1)", "__cluster_dims__(2)"])
+def test_a_kernel_launched_in_clusters_is_named_by_its_own_name(tmp_path, attributes):
+    """__cluster_dims__ (thread-block clusters, wgmma_cluster.cu) beside __launch_bounds__: the kernel
+    is the name after them (the name was read as __cluster_dims__, and the launch found no such symbol)."""
+    src = tmp_path / "k.cu"
+    src.write_text(f'extern "C" __global__ void {attributes} k(const float *A, float *C, int M) {{\n  C[0] = A[0];\n}}\n')
+    loaded = sources.load(str(src))
+    assert loaded.name == "k" and [name for _, name in loaded.params] == ["A", "C", "M"]
+
+
 def test_two_arrays_of_one_name_and_too_many_sites_are_refused(tmp_path):
     src = tmp_path / "twice.cu"
     src.write_text('#include "trace.cuh"\n__device__ void h() { __shared__ float C[4]; }\n'

@@ -12,6 +12,9 @@ from engine.plots import style
 from tests.test_pages import open_page
 
 PAGE = "pages/tensor_cores.py"
+# The page's speed section opens on the newest recorded run of the tensor rungs: every rung, the
+# persistent wgmma ones too where the run has them.
+TENSOR_RUN, TENSOR_RUN_DATE = "h200-tensor-2026-11-22.json", "2026-11-22"
 
 
 def _texts(at) -> str:
@@ -95,7 +98,7 @@ def test_why_mma_ldmatrix_and_mma_swizzled_run_below_wmma_block_is_said_from_the
                    and r["m"] == r["n"] == r["k"] == 4096 and r["status"] == "ok"
                    and all(r["params"].get(k) == v for k, v in params.items()))
     tile = {"BM": 128, "BN": 128, "WM": 64, "WN": 64}
-    run, sweep = benchmark.RECORDED / "h200-tensor-2026-11-22.json", benchmark.TUNING / "h200-tensor-2026-11-22.json"
+    run, sweep = benchmark.RECORDED / TENSOR_RUN, benchmark.TUNING / "h200-tensor-2026-11-22.json"
     wb, ld, sw = tflops(sweep, "wmma_block", tile), tflops(run, "mma_ldmatrix", tile), tflops(run, "mma_swizzled", tile)
     assert ld < wb < sw   # at one tile the order the ladder teaches, save mma_ldmatrix
     text = _texts(at := open_page(PAGE))
@@ -103,7 +106,7 @@ def test_why_mma_ldmatrix_and_mma_swizzled_run_below_wmma_block_is_said_from_the
     assert "wmma_block's are its sweep's winner, 64 × 64 with 2 warps, while mma_ldmatrix and mma_swizzled were not swept" in text
     assert (f"At those 128 × 128 tiles (warps 64 × 64), at 4,096³: wmma_block {wb:,.0f} TFLOP/s (the autotuning sweep "
             f"tuning/h200-tensor-2026-11-22.json), mma_swizzled {sw:,.0f} and mma_ldmatrix {ld:,.0f} (the recorded NVIDIA "
-            f"H200 run of 2026-11-22): mma_swizzled is {sw / wb - 1:.0%} faster than wmma_block there") in text
+            f"H200 run of {TENSOR_RUN_DATE}): mma_swizzled is {sw / wb - 1:.0%} faster than wmma_block there") in text
     assert "counted 6,144 ldmatrix wavefronts (5,120 of them conflicts) for its 256 ldmatrix, against 1,024" in text
     assert f"runs {sw / ld:.1f}× as fast at the same tiles" in text and "no measurement ships" in text
     assert not at.exception
@@ -155,14 +158,14 @@ def test_the_recorded_fragment_maps_are_the_ptx_isas_and_wmma_a_shares_mma_as():
 def test_the_speeds_are_the_recorded_tensor_run_against_cublas_fp16_at_4096():
     """Before: the page pooled every recorded run and drew the largest size any held (8192), with
     cuBLAS FP32 only; now one run, at 4,096³ unless asked, each rung against cuBLAS FP16 from the file."""
-    doc = json.loads((benchmark.RECORDED / "h200-tensor-2026-11-22.json").read_text())
+    doc = json.loads((benchmark.RECORDED / TENSOR_RUN).read_text())
     best = {}
     for r in doc["results"]:
         if r["m"] == r["n"] == r["k"] == 4096 and r["status"] == "ok":
             best[r["kernel"]] = max(best.get(r["kernel"], 0), 2 * 4096**3 / (r["median_ms"] * 1e-3) / 1e12)
     at = open_page(PAGE)
     fig = next(f for f in _figures(at) if "TFLOP/s at" in f["layout"].get("title", {}).get("text", ""))
-    assert fig["layout"]["title"]["text"].startswith("TFLOP/s at 4,096³ · recorded NVIDIA H200 run of 2026-11-22")
+    assert fig["layout"]["title"]["text"].startswith(f"TFLOP/s at 4,096³ · recorded NVIDIA H200 run of {TENSOR_RUN_DATE}")
     clocks = {r["sm_clock_mhz"] for r in doc["results"]}   # the note reads the run's own rows
     assert f"SM clock {min(clocks):,.0f}" in fig["layout"]["title"]["text"] and "not recorded" not in fig["layout"]["title"]["text"]
     bars = dict(zip(fig["data"][0]["x"], fig["data"][0]["y"]))
@@ -184,7 +187,7 @@ def test_the_speeds_are_the_recorded_tensor_run_against_cublas_fp16_at_4096():
 def test_work_per_sm_and_cycle_is_computed_from_the_run_and_set_beside_the_a100s():
     """cuBLAS FP16's TFLOP/s at the size shown over the run's SMs and maximum clock, against the
     A100's 1,024 dense FP16 FMA per cycle per SM (256 per tensor core; 312 TFLOP/s on 108 SMs at 1,410 MHz)."""
-    doc = json.loads((benchmark.RECORDED / "h200-tensor-2026-11-22.json").read_text())
+    doc = json.loads((benchmark.RECORDED / TENSOR_RUN).read_text())
     prov = doc["provenance"]
 
     def expected(n: int) -> str:
@@ -234,7 +237,8 @@ def test_a_live_run_times_the_rungs_and_cublas_fp16_at_4096_and_says_live(monkey
 
 def test_the_hierarchy_says_which_rungs_tiles_a_recorded_sweep_chose():
     """Only the swept rungs' tiles are a sweep's winners; the others were chosen by hand, and say so."""
-    assert [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)] == ["wmma_block", "mma_pipelined", "wgmma_tma"]
+    assert [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)] == ["wmma_block", "mma_pipelined", "wgmma_tma",
+                                                                          "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"]
     assert "chosen by hand: this rung was not swept" in _texts(open_page(PAGE, {"rung": "mma_swizzled"}))
     assert "the winners of a recorded 4096³ sweep" in _texts(open_page(PAGE, {"rung": "mma_pipelined"}))
 
@@ -272,9 +276,29 @@ def test_every_tensor_rung_has_its_hierarchy_drawn():
     for rung in registry.TENSOR_RUNGS:
         h = tensor_tiles.hierarchy(rung)
         assert h.rung == rung and h.threads > 0
-    at = open_page(PAGE, {"rung": "wgmma_padded"})
+    for rung in ("wgmma_padded", "wgmma_epilogue"):   # the persistent rungs' tiles are wgmma_tma's too
+        at = open_page(PAGE, {"rung": rung})
+        assert not at.exception, [e.value for e in at.exception]
+        assert f"2. Block → consumer warpgroup → instruction: {rung}" in [s.value for s in at.subheader]
+
+
+def test_the_recorded_run_of_the_persistent_wgmma_rungs_draws_them_against_cublas_fp16():
+    """The run recorded with wgmma_persistent, wgmma_cluster and wgmma_epilogue (an H200, 2026-11-26),
+    chosen among the recorded runs: a bar for each at 4,096³ with its share of cuBLAS FP16, from the file."""
+    name = "h200-persistent-wgmma-2026-11-26.json"
+    doc = json.loads((benchmark.RECORDED / name).read_text())
+    tflops = {r["kernel"]: 2 * 4096**3 / (r["median_ms"] * 1e-3) / 1e12 for r in doc["results"]
+              if r["m"] == r["n"] == r["k"] == 4096 and r["status"] == "ok"}
+    at = open_page(PAGE, {"run": name})
     assert not at.exception, [e.value for e in at.exception]
-    assert "2. Block → consumer warpgroup → instruction: wgmma_padded" in [s.value for s in at.subheader]
+    fig = next(f for f in _figures(at) if "TFLOP/s at" in f["layout"].get("title", {}).get("text", ""))
+    assert fig["layout"]["title"]["text"].startswith("TFLOP/s at 4,096³ · recorded NVIDIA H200 run of 2026-11-26")
+    bars = dict(zip(fig["data"][0]["x"], fig["data"][0]["y"]))
+    text = dict(zip(fig["data"][0]["x"], fig["data"][0]["text"]))
+    for rung in ("wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"):
+        assert abs(bars[rung] - tflops[rung]) < 1e-6 * tflops[rung], rung
+        assert text[rung].endswith(f"<br>{100 * tflops[rung] / tflops['cublas_gemm_fp16']:.0f}%"), rung
+    assert "This run did not time" not in _texts(at)
 
 
 def test_presenter_mode_builds_none_of_the_pages_figures_again(monkeypatch):

@@ -63,12 +63,30 @@ def test_the_rungs_that_copy_through_shared_memory_take_any_size(kernel, size):
     registry.bind(registry.get(kernel), make_problem(*size))
 
 
-def test_wgmma_tma_takes_any_m_and_refuses_rows_tma_cannot_copy():
-    spec = registry.get("wgmma_tma")
+@pytest.mark.parametrize("kernel", ["wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"])
+def test_wgmma_tma_takes_any_m_and_refuses_rows_tma_cannot_copy(kernel):
+    spec = registry.get(kernel)
     registry.bind(spec, make_problem(4095, 4104, 520))
     for m, n, k in ((4096, 4095, 4096), (4096, 4096, 4095)):
         with pytest.raises(EngineError, match="multiples of 8.*wgmma_padded takes any size"):
             registry.bind(spec, make_problem(m, n, k))
+
+
+@pytest.mark.parametrize("size", [(4096, 4096, 4096), (8192, 8192, 8192), (300, 2056, 72), (128, 256, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_the_persistent_wgmma_rungs_launch_one_block_per_sm_at_most(size):
+    """wgmma_persistent: as many blocks as tiles, up to the 132 SMs of an H100 or H200 (each block
+    loops over the tiles); wgmma_cluster and wgmma_epilogue: whole clusters of 2, one per pair of
+    tiles one above the other, up to 64 of them by default (128 SMs: 4,096^3 and 8,192^3 then
+    give each cluster the same number of tiles)."""
+    m, n, k = size
+    tiles = -(-m // 128) * -(-n // 256)
+    pairs = -(-m // 256) * -(-n // 256)
+    for kernel, blocks in (("wgmma_persistent", min(tiles, 132)), ("wgmma_cluster", 2 * min(pairs, 64)),
+                           ("wgmma_epilogue", 2 * min(pairs, 64))):
+        spec = registry.get(kernel)
+        p = registry.bind(spec, make_problem(m, n, k))
+        assert spec.launches[-1].grid(p) == (blocks, 1) and spec.launches[-1].block(p) == (384, 1)
 
 
 @pytest.mark.parametrize("kernel", ["mma_ldmatrix", "mma_swizzled", "mma_pipelined"])

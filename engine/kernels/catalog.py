@@ -98,7 +98,10 @@ SPLIT_K_PADDED = _entry("pad_rows.cu", declared.launch("split_k_padded.cu", prep
 FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 
 # The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_padded.cu): FP16 inputs, FP32 accumulate.
-# Defaults: the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*).
+# Defaults: the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*;
+# the persistent wgmma rungs': h200-2026-11-26-wgmma-*). mma_pipelined's default predates its copy loops
+# being unrolled again; the sweep since (h200-2026-11-26-tensor-mma-4096) prefers WN 32, which would
+# change the golden traces of the cases that run at its defaults.
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
 # The K step of mma_ldmatrix's and mma_swizzled's shared tiles (kBK in their sources), which the
 # Tensor cores page draws.
@@ -142,6 +145,18 @@ TENSOR_LADDER = (
             "as TMA needs them; cuBLAS FP16 falls off a cliff at the sizes that need it.",
             "pad_ab.cu", declared.launch("wgmma_padded.cu", **_WGMMA), kind=Kind.OPAQUE,
             notes=("Its timings include the padding launch (pad_ab.cu): one pass over A and B.",)),
+    _tensor("wgmma_persistent", "wgmma, persistent, grouped tiles, wgmma in flight",
+            "wgmma_tma with one block per SM looping over tiles in grouped order (L2 reuse), the producer copying "
+            "the next tile while C is stored, and each k-tile's wgmma left in flight while the next is issued.",
+            declared.launch("wgmma_persistent.cu", **_WGMMA), kind=Kind.OPAQUE),
+    _tensor("wgmma_cluster", "wgmma in clusters of 2, B multicast by TMA",
+            "wgmma_persistent with two blocks per thread-block cluster on tiles one above the other: each copies "
+            "half of the B tile both need, and TMA multicast lands it in both blocks' shared memory.",
+            declared.launch("wgmma_cluster.cu", **_WGMMA), kind=Kind.OPAQUE),
+    _tensor("wgmma_epilogue", "wgmma clusters, C stored by TMA from shared memory",
+            "wgmma_cluster with C written a 64 x 32 piece at a time into shared memory and stored by the copy "
+            "engine, so the tensor cores start the next tile while C is still being written.",
+            declared.launch("wgmma_epilogue.cu", **_WGMMA), kind=Kind.OPAQUE),
 )
 TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
 

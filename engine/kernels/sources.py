@@ -39,8 +39,10 @@ _COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
 _MATRIX = r"\bLDMATRIX_X([124])(_T)?\("
 _MATRIX_RE = re.compile(_MATRIX + r"\s*[^,()]+,\s*(\w+)")
 # __launch_bounds__(expression), with one level of parentheses inside: (BM * BN / (TM * TN)).
-_BOUNDS_CALL = r"__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)"
-_BOUNDS = rf"(?:{_BOUNDS_CALL}\s*)?"
+# __cluster_dims__(x, y, z) (a kernel launched in thread-block clusters) may stand beside it, in
+# either order: each is an attribute, not the kernel's name.
+_BOUNDS_CALL = r"(?:__launch_bounds__|__cluster_dims__)\s*\((?:[^()]|\([^()]*\))*\)"
+_BOUNDS = rf"(?:{_BOUNDS_CALL}\s*)*"
 _SIG_RE = re.compile(rf'extern\s+"C"\s+__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)\s*\(([^)]*)\)', re.S)
 
 

@@ -36,6 +36,11 @@ def swept(rung: str) -> bool:
     return bool(benchmark.tuning_runs(holding=[rung]))
 
 
+# The rungs whose consumer warpgroups each multiply 64 x BN of a 128 x BN tile with wgmma: one
+# product (cuda/wgmma.cuh), on padded copies or not, and the persistent ones (wgmma_persistent.cuh).
+WGMMA_RUNGS = ("wgmma_tma", "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
+
+
 def hierarchy(rung: str, params: dict[str, int] | None = None) -> Hierarchy:
     """The tiles of the rung with these parameters (those not named: its registry defaults), from the
     block down to one instruction."""
@@ -43,7 +48,7 @@ def hierarchy(rung: str, params: dict[str, int] | None = None) -> Hierarchy:
     q = {**spec.default_params(), **(params or {})}
     p = registry.bind(spec, make_problem(1024, 1024, 1024, block=spec.default_block, params=dict(q)))
     bx, by = spec.launches[-1].block(p)
-    if rung in ("wgmma_tma", "wgmma_padded"):   # one product (cuda/wgmma.cuh), padded copies or not
+    if rung in WGMMA_RUNGS:
         return Hierarchy(rung, (q["BM"], q["BN"]), (64, q["BN"]), (64, q["BN"], 16), "consumer warpgroup",
                          f"wgmma.m64n{q['BN']}k16", bx * by)
     if rung == "wmma_seed":

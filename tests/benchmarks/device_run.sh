@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: GPU tests, golden traces, engine benchmarks, ncu comparison. Logs go to $OUT.
-#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tensor tunemma tensorrecord ncutensor tests ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
+#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tensor tunemma tensorrecord wgmma wgmmarecord ncuwgmma ncutensor tests ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
 set -uo pipefail
 source .gpu/activate.sh || exit 1
 export PYTHONUNBUFFERED=1 MATMUL_EXPLORER_CACHE=/tmp/mmx-cache
@@ -16,6 +16,9 @@ for step in $steps; do
     tune) python3 tests/benchmarks/tune_ladder.py "$OUT/tuning.json" ${TUNE_ARGS:-} 2>&1 | tee "$OUT/tune.log" ;;
     tunemma) python3 tests/benchmarks/tune_ladder.py "$OUT/tuning-mma.json" --kernels mma_pipelined --reference cublas_gemm_fp16 --top 8 2>&1 | tee "$OUT/tune-mma.log" ;;
     tensorrecord) python3 tests/benchmarks/tensor_record.py "$OUT/tensor-record.json" --tuning "$OUT/tuning-mma.json" 2>&1 | tee "$OUT/tensor-record.log" ;;
+    wgmma) python3 tests/benchmarks/wgmma_beyond.py "$OUT" ${WGMMA_ARGS:-} 2>&1 | tee "$OUT/wgmma.log" ;;
+    wgmmarecord) python3 tests/benchmarks/tensor_record.py "$OUT/tensor-record.json" 2>&1 | tee "$OUT/tensor-record.log" ;;
+    ncuwgmma) timeout 300 python3 tests/benchmarks/ncu_wgmma.py 2>&1 | tee "$OUT/ncu-wgmma.log" ;;
     tensor) python3 tests/benchmarks/tensor_device.py "$OUT/tensor" 2>&1 | tee "$OUT/tensor.log" ;;
     ncutensor) timeout 300 python3 tests/benchmarks/ncu_tensor.py "$OUT/ncu-tensor.json" 2>&1 | tail -20 ;;
     cublas) python3 tests/benchmarks/cublas_repro.py 2>&1 | tee "$OUT/cublas-repro.log" ;;

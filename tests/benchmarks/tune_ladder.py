@@ -52,6 +52,14 @@ def candidates(spec: registry.KernelSpec) -> list[dict[str, int]]:
     return out
 
 
+def build_all(work: list[tuple[registry.KernelSpec, dict[str, int]]]) -> None:
+    """Compile every configuration first, in parallel (nvcc is a process of its own): the timing
+    loop then only loads cubins."""
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda w: build.build_cubin(w[0].launches[-1].file, w[1], traced=False,
+                                                  arch=w[0].launches[-1].arch), work))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -67,11 +75,7 @@ def main() -> int:
     print(f"{len(work)} configurations at {m}x{n}x{k}: " +
           ", ".join(f"{s.name} {sum(1 for w in work if w[0] is s)}" for s in specs), flush=True)
     start = time.perf_counter()
-    # Compile every configuration first, in parallel (nvcc is a process of its own): the timing
-    # loop then only loads cubins.
-    with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda w: build.build_cubin(w[0].launches[-1].file, w[1], traced=False,
-                                                  arch=w[0].launches[-1].arch), work))
+    build_all(work)
     print(f"compiled in {time.perf_counter() - start:.0f} s", flush=True)
     status = gpu_client.status()
     if not status.available:

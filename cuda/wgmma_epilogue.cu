@@ -1,0 +1,50 @@
+// wgmma_epilogue.cu: wgmma_cluster with C leaving through shared memory by TMA stores.
+// Fixes, relative to wgmma_cluster: its consumers stored C straight from their accumulators, a
+// float2 per lane, so each warp's store touched 8 rows of C (8 lines) and the 128 x 256 tile took
+// about a thousand such instructions per block, with the tensor cores idle until the last was
+// issued: at 4096^3 each block stores 4 tiles against 64 k-tiles of work per tile. Here each
+// consumer warpgroup writes a 64 x 32 piece of C into a staging buffer in shared memory (in TMA's
+// 128-byte swizzle: no bank conflicts), one thread asks the copy engine to store it
+// (cp.async.bulk.tensor from shared to global, whole lines), and the warpgroup fills the other
+// buffer meanwhile; after the last piece it goes straight on to the next tile's wgmma while the
+// copy engine writes. TMA also clips the pieces that overhang C, so no store is guarded.
+// Not traced, as wgmma_tma. Sizes: any M; K and N multiples of 8, as wgmma_persistent.
+#include "contract.cuh"
+
+#ifndef BM
+#define BM 128   // one of: 128
+#endif
+#ifndef BN
+#define BN 256   // one of: 128 256
+#endif
+#ifndef STAGES
+#define STAGES 4   // one of: 3 4 5 6
+#endif
+#ifndef GROUP
+#define GROUP 8   // one of: 4 8 16
+#endif
+#ifndef SMS
+#define SMS 128   // one of: 132 128 120
+#endif
+#define CLUSTER 2
+#define TMA_STORE 1
+#include "wgmma_persistent.cuh"
+
+REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
+        "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
+// The ring and its mbarriers, the staging buffers of C, room to align it all to 1 KB.
+#define SHARED_BYTES (STAGES * (kStageBytes + 16) + kStoreBytes + 1024)
+REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
+REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
+              "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
+// One cluster per 2 SMs, fewer where C has fewer pairs of tiles; the grid is whole clusters.
+LAUNCH_GRID(2 * MIN(CDIV(M, 2 * BM) * CDIV(N, BN), SMS / 2), 1);
+LAUNCH_BLOCK(kThreads, 1);
+LAUNCH_SHARED(SHARED_BYTES);
+LAUNCH_TMA_BOX(A_map, kBK, BM);   // (columns, rows): A's tile, BM rows of one 128-byte swizzle row
+LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
+LAUNCH_TMA_BOX(C_map, kChunkCols, 64);   // a piece of C: 64 rows of 32 floats
+
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1) wgmma_epilogue(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, int M, int N, int K) {
+    wgmma_persistent_gemm(&A_map, &B_map, nullptr, &C_map, M, N, K);
+}

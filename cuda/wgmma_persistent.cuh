@@ -1,0 +1,200 @@
+// wgmma_persistent.cuh: the product of the persistent wgmma rungs (wgmma_persistent.cu,
+// wgmma_cluster.cu), on wgmma.cuh's machinery. A grid of at most SMS blocks, one per SM, each
+// walking C's BM x BN tiles in a grouped order: a producer warpgroup whose one thread copies every
+// k-tile of every tile the block owns into a ring of STAGES slots, and BM / 64 consumer warpgroups
+// that keep one k-tile's wgmma in flight while the next is issued. CLUSTER blocks (1 or 2) form a
+// thread-block cluster: with 2, the two blocks own tiles one above the other, which need the same
+// k-tile of B, and each block copies half of that B tile into both blocks' slots (TMA multicast).
+// With TMA_STORE 1, C leaves through shared memory by TMA stores that run on while the next tile
+// is multiplied (wgmma_epilogue.cu). Parameters are the including kernel's: BM, BN, STAGES, GROUP,
+// SMS, CLUSTER, TMA_STORE.
+#pragma once
+#include "wgmma.cuh"
+
+#ifndef TMA_STORE
+#define TMA_STORE 0
+#endif
+// TMA_STORE's staging: per consumer warpgroup two buffers of a 64 x 32 piece of C (128-byte rows,
+// the widest a 128-byte-swizzled box has), one filled while the other's store is still reading it.
+constexpr int kChunkCols = 32, kChunkBytes = 64 * kChunkCols * 4;
+constexpr int kStoreBytes = TMA_STORE ? kConsumers * 2 * kChunkBytes : 0;
+
+// Cluster-wide pieces (PTX ISA: mapa, mbarrier.arrive with .shared::cluster, barrier.cluster,
+// cp.async.bulk.tensor's .multicast::cluster).
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// Every thread of the cluster: what each block wrote to its shared memory before (mbarrier
+// initialisation) is seen by the other before it goes on.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// An arrival on the mbarrier at the same offset in block `rank` of the cluster. Release at the
+// block's scope (the default), not the cluster's: what it hands over is a slot that wgmma has
+// finished reading, and a cluster-scope release orders every earlier access of the thread (its
+// stores of C too) at that scope: with .release.cluster wgmma_cluster ran 498 TFLOP/s at 4096^3
+// on an H200, against 748 without (wgmma_persistent: 745).
+__device__ __forceinline__ void bar_arrive_at(uint64_t *bar, uint32_t rank) {
+    asm volatile("{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1; "
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote]; }"
+                 :: "r"(smem(bar)), "r"(rank) : "memory");
+}
+// The box at (x, y) into shared memory at dst in every block of `mask`, each block's mbarrier at
+// bar's offset counting the bytes that land in that block.
+__device__ __forceinline__ void tma_load_multicast(void *dst, const CUtensorMap *map, int x, int y, uint64_t *bar,
+                                                   uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;"
+                 :: "r"(smem(dst)), "l"((uint64_t)map), "r"(x), "r"(y), "r"(smem(bar)), "h"(mask) : "memory");
+}
+
+// The tile (row, column of tiles) that the cluster's `i`-th tile is, in grouped order: GROUP rows
+// of cluster tiles at a time, walked down each column of the group before the next column, so the
+// tiles that run at once share few B columns and few A rows, and what they read stays in L2.
+__device__ __forceinline__ void grouped_tile(int i, int rows, int cols, int &row, int &col) {
+    int per_group = GROUP * cols, first = (i / per_group) * GROUP;
+    int height = min(rows - first, GROUP);
+    row = first + (i % per_group) % height;
+    col = (i % per_group) / height;
+}
+
+// TMA_STORE's pieces (PTX ISA: cp.async.bulk.tensor from shared to global, bulk async-groups):
+// the box at (x, y) of the tensor map, from shared memory at src; a group of them; waiting until
+// at most `n` groups still read shared memory.
+__device__ __forceinline__ void tma_store(const CUtensorMap *map, int x, int y, const void *src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((uint64_t)map), "r"(x), "r"(y), "r"(smem(src)) : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+template <int n> __device__ __forceinline__ void tma_store_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(n) : "memory");
+}
+
+// The whole product, for a grid of CLUSTER x (clusters) blocks of kThreads threads with the ring's
+// (and the staging's) shared bytes: A_map and B_map are the tensor maps of A (M x K) and B (K x N);
+// C is M x N, stored through C (TMA_STORE 0) or through C_map (TMA_STORE 1).
+__device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, const CUtensorMap *B_map, float *C,
+                                                      const CUtensorMap *C_map, int M, int N, int K) {
+    extern __shared__ unsigned char raw[];
+    // 1024-byte aligned: the 128-byte swizzle repeats every 8 rows, and TMA and wgmma agree on it
+    // only from such a boundary. The same offset in every block: a multicast lands at it in each.
+    unsigned char *ring = (unsigned char *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *staging = ring + STAGES * kStageBytes;   // 1024-byte aligned too, as the swizzle wants
+    uint64_t *full = (uint64_t *)(staging + kStoreBytes), *empty = full + STAGES;
+    int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+    int rank = CLUSTER == 1 ? 0 : (int)cluster_rank();
+    int ktiles = (K + kBK - 1) / kBK;
+    // Cluster tiles: CLUSTER tiles one above the other.
+    int rows = (M + BM * CLUSTER - 1) / (BM * CLUSTER), cols = (N + BN - 1) / BN;
+    int tiles = rows * cols, cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    if (threadIdx.x == 0) {
+        // A slot is free once every consumer warpgroup of every block it is copied into is done.
+        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], kConsumers * CLUSTER);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    if (CLUSTER > 1) cluster_sync();   // the other block's mbarriers exist before anything lands there
+    else __syncthreads();
+
+    if (wg == 0) {   // the producer: one thread asks for every k-tile of every tile, across tiles
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (tid == 0) {
+            int it = 0;   // k-tiles asked for so far: the ring runs on across tiles
+            for (int i = cluster; i < tiles; i += clusters) {
+                int row, col;
+                grouped_tile(i, rows, cols, row, col);
+                int row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+                for (int t = 0; t < ktiles; t++, it++) {
+                    int s = it % STAGES;
+                    if (it >= STAGES) bar_wait(&empty[s], (it / STAGES - 1) & 1);   // its last k-tile is used
+                    unsigned char *slot = ring + s * kStageBytes;
+                    bar_expect_bytes(&full[s], kStageBytes);   // A here, and all of B, half from the other block
+                    tma_load(slot, A_map, t * kBK, row0, &full[s]);
+                    constexpr int kMine = BN / 64 / CLUSTER;   // B boxes this block copies
+                    for (int j = rank * kMine; j < (rank + 1) * kMine; j++) {
+                        if (CLUSTER == 1) tma_load(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s]);
+                        else tma_load_multicast(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s],
+                                                (1 << CLUSTER) - 1);
+                    }
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        int c = wg - 1;   // this consumer's rows: 64 c .. 64 c + 63 of the tile
+        int w = tid / 32, lane = tid % 32;
+        int it = 0;
+        for (int i = cluster; i < tiles; i += clusters) {
+            int row, col;
+            grouped_tile(i, rows, cols, row, col);
+            int row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+            float d[kAccs];
+            for (int j = 0; j < kAccs; j++) d[j] = 0.0f;
+            for (int t = 0; t < ktiles; t++, it++) {
+                int s = it % STAGES;
+                bar_wait(&full[s], (it / STAGES) & 1);
+                unsigned char *a = ring + s * kStageBytes + c * 64 * 128, *b = ring + s * kStageBytes + kABytes;
+                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                for (int kk = 0; kk < kBK / 16; kk++)
+                    WGMMA(d, descriptor(a + 32 * kk, 16, 1024), descriptor(b + 2048 * kk, BLBO, BSBO));
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                // This k-tile's products stay in flight; the previous k-tile's have retired, so
+                // its slot (and only it) can be handed back. wgmma_tma waited for all (depth 0):
+                // the tensor cores then drained at every k-tile.
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                if (t > 0 && tid < CLUSTER) {
+                    int prev = (it + STAGES - 1) % STAGES;
+                    if (CLUSTER == 1) bar_arrive(&empty[prev]);
+                    else bar_arrive_at(&empty[prev], tid);   // thread r tells block r
+                }
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            if (ktiles > 0 && tid < CLUSTER) {
+                int last = (it + STAGES - 1) % STAGES;
+                if (CLUSTER == 1) bar_arrive(&empty[last]);
+                else bar_arrive_at(&empty[last], tid);
+            }
+            // Lane l of warp w holds rows 16 w + l / 4 (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of
+            // each 8-column piece j (wgmma's accumulator layout). Meanwhile the producer is already
+            // copying the next tile's first k-tiles.
+#if TMA_STORE
+            // A 64 x 32 piece at a time into a staging buffer, laid out as TMA's 128-byte swizzle
+            // wants it (16-byte unit u of row r at u ^ (r % 8): a warp's 8 rows then land on
+            // different banks), then one thread asks for its store; the warpgroup goes on to the
+            // next piece (the other buffer) and, after the last, to the next tile's wgmma, while
+            // the copy engine writes C. It also clips what lies outside C.
+            int rr = 16 * w + lane / 4, q = lane % 4;
+            for (int piece = 0; piece < BN / kChunkCols; piece++) {
+                unsigned char *buf = staging + (c * 2 + piece % 2) * kChunkBytes;
+                if (tid == 0) tma_store_wait_read<1>();   // the store that last read buf is done with it
+                asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                for (int p = 0; p < kChunkCols / 8; p++) {
+                    int j = piece * (kChunkCols / 8) + p, unit = 2 * p + q / 2, byte = (2 * q % 4) * 4;
+                    *reinterpret_cast<float2 *>(buf + rr * 128 + ((unit ^ (rr % 8)) * 16) + byte) = make_float2(d[4 * j], d[4 * j + 1]);
+                    *reinterpret_cast<float2 *>(buf + (rr + 8) * 128 + ((unit ^ ((rr + 8) % 8)) * 16) + byte) =
+                        make_float2(d[4 * j + 2], d[4 * j + 3]);
+                }
+                // Ordinary stores that the copy engine reads next: made visible to it, then counted.
+                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                if (tid == 0) tma_store(C_map, col0 + piece * kChunkCols, row0 + 64 * c, buf);
+            }
+#else
+            // N is a multiple of 8 (the contract), so each pair is 8-byte aligned and both or
+            // neither inside C.
+            int r = row0 + 64 * c + 16 * w + lane / 4;
+            for (int j = 0; j < BN / 8; j++) {
+                int cc = col0 + 8 * j + 2 * (lane % 4);
+                if (cc < N && r < M) *reinterpret_cast<float2 *>(C + (size_t)r * N + cc) = make_float2(d[4 * j], d[4 * j + 1]);
+                if (cc < N && r + 8 < M)
+                    *reinterpret_cast<float2 *>(C + (size_t)(r + 8) * N + cc) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+            }
+#endif
+        }
+        // The last stores finish reading shared memory before the block leaves it.
+        if (TMA_STORE && tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+    // A block leaves only when the other can no longer arrive on its mbarriers or copy into it.
+    if (CLUSTER > 1) cluster_sync();
+}
