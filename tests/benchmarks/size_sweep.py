@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine.bench import benchmark, export  # noqa: E402
 from engine.devices import gpu_client  # noqa: E402
-from engine.kernels import build, registry  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from tests.benchmarks.tune_ladder import build_all  # noqa: E402
 
 SIZES = "1000,1024,2048,3000,2000x3000x700,4096x1024x2048,4096x4096x128,4095,4096,4097,8191,8192"
 # Block tiles worth splitting: the prefetched sweep's best at 128 x 256, 128 x 128 and 64 x 256
@@ -48,13 +48,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=10)
     args = ap.parse_args()
     sizes = benchmark.parse_sizes(args.sizes)
-    spec = registry.get("split_k")
     start = time.perf_counter()
     configs = {tuple(sorted(c.items())) for size in sizes for c in split_configs(*size)}
-    launches = {lc.file: lc for name in ("split_k", "split_k_padded") for lc in registry.get(name).launches}
-    with ThreadPoolExecutor(16) as pool:   # nvcc is a process of its own: compile every build first
-        list(pool.map(lambda c: [build.build_cubin(lc.file, registry.bind(spec, benchmark.make_problem(
-            1, 1, 1, params=dict(c))).params, traced=False, arch=lc.arch) for lc in launches.values()], configs))
+    build_all([(spec, {**spec.default_params(), **dict(c)}) for c in configs
+               for spec in (registry.get("split_k"), registry.get("split_k_padded"))])
     print(f"compiled {len(configs)} split-K configurations in {time.perf_counter() - start:.0f} s", flush=True)
     status = gpu_client.status()
     if not status.available:

@@ -53,11 +53,11 @@ def candidates(spec: registry.KernelSpec) -> list[dict[str, int]]:
 
 
 def build_all(work: list[tuple[registry.KernelSpec, dict[str, int]]]) -> None:
-    """Compile every configuration first, in parallel (nvcc is a process of its own): the timing
-    loop then only loads cubins."""
+    """Compile every launch of every configuration (its parameters all given) first, in parallel
+    (nvcc is a process of its own): the timing loop then only loads cubins."""
+    jobs = [(launch, params) for spec, params in work for launch in spec.launches]
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda w: build.build_cubin(w[0].launches[-1].file, w[1], traced=False,
-                                                  arch=w[0].launches[-1].arch), work))
+        list(pool.map(lambda j: build.build_cubin(j[0].file, j[1], traced=False, arch=j[0].arch), jobs))
 
 
 def main() -> int:
