@@ -95,14 +95,17 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * 
         int r = ra + pass * kPassRowsA, sr = s * BM + r, row = row0 + r, k = k0 + ca;
         if (row < M && k < K && K % 8 == 0) {
             CP_ASYNC4(As, sr, sca, A, row * K + k);
-        } else if (row < M && k < K) {   // rows not 16-byte aligned: half by half, zeros past K
-            uint4 v = zero;
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                if (k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
-            STS8(As, sr, sca, v);
         } else {
-            STS8(As, sr, sca, zero);
+            // ptxas stores the zeros before it branches to the half-by-half path, predicated by
+            // lane: every warp with a lane off the fast path issues this store (the SKIP says so).
+            if (row < M && k < K) SKIP_STS(As); else STS8(As, sr, sca, zero);
+            if (row < M && k < K) {   // rows not 16-byte aligned: half by half, zeros past K
+                uint4 v = zero;
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
+                STS8(As, sr, sca, v);
+            }
         }
     }
     unsigned rb = threadIdx.x / (BN / 8), cb = threadIdx.x % (BN / 8) * 8;
@@ -110,14 +113,15 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * 
         int r = rb + pass * kPassRowsB, sr = s * BK + r, sc = swizzle_b(r, cb), k = k0 + r, col = col0 + cb;
         if (k < K && col < N && N % 8 == 0) {
             CP_ASYNC4(Bs, sr, sc, B, k * N + col);
-        } else if (k < K && col < N) {   // rows not 16-byte aligned: half by half, zeros past N
-            uint4 v = zero;
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                if (col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
-            STS8(Bs, sr, sc, v);
         } else {
-            STS8(Bs, sr, sc, zero);
+            if (k < K && col < N) SKIP_STS(Bs); else STS8(Bs, sr, sc, zero);   // as A's: issued before the branch
+            if (k < K && col < N) {   // rows not 16-byte aligned: half by half, zeros past N
+                uint4 v = zero;
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
+                STS8(Bs, sr, sc, v);
+            }
         }
     }
 }

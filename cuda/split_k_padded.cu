@@ -98,19 +98,18 @@ __device__ void store_a(float (&As)[2][BK * BM], const float4 (&ra)[kALoads], in
 }
 
 // B's tile at k0 into buffer buf: 16-byte asynchronous copies of BP's aligned rows (one commit
-// group), zeros past the slice's last row or past Np.
+// group), zeros past the slice's last row or past Np. There is no branch in the compiled copy:
+// ptxas predicates the cp.async and the 16-byte store of zeros by lane, so every warp issues both,
+// each time, even where all of its lanes copy, or all store zeros (the SKIPs say so to the trace).
 __device__ void copy_b(float (&Bs)[2][BK * BN], const float *BP, int np, int kend, int col0, int k0, int buf) {
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int l = 0; l < kBLoads; l++) {
         int i = threadIdx.x + l * kThreads;
         int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
         int gr = k0 + r, gc = col0 + c;
-        if (gr < kend && gc < np) {
-            CP_ASYNC4(Bs, buf, r * BN + c, BP, gr * np + gc);
-        } else {
-            for (int j = 0; j < 4; j++) {
-                STS(Bs, buf, r * BN + c + j, 0.0f);
-            }
-        }
+        bool inside = gr < kend && gc < np;
+        if (inside) CP_ASYNC4(Bs, buf, r * BN + c, BP, gr * np + gc); else SKIP_CP_ASYNC(Bs, BP);
+        if (inside) SKIP_STS(Bs); else STS4(Bs, buf, r * BN + c, zero);
     }
     CP_ASYNC_COMMIT();
 }

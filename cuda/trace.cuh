@@ -15,6 +15,13 @@
 //                                           instruction with that lane predicated off; recorded so,
 //                                           the lane's later accesses there pair with the same
 //                                           instructions as its neighbours' (nothing else is recorded).
+//   SKIP_LDS(As)  SKIP_STS(As)  SKIP_CP_ASYNC(As, A)
+//                                           the same for a shared load, store or cp.async, where the
+//                                           compiled kernel has no branch around the access (ptxas
+//                                           predicated it): every warp that gets there issues the
+//                                           instruction, even one whose lanes all have it off, and
+//                                           Nsight Compute counts each issue. The trace counts such
+//                                           issues from these skips (Trace.issued).
 //   LDS(As, i)  LDS(As, r, c)               shared, 1-D or 2-D: As[i], As[r][c]
 //   STS(As, i, v)  STS(As, r, c, v)
 //   LDG4, STG4, LDS4, STS4 (and 2, 8)       N consecutive elements from the one named, in one vector
@@ -170,6 +177,9 @@ TRACE_FN void trace_mma_16816(float (&d)[4], const unsigned int (&a)[4], const u
 #define STG(arr, i, v) ((arr)[i] = (v))
 #define SKIP_LDG(arr) ((void)0)
 #define SKIP_STG(arr) ((void)0)
+#define SKIP_LDS(arr) ((void)0)
+#define SKIP_STS(arr) ((void)0)
+#define SKIP_CP_ASYNC(dst, src) ((void)0)
 #define LDS(...) (TRACE_LDS_ELEM(__VA_ARGS__))
 #define STS(...) (TRACE_STS_ELEM(__VA_ARGS__) = (TRACE_STS_VALUE(__VA_ARGS__)))
 #define TRACE_LDGN(N, arr, i) trace_vec<N>(&(arr)[i])
@@ -393,6 +403,10 @@ TRACE_FN void trace_commit() {
 #define STG(arr, i, v) trace_store(&(arr)[i], (v), TRACE_AT(arr, 1))
 #define SKIP_LDG(arr) trace_skip(TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 0))
 #define SKIP_STG(arr) trace_skip(TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 1))
+#define SKIP_LDS(arr) trace_skip(TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 0))
+#define SKIP_STS(arr) trace_skip(TRACE_SITE_OF(__LINE__, TRACE_ID_##arr, 1))
+#define SKIP_CP_ASYNC(dst, src) (trace_skip(TRACE_SITE_OF(__LINE__, TRACE_ID_##src, 0)), \
+                                 trace_skip(TRACE_SITE_OF(__LINE__, TRACE_ID_##dst, 1)))
 #define LDS(...) trace_load(&TRACE_LDS_ELEM(__VA_ARGS__), TRACE_SHARED_AT(0, __VA_ARGS__))
 #define STS(...) trace_store(&TRACE_STS_ELEM(__VA_ARGS__), (TRACE_STS_VALUE(__VA_ARGS__)), TRACE_SHARED_AT(1, __VA_ARGS__))
 #define TRACE_SHARED_ORIGIN(arr, ...) trace_origin(arr, TRACE_ID_##arr)

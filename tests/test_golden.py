@@ -35,6 +35,9 @@ def test_cpu_trace_equals_gpu_trace(golden, case):
         if field == "array":   # each file numbers arrays its own way (meta "arrays"): compare names
             column, gpu = np.array(cpu.arrays)[column], np.array(recorded_arrays)[gpu]
         assert np.array_equal(column, gpu), field
+    issued = json.loads(str(golden["meta"]))[case[0]].get("issued")   # recorded since the SKIP_ counts
+    if issued is not None:
+        assert {str(site): n for site, n in cpu.issued.items()} == issued
 
 
 def test_re_recording_some_cases_keeps_the_others_as_they_were_recorded(golden, tmp_path):

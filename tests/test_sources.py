@@ -211,3 +211,37 @@ def test_helpers_and_strings_that_name_an_array_are_not_accesses(tmp_path):
         sources.load(str(src))
 
 
+
+
+def test_a_warp_whose_lanes_all_skip_a_predicated_store_still_issues_it(tmp_path):
+    """SKIP_STS / SKIP_CP_ASYNC: ptxas predicated the access instead of branching around it, so a warp
+    issues it even when every lane has it off, and Nsight Compute counts that issue. The trace has no
+    record of it; Trace.issued counts it from the skips, and the ncu totals take it."""
+    from engine.metrics import analysis
+    body = ("  __shared__ float Xs[64];\n"
+            "  int t = threadIdx.x;\n"
+            "  for (int pass = 0; pass < 3; pass++) {\n"
+            "    if (t < 40 && pass != 1) STS(Xs, t, 1.0f); else SKIP_STS(Xs);\n"
+            "  }\n"
+            "  SYNC();\n"
+            "  STG(C, t, LDS(Xs, t % 40));")
+    src = sources.load(_kernel(tmp_path, body))
+    plan = single_launch_plan(src.path, make_problem(16, 16, 16), (1, 1), (70, 1))   # a partial third warp
+    t = tracer.assemble(plan, tracer.run_plan(plan, "cpu"), "cpu")
+    store = next(i for i, ts in enumerate(t.sites) if ts.site.array == "Xs" and ts.site.op == "store")
+    summary = analysis.site_summary(t)
+    # Warp 0 stores on passes 0 and 2, warp 1 (lanes 32..39) too; warp 2 never: with their third
+    # pass, every warp issues 3.
+    assert summary.loc[store, "requests"] == 4 and t.issued[store] == 9 and summary.loc[store, "off"] == 5
+    totals = analysis.ncu_totals(summary)
+    assert totals[analysis.NCU_METRICS["shared", "store", "requests"]] == 9
+    assert totals[analysis.NCU_METRICS["shared", "load", "requests"]] == 3    # no skips: what the records show
+
+
+@pytest.mark.parametrize("line, says", [
+    ("  __shared__ float Xs[64];\n  SKIP_STS(Xs); STG(C, 0, LDS(Xs, 0));", r"SKIP_STS\(Xs\) is for the lanes"),
+    ("  __shared__ float Xs[64];\n  STS(Xs, 0, 1.0f); SKIP_CP_ASYNC(Xs, A);", r"SKIP_CP_ASYNC\(Xs, A\) is for the lanes"),
+])
+def test_a_skip_without_its_access_on_the_line_is_refused(tmp_path, line, says):
+    with pytest.raises(ValueError, match=says):
+        sources.load(_kernel(tmp_path, line))

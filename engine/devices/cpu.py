@@ -166,7 +166,7 @@ class CpuDevice:
         if rc > 0:
             raise EngineError(f"{lp.kernel} accessed {names[rc - 1]} outside its bounds: the kernel is wrong "
                               "for this size")
-        return records if offsets is not None else counts
+        return (records, ordinals) if offsets is not None else counts
 
     def read(self, name: str, index: np.ndarray) -> np.ndarray:
         return self.buffers[name].ravel()[index]

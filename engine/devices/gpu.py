@@ -323,6 +323,10 @@ class GpuDevice:
             out = handle.array
             if total:
                 cuda.memcpy_dtoh(out, records)
+            # Each slot's count of every site, skips included: the warps' issues (execute.issued_per_site).
+            counts_of_sites = np.empty(slots * counters, dtype=np.uint32)
+            cuda.memcpy_dtoh(counts_of_sites, ordinals)
+            out = (out, counts_of_sites)
         else:
             out = np.empty(slots, dtype=np.uint32)
             cuda.memcpy_dtoh(out, counts)

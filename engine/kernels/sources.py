@@ -241,15 +241,20 @@ def load(file: str) -> KernelSource:
                 raise ValueError(f"{file}:{number}: {macro}{wide} of {a.element} moves {size} bytes; vector "
                                  "accesses move 4, 8 or 16 bytes")
             sites.append(Site(number, name, space, op, shown, width, bytes=size))
-        for macro, name in _SKIP_RE.findall(line):   # a guard's other side: the same line's access of name
-            if not any(site.line == number and site.array == name and (site.space, site.op) == _MACROS[macro]
-                       for site in sites):
-                raise ValueError(f"{file}:{number}: SKIP_{macro}({name}) is for the lanes that skip this line's "
-                                 f"{macro}({name}, ...), and the line has none: {shown}")
         for dst, src in _COPY_RE.findall(line):
             s, d = traced(number, src, "global"), traced(number, dst, "shared")
             sites.append(Site(number, src, "global", "load", shown, COPY_BYTES // s.element_bytes, True, COPY_BYTES))
             sites.append(Site(number, dst, "shared", "store", shown, COPY_BYTES // d.element_bytes, True, COPY_BYTES))
+        for macro, name in _SKIP_RE.findall(line):   # a guard's other side: the same line's access of name
+            if not any(site.line == number and site.array == name and (site.space, site.op) == _MACROS[macro]
+                       and not site.copy for site in sites):
+                raise ValueError(f"{file}:{number}: SKIP_{macro}({name}) is for the lanes that skip this line's "
+                                 f"{macro}({name}, ...), and the line has none: {shown}")
+        for dst, src in _SKIP_COPY_RE.findall(line):
+            if not any(site.line == number and site.copy and site.array == dst for site in sites) or \
+                    not any(site.line == number and site.copy and site.array == src for site in sites):
+                raise ValueError(f"{file}:{number}: SKIP_CP_ASYNC({dst}, {src}) is for the lanes that skip this "
+                                 f"line's CP_ASYNC4({dst}, ..., {src}, ...), and the line has none: {shown}")
         for matrices, trans, name in _MATRIX_RE.findall(line):
             a = spaces.get(name)
             if a is not None and a.space == "global":
@@ -300,12 +305,14 @@ _FUNCTION_RE = re.compile(rf"(?:__global__|__device__)(?:[^;{{}}()]|{_BOUNDS_CAL
                           r"\(((?:[^()]|\([^()]*\))*)\)\s*\{", re.S)
 # What is not code: string and character literals, block and line comments (in one pass, so a //
 # inside a string is a string's and a quote inside a comment is a comment's).
-# SKIP_LDG(A) / SKIP_STG(C): lanes whose guard skips the line's LDG of A (STG of C), cuda/trace.cuh.
-_SKIP_RE = re.compile(r"\bSKIP_(LDG|STG)\(\s*(\w+)\s*\)")
+# SKIP_LDG(A) / SKIP_STG(C) / SKIP_LDS(As) / SKIP_STS(As): lanes whose guard skips the line's access
+# of that array; SKIP_CP_ASYNC(As, A) the line's cp.async (cuda/trace.cuh).
+_SKIP_RE = re.compile(r"\bSKIP_(LDG|STG|LDS|STS)\(\s*(\w+)\s*\)")
+_SKIP_COPY_RE = re.compile(r"\bSKIP_CP_ASYNC\(\s*(\w+)\s*,\s*(\w+)\s*\)")
 _NOT_CODE_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/|//[^\n]*', re.S)
 # An access macro's array argument(s): what is left of a traced array's name once these are blanked
 # is a use the trace does not see.
-_MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|" + _SKIP_RE.pattern
+_MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|" + _SKIP_RE.pattern + "|" + _SKIP_COPY_RE.pattern
                              + r"|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)|" + _MATRIX_RE.pattern)
 
 
@@ -481,5 +488,5 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
         m = anywhere.search(rest)
         if m:
             raise ValueError(f"{file}:{number}: {m.group(1)} is used outside the access macros (LDG/STG, "
-                             f"LDS/STS, their vector forms, SKIP_LDG/SKIP_STG, CP_ASYNC4, LDMATRIX), where the trace cannot see it: "
+                             f"LDS/STS, their vector forms, the SKIP_ forms, CP_ASYNC4, LDMATRIX), where the trace cannot see it: "
                              f"{line.strip()}")

@@ -365,7 +365,8 @@ def site_summary(trace: Trace, inst: np.ndarray | None = None) -> pd.DataFrame:
         row = {"site": s, "kernel": ts.kernel, "line": ts.site.line, "array": ts.site.array,
                "space": ts.site.space, "op": ts.site.op, "copy": ts.site.copy, "matrices": ts.site.matrices,
                "source": ts.site.text,
-               "requests": n, "accesses": int(mine["active"].sum())}
+               # off: issues with every lane predicated off (SKIPs), which no record shows
+               "requests": n, "off": max(0, trace.issued.get(s, n) - n), "accesses": int(mine["active"].sum())}
         if ts.site.space == "global":
             sectors = int(mine["sectors"].sum())
             row.update(sectors=sectors, sectors_per_request=sectors / n if n else 0.0,
@@ -428,11 +429,15 @@ def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[
     for metrics, chosen in ((NCU_METRICS, [not (c and r["space"] == "shared") for r, c in zip(rows, copy)]),
                             (NCU_COPY_METRICS, copy), (NCU_LDSM_METRICS, ldsm)):
         for (space, op, col), metric in metrics.items():
+            # smsp__inst_executed counts what the warps issued, an instruction whose lanes were all
+            # predicated off too; the l1tex and sass_inst counters count only what some lane did.
+            issued = metrics is NCU_METRICS and space == "shared" and col == "requests" and "off" in columns
             part = [r for r, take, m in zip(rows, chosen, ldsm) if take and r["space"] == space and r["op"] == op
                     and not (m and metric == NCU_METRICS["shared", "load", "requests"])]
             if metrics is not NCU_METRICS and not part:
                 continue   # no copies (ldmatrix): nothing to say (and nothing ncu_compare.py asks for)
-            out[metric] = int(sum(v for r in part if (v := r[col]) is not None and v == v)) if col in columns else 0
+            out[metric] = int(sum(v + (r["off"] if issued else 0) for r in part
+                                  if (v := r[col]) is not None and v == v)) if col in columns else 0
     return out
 
 
@@ -624,7 +629,9 @@ def hardware_totals(trace: Trace, hw: pd.DataFrame, notes: list[str], sass_info:
     listings = {**(earlier or {}), trace.launches[-1].kernel: sass_info}
     for kernel, info in listings.items():
         never = info.get("never_per_copy", {}) if info.get("available") else {}
-        copies = totals.get(kernel, {}).get(NCU_COPY_METRICS["global", "load", "requests"], 0)
+        # Beside every LDGSTS a warp issues, its lanes all predicated off or not.
+        copying = hw[(hw["kernel"] == kernel) & hw["copy"].astype(bool) & (hw["space"] == "global")]
+        copies = int(copying["requests"].sum() + (copying["off"].sum() if "off" in hw.columns else 0))
         if copies and never.get("LDS"):
             extra = round(never["LDS"] * copies)
             totals[kernel][NCU_METRICS["shared", "load", "requests"]] += extra

@@ -65,25 +65,7 @@ _FALLBACKS = ("blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_
 _HALF_FALLBACKS = ("mma_ldmatrix", "mma_swizzled", "mma_pipelined")
 
 # Differences whose cause is known: (kernels, metrics, whether it applies to a size, the reason).
-EXPLAINED = [
-    # Measured per instruction (ncu --section SourceCounters, H200, 200x136x100): the zero store of A's
-    # tile ran 256 times, once per warp and pass, while lanes stored zeros in 156 of them.
-    (("mma_pipelined",), (NCU_METRICS["shared", "store", "requests"],),
-     lambda m, n, k: k % 8 != 0,
-     "Where K is not a multiple of 8, A's rows go half by half, and ptxas placed the zero store "
-     "(`@!P STS.128 [..], RZ`) before the branch into that path: every warp issues it on every pass of "
-     "A's copy, predicated off for the lanes inside A. Nsight Compute counts it each time, the trace only "
-     "where a lane stores zeros."),
-    # Measured per instruction the same way: `@!P STS.128 RZ` and `@P LDGSTS` each ran once per warp and
-    # copy, with every lane predicated off in half of them at 128^3.
-    (("split_k_padded",), (NCU_METRICS["shared", "store", "requests"], NCU_METRICS["shared", "load", "requests"],
-                           NCU_METRICS["shared", "store", "wavefronts"], NCU_METRICS["shared", "store", "bank_conflicts"]),
-     lambda m, n, k: True,
-     "B's copy (`if (inside BP) cp.async else store four zeros`) compiles without a branch: nvcc merged the "
-     "four zero stores into one STS.128, and ptxas predicated it and the LDGSTS (with its three never-executing "
-     "`@!PT LDS`), so every warp issues all of them on every copy, whichever lanes copy. The trace counts "
-     "four scalar zero stores where a lane stores zeros, and the LDS beside the copies that a lane makes."),
-]
+EXPLAINED: list = []
 
 
 def case_key(kernel: str, size: tuple[int, int, int], params: Mapping[str, int], block: tuple[int, int]) -> str:

@@ -20,6 +20,26 @@ from engine.tracing.plan import TracePlan, check_fits_host, global_shapes, size_
 class RawLaunch:
     counts: np.ndarray     # uint32 per traced thread (slot)
     records: np.ndarray    # RAW_DTYPE
+    # Per site of the kernel: the warp-level instructions its warps issued there, counting those
+    # whose lanes all had it off (the SKIPs; issued_per_site). None: not known (counted from records).
+    issued: np.ndarray | None = None
+
+
+WARP = 32
+
+
+def issued_per_site(ordinals: np.ndarray, threads_per_block: int, counters: int) -> np.ndarray:
+    """Per site, the sum over warps of the most times any lane of the warp got there (its ordinal
+    counter at the end: records and skips). A warp issues an access once for every time its lanes
+    get there together, whether or not any lane has it on; a skip keeps a lane's count in step
+    with its neighbours', so the warp's issues are its busiest lane's count."""
+    per_thread = ordinals.reshape(-1, threads_per_block, counters)
+    warps = -(-threads_per_block // WARP)
+    if warps * WARP != threads_per_block:    # a last, partial warp: its missing lanes got nowhere
+        pad = np.zeros((len(per_thread), warps * WARP - threads_per_block, counters), dtype=ordinals.dtype)
+        per_thread = np.concatenate([per_thread, pad], axis=1)
+    per_warp = per_thread.reshape(len(per_thread), warps, WARP, counters).max(axis=2)
+    return per_warp.sum(axis=(0, 1), dtype=np.uint64)
 
 
 @dataclass
@@ -43,7 +63,8 @@ def _stored_elements(file: str, records: np.ndarray, name: str) -> np.ndarray:
 
 
 def execute(plan: TracePlan, device) -> RawRun:
-    """device: upload(buffers), run(launch_plan, offsets, total) -> counts or records, read(name, idx)."""
+    """device: upload(buffers), run(launch_plan, offsets, total) -> the count pass's counts, or the
+    write pass's (records, ordinals: uint32 per slot and site counter), read(name, idx)."""
     check_fits_host(plan)
     a, b = make_inputs(plan.problem)
     shapes = global_shapes(plan.problem)
@@ -60,8 +81,9 @@ def execute(plan: TracePlan, device) -> RawRun:
                               "trace fewer blocks or a smaller size")
         offsets = np.zeros(len(counts), dtype=np.uint64)
         np.cumsum(counts[:-1], out=offsets[1:])
-        records = device.run(lp, offsets, total)
-        raws.append(RawLaunch(counts, records))
+        records, ordinals = device.run(lp, offsets, total)
+        counters = sources.load(lp.file).counters
+        raws.append(RawLaunch(counts, records, issued_per_site(ordinals, lp.block[0] * lp.block[1], counters)))
     # Check every output element the traced blocks stored against float64 numpy.
     last = raws[-1]
     stored = _stored_elements(plan.launches[-1].file, last.records, "C") if plan.check_outputs else np.zeros(0, np.int64)

@@ -99,6 +99,10 @@ class Trace:
     thread_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     thread_warp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     timings: dict[str, float] = field(default_factory=dict)
+    # Per site (index into sites): the warp-level instructions issued there, counting those whose
+    # lanes all had it off (a SKIP_ on every lane: ptxas predicated the access instead of branching
+    # around it). A site missing here issued what its records show.
+    issued: dict[int, int] = field(default_factory=dict)
     # Lazily built index (see block_records): where each traced thread's records start.
     _thread_starts: np.ndarray | None = field(default=None, repr=False, compare=False)
     # Results worked out from the records once and kept with them (analysis.merged_rows: the

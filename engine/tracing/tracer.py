@@ -108,7 +108,7 @@ def assemble(plan: TracePlan, raw, source: str) -> Trace:
     table = ArrayTable.of(list(arrays.values()), plan.shapes)
     sites: list[TraceSite] = []
     launches: list[LaunchInfo] = []
-    parts, counts, warps = [], [], []
+    parts, counts, warps, issued = [], [], [], {}
     for i, (lp, rl) in enumerate(zip(plan.launches, raw.launches)):
         info = LaunchInfo(lp.kernel, lp.file, lp.grid, lp.block, lp.traced, lp.blocks)
         launches.append(info)
@@ -122,10 +122,13 @@ def assemble(plan: TracePlan, raw, source: str) -> Trace:
         if len(sites) > sources.MAX_SITES:   # a record's site is one byte
             raise EngineError(f"{plan.kernel}: its launches have {len(sites)} access sites; a trace holds at most "
                               f"{sources.MAX_SITES}")
+        if rl.issued is not None:
+            issued.update({len(sites) - len(src.sites) + k: int(n) for k, n in enumerate(rl.issued[:len(src.sites)])})
         parts.append(assemble_launch(i, rl.records, rl.counts, info, kernel_sites, table))
         first_warp = int(warps[-1][-1]) + 1 if warps and len(warps[-1]) else 0
         counts.append(rl.counts)
         warps.append(thread_warps(rl.counts, lp.block, first_warp))
     columns = parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     return Trace(plan.kernel, plan.problem, source, raw.device, columns, sites, names, dict(plan.shapes),
-                 launches, raw.rel_error, raw.checked_outputs, np.concatenate(counts), np.concatenate(warps))
+                 launches, raw.rel_error, raw.checked_outputs, np.concatenate(counts), np.concatenate(warps),
+                 issued=issued)

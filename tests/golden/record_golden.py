@@ -37,7 +37,9 @@ def main() -> None:
         for field, column in t.columns.items():
             arrays[f"{case[0]}/{field}"] = column
         # The array column numbers t.arrays: kept, so the file is read by names.
-        meta[case[0]] = {"device": t.device, "records": len(t), "rel_error": t.rel_error, "arrays": list(t.arrays)}
+        # issued: each site's warp instructions, all-off ones included (Trace.issued), which no record shows.
+        meta[case[0]] = {"device": t.device, "records": len(t), "rel_error": t.rel_error, "arrays": list(t.arrays),
+                         "issued": {str(site): n for site, n in t.issued.items()}}
         print(f"{case[0]:32} {len(t):>9,} records  rel_error {t.rel_error:.2e}  on {t.device}")
     meta = {c[0]: meta[c[0]] for c in CASES if c[0] in meta}   # cases no longer listed are dropped
     arrays = {name: v for name, v in arrays.items() if name.split("/")[0] in meta}
