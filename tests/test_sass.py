@@ -48,3 +48,34 @@ def test_a_damaged_saved_listing_is_listed_again_never_shown(tmp_path, monkeypat
     kept.write_text(saved)
     again = sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0})
     assert again == first
+
+
+def test_every_shared_access_ptxas_predicated_says_so_with_a_skip():
+    """A shared access that ptxas predicated instead of branching around is issued by every warp that
+    gets there, lanes on or not, and Nsight Compute counts each issue. The trace sees those issues only
+    through the SKIP_ forms on the lanes that skip (Trace.issued): a kernel whose SASS predicates a
+    shared load or store on a line without one would count fewer instructions than the hardware."""
+    import re
+    import subprocess
+
+    from engine.kernels import registry, sources
+    from engine.kernels.problem import make_problem
+    guarded = re.compile(r"/\*[0-9a-f]{4,}\*/\s+@!?U?P\d\s+((?:STS|LDS)[A-Z0-9_.]*)")
+    missing, seen = [], 0
+    for spec in registry.traceable():
+        params = registry.bind(spec, make_problem(128, 128, 128)).params
+        for launch in spec.launches:
+            listing = subprocess.run([sass.nvdisasm(), "--print-line-info",
+                                      str(build.build_cubin(launch.file, params, traced=False))],
+                                     capture_output=True, text=True, check=True).stdout
+            text, line = sources.load(launch.file).text.splitlines(), None
+            for raw in listing.splitlines():
+                if "//## File" in raw:
+                    m = re.search(r'File "([^"]+)", line (\d+)', raw)
+                    line = int(m.group(2)) if m and m.group(1).endswith("/" + launch.file) else None
+                elif line and guarded.search(raw):
+                    seen += 1
+                    if "SKIP_" not in text[line - 1]:
+                        missing.append(f"{launch.file}:{line} {guarded.search(raw).group(1)}")
+    assert seen, "no predicated shared access found: the listing was not read"
+    assert missing == []
