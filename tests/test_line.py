@@ -2,6 +2,7 @@
 timing: threads are stepped with events, and the clock is the test's own."""
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -401,3 +402,26 @@ def test_heavy_work_runs_below_the_page_views_priority_and_what_it_starts_too():
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here   # the page's thread: as it was
     with pytest.raises(ZeroDivisionError):
         slots.below_page_views(lambda: 1 / 0)
+
+
+def test_costly_scripts_run_one_at_a_time_where_told_leaving_the_other_slots_to_quick_views():
+    """pages/lib/slots.py runs costly scripts one per two cores. With all but one slot theirs, thirty
+    sessions opening the Benchmarks page ran three at once beside each quick view, which shared the
+    interpreter lock with them in turns: quiet views took up to 5.4 s (load_room.py)."""
+    clock, work, order = Clock(), Clock(), []
+    slots = line.Slots(4, clock=clock, work_clock=work, costly=1)
+    taught(slots, work, {"benchmarks": 0.5, "coalescing": 0.05})
+    gates = [threading.Event() for _ in range(5)]
+    script(slots, "benchmarks", order, gates[0])
+    until(lambda: order == ["benchmarks"])
+    script(slots, "benchmarks", order, gates[1])
+    until(lambda: slots.snapshot()["waiting"] == ["benchmarks"])     # three slots free, none for it
+    for gate in gates[2:]:
+        script(slots, "coalescing", order, gate)
+    until(lambda: order == ["benchmarks"] + ["coalescing"] * 3)
+    gates[0].set()
+    until(lambda: order[4:] == ["benchmarks"])
+    for gate in gates:
+        gate.set()
+    from pages.lib import slots as page_slots
+    assert page_slots.PAGE_SLOTS.costly == max(1, (os.cpu_count() or 1) // 2)

@@ -206,14 +206,19 @@ class Slots:
     to take the interpreter time its kind (the page) took lately (the thread's CPU time, work_clock:
     wall time grows with the room, and every page would look costly when it is full); waiting scripts
     go earliest deadline first (when
-    they came, plus AGING times what they are expected to take), and costly ones hold count - 1
-    slots at most (one, where there is one). A page not seen yet is expected to be costly
+    they came, plus AGING times what they are expected to take), and costly ones hold `costly` slots
+    at most (count - 1 unless told; one, where there is one). The interpreter lock is shared in turns:
+    a quick view beside three costly scripts ran at a quarter of its speed, and thirty sessions
+    opening the Benchmarks page held quiet views over 1 s for a minute and a half (load_room.py).
+    A page not seen yet is expected to be costly
     (first_guess) until one of its scripts has run: six sessions opening the Benchmarks page first
     thing took every slot from the quick pages while its first, cold views ran. Semaphore-like: acquire() and release() in the same thread."""
 
     def __init__(self, count: int, clock: Callable[[], float] = time.monotonic,
-                 work_clock: Callable[[], float] = time.thread_time, first_guess: float = 0.5):
+                 work_clock: Callable[[], float] = time.thread_time, first_guess: float = 0.5,
+                 costly: int | None = None):
         self.count, self.clock, self.work_clock, self.first_guess = count, clock, work_clock, first_guess
+        self.costly = max(1, count - 1 if costly is None else min(costly, count - 1))
         self._cond = threading.Condition()
         self._waiting: list[tuple[float, int, str]] = []
         self._running: list[str] = []
@@ -234,7 +239,7 @@ class Slots:
             return None
         costly = sum(map(self._costly, self._running))
         for entry in self._waiting:
-            if not self._costly(entry[2]) or costly < max(1, self.count - 1):
+            if not self._costly(entry[2]) or costly < self.costly:
                 return entry
         return None
 

@@ -23,8 +23,11 @@ from engine.devices import line
 # behind every thread that is computing: with a room of 30 sessions computing at once it got a turn
 # every ~150 ms and answered nothing for seconds. Scripts beyond these slots wait without taking
 # the lock; the kernels themselves run in worker processes. The quickest views go first
-# (line.Slots): a quiet page's view does not wait behind a room opening the Benchmarks page.
-PAGE_SLOTS = line.Slots(max(2, 2 * (os.cpu_count() or 1)))
+# (line.Slots): a quiet page's view does not wait behind a room opening the Benchmarks page. Costly
+# scripts (the Benchmarks page, 0.3 to 0.9 s of the interpreter each) run one per two cores: they
+# share the one interpreter lock in turns with the quick views, which ran at a quarter of their
+# speed beside three of them.
+PAGE_SLOTS = line.Slots(max(2, 2 * (os.cpu_count() or 1)), costly=max(1, (os.cpu_count() or 1) // 2))
 # Heavy work runs a few at a time, leaving a core (and a CPU trace worker) to the page views.
 # What the server holds besides it is set by pages/lib/cached.py (its caches and processes).
 LINE = line.Line(max(1, (os.cpu_count() or 1) - 1))
