@@ -7,9 +7,6 @@ from pages.lib import routing, server, slots
 # one is fetched from fonts.gstatic.com, which fails offline.
 st.set_page_config(page_title="CUDA Matmul Explorer", page_icon="🧮", layout="wide")
 
-# The engine's worker processes start now, while the page's own imports run (each takes a few tenths
-# of a second to import what it runs), and the background compiles are queued.
-server.start_once()
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("pages/coalescing.py", title="Coalescing", icon=":material/view_week:"),
@@ -23,4 +20,8 @@ PAGES = [
 page = st.navigation(PAGES)
 routing.ROUTED.by_app = True   # this run is routed by app.py (see routing.routed_by_app)
 with slots.page_slot(page.url_path):
+    # The engine's worker processes start now, while the page's own imports run (each takes a few
+    # tenths of a second to import what it runs), and the background compiles are queued: in the page's
+    # slot, so that they wait for this first view to be drawn.
+    server.start_once()
     page.run()

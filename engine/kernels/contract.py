@@ -169,12 +169,20 @@ class KernelSpec:
         """Every allowed choice of its parameters that its parameter rules accept."""
         return list(self._accepted())
 
+    def accepts(self, chosen: Mapping[str, int]) -> bool:
+        """Whether one choice of every parameter is among combinations(): each value allowed, and no
+        parameter rule refusing it. (combinations() asks every rule of every choice: 1.5 s for the
+        catalog's default views, where this asks of the one choice.)"""
+        if set(chosen) != set(self.params) or any(chosen[n] not in allowed for n, allowed in self.params.items()):
+            return False
+        probe = Problem(1, 1, 1, params=dict(chosen))
+        return not any(rule.check(probe) for rule in self.rules if not rule.sizes)
+
     def _accepted(self):
         names = list(self.params)
         for values in itertools.product(*(self.params[n] for n in names)):
             chosen = dict(zip(names, values))
-            probe = Problem(1, 1, 1, params=chosen)
-            if not any(rule.check(probe) for rule in self.rules if not rule.sizes):
+            if self.accepts(chosen):
                 yield chosen
 
 

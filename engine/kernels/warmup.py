@@ -13,7 +13,7 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from engine.errors import EngineError
@@ -23,6 +23,7 @@ from engine.kernels import build, registry, sources
 # this only guards against a page that asks for too much.
 LIMIT = 96
 NEARBY, DEFAULTS = 0, 1     # priorities: the page on screen first, then every page's default view
+YIELD_S = 10.0              # how long a build waits at most for the page views to be done
 
 
 @dataclass(frozen=True, order=True)
@@ -51,11 +52,10 @@ def jobs(kernel: str, choices: Iterable[Mapping[str, int]], device: str, listing
     spec = registry.get(kernel)
     if not spec.traceable:
         return []
-    accepted = spec.combinations()
     out = []
     for choice in choices:
         params = {**spec.default_params(), **spec.takes(choice)}
-        if params not in accepted:
+        if not spec.accepts(params):
             continue
         for launch in spec.launches:
             used = tuple(build.used_defines(sources.load(launch.file), params).items())
@@ -85,6 +85,10 @@ class Warmup:
         self._thread: threading.Thread | None = None
         self.done: dict[Job, float | str] = {}     # seconds it took, or why it failed
         self.busy = 0.0                             # seconds spent compiling
+        # Whether a page view is being drawn (the app sets it): a build waits for a quiet moment,
+        # for at most YIELD_S, so that the first views of a fresh server are not slowed by builds
+        # meant for later clicks (its compilers are niced, but their Python side shares the lock).
+        self.pages_busy: Callable[[], bool] = lambda: False
 
     def ask(self, jobs: Iterable[Job], priority: int = NEARBY) -> int:
         """Queues what is not queued yet (within the limit); returns how many were added."""
@@ -112,6 +116,9 @@ class Warmup:
                 continue
             if self._stop.is_set():
                 return
+            deadline = time.monotonic() + YIELD_S
+            while self.pages_busy() and time.monotonic() < deadline and not self._stop.wait(0.05):
+                pass
             start = time.perf_counter()
             try:
                 job.make()

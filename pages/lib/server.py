@@ -18,6 +18,7 @@ import streamlit as st
 from engine import lifecycle
 from engine.kernels import build, registry, warmup
 from engine.tracing import tracer
+from pages.lib.slots import PAGE_SLOTS
 
 _STARTED = threading.Event()
 _LOCK = threading.Lock()
@@ -57,7 +58,14 @@ def start_once() -> None:
         tracer.CPU_WORKERS.warm()   # the first trace of a fresh server does not wait for them
     _watch_for_stop()
     if enabled():
+        warmup.QUEUE.pages_busy = _pages_busy
         warmup.QUEUE.ask(default_jobs(), warmup.DEFAULTS)
+
+
+def _pages_busy() -> bool:
+    """Whether a page script is being drawn or waits for its turn (the background compiles wait)."""
+    now = PAGE_SLOTS.snapshot()
+    return bool(now["running"] or now["waiting"])
 
 
 def default_jobs() -> list[warmup.Job]:
