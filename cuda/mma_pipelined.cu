@@ -84,7 +84,7 @@ __device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c,
 // flight until waited for; chunks outside A or B are stored as zeros. Thread tid copies the chunk in
 // column tid % (BK / 8) of row tid / (BK / 8) of A's tile, then of the rows kPassRowsA, 2 kPassRowsA,
 // ... further down: the same column each pass, and (passes a multiple of 8 rows apart) the same swizzle.
-__device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * BK][BN], const __half *A,
+template <bool kAligned> __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * BK][BN], const __half *A,
                            const __half *B, int M, int N, int K, int row0, int col0, int kt, int s) {
     constexpr int kPassRowsA = kThreads / (BK / 8), kPassRowsB = kThreads / (BN / 8);
     static_assert(kPassRowsA % 8 == 0 && BM % kPassRowsA == 0 && BK % kPassRowsB == 0, "whole passes");
@@ -93,7 +93,7 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * 
     unsigned ra = threadIdx.x / (BK / 8), ca = threadIdx.x % (BK / 8) * 8, sca = swizzle_a(ra, ca);
     _Pragma("unroll") for (int pass = 0; pass < BM / kPassRowsA; pass++) {   // _Pragma: the trace numbers sites by line
         int r = ra + pass * kPassRowsA, sr = s * BM + r, row = row0 + r, k = k0 + ca;
-        if (row < M && k < K && K % 8 == 0) {
+        if (row < M && k < K && (kAligned || K % 8 == 0)) {
             CP_ASYNC4(As, sr, sca, A, row * K + k);
         } else {
             // ptxas stores the zeros before it branches to the half-by-half path, predicated by
@@ -111,7 +111,7 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * 
     unsigned rb = threadIdx.x / (BN / 8), cb = threadIdx.x % (BN / 8) * 8;
     _Pragma("unroll") for (int pass = 0; pass < BK / kPassRowsB; pass++) {   // left rolled (the half-by-half branch), 4 cp.async in SASS, not 32: 231 TFLOP/s at 4096^3 on an H100, 302 unrolled
         int r = rb + pass * kPassRowsB, sr = s * BK + r, sc = swizzle_b(r, cb), k = k0 + r, col = col0 + cb;
-        if (k < K && col < N && N % 8 == 0) {
+        if (k < K && col < N && (kAligned || N % 8 == 0)) {
             CP_ASYNC4(Bs, sr, sc, B, k * N + col);
         } else {
             if (k < K && col < N) SKIP_STS(Bs); else STS8(Bs, sr, sc, zero);   // as A's: issued before the branch
@@ -126,10 +126,10 @@ __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __half *A, const __half *B, float *C, int M, int N, int K) {
-    extern __shared__ __align__(128) unsigned char smem[];   // the ring: STAGES tiles of A, then of B
-    auto &As = *reinterpret_cast<__half (*)[STAGES * BM][BK]>(smem);
-    auto &Bs = *reinterpret_cast<__half (*)[STAGES * BK][BN]>(smem + sizeof(As));
+template <bool kAligned> __device__ __forceinline__ void multiply(const __half *A, const __half *B, float *C, int M, int N, int K,
+                                                                  // the ring, the kernel's dynamic shared memory:
+                                                                  __half (&As)[STAGES * BM][BK],    // STAGES tiles of A
+                                                                  __half (&Bs)[STAGES * BK][BN]) {  // then of B
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     // The launch's block-th block (x fastest) takes tile (block % rows, block / rows) of its group
     // of kGroupRows block rows: the blocks resident together cover a few block columns, whose B
@@ -142,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __hal
 
     // Fill the ring but one slot: STAGES - 1 tiles in flight before the first multiply.
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < tiles) copy_tiles(As, Bs, A, B, M, N, K, row0, col0, s, s);
+        if (s < tiles) copy_tiles<kAligned>(As, Bs, A, B, M, N, K, row0, col0, s, s);
         CP_ASYNC_COMMIT();
     }
     // A lane's swizzled ldmatrix columns depend on its row only mod 8 (every slot, warp row and
@@ -157,7 +157,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __hal
         CP_ASYNC_WAIT(STAGES - 2);
         SYNC();
         int next = t + STAGES - 1;   // into the slot tile t - 1 used
-        if (next < tiles) copy_tiles(As, Bs, A, B, M, N, K, row0, col0, next, next % STAGES);
+        if (next < tiles) copy_tiles<kAligned>(As, Bs, A, B, M, N, K, row0, col0, next, next % STAGES);
         CP_ASYNC_COMMIT();           // every thread commits every time: group n is tile n
         int s = t % STAGES;
         for (int step = 0; step < BK / 16; step++) {
@@ -182,4 +182,17 @@ extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __hal
             store_pair(C, M, N, r, c, acc[i][j][0], acc[i][j][1]);
             store_pair(C, M, N, r + 8, c, acc[i][j][2], acc[i][j][3]);
         }
+}
+
+// kAligned: K and N multiples of 8, so every row of A and B starts on 16 bytes and each copy is one
+// cp.async: decided once per launch, so the aligned version carries no half-by-half code. A
+// function of its own, so the trace's line-numbered sites stay where they were. The ring is
+// declared here, not in the template: the CPU build's extern thread_local inside a function
+// template crashed the trace.
+extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __half *A, const __half *B, float *C, int M, int N, int K) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    auto &As = *reinterpret_cast<__half (*)[STAGES * BM][BK]>(smem);
+    auto &Bs = *reinterpret_cast<__half (*)[STAGES * BK][BN]>(smem + sizeof(As));
+    if (K % 8 == 0 && N % 8 == 0) multiply<true>(A, B, C, M, N, K, As, Bs);
+    else multiply<false>(A, B, C, M, N, K, As, Bs);
 }

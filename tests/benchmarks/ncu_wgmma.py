@@ -1,7 +1,7 @@
 """Nsight Compute's kernel durations for the wgmma rungs and cuBLAS FP16 (run on the device, with
 `ncu`): confirms the TFLOP/s that the engine's CUDA-event timing gives (tests/benchmarks/wgmma_beyond.py).
 
-    python3 tests/benchmarks/ncu_wgmma.py [--sizes 4096,8192] [--kernels a,b]
+    python3 tests/benchmarks/ncu_wgmma.py [--sizes 4096,8192] [--kernels a,b] [--regex R]
 
 runs, for each size, itself under
 
@@ -9,7 +9,8 @@ runs, for each size, itself under
         python3 tests/benchmarks/ncu_wgmma.py --launch SIZE --kernels ...
 
 (3 launches of each rung, 3 cuBLAS FP16 products) and prints each kernel's median duration and
-TFLOP/s. ncu's default clock control would lock the clocks at base: none keeps the boost the
+TFLOP/s. --regex names other rungs' kernels (the mma.sync rungs: "mma_|nvjet|sm90_xmma"). ncu's
+default clock control would lock the clocks at base: none keeps the boost the
 benchmarks ran at.
 """
 from __future__ import annotations
@@ -57,6 +58,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--kernels", default=RUNGS)
+    ap.add_argument("--regex", default=REGEX, help="the kernels ncu profiles: the rungs' names and cuBLAS's")
     ap.add_argument("--launch", type=int, help="(under ncu) launch the kernels at this size")
     args = ap.parse_args()
     if args.launch:
@@ -64,7 +66,7 @@ def main() -> int:
         return 0
     from tests.benchmarks.ncu_compare import ncu_path
     for n in (int(s) for s in args.sizes.split(",")):
-        cmd = [ncu_path(), "--clock-control", "none", "-k", f"regex:{REGEX}", "--metrics", "gpu__time_duration.sum",
+        cmd = [ncu_path(), "--clock-control", "none", "-k", f"regex:{args.regex}", "--metrics", "gpu__time_duration.sum",
                "--csv", sys.executable, __file__, "--launch", str(n), "--kernels", args.kernels]
         print(" ".join(cmd[1:]), flush=True)
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
