@@ -93,35 +93,33 @@ template <bool kAligned> __device__ void copy_tiles(__half (&As)[STAGES * BM][BK
     unsigned ra = threadIdx.x / (BK / 8), ca = threadIdx.x % (BK / 8) * 8, sca = swizzle_a(ra, ca);
     _Pragma("unroll") for (int pass = 0; pass < BM / kPassRowsA; pass++) {   // _Pragma: the trace numbers sites by line
         int r = ra + pass * kPassRowsA, sr = s * BM + r, row = row0 + r, k = k0 + ca;
-        if (row < M && k < K && (kAligned || K % 8 == 0)) {
-            CP_ASYNC4(As, sr, sca, A, row * K + k);
-        } else {
-            // ptxas stores the zeros before it branches to the half-by-half path, predicated by
-            // lane: every warp with a lane off the fast path issues this store (the SKIP says so).
-            if (row < M && k < K) SKIP_STS(As); else STS8(As, sr, sca, zero);
-            if (row < M && k < K) {   // rows not 16-byte aligned: half by half, zeros past K
-                uint4 v = zero;
+        bool inside = row < M && k < K, fast = inside && (kAligned || K % 8 == 0);
+        // ptxas puts the store of zeros first, predicated by lane, before anything branches: every
+        // warp issues it on every pass. Where the rows are aligned the cp.async has no branch around
+        // it either, and every warp issues it too (elsewhere only a warp with a lane on the fast path
+        // gets there). The SKIPs say so to the trace.
+        if (fast) CP_ASYNC4(As, sr, sca, A, row * K + k); else if (kAligned) SKIP_CP_ASYNC(As, A);
+        if (!inside) STS8(As, sr, sca, zero); else SKIP_STS(As);
+        if (inside && !fast) {   // rows not 16-byte aligned: half by half, zeros past K
+            uint4 v = zero;
 #pragma unroll
-                for (int e = 0; e < 8; e++)
-                    if (k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
-                STS8(As, sr, sca, v);
-            }
+            for (int e = 0; e < 8; e++)
+                if (k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
+            STS8(As, sr, sca, v);
         }
     }
     unsigned rb = threadIdx.x / (BN / 8), cb = threadIdx.x % (BN / 8) * 8;
     _Pragma("unroll") for (int pass = 0; pass < BK / kPassRowsB; pass++) {   // left rolled (the half-by-half branch), 4 cp.async in SASS, not 32: 231 TFLOP/s at 4096^3 on an H100, 302 unrolled
         int r = rb + pass * kPassRowsB, sr = s * BK + r, sc = swizzle_b(r, cb), k = k0 + r, col = col0 + cb;
-        if (k < K && col < N && (kAligned || N % 8 == 0)) {
-            CP_ASYNC4(Bs, sr, sc, B, k * N + col);
-        } else {
-            if (k < K && col < N) SKIP_STS(Bs); else STS8(Bs, sr, sc, zero);   // as A's: issued before the branch
-            if (k < K && col < N) {   // rows not 16-byte aligned: half by half, zeros past N
-                uint4 v = zero;
+        bool inside = k < K && col < N, fast = inside && (kAligned || N % 8 == 0);
+        if (fast) CP_ASYNC4(Bs, sr, sc, B, k * N + col); else if (kAligned) SKIP_CP_ASYNC(Bs, B);   // as A's
+        if (!inside) STS8(Bs, sr, sc, zero); else SKIP_STS(Bs);
+        if (inside && !fast) {   // rows not 16-byte aligned: half by half, zeros past N
+            uint4 v = zero;
 #pragma unroll
-                for (int e = 0; e < 8; e++)
-                    if (col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
-                STS8(Bs, sr, sc, v);
-            }
+            for (int e = 0; e < 8; e++)
+                if (col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
+            STS8(Bs, sr, sc, v);
         }
     }
 }
