@@ -69,7 +69,7 @@ EXPLAINED = [
     # Measured per instruction in the listing: B's eight passes at BK 64, seven `@P LDGSTS` and one
     # LDGSTS behind `@!P0 BRA` (P0 to P6 were taken); at 144x80x48, 8 LDGSTS (24 LDS) fewer on an H200.
     (("mma_pipelined",), (NCU_METRICS["shared", "load", "requests"],),
-     lambda m, n, k: m % 8 == 0 and n % 8 == 0 and k % 8 == 0 and k % 64 != 0,
+     lambda m, n, k: n % 8 == 0 and k % 8 == 0 and k % 64 != 0,   # the aligned version; a last tile past K
      "Where the rows are aligned, ptxas predicates B's cp.async by lane on every pass of the copy but the "
      "last, which it branches around (its seven predicate registers were taken): a warp whose lanes are all "
      "past K in the last tile skips that one and the three never-executing `@!PT LDS` beside it. The trace "
