@@ -7,8 +7,8 @@
 // publishes tile t and frees the slot that tile t + STAGES - 1 is copied into. A ring deep and wide
 // enough to hide the latency is more than the 48 KB a block may declare statically, so it lives in
 // dynamic shared memory, sized at launch. Swizzle and multiply are mma_swizzled's, for K tiles of
-// BK = 32 or 64 halves. Sizes: any M, N and K (edges as mma_ldmatrix's: where rows are not
-// 16-byte aligned, half-by-half loads stored in place of cp.async); BN at least 64.
+// BK = 32 or 64 halves. Sizes: any M, N and K; BN at least 64. Edges: a zero-filling cp.async where
+// K and N are multiples of 8 (see kAligned below), elsewhere half-by-half copies, as in mma_ldmatrix.
 // Once the copies overlap the multiply, what is left around the 64 HMMA of a tile is integer work:
 // the copy loops have a count fixed at compile time and one column per thread, and each lane's
 // swizzled ldmatrix columns are worked out once (cuobjdump, 128 x 128 tiles, 64 x 32 warp tiles:
@@ -93,32 +93,30 @@ template <bool kAligned> __device__ void copy_tiles(__half (&As)[STAGES * BM][BK
     unsigned ra = threadIdx.x / (BK / 8), ca = threadIdx.x % (BK / 8) * 8, sca = swizzle_a(ra, ca);
     _Pragma("unroll") for (int pass = 0; pass < BM / kPassRowsA; pass++) {   // _Pragma: the trace numbers sites by line
         int r = ra + pass * kPassRowsA, sr = s * BM + r, row = row0 + r, k = k0 + ca;
-        bool inside = row < M && k < K, fast = inside && (kAligned || K % 8 == 0);
-        // ptxas puts the store of zeros first, predicated by lane, before anything branches: every
-        // warp issues it on every pass. Where the rows are aligned the cp.async has no branch around
-        // it either, and every warp issues it too (elsewhere only a warp with a lane on the fast path
-        // gets there). The SKIPs say so to the trace.
-        if (fast) CP_ASYNC4(As, sr, sca, A, row * K + k); else if (kAligned) SKIP_CP_ASYNC(As, A);
-        if (!inside) STS8(As, sr, sca, zero); else SKIP_STS(As);
-        if (inside && !fast) {   // rows not 16-byte aligned: half by half, zeros past K
+        bool inside = row < M && k < K;
+        if (kAligned) {
+            // One cp.async for every lane, none predicated off: outside A it reads nothing and
+            // writes 16 zero bytes (zero fill), so there is no store of zeros and no branch.
+            CP_ASYNC4_ZFILL(inside, As, sr, sca, A, row * K + k);
+        } else {   // rows not 16-byte aligned: half by half, zeros past K and outside A
             uint4 v = zero;
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                if (k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
+                if (inside && k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
             STS8(As, sr, sca, v);
         }
     }
     unsigned rb = threadIdx.x / (BN / 8), cb = threadIdx.x % (BN / 8) * 8;
     _Pragma("unroll") for (int pass = 0; pass < BK / kPassRowsB; pass++) {   // left rolled (the half-by-half branch), 4 cp.async in SASS, not 32: 231 TFLOP/s at 4096^3 on an H100, 302 unrolled
         int r = rb + pass * kPassRowsB, sr = s * BK + r, sc = swizzle_b(r, cb), k = k0 + r, col = col0 + cb;
-        bool inside = k < K && col < N, fast = inside && (kAligned || N % 8 == 0);
-        if (fast) CP_ASYNC4(Bs, sr, sc, B, k * N + col); else if (kAligned) SKIP_CP_ASYNC(Bs, B);   // as A's
-        if (!inside) STS8(Bs, sr, sc, zero); else SKIP_STS(Bs);
-        if (inside && !fast) {   // rows not 16-byte aligned: half by half, zeros past N
+        bool inside = k < K && col < N;
+        if (kAligned) {
+            CP_ASYNC4_ZFILL(inside, Bs, sr, sc, B, k * N + col);   // as A's
+        } else {   // rows not 16-byte aligned: half by half, zeros past N and outside B
             uint4 v = zero;
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                if (col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
+                if (inside && col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
             STS8(Bs, sr, sc, v);
         }
     }
@@ -183,8 +181,12 @@ template <bool kAligned> __device__ __forceinline__ void multiply(const __half *
 }
 
 // kAligned: K and N multiples of 8, so every row of A and B starts on 16 bytes and each copy is one
-// cp.async: decided once per launch, so the aligned version carries no half-by-half code. A
-// function of its own, so the trace's line-numbered sites stay where they were. The ring is
+// zero-filling cp.async: decided once per launch, so the aligned version carries no half-by-half
+// code. A chunk outside A or B reads nothing and lands as zeros: the edges cost no store of zeros, no
+// predicate and no branch, and ptxas puts a tile's copies in one straight run (three never-executing
+// LDS before the run, not before each LDGSTS). Predicated copies, as before, had ptxas run out of
+// predicate registers and branch around one pass in eight. A function of its own, so the trace's
+// line-numbered sites stay where they were. The ring is
 // declared here, not in the template: the CPU build's extern thread_local inside a function
 // template crashed the trace.
 extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __half *A, const __half *B, float *C, int M, int N, int K) {

@@ -28,6 +28,14 @@
 //                                           instruction (float4: 128 bits, LDG.128 / STS.128)
 //   CP_ASYNC4(As, r, c, A, i)  CP_ASYNC4(As, i, A, j)
 //                                           cp.async: 16 bytes global -> shared, in flight until waited for
+//   CP_ASYNC4_ZFILL(in, As, r, c, A, i)  CP_ASYNC4_ZFILL(in, As, i, A, j)
+//                                           cp.async with PTX's zero fill: every lane takes part, none
+//                                           predicated off; where `in` it copies the 16 bytes, elsewhere
+//                                           it reads nothing (src-size 0) and writes 16 zero bytes. A
+//                                           lane's source is not read where `in` is false, so it may
+//                                           point outside A. Recorded: the write always, the read
+//                                           only where `in` (Nsight Compute counts no request or
+//                                           sector for a zero-filling lane; measured on an H100).
 //   CP_ASYNC_COMMIT()  CP_ASYNC_WAIT(n)  SYNC()
 //   LDMATRIX_X4(regs, As, r, c)  LDMATRIX_X4(regs, As, i)   (and X1, X2; regs: unsigned regs[4], [1], [2])
 //                                           ldmatrix: the warp loads 4 (1, 2) 8x8 matrices of 16-bit
@@ -158,6 +166,14 @@ template <int N, bool TRANS = false, typename T> TRACE_FN void trace_ldmatrix(un
     }
 }
 
+// cp.async.cg (LDGSTS.BYPASS.128, as __pipeline_memcpy_async), its source size a register: 16 bytes
+// where `copy`, else 0, which reads nothing and fills the 16 bytes with zeros. ptxas makes the size
+// the instruction's own predicate operand (LDGSTS ..., !P0): no branch, no lane off.
+TRACE_FN void trace_cp_async_zfill(void *dst, const void *src, bool copy) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"((unsigned int)__cvta_generic_to_shared(dst)), "l"(src), "r"(copy ? 16 : 0) : "memory");
+}
+
 // mma.sync m16n8k16, f16 inputs, f32 accumulate, in place: d += a b. A warp-wide instruction with
 // no memory access, so nothing to record; on the CPU a helper of cpu_shim.h does the arithmetic.
 TRACE_FN void trace_mma_16816(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
@@ -192,6 +208,7 @@ TRACE_FN void trace_mma_16816(float (&d)[4], const unsigned int (&a)[4], const u
 // WAIT(n) returns once at most n groups are still in flight (then SYNC() makes every thread's
 // copies visible to the block).
 #define CP_ASYNC4(...) __pipeline_memcpy_async(&TRACE_CP_DST(__VA_ARGS__), &TRACE_CP_SRC(__VA_ARGS__), 16)
+#define CP_ASYNC4_ZFILL(in, ...) trace_cp_async_zfill(&TRACE_CP_DST(__VA_ARGS__), &TRACE_CP_SRC(__VA_ARGS__), (in))
 #define CP_ASYNC_COMMIT() __pipeline_commit()
 #define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
 #define TRACE_LDMATRIX(N, regs, ...) trace_ldmatrix<N>(regs, &TRACE_LDS_ELEM(__VA_ARGS__))
@@ -380,6 +397,27 @@ TRACE_FN void trace_skip(unsigned int site) {
     if (trace_records) trace_ordinals[(unsigned long long)trace_slot() * (TRACE_SITE_COUNT + 1) + site]++;
 }
 
+// cp.async with zero fill, recorded: a copying lane as trace_copy_async; a zero-filling one records
+// only its shared write (its read site's count goes on, as a skip's: it reads nothing) and stores
+// 16 zero bytes. Nothing of the source is looked at, so it may lie outside its array.
+template <typename T, typename S>
+TRACE_FN void trace_copy_async_zfill(bool copy, T *dst, const char *dst_origin, const S *src, const char *src_origin,
+                                     unsigned int line, unsigned int dst_array, unsigned int src_array) {
+    if (copy) {
+        trace_copy_async(dst, dst_origin, src, src_origin, line, dst_array, src_array);
+        return;
+    }
+    trace_skip(TRACE_SITE_OF(line, src_array, 0));
+    long long d = trace_index(dst, dst_origin);
+    trace_record(d, line, dst_array, 1, TRACE_SITE_OF(line, dst_array, 1));
+    if (TRACE_OUT_OF_BOUNDS(dst_array, d, 16 / sizeof(T)) || TRACE_MISALIGNED(dst_array, dst, 16)) return;
+#ifdef MATMUL_CPU
+    memset(dst, 0, 16);
+#else
+    trace_cp_async_zfill(dst, src, false);
+#endif
+}
+
 TRACE_FN void trace_sync() {
     __syncthreads();
     trace_epochs[trace_slot()]++;
@@ -419,6 +457,10 @@ TRACE_FN void trace_commit() {
                                         &TRACE_CP_SRC(__VA_ARGS__), \
                                         trace_origin(TRACE_CP_SRC_ARRAY(__VA_ARGS__), TRACE_CP_SRC_ID(__VA_ARGS__)), \
                                         __LINE__, TRACE_ID_OF(__VA_ARGS__), TRACE_CP_SRC_ID(__VA_ARGS__))
+#define CP_ASYNC4_ZFILL(in, ...) trace_copy_async_zfill((in), &TRACE_CP_DST(__VA_ARGS__), TRACE_SHARED_ORIGIN(__VA_ARGS__), \
+                                                   &TRACE_CP_SRC(__VA_ARGS__), \
+                                                   trace_origin(TRACE_CP_SRC_ARRAY(__VA_ARGS__), TRACE_CP_SRC_ID(__VA_ARGS__)), \
+                                                   __LINE__, TRACE_ID_OF(__VA_ARGS__), TRACE_CP_SRC_ID(__VA_ARGS__))
 #define TRACE_CP_SRC_ID(...) TRACE_PICK5(__VA_ARGS__, TRACE_CP_I5, TRACE_CP_I4, _)(__VA_ARGS__)
 #define TRACE_CP_I4(dst, i, src, j) TRACE_ID_##src
 #define TRACE_CP_I5(dst, r, c, src, j) TRACE_ID_##src

@@ -79,3 +79,24 @@ def test_every_shared_access_ptxas_predicated_says_so_with_a_skip():
                         missing.append(f"{launch.file}:{line} {guarded.search(raw).group(1)}")
     assert seen, "no predicated shared access found: the listing was not read"
     assert missing == []
+
+
+def test_mma_pipelined_copies_zero_fill_with_no_predicate_and_one_run_per_tile():
+    """Its copies were cp.async predicated by lane, and ptxas, out of predicate registers, branched
+    around one pass in eight: warps wholly past K skipped it while the trace counted it (24 shared-load
+    instructions too many at 144x80x48 on both GPUs). Zero-filling copies take no predicate: no LDGSTS
+    is guarded, and a tile's sixteen form one straight run behind one set of three @!PT LDS."""
+    import re
+    import subprocess
+
+    from engine.kernels import registry
+    from engine.kernels.problem import make_problem
+    spec = registry.get("mma_pipelined")
+    params = registry.bind(spec, make_problem(144, 80, 48)).params
+    listing = subprocess.run([sass.nvdisasm(), str(build.build_cubin("mma_pipelined.cu", params, traced=False))],
+                             capture_output=True, text=True, check=True).stdout
+    copies = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?LDGSTS", listing)
+    assert copies and not any(copies), "an LDGSTS behind a lane predicate"
+    passes = params["BM"] // (params["BM"] // params["WM"] * params["BN"] // params["WN"] * 32 // (params["BK"] // 8))
+    passes += params["BK"] // (params["BM"] // params["WM"] * params["BN"] // params["WN"] * 32 // (params["BN"] // 8))
+    assert sass.memory_instructions("mma_pipelined.cu", params)["never_per_copy"]["LDS"] == pytest.approx(3 / passes)

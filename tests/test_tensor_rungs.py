@@ -143,3 +143,23 @@ def test_grouped_blocks_store_every_tile_of_c_once_and_right():
     tile_col = block % per_group // rows
     assert np.array_equal(c["row"] // 64, tile_row) and np.array_equal(c["col"] // 64, tile_col)
     assert set(zip(tile_row.tolist(), tile_col.tolist())) == {(y, x) for y in range(10) for x in range(2)}
+
+
+def test_a_zero_filling_copy_records_its_shared_write_and_no_read():
+    """CP_ASYNC4_ZFILL: a lane outside A or B writes 16 zero bytes and reads nothing (PTX's zero fill);
+    Nsight Compute counts no request or sector for it but counts the LDGSTS, even where every lane of
+    the warp zero-fills (measured on an H100). So at an edge the shared side has more records than
+    the global side, and the trace's LDGSTS count is every issue, all-zero-fill ones too."""
+    t = tracer.trace("mma_pipelined", make_problem(144, 80, 48), source="cpu")
+    rec = t.columns
+    sides = {}
+    for s, ts in enumerate(t.sites):
+        if ts.site.copy:
+            sides[ts.site.line, ts.site.space] = (int((rec["site"] == s).sum()), t.issued.get(s, 0), ts.site.zfill)
+    lines = {line for line, _ in sides}
+    assert lines and all(sides[line, "shared"][2] and sides[line, "global"][2] for line in lines)
+    assert all(sides[line, "shared"][0] > sides[line, "global"][0] for line in lines)   # the zero fills
+    summary = analysis.site_summary(t)
+    copies = summary[summary["copy"].astype(bool) & (summary["space"] == "shared")]
+    assert analysis.ncu_totals(summary)[analysis.NCU_COPY_METRICS["global", "load", "requests"]] == int(copies["requests"].sum())
+    assert int(copies["requests"].sum()) > int(summary[summary["copy"].astype(bool) & (summary["space"] == "global")]["requests"].sum())

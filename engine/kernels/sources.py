@@ -2,7 +2,7 @@
 must follow for its trace to be the truth (checked here, when a kernel is loaded).
 
 An access site is one use of an access macro (LDG, STG, LDS, STS and their vector forms, CP_ASYNC4,
-LDMATRIX_X1/X2/X4 and their .trans forms LDMATRIX_X1_T/X2_T/X4_T from cuda/trace.cuh) in the source.
+CP_ASYNC4_ZFILL, LDMATRIX_X1/X2/X4 and their .trans forms LDMATRIX_X1_T/X2_T/X4_T from cuda/trace.cuh) in the source.
 A trace record names its site by (source line, array, load/store), which the macro records; this
 module gives every site an id and the text of its line, for the pages to show.
 
@@ -34,6 +34,9 @@ _SITE_RE = re.compile(r"\b(LDG|STG|LDS|STS)([248]?)\(\s*(\w+)")
 # cp.async: CP_ASYNC4(dst, r, c, src, i) or CP_ASYNC4(dst, i, src, j) reads src (global) and writes
 # dst (shared), 16 bytes each.
 _COPY_RE = re.compile(r"\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
+# cp.async with zero fill: CP_ASYNC4_ZFILL(in, dst, r, c, src, i), the same copy behind a condition
+# without commas (where it is false the lane reads nothing and writes zeros).
+_ZFILL_RE = re.compile(r"\bCP_ASYNC4_ZFILL\(\s*[^,()]+,\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)\s*,")
 # ldmatrix: LDMATRIX_X4(regs, As, r, c) or LDMATRIX_X4(regs, As, i) reads 16-bit rows of a shared array;
 # LDMATRIX_X4_T (.trans) reads the same rows and hands each 8x8 matrix out transposed.
 _MATRIX = r"\bLDMATRIX_X([124])(_T)?\("
@@ -104,6 +107,8 @@ class Site:
     trans: bool = False  # ldmatrix .trans (LDMATRIX_X4_T, ...): each matrix handed out transposed. Only
                          # which lane receives which element changes, not the rows read: its records,
                          # wavefronts and bank conflicts are those of the plain ldmatrix
+    zfill: bool = False  # a copy whose lanes outside zero-fill (CP_ASYNC4_ZFILL): none is predicated off,
+                         # so the instruction runs for every warp that issues it, reading or not
 
 @dataclass(frozen=True)
 class KernelSource:
@@ -227,7 +232,7 @@ def load(file: str) -> KernelSource:
     sites = []
     for number, line in enumerate(_code_lines(text), start=1):
         shown = text.splitlines()[number - 1].strip()
-        for m in re.finditer(rf"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4\(|{_MATRIX}", line):
+        for m in re.finditer(rf"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4(?:_ZFILL)?\(|{_MATRIX}", line):
             rest = line[m.end():]
             if rest.count(")") - rest.count("(") < 1:   # records carry __LINE__: it must be this one
                 raise ValueError(f"{file}:{number}: write each access macro on one line, so its records' "
@@ -241,10 +246,13 @@ def load(file: str) -> KernelSource:
                 raise ValueError(f"{file}:{number}: {macro}{wide} of {a.element} moves {size} bytes; vector "
                                  "accesses move 4, 8 or 16 bytes")
             sites.append(Site(number, name, space, op, shown, width, bytes=size))
-        for dst, src in _COPY_RE.findall(line):
-            s, d = traced(number, src, "global"), traced(number, dst, "shared")
-            sites.append(Site(number, src, "global", "load", shown, COPY_BYTES // s.element_bytes, True, COPY_BYTES))
-            sites.append(Site(number, dst, "shared", "store", shown, COPY_BYTES // d.element_bytes, True, COPY_BYTES))
+        for zfill, found in ((False, _COPY_RE.findall(line)), (True, _ZFILL_RE.findall(line))):
+            for dst, src in found:
+                s, d = traced(number, src, "global"), traced(number, dst, "shared")
+                sites.append(Site(number, src, "global", "load", shown, COPY_BYTES // s.element_bytes, True, COPY_BYTES,
+                                  zfill=zfill))
+                sites.append(Site(number, dst, "shared", "store", shown, COPY_BYTES // d.element_bytes, True, COPY_BYTES,
+                                  zfill=zfill))
         for macro, name in _SKIP_RE.findall(line):   # a guard's other side: the same line's access of name
             if not any(site.line == number and site.array == name and (site.space, site.op) == _MACROS[macro]
                        and not site.copy for site in sites):
@@ -313,7 +321,8 @@ _NOT_CODE_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/
 # An access macro's array argument(s): what is left of a traced array's name once these are blanked
 # is a use the trace does not see.
 _MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|" + _SKIP_RE.pattern + "|" + _SKIP_COPY_RE.pattern
-                             + r"|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)|" + _MATRIX_RE.pattern)
+                             + r"|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)|"
+                             + r"\bCP_ASYNC4_ZFILL\(\s*[^,()]+,\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)|" + _MATRIX_RE.pattern)
 
 
 @lru_cache(maxsize=64)   # build.used_defines asks of a source on every build lookup

@@ -363,7 +363,8 @@ def site_summary(trace: Trace, inst: np.ndarray | None = None) -> pd.DataFrame:
         mine = inst[inst["site"] == s]
         n = len(mine)
         row = {"site": s, "kernel": ts.kernel, "line": ts.site.line, "array": ts.site.array,
-               "space": ts.site.space, "op": ts.site.op, "copy": ts.site.copy, "matrices": ts.site.matrices,
+               "space": ts.site.space, "op": ts.site.op, "copy": ts.site.copy, "zfill": ts.site.zfill,
+               "matrices": ts.site.matrices,
                "source": ts.site.text,
                # off: issues with every lane predicated off (SKIPs), which no record shows
                "requests": n, "off": max(0, trace.issued.get(s, n) - n), "accesses": int(mine["active"].sum())}
@@ -432,11 +433,14 @@ def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[
             # smsp__inst_executed counts what the warps issued, an instruction whose lanes were all
             # predicated off too; the l1tex and sass_inst counters count only what some lane did.
             issued = metrics is NCU_METRICS and space == "shared" and col == "requests" and "off" in columns
+            # A zero-filling cp.async has no lane off: where every lane zero-fills, no record shows it,
+            # yet sm__sass_inst_executed_op_ldgsts counts it (measured on an H100: 8 of 8 such copies).
+            zfilled = metrics is NCU_COPY_METRICS and col == "requests" and "off" in columns
             part = [r for r, take, m in zip(rows, chosen, ldsm) if take and r["space"] == space and r["op"] == op
                     and not (m and metric == NCU_METRICS["shared", "load", "requests"])]
             if metrics is not NCU_METRICS and not part:
                 continue   # no copies (ldmatrix): nothing to say (and nothing ncu_compare.py asks for)
-            out[metric] = int(sum(v + (r["off"] if issued else 0) for r in part
+            out[metric] = int(sum(v + (r["off"] if issued or (zfilled and r.get("zfill")) else 0) for r in part
                                   if (v := r[col]) is not None and v == v)) if col in columns else 0
     return out
 

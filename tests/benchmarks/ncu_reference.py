@@ -37,7 +37,16 @@ LADDER_SQUARES = [(s, s, s) for s in (128, 256, 512, 1024, 2048, 4096)]
 LADDER_ODD = [(200, 136, 100), (131, 67, 77), (257, 255, 129)]
 TENSOR = [(128, 128, 128), (256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096), (208, 144, 96), (144, 80, 48),
           (131, 67, 77), (200, 136, 100)]
+# The tensor rungs' parameter choices, one at a time away from the default (each page offers them),
+# at full tiles, partial tiles and an odd size.
+TENSOR_PARAM_SIZES = [(256, 256, 256), (208, 144, 96), (131, 67, 77)]
 REPEATS = 3
+
+
+def one_at_a_time(spec: registry.KernelSpec) -> list[dict]:
+    """The kernel's accepted parameter choices that differ from its default in exactly one parameter."""
+    default = spec.defaults
+    return [dict(c) for c in spec.combinations() if sum(dict(c)[k] != v for k, v in default.items()) == 1]
 
 
 def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, int]]]:
@@ -66,6 +75,8 @@ def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, 
             spec = registry.get(kernel)
             if spec.kind is registry.Kind.CUDA:
                 out += [(kernel, size, {}, spec.default_block) for size in TENSOR]
+                out += [(kernel, size, params, spec.default_block) for params in one_at_a_time(spec)
+                        for size in TENSOR_PARAM_SIZES]
     kept = []
     for kernel, size, params, block in out:   # what a kernel cannot take (its rules) is not asked for
         try:
