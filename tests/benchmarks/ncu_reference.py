@@ -2,7 +2,7 @@
 choices, several launches each: the reference the trace (read as compiled) is held to.
 
 Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...]
-Groups: naive, tiled, ladder, split, tensor (all by default). Each group is one ncu session over one target
+Groups: naive, tiled, ladder, ladder_params, split, tensor (all by default). Each group is one ncu session over one target
 process (this file with --target) that launches every case of the group REPEATS times, so a counter
 that varies from launch to launch (shared stores beside cp.async in flight) shows as several values.
 The result is what engine/metrics/ncu_reference.py reads: per case, per launch, per metric, the
@@ -37,8 +37,9 @@ LADDER_SQUARES = [(s, s, s) for s in (128, 256, 512, 1024, 2048, 4096)]
 LADDER_ODD = [(200, 136, 100), (131, 67, 77), (257, 255, 129)]
 TENSOR = [(128, 128, 128), (256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096), (208, 144, 96), (144, 80, 48),
           (131, 67, 77), (200, 136, 100)]
-# The tensor rungs' parameter choices, one at a time away from the default (each page offers them),
-# at full tiles, partial tiles and an odd size.
+# The rungs' parameter choices, one at a time away from the default (the Ladder page and the
+# settings of every page offer them), at full tiles, partial tiles and an odd size.
+PARAM_SIZES = [(256, 256, 256), (131, 67, 77)]
 TENSOR_PARAM_SIZES = [(256, 256, 256), (208, 144, 96), (131, 67, 77)]
 REPEATS = 3
 
@@ -67,6 +68,12 @@ def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, 
                 continue
             sizes = LADDER_SQUARES + LADDER_ODD + ([(64, 64, 64), *DEFAULTS[2:]] if "bank_conflicts" in spec.shows else [])
             out += [(kernel, size, {}, spec.default_block) for size in sizes]
+    elif group == "ladder_params":   # the Ladder page's parameter choices, one at a time, per FP32 rung
+        for kernel in registry.LADDER_RUNGS:
+            spec = registry.get(kernel)
+            if spec.kind is registry.Kind.CUDA and kernel not in registry.TENSOR_RUNGS:
+                out += [(kernel, size, params, spec.default_block) for params in one_at_a_time(spec)
+                        for size in PARAM_SIZES]
     elif group == "split":   # past the ladder: split_k and its padded form, every launch
         for kernel in ("split_k", "split_k_padded"):
             out += [(kernel, size, {}, registry.get(kernel).default_block) for size in LADDER_SQUARES[:3] + LADDER_ODD]
@@ -176,4 +183,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--target":
         target(sys.argv[2])
     else:
-        main(sys.argv[1], sys.argv[2:] or ["naive", "tiled", "ladder", "split", "tensor"])
+        main(sys.argv[1], sys.argv[2:] or ["naive", "tiled", "ladder", "ladder_params", "split", "tensor"])
