@@ -7,8 +7,8 @@
 // publishes tile t and frees the slot that tile t + STAGES - 1 is copied into. A ring deep and wide
 // enough to hide the latency is more than the 48 KB a block may declare statically, so it lives in
 // dynamic shared memory, sized at launch. Swizzle and multiply are mma_swizzled's, for K tiles of
-// BK = 32 or 64 halves. Sizes: any M, N and K; BN at least 64. Edges: a zero-filling cp.async where
-// K and N are multiples of 8 (see kAligned below), elsewhere half-by-half copies, as in mma_ldmatrix.
+// BK = 32 or 64 halves. Sizes: any M, N and K; BN at least 64. Edges: a zero-filling cp.async for a
+// matrix whose rows start on 16 bytes (see copy_tiles), elsewhere half-by-half copies, as in mma_ldmatrix.
 // Once the copies overlap the multiply, what is left around the 64 HMMA of a tile is integer work:
 // the copy loops have a count fixed at compile time and one column per thread, and each lane's
 // swizzled ldmatrix columns are worked out once (cuobjdump, 128 x 128 tiles, 64 x 32 warp tiles:
@@ -84,45 +84,53 @@ __device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c,
 // flight until waited for; chunks outside A or B are stored as zeros. Thread tid copies the chunk in
 // column tid % (BK / 8) of row tid / (BK / 8) of A's tile, then of the rows kPassRowsA, 2 kPassRowsA,
 // ... further down: the same column each pass, and (passes a multiple of 8 rows apart) the same swizzle.
-template <bool kAligned> __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * BK][BN], const __half *A,
+// Where a matrix's rows start on 16 bytes (K, or N, a multiple of 8) each chunk is one cp.async with
+// zero fill: every lane takes part, none predicated off; outside the matrix it reads nothing and
+// writes 16 zero bytes, so the edges cost no store of zeros, no predicate and no branch. The choice is
+// made once per matrix, outside its loop, so each loop unrolls into one straight run of copies.
+__device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * BK][BN], const __half *A,
                            const __half *B, int M, int N, int K, int row0, int col0, int kt, int s) {
     constexpr int kPassRowsA = kThreads / (BK / 8), kPassRowsB = kThreads / (BN / 8);
     static_assert(kPassRowsA % 8 == 0 && BM % kPassRowsA == 0 && BK % kPassRowsB == 0, "whole passes");
     const uint4 zero = make_uint4(0, 0, 0, 0);
     int k0 = kt * BK;
     unsigned ra = threadIdx.x / (BK / 8), ca = threadIdx.x % (BK / 8) * 8, sca = swizzle_a(ra, ca);
-    _Pragma("unroll") for (int pass = 0; pass < BM / kPassRowsA; pass++) {   // _Pragma: the trace numbers sites by line
-        int r = ra + pass * kPassRowsA, sr = s * BM + r, row = row0 + r, k = k0 + ca;
-        bool inside = row < M && k < K;
-        if (kAligned) {
-            // One cp.async for every lane, none predicated off: outside A it reads nothing and
-            // writes 16 zero bytes (zero fill), so there is no store of zeros and no branch.
-            CP_ASYNC4_ZFILL(inside, As, sr, sca, A, row * K + k);
-        } else {   // rows not 16-byte aligned: half by half, zeros past K and outside A
+    if (K % 8 == 0) {
+        _Pragma("unroll") for (int pass = 0; pass < BM / kPassRowsA; pass++) {   // _Pragma: the trace numbers sites by line
+            int r = ra + pass * kPassRowsA, row = row0 + r, k = k0 + ca;
+            bool inside = row < M && k < K;
+            CP_ASYNC4_ZFILL(inside, As, s * BM + r, sca, A, row * K + k);
+        }
+    } else {   // rows not 16-byte aligned: half by half, zeros past K and outside A
+        _Pragma("unroll") for (int pass = 0; pass < BM / kPassRowsA; pass++) {
+            int r = ra + pass * kPassRowsA, row = row0 + r, k = k0 + ca;
             uint4 v = zero;
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                if (inside && k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
-            STS8(As, sr, sca, v);
+                if (row < M && k + e < K) set_half(v, e, LDG(A, row * K + k + e)); else SKIP_LDG(A);
+            STS8(As, s * BM + r, sca, v);
         }
     }
     unsigned rb = threadIdx.x / (BN / 8), cb = threadIdx.x % (BN / 8) * 8;
-    _Pragma("unroll") for (int pass = 0; pass < BK / kPassRowsB; pass++) {   // left rolled (the half-by-half branch), 4 cp.async in SASS, not 32: 231 TFLOP/s at 4096^3 on an H100, 302 unrolled
-        int r = rb + pass * kPassRowsB, sr = s * BK + r, sc = swizzle_b(r, cb), k = k0 + r, col = col0 + cb;
-        bool inside = k < K && col < N;
-        if (kAligned) {
-            CP_ASYNC4_ZFILL(inside, Bs, sr, sc, B, k * N + col);   // as A's
-        } else {   // rows not 16-byte aligned: half by half, zeros past N and outside B
+    if (N % 8 == 0) {   // as A's
+        _Pragma("unroll") for (int pass = 0; pass < BK / kPassRowsB; pass++) {
+            int r = rb + pass * kPassRowsB, sc = swizzle_b(r, cb), k = k0 + r, col = col0 + cb;
+            bool inside = k < K && col < N;
+            CP_ASYNC4_ZFILL(inside, Bs, s * BK + r, sc, B, k * N + col);
+        }
+    } else {   // rows not 16-byte aligned: half by half, zeros past N and outside B
+        _Pragma("unroll") for (int pass = 0; pass < BK / kPassRowsB; pass++) {
+            int r = rb + pass * kPassRowsB, sc = swizzle_b(r, cb), k = k0 + r, col = col0 + cb;
             uint4 v = zero;
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                if (inside && col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
-            STS8(Bs, sr, sc, v);
+                if (k < K && col + e < N) set_half(v, e, LDG(B, k * N + col + e)); else SKIP_LDG(B);
+            STS8(Bs, s * BK + r, sc, v);
         }
     }
 }
 
-template <bool kAligned> __device__ __forceinline__ void multiply(const __half *A, const __half *B, float *C, int M, int N, int K,
+__device__ __forceinline__ void multiply(const __half *A, const __half *B, float *C, int M, int N, int K,
                                                                   // the ring, the kernel's dynamic shared memory:
                                                                   __half (&As)[STAGES * BM][BK],    // STAGES tiles of A
                                                                   __half (&Bs)[STAGES * BK][BN]) {  // then of B
@@ -138,7 +146,7 @@ template <bool kAligned> __device__ __forceinline__ void multiply(const __half *
 
     // Fill the ring but one slot: STAGES - 1 tiles in flight before the first multiply.
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < tiles) copy_tiles<kAligned>(As, Bs, A, B, M, N, K, row0, col0, s, s);
+        if (s < tiles) copy_tiles(As, Bs, A, B, M, N, K, row0, col0, s, s);
         CP_ASYNC_COMMIT();
     }
     // A lane's swizzled ldmatrix columns depend on its row only mod 8 (every slot, warp row and
@@ -153,7 +161,7 @@ template <bool kAligned> __device__ __forceinline__ void multiply(const __half *
         CP_ASYNC_WAIT(STAGES - 2);
         SYNC();
         int next = t + STAGES - 1;   // into the slot tile t - 1 used
-        if (next < tiles) copy_tiles<kAligned>(As, Bs, A, B, M, N, K, row0, col0, next, next % STAGES);
+        if (next < tiles) copy_tiles(As, Bs, A, B, M, N, K, row0, col0, next, next % STAGES);
         CP_ASYNC_COMMIT();           // every thread commits every time: group n is tile n
         int s = t % STAGES;
         for (int step = 0; step < BK / 16; step++) {
@@ -180,19 +188,11 @@ template <bool kAligned> __device__ __forceinline__ void multiply(const __half *
         }
 }
 
-// kAligned: K and N multiples of 8, so every row of A and B starts on 16 bytes and each copy is one
-// zero-filling cp.async: decided once per launch, so the aligned version carries no half-by-half
-// code. A chunk outside A or B reads nothing and lands as zeros: the edges cost no store of zeros, no
-// predicate and no branch, and ptxas puts a tile's copies in one straight run (three never-executing
-// LDS before the run, not before each LDGSTS). Predicated copies, as before, had ptxas run out of
-// predicate registers and branch around one pass in eight. A function of its own, so the trace's
-// line-numbered sites stay where they were. The ring is
-// declared here, not in the template: the CPU build's extern thread_local inside a function
+// The ring is declared here, in the kernel: the CPU build's extern thread_local inside a function
 // template crashed the trace.
 extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __half *A, const __half *B, float *C, int M, int N, int K) {
     extern __shared__ __align__(128) unsigned char smem[];
     auto &As = *reinterpret_cast<__half (*)[STAGES * BM][BK]>(smem);
     auto &Bs = *reinterpret_cast<__half (*)[STAGES * BK][BN]>(smem + sizeof(As));
-    if (K % 8 == 0 && N % 8 == 0) multiply<true>(A, B, C, M, N, K, As, Bs);
-    else multiply<false>(A, B, C, M, N, K, As, Bs);
+    multiply(A, B, C, M, N, K, As, Bs);
 }

@@ -81,22 +81,27 @@ def test_every_shared_access_ptxas_predicated_says_so_with_a_skip():
     assert missing == []
 
 
-def test_mma_pipelined_copies_zero_fill_with_no_predicate_and_one_run_per_tile():
+def test_mma_pipelined_copies_zero_fill_with_no_predicate_in_one_run_per_matrix():
     """Its copies were cp.async predicated by lane, and ptxas, out of predicate registers, branched
     around one pass in eight: warps wholly past K skipped it while the trace counted it (24 shared-load
     instructions too many at 144x80x48 on both GPUs). Zero-filling copies take no predicate: no LDGSTS
-    is guarded, and a tile's sixteen form one straight run behind one set of three @!PT LDS."""
+    is guarded, and each matrix's copies of a tile are one straight run behind one set of three
+    @!PT LDS, which the listing places on the copy's source line (3 per run of A's passes, 3 per run
+    of B's, whatever their lengths: the trace counts the issues of each line)."""
     import re
     import subprocess
 
-    from engine.kernels import registry
+    from engine.kernels import registry, sources
     from engine.kernels.problem import make_problem
     spec = registry.get("mma_pipelined")
-    params = registry.bind(spec, make_problem(144, 80, 48)).params
-    listing = subprocess.run([sass.nvdisasm(), str(build.build_cubin("mma_pipelined.cu", params, traced=False))],
-                             capture_output=True, text=True, check=True).stdout
-    copies = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?LDGSTS", listing)
-    assert copies and not any(copies), "an LDGSTS behind a lane predicate"
-    passes = params["BM"] // (params["BM"] // params["WM"] * params["BN"] // params["WN"] * 32 // (params["BK"] // 8))
-    passes += params["BK"] // (params["BM"] // params["WM"] * params["BN"] // params["WN"] * 32 // (params["BN"] // 8))
-    assert sass.memory_instructions("mma_pipelined.cu", params)["never_per_copy"]["LDS"] == pytest.approx(3 / passes)
+    for tiles in ({}, {"BM": 64}):   # 8 passes of A's tile and 8 of B's; 8 and 16
+        params = registry.bind(spec, make_problem(144, 80, 48, params=tiles)).params
+        listing = subprocess.run([sass.nvdisasm(), str(build.build_cubin("mma_pipelined.cu", params, traced=False))],
+                                 capture_output=True, text=True, check=True).stdout
+        copies = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?LDGSTS", listing)
+        assert copies and not any(copies), "an LDGSTS behind a lane predicate"
+        threads = params["BM"] // params["WM"] * params["BN"] // params["WN"] * 32
+        passes = {"A": params["BM"] // (threads // (params["BK"] // 8)), "B": params["BK"] // (threads // (params["BN"] // 8))}
+        lines = {s.array: s.line for s in sources.load("mma_pipelined.cu").sites if s.copy and s.space == "global"}
+        per_line = sass.memory_instructions("mma_pipelined.cu", params)["never_per_copy_line"]
+        assert {m: per_line[lines[m]]["LDS"] for m in passes} == {m: pytest.approx(3 / n) for m, n in passes.items()}

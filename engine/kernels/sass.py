@@ -21,12 +21,16 @@ from engine.errors import EngineError
 from engine.kernels import build, cache, sources
 
 _OP_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)")
-# An instruction under the always-false predicate: ptxas emits `@!PT LDS RZ, [RZ]` beside every
-# LDGSTS on sm_90. It reads nothing, but the warp issues it, and Nsight Compute counts it among the
-# executed shared loads.
+# An instruction under the always-false predicate: ptxas emits three `@!PT LDS RZ, [RZ]` before each
+# straight run of LDGSTS on sm_90 (before every one where each sits in its own branch, once before a
+# run of unrolled copies). It reads nothing, but the warp issues it, and Nsight Compute counts it among
+# the executed shared loads.
 _NEVER_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+@!PT\s+([A-Z][A-Z0-9_.]+)")
 _LINE_RE = re.compile(r'line (\d+)')
+# Every (file, line) of a location and the calls it was inlined into, innermost first (nvdisasm -gi).
+_FRAME_RE = re.compile(r'"([^"]+)", line (\d+)')
 MEMORY_PREFIXES = ("LDG", "STG", "LDS", "STS", "LD.", "ST.")
+LISTING_VERSION = 2   # of what a saved listing holds: one written by an earlier version is listed again
 
 
 def nvdisasm() -> str | None:
@@ -62,7 +66,13 @@ def _saved_listing(saved) -> dict | None:
         never = info.get("never_per_copy")
         if not (isinstance(never, dict) and all(isinstance(c, (int, float)) for c in never.values())):
             return None    # written before the listing counted them: listed again
-        return {**info, "by_line": by_line}
+        per_line = info.get("never_per_copy_line")
+        if info.get("version") != LISTING_VERSION or not isinstance(per_line, dict):
+            return None    # written by an earlier reading of listings (before copies were placed by line)
+        per_line = {int(k): v for k, v in per_line.items()}
+        if not all(isinstance(v, dict) and all(isinstance(c, (int, float)) for c in v.values()) for v in per_line.values()):
+            return None
+        return {**info, "by_line": by_line, "never_per_copy_line": per_line}
     except (ValueError, OSError, AttributeError, TypeError, RecursionError):
         return None
 
@@ -86,7 +96,8 @@ def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
         if info is not None:
             return info
     try:
-        done = subprocess.run([tool, "--print-line-info", str(cubin)], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([tool, "--print-line-info-inline", str(cubin)], capture_output=True, text=True,
+                              timeout=60)
     except subprocess.TimeoutExpired:
         return unavailable(f"SASS listing unavailable: nvdisasm took longer than 60 s on {cubin.name}")
     except OSError as exc:
@@ -116,20 +127,40 @@ def _memory_instructions(text: str, source: Path | None = None, written_wide: fr
     accesses the source itself writes 128 bits wide, which nvcc did not merge."""
     by_line: dict[int, Counter] = {}
     never, copies = Counter(), 0
-    line = 0
+    # The never-executing instructions before each run of copies, placed on the source line of the
+    # run's first LDGSTS (the kernel's own line of it: cp.async itself is inlined from a header).
+    pending, never_at, copies_at, placed = Counter(), {}, Counter(), True
+    line, copy_line, framed = 0, None, False
     for raw in text.splitlines():
         if "LDGSTS" in raw and _OP_RE.search(raw):
             copies += 1
+            if copy_line is None:
+                placed = False
+            else:
+                copies_at[copy_line] += 1
+                for op, n in pending.items():
+                    never_at.setdefault(copy_line, Counter())[op] += n
+            pending = Counter()
         off = _NEVER_RE.search(raw)
         if off:
             never[off.group(1)] += 1
+            pending[off.group(1)] += 1
             continue        # never part of a source line's accesses
         m = _LINE_RE.search(raw) if "//## File" in raw else None
         if m:
-            quoted = raw.split('"')
-            here = source is None or len(quoted) < 3 or Path(quoted[1]).name == source.name
-            line = int(m.group(1)) if here else None
+            # A location is a group of these lines, innermost first, one per call it was inlined into:
+            # the first gives the instruction's own line (kept only in the kernel's file); the first
+            # in the kernel's file gives a copy's line.
+            frames = _FRAME_RE.findall(raw)
+            ours = bool(frames) and (source is None or Path(frames[0][0]).name == source.name)
+            if not framed:
+                line = int(m.group(1)) if ours or not frames else None
+                copy_line = None
+            if copy_line is None and ours:
+                copy_line = int(frames[0][1])
+            framed = True
             continue
+        framed = False
         op = _OP_RE.search(raw)
         if line is not None and op and op.group(1).startswith(MEMORY_PREFIXES):
             by_line.setdefault(line, Counter())[op.group(1)] += 1
@@ -142,5 +173,10 @@ def _memory_instructions(text: str, source: Path | None = None, written_wide: fr
     # Counted in every file (cp.async's header holds them): how many never-executing instructions of
     # each kind ptxas put beside each copy. Only copies bring them here; elsewhere it is not modelled.
     per_copy = {op: n / copies for op, n in never.items()} if copies else {}
+    # By the source line of the copy: ptxas places them per run, and a kernel whose versions run its
+    # copies in runs of different lengths has one ratio per line, not one for the whole kernel. Left
+    # empty where a copy could not be placed on a line of the kernel.
+    per_line = {ln: {op: n / copies_at[ln] for op, n in never_at.get(ln, Counter()).items()}
+                for ln in sorted(copies_at)} if placed else {}
     return {"available": True, "by_line": {k: dict(v) for k, v in sorted(by_line.items())}, "note": note,
-            "never_per_copy": per_copy}
+            "never_per_copy": per_copy, "never_per_copy_line": per_line, "version": LISTING_VERSION}

@@ -633,15 +633,21 @@ def hardware_totals(trace: Trace, hw: pd.DataFrame, notes: list[str], sass_info:
     listings = {**(earlier or {}), trace.launches[-1].kernel: sass_info}
     for kernel, info in listings.items():
         never = info.get("never_per_copy", {}) if info.get("available") else {}
-        # Beside every LDGSTS a warp issues, its lanes all predicated off or not.
+        by_line = info.get("never_per_copy_line", {}) if info.get("available") else {}
+        # Before every run of LDGSTS a warp issues, its lanes all predicated off or not: per copy of
+        # the run's source line where the listing places them so, else per copy of the kernel.
         copying = hw[(hw["kernel"] == kernel) & hw["copy"].astype(bool) & (hw["space"] == "global")]
-        copies = int(copying["requests"].sum() + (copying["off"].sum() if "off" in hw.columns else 0))
-        if copies and never.get("LDS"):
-            extra = round(never["LDS"] * copies)
+        issued = copying["requests"] + (copying["off"] if "off" in hw.columns else 0)
+        copies = int(issued.sum())
+        if by_line and set(copying["line"]) <= set(by_line):
+            extra = round(sum(n * by_line[ln].get("LDS", 0) for ln, n in zip(copying["line"], issued)))
+        else:
+            extra = round(never.get("LDS", 0) * copies)
+        if copies and extra:
             totals[kernel][NCU_METRICS["shared", "load", "requests"]] += extra
-            notes.append(f"{kernel}: ptxas put {never['LDS']:g} never-executing loads (@!PT LDS) beside each of the "
-                         f"{copies:,} LDGSTS: the warps issue them, so Nsight Compute counts {extra:,} more shared-load "
-                         "instructions")
+            notes.append(f"{kernel}: ptxas put never-executing loads (@!PT LDS) before its runs of LDGSTS, "
+                         f"{extra / copies:.3g} per copy here: the warps issue them, so Nsight Compute counts "
+                         f"{extra:,} more shared-load instructions")
     return totals, notes
 
 

@@ -133,7 +133,9 @@ def listing(file: Path, params: dict[str, int], limits: Limits | None = None) ->
     try:
         by_line = {int(k): {str(op): int(n) for op, n in v.items()} for k, v in info["by_line"].items()}
         return {**info, "available": bool(info["available"]), "note": str(info["note"]), "by_line": by_line,
-                "never_per_copy": {str(k): float(v) for k, v in dict(info.get("never_per_copy") or {}).items()}}
+                "never_per_copy": {str(k): float(v) for k, v in dict(info.get("never_per_copy") or {}).items()},
+                "never_per_copy_line": {int(ln): {str(k): float(v) for k, v in dict(ops).items()}
+                                        for ln, ops in dict(info.get("never_per_copy_line") or {}).items()}}
     except (KeyError, ValueError, TypeError, AttributeError):
         raise EngineError("the sandbox's SASS listing is not readable") from None
 
