@@ -237,7 +237,7 @@ def test_a_live_run_times_the_rungs_and_cublas_fp16_at_4096_and_says_live(monkey
 
 def test_the_hierarchy_says_which_rungs_tiles_a_recorded_sweep_chose():
     """Only the swept rungs' tiles are a sweep's winners; the others were chosen by hand, and say so."""
-    assert [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)] == ["wmma_block", "mma_pipelined", "wgmma_tma",
+    assert [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)] == ["wmma_block", "mma_pipelined", "mma_tma", "wgmma_tma",
                                                                           "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"]
     assert "chosen by hand: this rung was not swept" in _texts(open_page(PAGE, {"rung": "mma_swizzled"}))
     assert "the winners of a recorded 4096³ sweep" in _texts(open_page(PAGE, {"rung": "mma_pipelined"}))
