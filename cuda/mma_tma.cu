@@ -94,45 +94,18 @@ extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kTh
     int ktiles = (K + kBK - 1) / kBK;
     int rows = (M + BM * CLUSTER - 1) / (BM * CLUSTER), cols = (N + BN - 1) / BN;
     int tiles = rows * cols, cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
-    if (threadIdx.x == 0) {
-        // A slot is free once every consumer warp of every block it is copied into is done with it.
-        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], kWarps * CLUSTER);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    if (CLUSTER > 1) cluster_sync();
-    else __syncthreads();
+    init_ring(full, empty, kWarps);   // each consumer warp hands a slot back on its own
 
-    if (wg == 0) {   // the producer, as wgmma_persistent_gemm's
+    if (wg == 0) {   // the producer, wgmma_persistent.cuh's
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (tid == 0) {
-            int it = 0;
-            for (int i = cluster; i < tiles; i += clusters) {
-                int row, col;
-                grouped_tile(i, rows, cols, row, col);
-                int row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
-                for (int t = 0; t < ktiles; t++, it++) {
-                    int s = it % STAGES;
-                    if (it >= STAGES) bar_wait(&empty[s], (it / STAGES - 1) & 1);
-                    unsigned char *slot = ring + s * kStageBytes;
-                    bar_expect_bytes(&full[s], kStageBytes);
-                    tma_load(slot, &A_map, t * kBK, row0, &full[s]);
-                    constexpr int kMine = BN / 64 / CLUSTER;
-                    for (int j = rank * kMine; j < (rank + 1) * kMine; j++) {
-                        if (CLUSTER == 1) tma_load(slot + kABytes + j * kBBoxBytes, &B_map, col0 + 64 * j, t * kBK, &full[s]);
-                        else tma_load_multicast(slot + kABytes + j * kBBoxBytes, &B_map, col0 + 64 * j, t * kBK, &full[s],
-                                                (1 << CLUSTER) - 1);
-                    }
-                }
-            }
-        }
+        if (tid == 0) produce(&A_map, &B_map, ring, full, empty, rank, cluster, clusters, rows, cols, ktiles);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         int c = wg - 1, w = tid / 32, lane = tid % 32;   // rows 64 c .., columns 64 w .. (B's box w)
         int it = 0;
         for (int i = cluster; i < tiles; i += clusters) {
-            int row, col;
-            grouped_tile(i, rows, cols, row, col);
-            int row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+            int row0, col0;
+            tile_origin(i, rows, cols, rank, row0, col0);
             float d[4][8][4];
 #pragma unroll
             for (int x = 0; x < 4; x++)
