@@ -1,10 +1,11 @@
 // mma_tma.cu: mma.sync.m16n8k16 fed as the wgmma rungs are fed: TMA, a ring of mbarriers, 128 x 256 tiles.
 // Fixes, relative to mma_pipelined (128 x 128 block tiles copied by cp.async, one barrier per k-tile):
 //   - bytes: a 128 x 128 tile reads 16 KB from L2 per 32-wide k step, about 6 TB/s out of L2 at
-//     mma_pipelined's 398 TFLOP/s on an H100, which is about all L2 gives; mma.sync itself runs at
-//     650 TFLOP/s there (tests/benchmarks/mma_peak.py). Here a block's tile is 128 x 256: a third
-//     fewer bytes per product (and with CLUSTER 2, two blocks one above the other share B's tile by
-//     TMA multicast, as wgmma_cluster);
+//     mma_pipelined's 398 TFLOP/s on an H100, where mma.sync itself runs at 650 TFLOP/s
+//     (tests/benchmarks/mma_peak.py): more speed from the same tiles would need more bytes a second.
+//     Here a block's tile is 128 x 256: a quarter fewer bytes per product (and with CLUSTER 2, two
+//     blocks one above the other share B's tile by TMA multicast, as wgmma_cluster; on an H100 that
+//     ran slower, 478.6 TFLOP/s at 4096^3 against 494.7 for single blocks);
 //   - copies: one thread of a producer warpgroup asks the copy engine for each k-tile (TMA, 128-byte
 //     swizzle) into a ring of STAGES slots, instead of every thread issuing cp.async between its
 //     multiplies;
