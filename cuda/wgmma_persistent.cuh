@@ -60,6 +60,50 @@ __device__ __forceinline__ void grouped_tile(int i, int rows, int cols, int &row
     col = (i % per_group) / height;
 }
 
+// The first row and column of C in the cluster's `i`-th tile that this block (`rank`) computes.
+__device__ __forceinline__ void tile_origin(int i, int rows, int cols, int rank, int &row0, int &col0) {
+    int row, col;
+    grouped_tile(i, rows, cols, row, col);
+    row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+}
+
+// The ring's mbarriers, made by thread 0 before any copy: a slot is full when its bytes have come
+// in, and free (empty) once `arrivals` consumers of every block it is copied into are done with it.
+__device__ __forceinline__ void init_ring(uint64_t *full, uint64_t *empty, int arrivals) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], arrivals * CLUSTER);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    if (CLUSTER > 1) cluster_sync();   // the other block's mbarriers exist before anything lands there
+    else __syncthreads();
+}
+
+// The producer's one thread: every k-tile of every tile the cluster owns (its `cluster`-th, then
+// every `clusters`-th), into the ring of STAGES slots at `ring`. The ring runs on across tiles, so
+// the next tile's first k-tiles are copied while the consumers finish (and store) this one.
+__device__ __forceinline__ void produce(const CUtensorMap *A_map, const CUtensorMap *B_map, unsigned char *ring,
+                                        uint64_t *full, uint64_t *empty, int rank, int cluster, int clusters,
+                                        int rows, int cols, int ktiles) {
+    int it = 0;   // k-tiles asked for so far
+    for (int i = cluster; i < rows * cols; i += clusters) {
+        int row0, col0;
+        tile_origin(i, rows, cols, rank, row0, col0);
+        for (int t = 0; t < ktiles; t++, it++) {
+            int s = it % STAGES;
+            if (it >= STAGES) bar_wait(&empty[s], (it / STAGES - 1) & 1);   // its last k-tile is used
+            unsigned char *slot = ring + s * kStageBytes;
+            bar_expect_bytes(&full[s], kStageBytes);   // A here, and all of B, half from the other block
+            tma_load(slot, A_map, t * kBK, row0, &full[s]);
+            constexpr int kMine = BN / 64 / CLUSTER;   // B boxes this block copies
+            for (int j = rank * kMine; j < (rank + 1) * kMine; j++) {
+                if (CLUSTER == 1) tma_load(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s]);
+                else tma_load_multicast(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s],
+                                        (1 << CLUSTER) - 1);
+            }
+        }
+    }
+}
+
 // TMA_STORE's pieces (PTX ISA: cp.async.bulk.tensor from shared to global, bulk async-groups):
 // the box at (x, y) of the tensor map, from shared memory at src; a group of them; waiting until
 // at most `n` groups still read shared memory.
@@ -89,46 +133,19 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
     // Cluster tiles: CLUSTER tiles one above the other.
     int rows = (M + BM * CLUSTER - 1) / (BM * CLUSTER), cols = (N + BN - 1) / BN;
     int tiles = rows * cols, cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
-    if (threadIdx.x == 0) {
-        // A slot is free once every consumer warpgroup of every block it is copied into is done.
-        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], kConsumers * CLUSTER);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    if (CLUSTER > 1) cluster_sync();   // the other block's mbarriers exist before anything lands there
-    else __syncthreads();
+    init_ring(full, empty, kConsumers);   // each consumer warpgroup hands a slot back once
 
     if (wg == 0) {   // the producer: one thread asks for every k-tile of every tile, across tiles
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (tid == 0) {
-            int it = 0;   // k-tiles asked for so far: the ring runs on across tiles
-            for (int i = cluster; i < tiles; i += clusters) {
-                int row, col;
-                grouped_tile(i, rows, cols, row, col);
-                int row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
-                for (int t = 0; t < ktiles; t++, it++) {
-                    int s = it % STAGES;
-                    if (it >= STAGES) bar_wait(&empty[s], (it / STAGES - 1) & 1);   // its last k-tile is used
-                    unsigned char *slot = ring + s * kStageBytes;
-                    bar_expect_bytes(&full[s], kStageBytes);   // A here, and all of B, half from the other block
-                    tma_load(slot, A_map, t * kBK, row0, &full[s]);
-                    constexpr int kMine = BN / 64 / CLUSTER;   // B boxes this block copies
-                    for (int j = rank * kMine; j < (rank + 1) * kMine; j++) {
-                        if (CLUSTER == 1) tma_load(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s]);
-                        else tma_load_multicast(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s],
-                                                (1 << CLUSTER) - 1);
-                    }
-                }
-            }
-        }
+        if (tid == 0) produce(A_map, B_map, ring, full, empty, rank, cluster, clusters, rows, cols, ktiles);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         int c = wg - 1;   // this consumer's rows: 64 c .. 64 c + 63 of the tile
         int w = tid / 32, lane = tid % 32;
         int it = 0;
         for (int i = cluster; i < tiles; i += clusters) {
-            int row, col;
-            grouped_tile(i, rows, cols, row, col);
-            int row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+            int row0, col0;
+            tile_origin(i, rows, cols, rank, row0, col0);
             float d[kAccs];
             for (int j = 0; j < kAccs; j++) d[j] = 0.0f;
             for (int t = 0; t < ktiles; t++, it++) {

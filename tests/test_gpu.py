@@ -90,10 +90,10 @@ def test_split_k_gives_the_same_bits_on_every_run():
     assert len(errors) == 1, errors
 
 
-TENSOR_ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "wgmma_tma", "wgmma_padded",
-                   "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
+TENSOR_ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "mma_tma", "wgmma_tma",
+                   "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
 # The rungs whose TMA copies read A and B as they are: rows of 16-byte multiples only.
-TMA_ROWS = ("wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
+TMA_ROWS = ("mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
 
 
 @pytest.mark.parametrize("kernel", TENSOR_ANY_SIZE)
@@ -112,6 +112,17 @@ def test_tensor_rungs_match_float64_numpy_at_any_size(kernel, size):
         return
     out = _bench(kernel, p)
     assert out["correct"] and out["rel_error"] < spec.tolerance, out
+
+
+@pytest.mark.parametrize("params", [{"CLUSTER": 2, "SMS": 128, "STAGES": 3}, {"CLUSTER": 2, "SMS": 132, "GROUP": 8}],
+                         ids=["cluster2-128", "cluster2-132"])
+@pytest.mark.parametrize("size", [(300, 2056, 72), (4095, 4104, 520), (128, 256, 8)], ids=lambda s: "x".join(map(str, s)))
+def test_mma_tma_in_clusters_of_2_matches_float64(params, size):
+    """mma_tma's other launch: two blocks share B's tile by multicast, each warp hands every slot back
+    to both; an odd number of tile rows leaves the second block of the last cluster below C, and
+    4095 x 4104 x 520 gives each cluster more tiles than one."""
+    out = _bench("mma_tma", make_problem(*size, params=params))
+    assert out["correct"] and out["rel_error"] < registry.get("mma_tma").tolerance, out
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

@@ -237,7 +237,7 @@ def test_a_live_run_times_the_rungs_and_cublas_fp16_at_4096_and_says_live(monkey
 
 def test_the_hierarchy_says_which_rungs_tiles_a_recorded_sweep_chose():
     """Only the swept rungs' tiles are a sweep's winners; the others were chosen by hand, and say so."""
-    assert [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)] == ["wmma_block", "mma_pipelined", "wgmma_tma",
+    assert [r for r in registry.TENSOR_RUNGS if tensor_tiles.swept(r)] == ["wmma_block", "mma_pipelined", "mma_tma", "wgmma_tma",
                                                                           "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"]
     assert "chosen by hand: this rung was not swept" in _texts(open_page(PAGE, {"rung": "mma_swizzled"}))
     assert "the winners of a recorded 4096³ sweep" in _texts(open_page(PAGE, {"rung": "mma_pipelined"}))
@@ -299,7 +299,29 @@ def test_the_recorded_run_of_the_persistent_wgmma_rungs_draws_them_against_cubla
     for rung in ("wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"):
         assert abs(bars[rung] - tflops[rung]) < 1e-6 * tflops[rung], rung
         assert text[rung].endswith(f"<br>{100 * tflops[rung] / tflops['cublas_gemm_fp16']:.0f}%"), rung
-    assert "This run did not time" not in _texts(at)
+    # The run predates mma_tma, and says so; it timed every other rung.
+    assert "This run did not time mma_tma at 4,096³." in _texts(at)
+
+
+def test_the_recorded_run_of_mma_tma_draws_it_beside_mma_pipelined_and_cublas_fp16():
+    """The H100 run recorded with mma_tma (2026-11-26): its bar at 4,096³ and 8,192³ from the file, with
+    its share of cuBLAS FP16, and every rung timed."""
+    name = "h100-mma-tma-2026-11-26.json"
+    doc = json.loads((benchmark.RECORDED / name).read_text())
+    for n in (4096, 8192):
+        tflops = {r["kernel"]: 2 * n**3 / (r["median_ms"] * 1e-3) / 1e12 for r in doc["results"]
+                  if r["m"] == r["n"] == r["k"] == n and r["status"] == "ok"}
+        at = open_page(PAGE, {"run": name, "timed": n})
+        assert not at.exception, [e.value for e in at.exception]
+        fig = next(f for f in _figures(at) if "TFLOP/s at" in f["layout"].get("title", {}).get("text", ""))
+        assert fig["layout"]["title"]["text"].startswith(f"TFLOP/s at {n:,}³ · recorded NVIDIA H100")
+        bars = dict(zip(fig["data"][0]["x"], fig["data"][0]["y"]))
+        text = dict(zip(fig["data"][0]["x"], fig["data"][0]["text"]))
+        for rung in ("mma_pipelined", "mma_tma"):
+            assert abs(bars[rung] - tflops[rung]) < 1e-6 * tflops[rung], rung
+            assert text[rung].endswith(f"<br>{100 * tflops[rung] / tflops['cublas_gemm_fp16']:.0f}%"), rung
+        assert tflops["mma_tma"] > 1.25 * tflops["mma_pipelined"]
+        assert "This run did not time" not in _texts(at)
 
 
 def test_presenter_mode_builds_none_of_the_pages_figures_again(monkeypatch):

@@ -63,7 +63,7 @@ def test_the_rungs_that_copy_through_shared_memory_take_any_size(kernel, size):
     registry.bind(registry.get(kernel), make_problem(*size))
 
 
-@pytest.mark.parametrize("kernel", ["wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"])
+@pytest.mark.parametrize("kernel", ["mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"])
 def test_wgmma_tma_takes_any_m_and_refuses_rows_tma_cannot_copy(kernel):
     spec = registry.get(kernel)
     registry.bind(spec, make_problem(4095, 4104, 520))
@@ -87,6 +87,23 @@ def test_the_persistent_wgmma_rungs_launch_one_block_per_sm_at_most(size):
         spec = registry.get(kernel)
         p = registry.bind(spec, make_problem(m, n, k))
         assert spec.launches[-1].grid(p) == (blocks, 1) and spec.launches[-1].block(p) == (384, 1)
+
+
+@pytest.mark.parametrize("size", [(4096, 4096, 4096), (8192, 8192, 8192), (300, 2056, 72), (128, 256, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_mma_tma_launches_one_block_per_sm_at_most_in_whole_clusters(size):
+    """mma_tma: by default (CLUSTER 1, SMS 128, its sweep's winner at 4,096^3 and 8,192^3 on an H100)
+    a block per tile up to 128 (4 tiles each at 4,096^3); SMS 132 takes every SM of an H100 or H200;
+    with CLUSTER 2, as wgmma_cluster, a cluster per pair of tiles one above the other, up to SMS / 2."""
+    m, n, k = size
+    tiles, pairs = -(-m // 128) * -(-n // 256), -(-m // 256) * -(-n // 256)
+    spec = registry.get("mma_tma")
+    for params, blocks in (({}, min(tiles, 128)), ({"SMS": 132}, min(tiles, 132)), ({"CLUSTER": 2, "SMS": 128}, 2 * min(pairs, 64)),
+                           ({"CLUSTER": 2, "SMS": 132}, 2 * min(pairs, 66))):
+        p = registry.bind(spec, make_problem(m, n, k, params=params))
+        assert spec.launches[-1].grid(p) == (blocks, 1) and spec.launches[-1].block(p) == (384, 1)
+        # The ring of STAGES slots (128 x 64 of A, 64 x 256 of B: 48 KB each), its mbarriers, 1 KB to align.
+        assert spec.launches[-1].shared_bytes(p) == p.params["STAGES"] * (48 * 1024 + 16) + 1024
 
 
 @pytest.mark.parametrize("kernel", ["mma_ldmatrix", "mma_swizzled", "mma_pipelined"])

@@ -102,6 +102,7 @@ FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 # the persistent wgmma rungs': h200-2026-11-26-wgmma-*). mma_pipelined's default stays: in its sweep
 # since the aligned copies were specialised (h200-2026-11-26-tensor-mma-4096) it is within 3% of the
 # winner (BK 32 for 64), and a new default would change the golden traces of the cases run at it.
+# mma_tma's: the winner of its sweep on an H100 at 4096^3 and 8192^3 alike (h100-2026-11-26-mma-tma-*).
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
 # The K step of mma_ldmatrix's and mma_swizzled's shared tiles (kBK in their sources), which the
 # Tensor cores page draws.
@@ -114,8 +115,15 @@ def _tensor(name: str, title: str, lesson: str, *launches: str | Launch, **field
                   shows=TENSOR_VIEWS, **fields)
 
 
-# wgmma needs the architecture-specific target (sm_90a), not what the other kernels build for.
+# wgmma needs the architecture-specific target (sm_90a), not what the other kernels build for
+# (mma_tma too: setmaxnreg).
 _WGMMA = {"arch": "sm_90a"}
+# What any mma.sync kernel can reach, measured (tests/benchmarks/mma_peak.py; the run is
+# engine/bench/recorded/peak/h100-2026-11-26.json, tests/test_peak.py holds this text to it).
+MMA_SYNC_CEILING = ("mma.sync.m16n8k16 itself runs at 652 TFLOP/s on an H100 (from registers; 641 fed by ldmatrix "
+                    "from shared memory), against 853 for wgmma and 719 for cuBLAS FP16 at 4096³ in the same run: "
+                    "no mma.sync kernel passes about 91% of cuBLAS FP16 there, and 65% is 72% of the instruction's "
+                    "own ceiling.")
 
 TENSOR_LADDER = (
     _tensor("wmma_seed", "WMMA as the document writes it",
@@ -136,7 +144,13 @@ TENSOR_LADDER = (
             "wavefront per matrix."),
     _tensor("mma_pipelined", "mma.sync with a cp.async pipeline",
             "STAGES tiles in flight: the copies of the next tiles overlap the multiply of this one, one barrier "
-            "per tile; blocks run in groups of 8 block rows, sharing B's tiles in L2."),
+            "per tile; blocks run in groups of 8 block rows, sharing B's tiles in L2.",
+            notes=(MMA_SYNC_CEILING,)),
+    _tensor("mma_tma", "mma.sync fed by TMA, 128 x 256 tiles",
+            "mma_pipelined's instruction fed as the wgmma rungs are fed: one producer thread copies each k-tile "
+            "of a 128 x 256 tile by TMA into a ring, and each consumer warp waits on its slot's mbarrier, "
+            "multiplies a 64 x 64 piece (ldmatrix + mma.sync) and hands the slot back on its own.",
+            declared.launch("mma_tma.cu", **_WGMMA), kind=Kind.OPAQUE, notes=(MMA_SYNC_CEILING,)),
     _tensor("wgmma_tma", "wgmma with TMA and warp specialisation",
             "Hopper's path: TMA copies whole tiles, wgmma multiplies 64 x BN x 16 from shared memory, a producer "
             "warpgroup feeds consumer warpgroups.", declared.launch("wgmma_tma.cu", **_WGMMA), kind=Kind.OPAQUE),

@@ -51,6 +51,8 @@ def hierarchy(rung: str, params: dict[str, int] | None = None) -> Hierarchy:
     if rung in WGMMA_RUNGS:
         return Hierarchy(rung, (q["BM"], q["BN"]), (64, q["BN"]), (64, q["BN"], 16), "consumer warpgroup",
                          f"wgmma.m64n{q['BN']}k16", bx * by)
+    if rung == "mma_tma":   # 8 consumer warps, each 64 x 64 (one of B's 64-wide boxes) of its warpgroup's 64 rows
+        return Hierarchy(rung, (q["BM"], q["BN"]), (64, 64), (16, 8, 16), "warp", "mma.sync.m16n8k16", bx * by)
     if rung == "wmma_seed":
         tiles = tensor_evidence.seed_warp_tiles(p)
         first = tiles[tiles[:, 0] == 0][:, 1:]          # the first block's warps, each with its tile

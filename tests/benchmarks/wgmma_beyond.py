@@ -1,9 +1,10 @@
 """The persistent wgmma rungs against cuBLAS FP16 (run on the device), in one process: every
-configuration of wgmma_persistent, wgmma_cluster and wgmma_epilogue checked against float64 on all
-of C at sizes with partial tiles, then timed at each size with cuBLAS FP16 (before and after:
-clocks drift) and the rungs not swept (wgmma_tma, and those --kernels leaves out) at their
-defaults. Prints, per size, the best configurations of each rung in TFLOP/s and % of cuBLAS FP16,
-and writes each size's sweep as a benchmark export (the Benchmarks page's sweeps).
+configuration of wgmma_persistent, wgmma_cluster and wgmma_epilogue (or of the rungs --kernels names:
+mma_tma, the mma.sync rung fed the same way) checked against float64 on all of C at sizes with
+partial tiles, then timed at each size with cuBLAS FP16 (before and after: clocks drift) and the
+rungs not swept (wgmma_tma, mma_pipelined, and those --kernels leaves out) at their defaults.
+Prints, per size, the best configurations of each rung in TFLOP/s and % of cuBLAS FP16, and
+writes each size's sweep as a benchmark export (the Benchmarks page's sweeps).
 
     python3 tests/benchmarks/wgmma_beyond.py OUT_DIR [--sizes 4096,8192] [--kernels a,b] [--no-check]
 """
@@ -72,7 +73,7 @@ def main() -> int:
     settings = benchmark.Settings(warmup=2, reps=10, seconds_per_point=1.0)
     for m, n, k in benchmark.parse_sizes(args.sizes):
         # The rungs not swept at their defaults, beside the swept ones' every configuration.
-        fixed = ["wgmma_tma", *(r for r in RUNGS if r not in {s.name for s in specs})]
+        fixed = ["mma_pipelined", "wgmma_tma", *(r for r in RUNGS if r not in {s.name for s in specs})]
         rows = [benchmark.measure(r, m, n, k, settings) for r in ["cublas_gemm_fp16", *fixed]]
         rows += [benchmark.measure(spec.name, m, n, k, settings, params) for spec, params in work]
         rows.append(benchmark.measure("cublas_gemm_fp16", m, n, k, settings))
@@ -87,7 +88,7 @@ def main() -> int:
             for r in bad[:3]:
                 print(f"   {name:17} {r['status']}: {r.get('error', '')[:200]}")
         prov = benchmark.provenance(status.info, settings)
-        prov["sweep"] = f"the persistent wgmma rungs' configurations at {m}x{n}x{k}, with cuBLAS FP16 before and after"
+        prov["sweep"] = f"the configurations of {', '.join(s.name for s in specs)} at {m}x{n}x{k}, with cuBLAS FP16 before and after"
         print(f"wrote {export.write_json(rows, prov, out / f'wgmma-{m}x{n}x{k}.json')}", flush=True)
     return 0
 
