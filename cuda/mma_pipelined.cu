@@ -188,8 +188,8 @@ __device__ __forceinline__ void multiply(const __half *A, const __half *B, float
         }
 }
 
-// The ring is declared here, in the kernel: the CPU build's extern thread_local inside a function
-// template crashed the trace.
+// The ring is the kernel's dynamic shared memory, declared here and handed down as its two views
+// (the CPU build makes it a thread_local, which inside a function template had crashed the trace).
 extern "C" __global__ void __launch_bounds__(kThreads) mma_pipelined(const __half *A, const __half *B, float *C, int M, int N, int K) {
     extern __shared__ __align__(128) unsigned char smem[];
     auto &As = *reinterpret_cast<__half (*)[STAGES * BM][BK]>(smem);
