@@ -161,7 +161,7 @@ def test_the_document_kernel_shows_its_source_with_the_two_faulty_lines_and_its_
     assert drawn == {"inside": True, "right": True, "code": 2, "names": 2}, drawn
     page.locator("h3", has_text="Block →").evaluate("h => h.scrollIntoView()")
     page.screenshot(path=str(shots / "tensor-seed-hierarchy-1280x720.png"))
-    assert "1 warp tile of 16 × 16,<br>computed 4 times: all 4 warps on it" in browser.figure_texts(page)
+    assert "1 warp tile<br>of 16 × 16,<br>computed 4 times:<br>all 4 warps on it" in browser.figure_texts(page)
     page.locator("h3", has_text="TFLOP/s").evaluate("h => h.scrollIntoView()")
     page.get_by_text("Why mma_ldmatrix and mma_swizzled can run below wmma_block").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "tensor-speed-steps-1280x720.png"))
@@ -242,4 +242,21 @@ def test_the_cliff_chart_shows_cublas_and_the_padded_rung_at_every_recorded_size
     assert f"{padded:,.0f}" in drawn["texts"] and f"<b>{padded / cublas:.1f}×</b>" in browser.figure_texts(page)
     assert drawn["texts"].count("refused") == sum(1 for t in drawn["ticks"] if "not ×8" in t) >= 3
     assert drawn["inside"], drawn["texts"]
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("rung", ["wgmma_tma", "mma_tma", "wmma_seed"])
+@pytest.mark.parametrize("presenter", ["", "&presenter=1"])
+def test_the_hierarchy_labels_stay_inside_their_figure(server, page, rung, presenter):
+    """At 1280 x 720 with the sidebar open each panel is about 240 px wide: wgmma's instruction label
+    (wgmma.m64n256k16, A 64 × 16 · B 16 × 256 → C 64 × 256) ran past the figure's right edge."""
+    page.goto(f"{server}/tensor_cores?rung={rung}{presenter}")
+    ready(page)
+    page.locator("h3", has_text="Block →").evaluate("h => h.scrollIntoView()")
+    outside = page.evaluate("""() => {
+        const plot = [...document.querySelectorAll('.js-plotly-plot')].find(p => p.textContent.includes('one instruction'));
+        const box = plot.getBoundingClientRect();
+        return [...plot.querySelectorAll('.annotation-text')].map(t => [t.textContent, t.getBoundingClientRect()])
+            .filter(([, r]) => r.left < box.left - 1 || r.right > box.right + 1).map(([t]) => t); }""")
+    assert outside == []
     assert not page.errors, page.errors

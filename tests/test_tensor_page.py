@@ -81,12 +81,12 @@ def test_the_hierarchy_of_the_document_kernel_draws_its_4_warps_on_one_tile():
     fig = next(f for f in _figures(at) if any("block:" in a.get("text", "") for a in f["layout"].get("annotations", [])))
     labels = [a["text"] for a in fig["layout"]["annotations"]]
     assert labels[0] == "block: 16 × 16 of C,<br>4 warps"   # two lines: one ran past a projector's figure
-    assert "1 warp tile of 16 × 16,<br>computed 4 times: all 4 warps on it" in labels
+    assert "1 warp tile<br>of 16 × 16,<br>computed 4 times:<br>all 4 warps on it" in labels
     assert sum(s.get("line", {}).get("color") == style.RED for s in fig["layout"]["shapes"]) == 4   # a sheet per warp
     at = open_page(PAGE, {"rung": "wmma_warp"})
     fig = next(f for f in _figures(at) if any("block:" in a.get("text", "") for a in f["layout"].get("annotations", [])))
     labels = [a["text"] for a in fig["layout"]["annotations"]]
-    assert labels[0] == "block: 16 × 64 of C,<br>128 threads" and "4 warp tiles of 16 × 16" in labels
+    assert labels[0] == "block: 16 × 64 of C,<br>128 threads" and "4 warp tiles<br>of 16 × 16" in labels
 
 
 def test_why_mma_ldmatrix_and_mma_swizzled_run_below_wmma_block_is_said_from_the_recorded_files():

@@ -108,14 +108,16 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
         f"one instruction:<br>{h.mma[0]} × {h.mma[1]} × {h.mma[2]}"))
     aspects = []
     panel_px = st.width * 0.29   # a third of the planned width, less the spacing
-    label_px = 2 * st.base * 1.4 + 6
 
     def grid(col, rows, cols, tile_r, tile_c, fill, label, pad=1.0):
         for i in range(rows // tile_r):
             for j in range(cols // tile_c):
                 fig.add_shape(type="rect", x0=j * tile_c, x1=(j + 1) * tile_c, y0=i * tile_r, y1=(i + 1) * tile_r,
                               line={"color": style.CELL_LINE, "width": 1.5}, fillcolor=fill, row=1, col=col)
-        room = label_px * (cols + 2) / panel_px   # below the tile, its label's two lines, in the panel's units
+        # Below the tile, its label's lines, in the panel's units. Each line is kept short: a panel is
+        # about 240 px wide at 1280 x 720 with the sidebar open, and a longer line ran past the figure.
+        label_px = (label.count("<br>") + 1) * st.base * 1.4 + 6
+        room = label_px * (cols + 2) / panel_px
         fig.add_annotation(x=cols / 2, y=rows + room * 0.1, text=label, showarrow=False, yanchor="top",
                            font={"size": st.base}, row=1, col=col)
         fig.update_xaxes(range=[-1, cols + pad], row=1, col=col)
@@ -125,18 +127,19 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
     br, bc = h.block
     wr, wc = h.warp
     mr, mc, mk = h.mma
-    tiles = _tiles((br // wr) * (bc // wc), h.unit + " tile") + f" of {wr} × {wc}"
+    tiles = _tiles((br // wr) * (bc // wc), h.unit + " tile") + f"<br>of {wr} × {wc}"
     step = 0.05 * max(br, bc)   # how far each copy of a tile computed again sits behind the one before
     if h.warps_per_tile > 1:   # every warp of the block on the same tile: a stack of that many sheets
         for i in range(h.warps_per_tile - 1, -1, -1):   # back to front, each hiding the one behind
             step_i = step * i
             fig.add_shape(type="rect", x0=step_i, x1=wc + step_i, y0=-step_i, y1=wr - step_i,
                           line={"color": style.RED, "width": 1.5}, fillcolor=style.MATRIX_FILL, row=1, col=1)
-        tiles += f",<br>computed {h.warps_per_tile} times: all {h.warps_per_tile} {h.unit}s on it"
+        tiles += f",<br>computed {h.warps_per_tile} times:<br>all {h.warps_per_tile} {h.unit}s on it"
     grid(1, br, bc, wr, wc, style.BLUE_FILL, tiles, 1 + step * (h.warps_per_tile - 1))
     grid(2, wr, wc, mr, mc, style.RED_FILL, f"{_tiles((wr // mr) * (wc // mc), 'instruction tile')} of {mr} × {mc},"
                                             f"<br>K in steps of {mk}")
-    grid(3, mr, mc, mr, mc, style.GREEN_FILL, f"{h.instruction}<br>A {mr} × {mk} · B {mk} × {mc} → C {mr} × {mc}")
+    instruction = h.instruction.replace(" (", "<br>(")   # wmma m16n16k16<br>(2 × HMMA.16816)
+    grid(3, mr, mc, mr, mc, style.GREEN_FILL, f"{instruction}<br>A {mr} × {mk} · B {mk} × {mc}<br>→ C {mr} × {mc}")
     fig.update_xaxes(visible=False, fixedrange=True)
     fig.update_yaxes(visible=False, fixedrange=True)
     for a in fig.layout.annotations[:3]:
