@@ -245,7 +245,7 @@ def test_the_cliff_chart_shows_cublas_and_the_padded_rung_at_every_recorded_size
     assert not page.errors, page.errors
 
 
-@pytest.mark.parametrize("rung", ["wgmma_tma", "mma_tma", "wmma_seed"])
+@pytest.mark.parametrize("rung", ["wgmma_tma", "mma_tma", "wmma_seed", "mma_pipelined"])
 @pytest.mark.parametrize("presenter", ["", "&presenter=1"])
 def test_the_hierarchy_labels_stay_inside_their_figure(server, page, rung, presenter):
     """At 1280 x 720 with the sidebar open each panel is about 240 px wide: wgmma's instruction label
@@ -257,6 +257,7 @@ def test_the_hierarchy_labels_stay_inside_their_figure(server, page, rung, prese
         const plot = [...document.querySelectorAll('.js-plotly-plot')].find(p => p.textContent.includes('one instruction'));
         const box = plot.getBoundingClientRect();
         return [...plot.querySelectorAll('.annotation-text')].map(t => [t.textContent, t.getBoundingClientRect()])
-            .filter(([, r]) => r.left < box.left - 1 || r.right > box.right + 1).map(([t]) => t); }""")
+            .filter(([, r]) => r.left < box.left - 1 || r.right > box.right + 1 || r.bottom > box.bottom + 1)
+            .map(([t]) => t); }""")
     assert outside == []
     assert not page.errors, page.errors

@@ -139,7 +139,10 @@ def hierarchy_figure(h: Hierarchy, presenter: bool = False) -> go.Figure:
     grid(2, wr, wc, mr, mc, style.RED_FILL, f"{_tiles((wr // mr) * (wc // mc), 'instruction tile')} of {mr} × {mc},"
                                             f"<br>K in steps of {mk}")
     instruction = h.instruction.replace(" (", "<br>(")   # wmma m16n16k16<br>(2 × HMMA.16816)
-    grid(3, mr, mc, mr, mc, style.GREEN_FILL, f"{instruction}<br>A {mr} × {mk} · B {mk} × {mc}<br>→ C {mr} × {mc}")
+    product = f"A {mr} × {mk} · B {mk} × {mc} → C {mr} × {mc}"
+    if len(product) > 32:   # wgmma's 64 × 256 ran past the figure; mma.sync's 16 × 8 fits on one line
+        product = product.replace(" → ", "<br>→ ")
+    grid(3, mr, mc, mr, mc, style.GREEN_FILL, f"{instruction}<br>{product}")
     fig.update_xaxes(visible=False, fixedrange=True)
     fig.update_yaxes(visible=False, fixedrange=True)
     for a in fig.layout.annotations[:3]:
