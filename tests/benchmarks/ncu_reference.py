@@ -1,7 +1,9 @@
 """Nsight Compute's counters for every traced kernel over a grid of sizes and the pages' parameter
 choices, several launches each: the reference the trace (read as compiled) is held to.
 
-Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...]
+Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...] [--onto FILE]
+--onto keeps every other case of an earlier reference of the same GPU (engine/metrics/ncu/h100.json):
+a change to some kernels measures theirs again.
 Groups: naive, tiled, ladder, ladder_params, split, tensor (all by default). Each group is one ncu session over one target
 process (this file with --target) that launches every case of the group REPEATS times, so a counter
 that varies from launch to launch (shared stores beside cp.async in flight) shows as several values.
@@ -163,7 +165,7 @@ def profile(group: str, ncu: str, metrics: list[str]) -> dict:
     return out
 
 
-def main(out_path: str, groups: list[str]) -> None:
+def main(out_path: str, groups: list[str], onto: str | None = None) -> None:
     from tests.benchmarks.ncu_compare import ncu_path
     ncu = ncu_path()
     version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
@@ -171,6 +173,11 @@ def main(out_path: str, groups: list[str]) -> None:
                          text=True).stdout.strip().splitlines()[0]
     metrics = available(ncu_reference.METRICS, ncu)
     result = {"device": gpu, "ncu": version, "options": "--clock-control none", "repeats": REPEATS, "cases": {}}
+    if onto:
+        earlier = json.loads(Path(onto).read_text())
+        if earlier["device"] != gpu:
+            sys.exit(f"{onto} was measured on {earlier['device']}, not this {gpu}")
+        result["cases"] = earlier["cases"]
     for group in groups:
         t0 = time.time()
         prebuild(group)
@@ -183,4 +190,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "--target":
         target(sys.argv[2])
     else:
-        main(sys.argv[1], sys.argv[2:] or ["naive", "tiled", "ladder", "ladder_params", "split", "tensor"])
+        args = sys.argv[2:]
+        onto = args[args.index("--onto") + 1] if "--onto" in args else None
+        groups = [g for g in args if g != "--onto" and g != onto]
+        main(sys.argv[1], groups or ["naive", "tiled", "ladder", "ladder_params", "split", "tensor"], onto)
