@@ -321,8 +321,7 @@ _NOT_CODE_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/
 # An access macro's array argument(s): what is left of a traced array's name once these are blanked
 # is a use the trace does not see.
 _MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|" + _SKIP_RE.pattern + "|" + _SKIP_COPY_RE.pattern
-                             + r"|\bCP_ASYNC4\(\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)|"
-                             + r"\bCP_ASYNC4_ZFILL\(\s*[^,()]+,\s*(\w+)\s*,(?:[^,]*,)?[^,]*,\s*(\w+)|" + _MATRIX_RE.pattern)
+                             + "|" + _COPY_RE.pattern + "|" + _ZFILL_RE.pattern + "|" + _MATRIX_RE.pattern)
 
 
 @lru_cache(maxsize=64)   # build.used_defines asks of a source on every build lookup
