@@ -100,8 +100,8 @@ FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 # The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_padded.cu): FP16 inputs, FP32 accumulate.
 # Defaults: the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*;
 # the persistent wgmma rungs': h200-2026-11-26-wgmma-*). mma_pipelined's default stays: in its sweep
-# since the aligned copies were specialised (h200-2026-11-26-tensor-mma-4096) it is within 3% of the
-# winner (BK 32 for 64), and a new default would change the golden traces of the cases run at it.
+# since its fragments come in two sets (h200-2026-11-26-tensor-mma-4096) it is within 3% of the
+# winner (128 x 256, STAGES 4), and a new default would change the golden traces of the cases run at it.
 # mma_tma's: the winner of its sweep on an H100 at 4096^3 and 8192^3 alike (h100-2026-11-26-mma-tma-*).
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
 # The K step of mma_ldmatrix's and mma_swizzled's shared tiles (kBK in their sources), which the
