@@ -136,8 +136,11 @@ CONTENTION = ("Every launch measured a little more than the trace (under 1%), th
               "per-instruction counters (sm__sass_..._op_ldsm) equal the trace. It is the compiled schedule's, not "
               "the addresses': the same ldmatrix addresses and barriers without the multiplies measure no extra "
               "wavefront, nor does mma_ldmatrix at any other tile or warp-tile choice (H100, 256³ and 256²x512), "
-              "and at 1024³ and 4096³ the launches differ by a few. The kernel-wide counter also counts wavefronts "
-              "that other traffic in the same data banks adds, which depends on timing.")
+              "and at 1024³ and 4096³ the launches differ by a few. The clock's speed does not move it (the schedule "
+              "counts cycles, whatever their length): under ncu's locked base clock (--clock-control base) 128³ and "
+              "256³ measure what they measure with free clocks (H200). "
+              "The kernel-wide counter also counts wavefronts that other traffic in the same data banks adds, "
+              "which depends on timing.")
 
 
 def compare(kernel: str, size: tuple[int, int, int], totals: Mapping[str, Mapping[str, int]],
