@@ -16,7 +16,7 @@
 //                                           the lane's later accesses there pair with the same
 //                                           instructions as its neighbours' (nothing else is recorded).
 //   SKIP_LDS(As)  SKIP_STS(As)  SKIP_CP_ASYNC(As, A)
-//                                           the same for a shared load, store or cp.async, where the
+//                                           the same for a shared load (an LDS or an ldmatrix), store or cp.async, where the
 //                                           compiled kernel has no branch around the access (ptxas
 //                                           predicated it): every warp that gets there issues the
 //                                           instruction, even one whose lanes all have it off, and

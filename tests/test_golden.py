@@ -62,4 +62,4 @@ def test_the_cpu_mode_banner_names_the_gpu_the_golden_traces_were_recorded_on(go
     from pages.lib import ui
     said = inspect.getsource(ui.mode_banner)
     devices = {v["device"] for v in json.loads(str(golden["meta"])).values()}
-    assert devices == {"NVIDIA H200"} and "recorded on an H200" in said, devices
+    assert devices == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"} and "recorded on an H100 and an H200" in said, devices

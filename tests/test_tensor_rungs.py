@@ -18,9 +18,10 @@ LDSM = ("smsp__inst_executed_op_ldsm.sum", "sm__sass_l1tex_data_pipe_lsu_wavefro
         "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum")
 
 
-# The parameters Nsight Compute ran each with (the defaults then): mma_pipelined's tuned default may move.
-NCU_PARAMS = {"mma_ldmatrix": {}, "mma_swizzled": {},
-              "mma_pipelined": {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 32}}
+# The parameters Nsight Compute ran each with (the defaults then). mma_pipelined's measurement here
+# was of an earlier build: the shipped references (engine/metrics/ncu/, test_ncu_reference.py) hold
+# the kernel as it is now to Nsight Compute at every size and parameter choice they measured.
+NCU_PARAMS = {"mma_ldmatrix": {}, "mma_swizzled": {}}
 
 
 @pytest.mark.parametrize("kernel", list(NCU_PARAMS))

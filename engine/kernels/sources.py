@@ -253,11 +253,6 @@ def load(file: str) -> KernelSource:
                                   zfill=zfill))
                 sites.append(Site(number, dst, "shared", "store", shown, COPY_BYTES // d.element_bytes, True, COPY_BYTES,
                                   zfill=zfill))
-        for macro, name in _SKIP_RE.findall(line):   # a guard's other side: the same line's access of name
-            if not any(site.line == number and site.array == name and (site.space, site.op) == _MACROS[macro]
-                       and not site.copy for site in sites):
-                raise ValueError(f"{file}:{number}: SKIP_{macro}({name}) is for the lanes that skip this line's "
-                                 f"{macro}({name}, ...), and the line has none: {shown}")
         for dst, src in _SKIP_COPY_RE.findall(line):
             if not any(site.line == number and site.copy and site.array == dst for site in sites) or \
                     not any(site.line == number and site.copy and site.array == src for site in sites):
@@ -274,6 +269,11 @@ def load(file: str) -> KernelSource:
                                  f"{name} holds {a.element}: {shown}")
             sites.append(Site(number, name, "shared", "load", shown, MATRIX_ROW_BYTES // a.element_bytes,
                               bytes=MATRIX_ROW_BYTES, matrices=int(matrices), trans=bool(trans)))
+        for macro, name in _SKIP_RE.findall(line):   # a guard's other side: the same line's access of name
+            if not any(site.line == number and site.array == name and (site.space, site.op) == _MACROS[macro]
+                       and not site.copy for site in sites):
+                raise ValueError(f"{file}:{number}: SKIP_{macro}({name}) is for the lanes that skip this line's "
+                                 f"{macro}({name}, ...) (or, SKIP_LDS, its ldmatrix), and the line has none: {shown}")
     if len(sites) > MAX_SITES:
         raise ValueError(f"{file}: {len(sites)} access sites; a traced kernel has at most {MAX_SITES}")
     keys = [(s.line, s.array, s.op) for s in sites]
@@ -314,7 +314,7 @@ _FUNCTION_RE = re.compile(rf"(?:__global__|__device__)(?:[^;{{}}()]|{_BOUNDS_CAL
 # What is not code: string and character literals, block and line comments (in one pass, so a //
 # inside a string is a string's and a quote inside a comment is a comment's).
 # SKIP_LDG(A) / SKIP_STG(C) / SKIP_LDS(As) / SKIP_STS(As): lanes whose guard skips the line's access
-# of that array; SKIP_CP_ASYNC(As, A) the line's cp.async (cuda/trace.cuh).
+# of that array (SKIP_LDS: its LDS or its ldmatrix); SKIP_CP_ASYNC(As, A) the line's cp.async (cuda/trace.cuh).
 _SKIP_RE = re.compile(r"\bSKIP_(LDG|STG|LDS|STS)\(\s*(\w+)\s*\)")
 _SKIP_COPY_RE = re.compile(r"\bSKIP_CP_ASYNC\(\s*(\w+)\s*,\s*(\w+)\s*\)")
 _NOT_CODE_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?\*/|//[^\n]*', re.S)

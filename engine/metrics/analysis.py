@@ -432,7 +432,9 @@ def ncu_totals(summary: pd.DataFrame, launch_kernel: str | None = None) -> dict[
         for (space, op, col), metric in metrics.items():
             # smsp__inst_executed counts what the warps issued, an instruction whose lanes were all
             # predicated off too; the l1tex and sass_inst counters count only what some lane did.
-            issued = metrics is NCU_METRICS and space == "shared" and col == "requests" and "off" in columns
+            # (An LDSM too: mma_pipelined's reads of a next tile that its last tile does not have.)
+            issued = (metrics is NCU_LDSM_METRICS or metrics is NCU_METRICS and space == "shared") and col == "requests" \
+                and "off" in columns
             # A zero-filling cp.async has no lane off: where every lane zero-fills, no record shows it,
             # yet sm__sass_inst_executed_op_ldgsts counts it (measured on an H100: 8 of 8 such copies).
             zfilled = metrics is NCU_COPY_METRICS and col == "requests" and "off" in columns
