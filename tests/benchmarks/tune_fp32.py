@@ -101,17 +101,15 @@ TOP_TILES = ({"BM": 128, "BN": 256, "WM": 32, "WN": 128, "WNITER": 2, "TM": 8, "
              {"BM": 256, "BN": 128, "WM": 64, "WN": 64, "WNITER": 2, "TM": 8, "TN": 4})
 
 
-def stage_unroll() -> list[dict]:
-    """The top tiles at every BK, KUNROLL (the k steps one turn of the loop holds: its code's size)
-    and EARLY (the barrier before the tile's last step)."""
+def stage_knobs() -> list[dict]:
+    """The top tiles at BK 8 and 16, with and without the guard-free path for blocks inside C (FAST),
+    in each order of the FMAs (ORDER)."""
     out = []
     for t in TOP_TILES:
-        for bk in (8, 16, 32):
-            for ku in (2, 4, 8, 16, 32):
-                for early in (0, 1):
-                    c = {**t, "BK": bk, "KUNROLL": ku, "EARLY": early, "DYN": int(bk == 32)}
-                    if ku <= bk and legal(c):
-                        out.append(c)
+        for bk, fast, order in itertools.product((8, 16), (0, 1), (0, 1, 2)):
+            c = {**t, "BK": bk, "FAST": fast, "ORDER": order}
+            if legal(c):
+                out.append(c)
     return out
 
 
@@ -250,7 +248,7 @@ def main() -> int:
     ap.add_argument("--configs", default="", help="configurations for stage two besides stage one's best, ';'-separated")
     ap.add_argument("--launch", default=None, help="one launch of this configuration and one of cuBLAS (ncu's target)")
     ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--stage-one", choices=("tiles", "unroll"), default="unroll")
+    ap.add_argument("--stage-one", choices=("tiles", "knobs"), default="knobs")
     args = ap.parse_args()
     source = Path(args.source).resolve()
     folder = Path(tempfile.mkdtemp(prefix="tune-fp32-"))
@@ -267,7 +265,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sizes = [(s, s, s) for s in map(int, args.sizes.split(","))]
-    first = stage_one() if args.stage_one == "tiles" else stage_unroll()
+    first = stage_one() if args.stage_one == "tiles" else stage_knobs()
     rung = {**DEFAULT, "RUNG": 1}
     extra = [{**DEFAULT, **parse(t)} for t in args.configs.split(";") if t]
     start = time.perf_counter()

@@ -9,23 +9,14 @@
 // double-buffered kernel's.
 #include "trace.cuh"
 
+#ifndef ORDER
+#define ORDER 0   // 0: m outer; 1: n outer; 2: m outer, n back and forth (the last b of a row is the next row's first)
+#endif
+#ifndef FAST
+#define FAST 0    // 1: blocks wholly inside C, with K and N multiples of the tile and of 4, load without guards
+#endif
 #ifndef MINB
 #define MINB 1
-#endif
-#ifndef DYN
-#define DYN 0
-#endif
-#ifndef GROUP
-#define GROUP 0
-#endif
-#ifndef ORDER
-#define ORDER 0
-#endif
-#ifndef EARLY
-#define EARLY 0
-#endif
-#ifndef KUNROLL
-#define KUNROLL BK   // k steps per turn of the loop over a tile: its code, BK / KUNROLL times smaller
 #endif
 #ifndef BM
 #define BM 128   // one of: 32 64 128 256
@@ -70,7 +61,7 @@ REQUIRE(WM * WN % (32 * TM * TN * WNITER) == 0 && WN % WNITER == 0,
         "needs a warp tile that its 32 lanes' TM x TN pieces and WNITER sub-tiles divide exactly");
 REQUIRE(kWMIter != 0 && WM % kWMIter == 0 && kSubN % TN == 0 && kSubN / TN != 0 && 32 % (kSubN / TN) == 0 &&
         32 / (kSubN / TN) * TM == kSubM, "needs each warp sub-tile to be exactly its 32 lanes' TM x TN pieces");
-REQUIRE(DYN || 4 * 2 * BK * (BM + BN) <= 48 * 1024,
+REQUIRE(4 * 2 * BK * (BM + BN) <= 48 * 1024,
         "needs at most 48 KB of shared memory, the static limit (it would take {4 * 2 * BK * (BM + BN) / 1024} KB)");
 REQUIRE(BK % 4 == 0 && TM % 4 == 0 && TN % 4 == 0, "needs BK, TM and TN multiples of 4 (it moves float4s)");
 REQUIRE(BM * BK / 4 % kThreads == 0 && BK * BN / 4 % kThreads == 0,
@@ -85,11 +76,12 @@ TRACE_RECORDS((CDIV(K, BK) + 1) * (2 * (CDIV(BM * BK, kThreads) + CDIV(BK * BN, 
               OUTPUTS_DOWN * OUTPUTS_ACROSS);
 
 // This thread's float4s of A's tile at k0 (4 consecutive k of one row each), into registers.
+template <bool kGuard>
 __device__ void load_a(const float *A, float4 (&ra)[kALoads], int M, int K, int row0, int k0) {
     for (int l = 0; l < kALoads; l++) {
         int i = threadIdx.x + l * kThreads;
         int gr = row0 + i / (BK / 4), gc = k0 + (i % (BK / 4)) * 4;
-        if (K % 4 == 0 && gr < M && gc + 3 < K) {
+        if (!kGuard || (K % 4 == 0 && gr < M && gc + 3 < K)) {
             ra[l] = LDG4(A, gr * K + gc);
         } else {
             ra[l].x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : (SKIP_LDG(A), 0.0f);
@@ -114,12 +106,13 @@ __device__ void store_a(float (&As)[2][BK * BM], const float4 (&ra)[kALoads], in
 
 // B's tile at k0 into buffer buf: 16-byte asynchronous copies (one commit group), or guarded
 // scalar loads at the edges.
+template <bool kGuard>
 __device__ void copy_b(float (&Bs)[2][BK * BN], const float *B, int N, int K, int col0, int k0, int buf) {
     for (int l = 0; l < kBLoads; l++) {
         int i = threadIdx.x + l * kThreads;
         int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
         int gr = k0 + r, gc = col0 + c;
-        if (N % 4 == 0 && gr < K && gc + 3 < N) {
+        if (!kGuard || (N % 4 == 0 && gr < K && gc + 3 < N)) {
             CP_ASYNC4(Bs, buf, r * BN + c, B, gr * N + gc);
         } else {
             for (int j = 0; j < 4; j++) {
@@ -154,92 +147,81 @@ __device__ void load_fragments(const float (&As)[2][BK * BM], const float (&Bs)[
     }
 }
 
-#if ORDER
-#define FMAS(set) for (int n = 0; n < WNITER * TN; n++) for (int m = 0; m < kWMIter * TM; m++) acc[m][n] += a[set][m] * b[set][n]
+// The tiles' loop, with or without the guards at C's and K's edges (kGuard).
+template <bool kGuard>
+__device__ __forceinline__ void multiply(const float *A, const float *B, float (&As)[2][BK * BM], float (&Bs)[2][BK * BN],
+                                         float (&acc)[kWMIter * TM][WNITER * TN], int M, int N, int K, int row0,
+                                         int col0, int warp_row, int warp_col, int lane_row, int lane_col) {
+        float a[2][kWMIter * TM];   // two sets: step k's fragments and step k + 1's
+    float b[2][WNITER * TN];
+    float4 ra[kALoads];
+    // Tile 0 into buffer 0, the one time nothing overlaps.
+    copy_b<kGuard>(Bs, B, N, K, col0, 0, 0);
+    load_a<kGuard>(A, ra, M, K, row0, 0);
+    store_a(As, ra, 0);
+    CP_ASYNC_WAIT(0);
+    SYNC();
+    int tiles = (K + BK - 1) / BK;
+    for (int t = 0; t < tiles; t++) {
+        int cur = t % 2, next = 1 - cur;
+        bool more = t + 1 < tiles;
+        if (more) {
+            copy_b<kGuard>(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
+            load_a<kGuard>(A, ra, M, K, row0, (t + 1) * BK);         // so are these loads, into registers
+        }
+        load_fragments(As, Bs, a[0], b[0], cur, 0, warp_row, warp_col, lane_row, lane_col);
+#pragma unroll
+        for (int k = 0; k < BK; k++) {
+            if (k + 1 < BK) {   // step k + 1's fragments, in flight during step k's FMAs
+                load_fragments(As, Bs, a[(k + 1) % 2], b[(k + 1) % 2], cur, k + 1, warp_row, warp_col, lane_row,
+                               lane_col);
+            }
+#if ORDER == 1
+            for (int n = 0; n < WNITER * TN; n++) {
+                for (int m = 0; m < kWMIter * TM; m++) {
+                    acc[m][n] += a[k % 2][m] * b[k % 2][n];
+                }
+            }
+#elif ORDER == 2
+            for (int m = 0; m < kWMIter * TM; m++) {
+                for (int j = 0; j < WNITER * TN; j++) {
+                    int n = m % 2 ? WNITER * TN - 1 - j : j;
+                    acc[m][n] += a[k % 2][m] * b[k % 2][n];
+                }
+            }
 #else
-#define FMAS(set) for (int m = 0; m < kWMIter * TM; m++) for (int n = 0; n < WNITER * TN; n++) acc[m][n] += a[set][m] * b[set][n]
+            for (int m = 0; m < kWMIter * TM; m++) {
+                for (int n = 0; n < WNITER * TN; n++) {
+                    acc[m][n] += a[k % 2][m] * b[k % 2][n];
+                }
+            }
 #endif
+        }
+        if (more) {
+            store_a(As, ra, next);   // buffer `next` was last read before the previous barrier
+            CP_ASYNC_WAIT(0);        // this thread's copies of B's next tile have landed
+        }
+        SYNC();                      // ... and everyone's: the next tile is whole
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, MINB) prefetched(const float *A, const float *B, float *C, int M, int N, int K) {
-#if DYN
-    extern __shared__ __align__(16) float smem[];
-    auto &As = *reinterpret_cast<float (*)[2][BK * BM]>(smem);
-    auto &Bs = *reinterpret_cast<float (*)[2][BK * BN]>(smem + 2 * BK * BM);
-#else
     __shared__ __align__(16) float As[2][BK * BM];
     __shared__ __align__(16) float Bs[2][BK * BN];
-#endif
     int tid = threadIdx.x;
     int warp = tid / 32, lane = tid % 32;
     int warp_row = (warp / (BN / WN)) * WM;
     int warp_col = (warp % (BN / WN)) * WN;
     int lane_row = (lane / (kSubN / TN)) * TM;
     int lane_col = (lane % (kSubN / TN)) * TN;
-#if GROUP
-    // GROUP rows of tiles walked column by column, so blocks running together share B's tiles in L2.
-    int bid = blockIdx.y * gridDim.x + blockIdx.x;
-    int per_group = GROUP * gridDim.x;
-    int first = (bid / per_group) * GROUP;
-    int rows_here = MIN(gridDim.y - first, GROUP);
-    int by = first + (bid % per_group) % rows_here, bx = (bid % per_group) / rows_here;
-    int row0 = by * BM;
-    int col0 = bx * BN;
-#else
     int row0 = blockIdx.y * BM;
     int col0 = blockIdx.x * BN;
-#endif
     float acc[kWMIter * TM][WNITER * TN] = {{0.0f}};
-    float a[2][kWMIter * TM];   // two sets: step k's fragments and step k + 1's
-    float b[2][WNITER * TN];
-    float4 ra[kALoads];
-    // Tile 0 into buffer 0, the one time nothing overlaps.
-    copy_b(Bs, B, N, K, col0, 0, 0);
-    load_a(A, ra, M, K, row0, 0);
-    store_a(As, ra, 0);
-    CP_ASYNC_WAIT(0);
-    SYNC();
-    int tiles = (K + BK - 1) / BK;
-    load_fragments(As, Bs, a[0], b[0], 0, 0, warp_row, warp_col, lane_row, lane_col);
-    for (int t = 0; t < tiles; t++) {
-        int cur = t % 2, next = 1 - cur;
-        bool more = t + 1 < tiles;
-        if (more) {
-            copy_b(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
-            load_a(A, ra, M, K, row0, (t + 1) * BK);         // so are these loads, into registers
-        }
-        // Steps 0 .. BK - 2, KUNROLL at a time (even: step k's set, k % 2 == kk % 2, is known to the
-        // compiler), each loading step k + 1's fragments while it multiplies.
-#if KUNROLL < BK
-#pragma unroll 1
-#endif
-        for (int k0 = 0; k0 < BK; k0 += KUNROLL) {
-#pragma unroll
-            for (int kk = 0; kk < KUNROLL; kk++) {
-                int k = k0 + kk;
-                if (k + 1 == BK) break;   // the tile's last step, below
-                load_fragments(As, Bs, a[(kk + 1) % 2], b[(kk + 1) % 2], cur, k + 1, warp_row, warp_col, lane_row,
-                               lane_col);
-                FMAS(kk % 2);
-            }
-        }
-#if EARLY
-        // The barrier before the last step's FMAs: its fragments are in registers already, so they
-        // cover the next tile's first shared loads, issued right after the barrier.
-        if (more) {
-            store_a(As, ra, next);
-            CP_ASYNC_WAIT(0);
-        }
-        SYNC();
-        if (more) load_fragments(As, Bs, a[0], b[0], next, 0, warp_row, warp_col, lane_row, lane_col);
-        FMAS(1);
-#else
-        FMAS(1);
-        if (more) {
-            store_a(As, ra, next);   // buffer `next` was last read before the previous barrier
-            CP_ASYNC_WAIT(0);        // this thread's copies of B's next tile have landed
-        }
-        SYNC();                      // ... and everyone's: the next tile is whole
-        if (more) load_fragments(As, Bs, a[0], b[0], next, 0, warp_row, warp_col, lane_row, lane_col);
-#endif
+    bool inside = FAST && row0 + BM <= M && col0 + BN <= N && K % BK == 0 && K % 4 == 0 && N % 4 == 0;
+    if (inside) {
+        multiply<false>(A, B, As, Bs, acc, M, N, K, row0, col0, warp_row, warp_col, lane_row, lane_col);
+    } else {
+        multiply<true>(A, B, As, Bs, acc, M, N, K, row0, col0, warp_row, warp_col, lane_row, lane_col);
     }
     for (int wm = 0; wm < kWMIter; wm++) {
         for (int m = 0; m < TM; m++) {
