@@ -113,6 +113,12 @@ def stage_knobs() -> list[dict]:
     return out
 
 
+def stage_rung() -> list[dict]:
+    """The rung as committed (RUNG=1: cuda/prefetched.cu) at the top tiles, beside the variant whose
+    interior path skips B's guards too (FAST=1: the copy of B compiled twice, two shapes of LDGSTS)."""
+    return [{**t, "BK": 16, "RUNG": 1} for t in TOP_TILES] + [{**DEFAULT, "FAST": 1, "ORDER": 2}]
+
+
 def key(c: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in c.items())
 
@@ -248,7 +254,7 @@ def main() -> int:
     ap.add_argument("--configs", default="", help="configurations for stage two besides stage one's best, ';'-separated")
     ap.add_argument("--launch", default=None, help="one launch of this configuration and one of cuBLAS (ncu's target)")
     ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--stage-one", choices=("tiles", "knobs"), default="knobs")
+    ap.add_argument("--stage-one", choices=("tiles", "knobs", "rung"), default="rung")
     args = ap.parse_args()
     source = Path(args.source).resolve()
     folder = Path(tempfile.mkdtemp(prefix="tune-fp32-"))
@@ -265,7 +271,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sizes = [(s, s, s) for s in map(int, args.sizes.split(","))]
-    first = stage_one() if args.stage_one == "tiles" else stage_knobs()
+    first = {"tiles": stage_one, "knobs": stage_knobs, "rung": stage_rung}[args.stage_one]()
     rung = {**DEFAULT, "RUNG": 1}
     extra = [{**DEFAULT, **parse(t)} for t in args.configs.split(";") if t]
     start = time.perf_counter()
@@ -277,7 +283,7 @@ def main() -> int:
         rows = run_stage(bench, built, first, sizes[:1], 5, log)
     ok = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: -r["tflops"])
     (out / "best.txt").write_text(key(ok[0]["config"]) if ok else "")
-    second = [rung, DEFAULT] + [r["config"] for r in ok[:args.top] if r["config"] != DEFAULT] + extra
+    second = [rung] + [r["config"] for r in ok[:args.top] if r["config"] != rung] + extra
     with open(out / "stage2.jsonl", "w") as log:
         run_stage(bench, built, second, sizes, 15, log)
     print(f"done in {time.perf_counter() - start:.0f} s")
