@@ -9,11 +9,11 @@
 // double-buffered kernel's.
 // Two more things close most of the rest of the gap to cuBLAS SGEMM at 4096^3 (Nsight Compute on an
 // H100: 79% of issue slots used against cuBLAS's 90%, the difference stalls on branches, on the
-// instruction cache and on fixed-latency dependencies). A block wholly inside C, with K a multiple
-// of BK, runs a copy of the tile loop compiled without the edge guards (multiply<false>): no branch
-// per float4 of A or B in the loop, and a shorter loop body. And each row of the FMAs walks b back
-// and forth (m odd: n from the right), which the compiler schedules with fewer stalls than rows all
-// left to right. Both measured, not assumed: tests/benchmarks/tune_fp32.py.
+// instruction cache and on fixed-latency dependencies). A block wholly inside C, with K a multiple of
+// BK, runs a copy of the tile loop compiled without the edge guards (multiply<false>): no branch
+// per float4 in the loop, and a shorter loop body. And each row of the FMAs walks b back and forth
+// (m odd: n from the right), which the compiler schedules with fewer stalls than rows all left to
+// right. Both measured, not assumed: tests/benchmarks/tune_fp32.py.
 #include "trace.cuh"
 
 #ifndef BM
@@ -104,21 +104,7 @@ __device__ void store_a(float (&As)[2][BK * BM], const float4 (&ra)[kALoads], in
 
 // B's tile at k0 into buffer buf: 16-byte asynchronous copies (one commit group), or guarded
 // scalar loads at the edges.
-template <bool kGuard>
 __device__ void copy_b(float (&Bs)[2][BK * BN], const float *B, int N, int K, int col0, int k0, int buf) {
-    if (!kGuard) {
-        // Inside C: no guards. A loop, not unrolled: ptxas puts its never-executing shared loads
-        // (@!PT LDS) before each run of LDGSTS, so one copy a run issues as many as the guarded
-        // copies below do (three each), and Nsight Compute's count of shared loads stays the trace's.
-#pragma unroll 1
-        for (int l = 0; l < kBLoads; l++) {
-            int i = threadIdx.x + l * kThreads;
-            int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
-            CP_ASYNC4(Bs, buf, r * BN + c, B, (k0 + r) * N + col0 + c);
-        }
-        CP_ASYNC_COMMIT();
-        return;
-    }
     for (int l = 0; l < kBLoads; l++) {
         int i = threadIdx.x + l * kThreads;
         int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
@@ -167,7 +153,7 @@ __device__ __forceinline__ void multiply(const float *A, const float *B, float (
     float b[2][WNITER * TN];
     float4 ra[kALoads];
     // Tile 0 into buffer 0, the one time nothing overlaps.
-    copy_b<kGuard>(Bs, B, N, K, col0, 0, 0);
+    copy_b(Bs, B, N, K, col0, 0, 0);
     load_a<kGuard>(A, ra, M, K, row0, 0);
     store_a(As, ra, 0);
     CP_ASYNC_WAIT(0);
@@ -177,7 +163,7 @@ __device__ __forceinline__ void multiply(const float *A, const float *B, float (
         int cur = t % 2, next = 1 - cur;
         bool more = t + 1 < tiles;
         if (more) {
-            copy_b<kGuard>(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
+            copy_b(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
             load_a<kGuard>(A, ra, M, K, row0, (t + 1) * BK);         // so are these loads, into registers
         }
         load_fragments(As, Bs, a[0], b[0], cur, 0, warp_row, warp_col, lane_row, lane_col);
@@ -202,8 +188,8 @@ __device__ __forceinline__ void multiply(const float *A, const float *B, float (
     }
 }
 
-// Min. blocks 1: one block an SM is all its registers allow anyway; the variants tune_fp32.py timed
-// were built so (ptxas then allocates a few registers more, and schedules differently).
+// Min. blocks 1: a block an SM is all its registers allow anyway; said, it is the build measured fastest
+// (218 registers a thread against 213 without it, the same SASS as tune_fp32.py's winner).
 extern "C" __global__ void __launch_bounds__(kThreads, 1) prefetched(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[2][BK * BM];
     __shared__ __align__(16) float Bs[2][BK * BN];
