@@ -7,13 +7,15 @@
 // the other, and the k loop is unrolled (#pragma unroll) so the compiler can keep them in
 // registers and interleave the loads with the FFMAs. Tiles, copies and the fallback are the
 // double-buffered kernel's.
-// Two more things close most of the rest of the gap to cuBLAS SGEMM at 4096^3 (Nsight Compute on an
-// H100: 79% of issue slots used against cuBLAS's 90%, the difference stalls on branches, on the
-// instruction cache and on fixed-latency dependencies). A block wholly inside C, with K a multiple of
-// BK, runs a copy of the tile loop compiled without the edge guards (multiply<false>): no branch
-// per float4 in the loop, and a shorter loop body. And each row of the FMAs walks b back and forth
-// (m odd: n from the right), which the compiler schedules with fewer stalls than rows all left to
-// right. Both measured, not assumed: tests/benchmarks/tune_fp32.py.
+// Two more things close part of the rest of the gap to cuBLAS SGEMM at 4096^3 (Nsight Compute on
+// an H100: 79% of issue slots used against cuBLAS's 90%, the difference stalls on branches, on the
+// instruction cache and on fixed-latency dependencies). A block wholly inside C, with K a multiple
+// of BK, runs a copy of the tile loop compiled without the guards on A's loads (multiply<false>):
+// no branch per float4 of A. B's copy keeps its guards in both copies of the loop: unguarded, ptxas
+// issues its LDGSTS in one run with fewer never-executing shared loads (@!PT LDS) before them, and
+// Nsight Compute's count of shared loads would no longer be the one its reference measured. And each
+// row of the FMAs walks b back and forth (m odd: n from the right), which the compiler schedules
+// with fewer stalls than rows all left to right. Both measured: tests/benchmarks/tune_fp32.py.
 #include "trace.cuh"
 
 #ifndef BM
@@ -144,7 +146,7 @@ __device__ void load_fragments(const float (&As)[2][BK * BM], const float (&Bs)[
     }
 }
 
-// The loop over the tiles of K, with the edge guards (kGuard) or without them.
+// The loop over the tiles of K, with the guards on A's loads (kGuard) or without them.
 template <bool kGuard>
 __device__ __forceinline__ void multiply(const float *A, const float *B, float (&As)[2][BK * BM], float (&Bs)[2][BK * BN],
                                          float (&acc)[kWMIter * TM][WNITER * TN], int M, int N, int K, int row0,
@@ -188,8 +190,8 @@ __device__ __forceinline__ void multiply(const float *A, const float *B, float (
     }
 }
 
-// Min. blocks 1: a block an SM is all its registers allow anyway; said, it is the build measured fastest
-// (218 registers a thread against 213 without it, the same SASS as tune_fp32.py's winner).
+// Min. blocks 1: one block an SM is all its registers allow anyway; the variants tune_fp32.py timed
+// were built so (ptxas then allocates a few registers more, and schedules differently).
 extern "C" __global__ void __launch_bounds__(kThreads, 1) prefetched(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[2][BK * BM];
     __shared__ __align__(16) float Bs[2][BK * BN];
