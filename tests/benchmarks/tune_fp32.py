@@ -6,12 +6,15 @@ size with few repetitions, then the best (and the rung's default) at every size 
 checked against float64 on sampled rows of C (and all of C for NaN) before it is timed. Prints each
 stage's table and writes it as JSON lines.
 
-    python3 tests/benchmarks/tune_fp32.py OUT_DIR [--sizes 4096,8192] [--source cuda/prefetched.cu]
-    python3 tests/benchmarks/tune_fp32.py --launch "BM=128,BN=256" --size 4096   # one launch each: ncu's target
+    python3 tests/benchmarks/tune_fp32.py OUT_DIR [--sizes 4096,8192] [--stage-one rung|knobs|tiles] [--top N]
+    python3 tests/benchmarks/tune_fp32.py --launch "RUNG=1" --size 4096   # one launch of it and of cuBLAS: ncu's target
 
 GPU only. A configuration is a set of -D values for the source; the grid and block follow the
-prefetched kernel's contract (BM x BN tiles, (BM / WM) x (BN / WN) warps), and DYN=1 takes its
-shared memory as dynamic (for tiles over the 48 KB static limit).
+prefetched kernel's contract (BM x BN tiles, (BM / WM) x (BN / WN) warps). RUNG=1 builds the rung
+itself (cuda/prefetched.cu), any other configuration tests/benchmarks/fp32_variants/prefetched_x.cu
+(its knobs are in its header). --stage-one picks the first stage: "rung" (default) the rung at the
+best tiles beside the FAST=1 variant, "knobs" the tiles times BK, FAST and ORDER, "tiles" every
+tile of 64 or 128 outputs a thread at BK 8 and 16, one or two blocks an SM.
 """
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ def legal(c: dict) -> bool:
     if (c["BM"] * c["BK"] // 4) % t or (c["BK"] * c["BN"] // 4) % t:
         return False
     outputs = c["WM"] * c["WN"] // 32
-    return outputs <= 128 and (c.get("DYN") or shared_bytes(c) <= 48 * 1024)
+    return outputs <= 128 and shared_bytes(c) <= 48 * 1024
 
 
 def shared_bytes(c: dict) -> int:
@@ -74,21 +77,21 @@ def tiles() -> list[dict]:
 
 
 def stage_one() -> list[dict]:
-    """Every tile at BK 8 and 16 (static shared memory) and 32 (dynamic), two blocks an SM where a
-    thread's 64 outputs leave room for it (128 registers), and the FFMA order and block order knobs."""
+    """Every tile at BK 8 and 16, two blocks an SM where a thread's 64 outputs leave room for it (128
+    registers), and the FMA order knob at the default tile."""
     out = []
     for t in tiles():
         outputs = t["WM"] * t["WN"] // 32
-        for bk, minb in itertools.product((8, 16, 32), (1, 2)):
+        for bk, minb in itertools.product((8, 16), (1, 2)):
             if minb == 2 and (outputs > 64 or threads(t) != 256):
                 continue
             if bk == 8 and t["BM"] == t["BN"]:   # a short K step for the small tiles: twice the barriers
                 continue
-            c = {**t, "BK": bk, "MINB": minb, "DYN": int(bk == 32 or shared_bytes({**t, "BK": bk}) > 48 * 1024)}
+            c = {**t, "BK": bk, "MINB": minb}
             if legal(c):
                 out.append(c)
-    for knob in ({"ORDER": 1}, {"GROUP": 8}, {"ORDER": 1, "GROUP": 8}):
-        out.append({**DEFAULT, **knob})
+    for order in (1, 2):
+        out.append({**DEFAULT, "ORDER": order})
     return out
 
 
@@ -172,13 +175,10 @@ class Bench:
     def launcher(self, cubin: Path, c: dict, m: int, n: int, k: int):
         mod = self.drv.module_from_file(str(cubin))
         fn = mod.get_function("prefetched")
-        smem = shared_bytes(c) if c.get("DYN") else 0
-        if smem:
-            fn.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
         da, db, dc, *_ = self.problem(m, n, k)
         grid = (-(-n // c["BN"]), -(-m // c["BM"]), 1)
         args = (da, db, dc, np.int32(m), np.int32(n), np.int32(k))
-        return lambda: fn(*args, block=(threads(c), 1, 1), grid=grid, shared=smem), mod
+        return lambda: fn(*args, block=(threads(c), 1, 1), grid=grid), mod
 
     def cublas_launcher(self, m: int, n: int, k: int):
         da, db, dc, *_ = self.problem(m, n, k)

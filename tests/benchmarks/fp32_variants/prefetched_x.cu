@@ -1,12 +1,13 @@
-// prefetched.cu: the shared loads of step k + 1 are issued before the FMAs of step k.
-// Fixes: in the double-buffered kernel the loop over k inside a tile stays a loop in the SASS: each
-// step's six LDS.128 are followed by the 128 FFMAs that need them, so every step waits out the
-// shared-memory latency, and with two warps per scheduler (209 registers a thread, 8 warps an SM)
-// there is rarely another warp ready to issue meanwhile. Here each thread keeps two sets of
-// fragment registers (a[2][..], b[2][..]): while it multiplies from one set it loads step k + 1 into
-// the other, and the k loop is unrolled (#pragma unroll) so the compiler can keep them in
-// registers and interleave the loads with the FFMAs. Tiles, copies and the fallback are the
-// double-buffered kernel's.
+// prefetched_x.cu: variants of cuda/prefetched.cu that tests/benchmarks/tune_fp32.py times, not a
+// kernel of the catalog. Its knobs, on the rung as it was before the interior path:
+//   FAST 1: a block wholly inside C (K a multiple of BK) runs the tile loop with no guard on A's
+//     loads or B's copies. On an H100 this ran 95.0 to 96.1% of cuBLAS SGEMM at 4096^3 and 95.5 to
+//     96.4% at 8192^3 (the rung, whose B copies keep their guards: 93 to 94%). ptxas then issues B's
+//     LDGSTS in one run with one @!PT LDS per run instead of one per copy, so Nsight Compute counts
+//     fewer shared-load instructions than the shipped reference (engine/metrics/ncu/) measured for
+//     the rung: taking it into the rung means measuring that reference again on each GPU.
+//   ORDER 0, 1, 2: the FMAs' order (m outer; n outer; m outer with n back and forth, the rung's).
+//   MINB: __launch_bounds__'s minimum blocks an SM.
 #include "trace.cuh"
 
 #ifndef ORDER
