@@ -7,6 +7,15 @@
 // the other, and the k loop is unrolled (#pragma unroll) so the compiler can keep them in
 // registers and interleave the loads with the FFMAs. Tiles, copies and the fallback are the
 // double-buffered kernel's.
+// Two more things close part of the rest of the gap to cuBLAS SGEMM at 4096^3 (Nsight Compute on
+// an H100: 79% of issue slots used against cuBLAS's 90%, the difference stalls on branches, on the
+// instruction cache and on fixed-latency dependencies). A block wholly inside C, with K a multiple
+// of BK, runs a copy of the tile loop compiled without the guards on A's loads (multiply<false>):
+// no branch per float4 of A. B's copy keeps its guards in both copies of the loop: unguarded, ptxas
+// issues its LDGSTS in one run with fewer never-executing shared loads (@!PT LDS) before them, and
+// Nsight Compute's count of shared loads would no longer be the one its reference measured. And each
+// row of the FMAs walks b back and forth (m odd: n from the right), which the compiler schedules
+// with fewer stalls than rows all left to right. Both measured: tests/benchmarks/tune_fp32.py.
 #include "trace.cuh"
 
 #ifndef BM
@@ -67,11 +76,12 @@ TRACE_RECORDS((CDIV(K, BK) + 1) * (2 * (CDIV(BM * BK, kThreads) + CDIV(BK * BN, 
               OUTPUTS_DOWN * OUTPUTS_ACROSS);
 
 // This thread's float4s of A's tile at k0 (4 consecutive k of one row each), into registers.
+template <bool kGuard>   // false: a block inside C and K, which needs no guard
 __device__ void load_a(const float *A, float4 (&ra)[kALoads], int M, int K, int row0, int k0) {
     for (int l = 0; l < kALoads; l++) {
         int i = threadIdx.x + l * kThreads;
         int gr = row0 + i / (BK / 4), gc = k0 + (i % (BK / 4)) * 4;
-        if (K % 4 == 0 && gr < M && gc + 3 < K) {
+        if (!kGuard || (K % 4 == 0 && gr < M && gc + 3 < K)) {
             ra[l] = LDG4(A, gr * K + gc);
         } else {
             ra[l].x = (gr < M && gc < K) ? LDG(A, gr * K + gc) : (SKIP_LDG(A), 0.0f);
@@ -136,7 +146,53 @@ __device__ void load_fragments(const float (&As)[2][BK * BM], const float (&Bs)[
     }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads) prefetched(const float *A, const float *B, float *C, int M, int N, int K) {
+// The loop over the tiles of K, with the guards on A's loads (kGuard) or without them.
+template <bool kGuard>
+__device__ __forceinline__ void multiply(const float *A, const float *B, float (&As)[2][BK * BM], float (&Bs)[2][BK * BN],
+                                         float (&acc)[kWMIter * TM][WNITER * TN], int M, int N, int K, int row0,
+                                         int col0, int warp_row, int warp_col, int lane_row, int lane_col) {
+    float a[2][kWMIter * TM];   // two sets: step k's fragments and step k + 1's
+    float b[2][WNITER * TN];
+    float4 ra[kALoads];
+    // Tile 0 into buffer 0, the one time nothing overlaps.
+    copy_b(Bs, B, N, K, col0, 0, 0);
+    load_a<kGuard>(A, ra, M, K, row0, 0);
+    store_a(As, ra, 0);
+    CP_ASYNC_WAIT(0);
+    SYNC();
+    int tiles = (K + BK - 1) / BK;
+    for (int t = 0; t < tiles; t++) {
+        int cur = t % 2, next = 1 - cur;
+        bool more = t + 1 < tiles;
+        if (more) {
+            copy_b(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
+            load_a<kGuard>(A, ra, M, K, row0, (t + 1) * BK);         // so are these loads, into registers
+        }
+        load_fragments(As, Bs, a[0], b[0], cur, 0, warp_row, warp_col, lane_row, lane_col);
+#pragma unroll
+        for (int k = 0; k < BK; k++) {
+            if (k + 1 < BK) {   // step k + 1's fragments, in flight during step k's FMAs
+                load_fragments(As, Bs, a[(k + 1) % 2], b[(k + 1) % 2], cur, k + 1, warp_row, warp_col, lane_row,
+                               lane_col);
+            }
+            for (int m = 0; m < kWMIter * TM; m++) {
+                for (int j = 0; j < WNITER * TN; j++) {
+                    int n = m % 2 ? WNITER * TN - 1 - j : j;   // back and forth along the row
+                    acc[m][n] += a[k % 2][m] * b[k % 2][n];
+                }
+            }
+        }
+        if (more) {
+            store_a(As, ra, next);   // buffer `next` was last read before the previous barrier
+            CP_ASYNC_WAIT(0);        // this thread's copies of B's next tile have landed
+        }
+        SYNC();                      // ... and everyone's: the next tile is whole
+    }
+}
+
+// Min. blocks 1: one block an SM is all its registers allow anyway; the variants tune_fp32.py timed
+// were built so (ptxas then allocates a few registers more, and schedules differently).
+extern "C" __global__ void __launch_bounds__(kThreads, 1) prefetched(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[2][BK * BM];
     __shared__ __align__(16) float Bs[2][BK * BN];
     int tid = threadIdx.x;
@@ -148,41 +204,11 @@ extern "C" __global__ void __launch_bounds__(kThreads) prefetched(const float *A
     int row0 = blockIdx.y * BM;
     int col0 = blockIdx.x * BN;
     float acc[kWMIter * TM][WNITER * TN] = {{0.0f}};
-    float a[2][kWMIter * TM];   // two sets: step k's fragments and step k + 1's
-    float b[2][WNITER * TN];
-    float4 ra[kALoads];
-    // Tile 0 into buffer 0, the one time nothing overlaps.
-    copy_b(Bs, B, N, K, col0, 0, 0);
-    load_a(A, ra, M, K, row0, 0);
-    store_a(As, ra, 0);
-    CP_ASYNC_WAIT(0);
-    SYNC();
-    int tiles = (K + BK - 1) / BK;
-    for (int t = 0; t < tiles; t++) {
-        int cur = t % 2, next = 1 - cur;
-        bool more = t + 1 < tiles;
-        if (more) {
-            copy_b(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
-            load_a(A, ra, M, K, row0, (t + 1) * BK);         // so are these loads, into registers
-        }
-        load_fragments(As, Bs, a[0], b[0], cur, 0, warp_row, warp_col, lane_row, lane_col);
-#pragma unroll
-        for (int k = 0; k < BK; k++) {
-            if (k + 1 < BK) {   // step k + 1's fragments, in flight during step k's FMAs
-                load_fragments(As, Bs, a[(k + 1) % 2], b[(k + 1) % 2], cur, k + 1, warp_row, warp_col, lane_row,
-                               lane_col);
-            }
-            for (int m = 0; m < kWMIter * TM; m++) {
-                for (int n = 0; n < WNITER * TN; n++) {
-                    acc[m][n] += a[k % 2][m] * b[k % 2][n];
-                }
-            }
-        }
-        if (more) {
-            store_a(As, ra, next);   // buffer `next` was last read before the previous barrier
-            CP_ASYNC_WAIT(0);        // this thread's copies of B's next tile have landed
-        }
-        SYNC();                      // ... and everyone's: the next tile is whole
+    // The same for every thread of the block, so its warps take one branch together.
+    if (row0 + BM <= M && col0 + BN <= N && K % BK == 0 && K % 4 == 0 && N % 4 == 0) {
+        multiply<false>(A, B, As, Bs, acc, M, N, K, row0, col0, warp_row, warp_col, lane_row, lane_col);
+    } else {
+        multiply<true>(A, B, As, Bs, acc, M, N, K, row0, col0, warp_row, warp_col, lane_row, lane_col);
     }
     for (int wm = 0; wm < kWMIter; wm++) {
         for (int m = 0; m < TM; m++) {

@@ -143,7 +143,7 @@ def mode_banner() -> None:
                    "this GPU.", icon=":material/memory:")
     else:
         st.info(f"**CPU mode** · no NVIDIA GPU here ({st_.reason}). Traces come from the same kernel "
-                "sources run on the CPU; tests check them against the same traces recorded on an H100 and an H200.",
+                "sources run on the CPU; tests check them against the same traces recorded on an H200 and an H100.",
                 icon=":material/memory:")
 
 

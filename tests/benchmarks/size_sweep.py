@@ -4,7 +4,11 @@ few block tiles times every SPLITK, each checked against float64 before it is ti
 size, the fastest of each kernel as % of cuBLAS, and writes the whole sweep as a benchmark export:
 the selection table (engine/bench/selection.py) is read from it.
 
-    python3 tests/benchmarks/size_sweep.py OUT.json [--sizes 1000,1024,...] [--reps 10]
+    python3 tests/benchmarks/size_sweep.py OUT.json [--sizes 1000,1024,...] [--reps 10] [--defaults-only]
+
+--defaults-only times only cuBLAS and the ladder's top rungs at their defaults, after a change to one
+of them: shipped beside the full sweep of the same GPU, it replaces their rows (selection.load keeps
+each configuration's latest timing) and split_k's stay as they were timed.
 """
 from __future__ import annotations
 
@@ -46,10 +50,11 @@ def main() -> int:
     ap.add_argument("out")
     ap.add_argument("--sizes", default=SIZES)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--defaults-only", action="store_true", help="cuBLAS and the ladder's top rungs only")
     args = ap.parse_args()
     sizes = benchmark.parse_sizes(args.sizes)
     start = time.perf_counter()
-    configs = {tuple(sorted(c.items())) for size in sizes for c in split_configs(*size)}
+    configs = set() if args.defaults_only else {tuple(sorted(c.items())) for size in sizes for c in split_configs(*size)}
     build_all([(spec, {**spec.default_params(), **dict(c)}) for c in configs
                for spec in (registry.get("split_k"), registry.get("split_k_padded"))])
     print(f"compiled {len(configs)} split-K configurations in {time.perf_counter() - start:.0f} s", flush=True)
@@ -62,14 +67,14 @@ def main() -> int:
     for m, n, k in sizes:
         here = [benchmark.measure("cublas_sgemm", m, n, k, settings)]
         here += [benchmark.measure(name, m, n, k, settings) for name in DEFAULTS]
-        here += [benchmark.measure(name, m, n, k, settings, c) for name in kernels_at(m, n, k)
-                 for c in split_configs(m, n, k)]
+        here += [] if args.defaults_only else [benchmark.measure(name, m, n, k, settings, c)
+                                               for name in kernels_at(m, n, k) for c in split_configs(m, n, k)]
         here.append(benchmark.measure("cublas_sgemm", m, n, k, settings))   # clocks drift: before and after
         rows += here
         ok = [r for r in here if r["status"] == "ok"]
         cublas = max(r["gflops"] for r in ok if r["kernel"] == "cublas_sgemm")
         line = []
-        for name in (*DEFAULTS, *kernels_at(m, n, k)):
+        for name in DEFAULTS if args.defaults_only else (*DEFAULTS, *kernels_at(m, n, k)):
             best = max((r for r in ok if r["kernel"] == name), key=lambda r: r["gflops"], default=None)
             if best:
                 extra = f" S{best['params']['SPLITK']} {best['params']['BM']}x{best['params']['BN']}" if name.startswith("split_k") else ""
@@ -77,7 +82,8 @@ def main() -> int:
         print(f"{m}x{n}x{k}: cuBLAS {cublas / 1e3:.1f} TF | " + " | ".join(line), flush=True)
     print(f"timed in {time.perf_counter() - start:.0f} s")
     prov = benchmark.provenance(status.info, settings)
-    prov["sweep"] = "split_k's block tiles and SPLITK, and the FP32 ladder's top rungs, at sizes of every shape"
+    prov["sweep"] = ("the FP32 ladder's top rungs at their defaults, at sizes of every shape" if args.defaults_only else
+                     "split_k's block tiles and SPLITK, and the FP32 ladder's top rungs, at sizes of every shape")
     print(f"wrote {export.write_json(rows, prov, Path(args.out))}")
     return 0
 

@@ -28,6 +28,8 @@ CASES = [
     *[case for rung in ("blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_buffered", "prefetched")
       for case in ((f"{rung}_odd", rung, 150, 135, 37, 16, 0, (16, 16), None),
                    (f"{rung}_float4", rung, 136, 260, 72, 16, 0, (16, 16), None))],
+    # prefetched's blocks wholly inside C (K a multiple of BK) run its tile loop without edge guards.
+    ("prefetched_interior", "prefetched", 256, 512, 64, 16, 0, (16, 16), [(1, 1)]),
     # Split-K: slices ending inside a BK tile and past K (empty), both launches; and one traced sum
     # block, which runs only the split_k blocks whose partials it adds.
     ("split_k_odd", "split_k", 150, 135, 37, 16, 0, (16, 16), None),
