@@ -31,9 +31,21 @@ __device__ __forceinline__ void bar_expect_bytes(uint64_t *bar, int bytes) {
 __device__ __forceinline__ void bar_arrive(uint64_t *bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem(bar)) : "memory");
 }
+// SUSPEND 1 (a kernel's parameter; 0 where it sets none) passes try_wait a time hint: the warp is
+// parked until the phase completes (or 10 ms pass, and it asks again) instead of coming back after
+// the hardware's own short limit, so a waiting warp (the producer, nearly always waiting for a free
+// slot) issues a few instructions per wait rather than a loop of them.
+#ifndef SUSPEND
+#define SUSPEND 0
+#endif
 __device__ __forceinline__ void bar_wait(uint64_t *bar, int parity) {
+#if SUSPEND
+    asm volatile("{ .reg .pred done; WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2; @!done bra WAIT; }"
+                 :: "r"(smem(bar)), "r"(parity), "r"(10000000) : "memory");
+#else
     asm volatile("{ .reg .pred done; WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1; @!done bra WAIT; }"
                  :: "r"(smem(bar)), "r"(parity) : "memory");
+#endif
 }
 
 // TMA: the box at (x, y) (x the contiguous coordinate) of the tensor map, into shared memory at dst.

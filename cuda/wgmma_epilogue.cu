@@ -8,6 +8,12 @@
 // (cp.async.bulk.tensor from shared to global, whole lines), and the warpgroup fills the other
 // buffer meanwhile; after the last piece it goes straight on to the next tile's wgmma while the
 // copy engine writes. TMA also clips the pieces that overhang C, so no store is guarded.
+// Choices measured against cuBLAS beside it (tests/benchmarks/wgmma_beyond.py):
+//   - CLUSTER 4: clusters of 2 x 2 blocks, A's tile shared by multicast along rows as B's is along
+//     columns, so each block reads a quarter less from L2 per k-tile (wgmma_persistent.cuh);
+//   - SUSPEND 1: the mbarrier waits park the warp until the phase completes (wgmma.cuh);
+//   - LAG 2: the second consumer warpgroup runs 2 k-tiles behind the first, so their epilogues
+//     (no wgmma issued) fall at different times.
 // Not traced, as wgmma_tma. Sizes: any M; K and N multiples of 8, as wgmma_persistent.
 #include "contract.cuh"
 
@@ -26,25 +32,34 @@
 #ifndef SMS
 #define SMS 128   // one of: 132 128 120
 #endif
-#define CLUSTER 2
+#ifndef CLUSTER
+#define CLUSTER 2   // one of: 2 4
+#endif
+#ifndef SUSPEND
+#define SUSPEND 0   // one of: 0 1
+#endif
+#ifndef LAG
+#define LAG 0   // one of: 0 2
+#endif
 #define TMA_STORE 1
 #include "wgmma_persistent.cuh"
 
 REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
         "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
+REQUIRE(LAG < STAGES, "needs LAG below STAGES: the first consumer runs ahead only as far as the ring holds");
 // The ring and its mbarriers, the staging buffers of C, room to align it all to 1 KB.
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + kStoreBytes + 1024)
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
 REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
               "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
-// One cluster per 2 SMs, fewer where C has fewer pairs of tiles; the grid is whole clusters.
-LAUNCH_GRID(2 * MIN(CDIV(M, 2 * BM) * CDIV(N, BN), SMS / 2), 1);
+// One block per SM up to SMS, in whole clusters (one per CLUSTER tiles), fewer where C has fewer.
+LAUNCH_GRID(CLUSTER * MIN(CDIV(M, kClusterM * BM) * CDIV(N, kClusterN * BN), SMS / CLUSTER), 1);
 LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(SHARED_BYTES);
-LAUNCH_TMA_BOX(A_map, kBK, BM);   // (columns, rows): A's tile, BM rows of one 128-byte swizzle row
+LAUNCH_TMA_BOX(A_map, kBK, kABoxRows);   // (columns, rows): A's tile (half of it in clusters of 4), rows of one 128-byte swizzle row
 LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
 LAUNCH_TMA_BOX(C_map, kChunkCols, 64);   // a piece of C: 64 rows of 32 floats
 
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1) wgmma_epilogue(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, int M, int N, int K) {
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1) wgmma_epilogue(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, int M, int N, int K) {
     wgmma_persistent_gemm(&A_map, &B_map, nullptr, &C_map, M, N, K);
 }

@@ -4,16 +4,29 @@
 // k-tile of every tile the block owns into a ring of STAGES slots, and BM / 64 consumer warpgroups
 // that keep one k-tile's wgmma in flight while the next is issued. CLUSTER blocks (1 or 2) form a
 // thread-block cluster: with 2, the two blocks own tiles one above the other, which need the same
-// k-tile of B, and each block copies half of that B tile into both blocks' slots (TMA multicast).
+// k-tile of B, and each block copies half of that B tile into both blocks' slots (TMA multicast);
+// with 4, a 2 x 2 square of tiles: the two blocks of a column share B as with 2, and the two of a
+// row share A the same way, each copying half of A's tile into both, so a block reads 24 KB of a
+// 48 KB k-tile from L2 (32 KB with 2, all 48 alone).
 // With TMA_STORE 1, C leaves through shared memory by TMA stores that run on while the next tile
 // is multiplied (wgmma_epilogue.cu). Parameters are the including kernel's: BM, BN, STAGES, GROUP,
-// SMS, CLUSTER, TMA_STORE.
+// SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND where a kernel sets them).
 #pragma once
 #include "wgmma.cuh"
 
 #ifndef TMA_STORE
 #define TMA_STORE 0
 #endif
+#ifndef LAG
+#define LAG 0
+#endif
+// A cluster's blocks as a square: kClusterM blocks one above the other (sharing B), kClusterN side
+// by side (sharing A). Block `rank` is row rank % kClusterM, column rank / kClusterM of it.
+constexpr int kClusterM = CLUSTER == 4 ? 2 : CLUSTER, kClusterN = CLUSTER == 4 ? 2 : 1;
+// The blocks whose consumers hand a slot back to a block: those its copies land in (itself, the
+// block sharing its B, the one sharing its A), so its empty mbarrier counts their arrivals.
+constexpr int kPeers = CLUSTER == 4 ? 3 : CLUSTER;
+constexpr int kABoxRows = BM / kClusterN;   // the rows of A one copy moves: half the tile where two blocks share it
 // TMA_STORE's staging: per consumer warpgroup two buffers of a 64 x 32 piece of C (128-byte rows,
 // the widest a 128-byte-swizzled box has), one filled while the other's store is still reading it.
 constexpr int kChunkCols = 32, kChunkBytes = 64 * kChunkCols * 4;
@@ -64,14 +77,15 @@ __device__ __forceinline__ void grouped_tile(int i, int rows, int cols, int &row
 __device__ __forceinline__ void tile_origin(int i, int rows, int cols, int rank, int &row0, int &col0) {
     int row, col;
     grouped_tile(i, rows, cols, row, col);
-    row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+    if (kClusterN == 1) row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+    else row0 = (row * kClusterM + rank % kClusterM) * BM, col0 = (col * kClusterN + rank / kClusterM) * BN;
 }
 
 // The ring's mbarriers, made by thread 0 before any copy: a slot is full when its bytes have come
 // in, and free (empty) once `arrivals` consumers of every block it is copied into are done with it.
 __device__ __forceinline__ void init_ring(uint64_t *full, uint64_t *empty, int arrivals) {
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], arrivals * CLUSTER);
+        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], arrivals * kPeers);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (CLUSTER > 1) cluster_sync();   // the other block's mbarriers exist before anything lands there
@@ -92,16 +106,31 @@ __device__ __forceinline__ void produce(const CUtensorMap *A_map, const CUtensor
             int s = it % STAGES;
             if (it >= STAGES) bar_wait(&empty[s], (it / STAGES - 1) & 1);   // its last k-tile is used
             unsigned char *slot = ring + s * kStageBytes;
-            bar_expect_bytes(&full[s], kStageBytes);   // A here, and all of B, half from the other block
-            tma_load(slot, A_map, t * kBK, row0, &full[s]);
-            constexpr int kMine = BN / 64 / CLUSTER;   // B boxes this block copies
-            for (int j = rank * kMine; j < (rank + 1) * kMine; j++) {
-                if (CLUSTER == 1) tma_load(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s]);
+            bar_expect_bytes(&full[s], kStageBytes);   // all of A and B, halves of them from the other blocks
+            if (kClusterN == 1) {
+                tma_load(slot, A_map, t * kBK, row0, &full[s]);
+            } else {   // half of A's rows, into this block and the one beside it (ranks rank % 2 and + 2)
+                int half = rank / kClusterM;
+                tma_load_multicast(slot + half * kABoxRows * 128, A_map, t * kBK, row0 + half * kABoxRows, &full[s],
+                                   (uint16_t)(0b101 << (rank % kClusterM)));
+            }
+            constexpr int kMine = BN / 64 / kClusterM;   // B boxes this block copies
+            int mine = kClusterN == 1 ? rank : rank % kClusterM;   // this block's row in the cluster
+            for (int j = mine * kMine; j < (mine + 1) * kMine; j++) {
+                if (kClusterM == 1) tma_load(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s]);
                 else tma_load_multicast(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s],
-                                        (1 << CLUSTER) - 1);
+                                        kClusterN == 1 ? (1 << CLUSTER) - 1 : 0b11 << (rank - mine));   // this column's blocks
             }
         }
     }
+}
+
+// A consumer's hand-back of a slot (its thread tid < kPeers's share): to its own block, or with
+// clusters to each block whose copies land in it (thread 1 the block sharing B, thread 2 A).
+__device__ __forceinline__ void release(uint64_t *bar, int rank, int tid) {
+    if (CLUSTER == 1) bar_arrive(bar);
+    else if (CLUSTER == 2) bar_arrive_at(bar, tid);   // thread r tells block r
+    else bar_arrive_at(bar, tid == 0 ? rank : rank ^ tid);
 }
 
 // TMA_STORE's pieces (PTX ISA: cp.async.bulk.tensor from shared to global, bulk async-groups):
@@ -130,8 +159,8 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
     int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
     int rank = CLUSTER == 1 ? 0 : (int)cluster_rank();
     int ktiles = (K + kBK - 1) / kBK;
-    // Cluster tiles: CLUSTER tiles one above the other.
-    int rows = (M + BM * CLUSTER - 1) / (BM * CLUSTER), cols = (N + BN - 1) / BN;
+    // Cluster tiles: kClusterM tiles one above the other, kClusterN side by side.
+    int rows = (M + BM * kClusterM - 1) / (BM * kClusterM), cols = (N + BN * kClusterN - 1) / (BN * kClusterN);
     int tiles = rows * cols, cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     init_ring(full, empty, kConsumers);   // each consumer warpgroup hands a slot back once
 
@@ -143,6 +172,10 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
         int c = wg - 1;   // this consumer's rows: 64 c .. 64 c + 63 of the tile
         int w = tid / 32, lane = tid % 32;
         int it = 0;
+        // LAG: the second consumer starts once the first has issued LAG k-tiles, and stays about
+        // that far behind, so that one's epilogue (no wgmma) falls while the other still multiplies
+        // (named barrier 3: consumer 0 arrives, consumer 1 waits).
+        if (LAG && c == 1) asm volatile("bar.sync 3, 256;" ::: "memory");
         for (int i = cluster; i < tiles; i += clusters) {
             int row0, col0;
             tile_origin(i, rows, cols, rank, row0, col0);
@@ -160,18 +193,11 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 // its slot (and only it) can be handed back. wgmma_tma waited for all (depth 0):
                 // the tensor cores then drained at every k-tile.
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                if (t > 0 && tid < CLUSTER) {
-                    int prev = (it + STAGES - 1) % STAGES;
-                    if (CLUSTER == 1) bar_arrive(&empty[prev]);
-                    else bar_arrive_at(&empty[prev], tid);   // thread r tells block r
-                }
+                if (t > 0 && tid < kPeers) release(&empty[(it + STAGES - 1) % STAGES], rank, tid);
+                if (LAG && c == 0 && it == LAG - 1) asm volatile("bar.arrive 3, 256;" ::: "memory");
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            if (ktiles > 0 && tid < CLUSTER) {
-                int last = (it + STAGES - 1) % STAGES;
-                if (CLUSTER == 1) bar_arrive(&empty[last]);
-                else bar_arrive_at(&empty[last], tid);
-            }
+            if (ktiles > 0 && tid < kPeers) release(&empty[(it + STAGES - 1) % STAGES], rank, tid);
             // Lane l of warp w holds rows 16 w + l / 4 (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of
             // each 8-column piece j (wgmma's accumulator layout). Meanwhile the producer is already
             // copying the next tile's first k-tiles.
@@ -209,6 +235,7 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
             }
 #endif
         }
+        if (LAG && c == 0 && it < LAG) asm volatile("bar.arrive 3, 256;" ::: "memory");   // fewer k-tiles than LAG
         // The last stores finish reading shared memory before the block leaves it.
         if (TMA_STORE && tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
