@@ -13,7 +13,9 @@
 //     columns, so each block reads a quarter less from L2 per k-tile (wgmma_persistent.cuh);
 //   - SUSPEND 1: the mbarrier waits park the warp until the phase completes (wgmma.cuh);
 //   - LAG 2: the second consumer warpgroup runs 2 k-tiles behind the first, so their epilogues
-//     (no wgmma issued) fall at different times.
+//     (no wgmma issued) fall at different times;
+//   - DESC_STEP 1: the wgmma descriptors made once and stepped by adds (wgmma_persistent.cuh);
+//   - STORE_ROWS 16: each warp stores its own 16 x 32 pieces of C, no barrier across the warpgroup.
 // Not traced, as wgmma_tma. Sizes: any M; K and N multiples of 8, as wgmma_persistent.
 #include "contract.cuh"
 
@@ -41,6 +43,12 @@
 #ifndef LAG
 #define LAG 0   // one of: 0 2
 #endif
+#ifndef DESC_STEP
+#define DESC_STEP 0   // one of: 0 1
+#endif
+#ifndef STORE_ROWS
+#define STORE_ROWS 64   // one of: 64 16
+#endif
 #define TMA_STORE 1
 #include "wgmma_persistent.cuh"
 
@@ -58,7 +66,7 @@ LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(SHARED_BYTES);
 LAUNCH_TMA_BOX(A_map, kBK, kABoxRows);   // (columns, rows): A's tile (half of it in clusters of 4), rows of one 128-byte swizzle row
 LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
-LAUNCH_TMA_BOX(C_map, kChunkCols, 64);   // a piece of C: 64 rows of 32 floats
+LAUNCH_TMA_BOX(C_map, kChunkCols, kChunkRows);   // a piece of C: 64 (or a warp's 16) rows of 32 floats
 
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1) wgmma_epilogue(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, int M, int N, int K) {
     wgmma_persistent_gemm(&A_map, &B_map, nullptr, &C_map, M, N, K);

@@ -10,7 +10,7 @@
 // 48 KB k-tile from L2 (32 KB with 2, all 48 alone).
 // With TMA_STORE 1, C leaves through shared memory by TMA stores that run on while the next tile
 // is multiplied (wgmma_epilogue.cu). Parameters are the including kernel's: BM, BN, STAGES, GROUP,
-// SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND where a kernel sets them).
+// SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND, DESC_STEP where a kernel sets them).
 #pragma once
 #include "wgmma.cuh"
 
@@ -19,6 +19,9 @@
 #endif
 #ifndef LAG
 #define LAG 0
+#endif
+#ifndef DESC_STEP
+#define DESC_STEP 0
 #endif
 // A cluster's blocks as a square: kClusterM blocks one above the other (sharing B), kClusterN side
 // by side (sharing A). Block `rank` is row rank % kClusterM, column rank / kClusterM of it.
@@ -29,8 +32,13 @@ constexpr int kPeers = CLUSTER == 4 ? 3 : CLUSTER;
 constexpr int kABoxRows = BM / kClusterN;   // the rows of A one copy moves: half the tile where two blocks share it
 // TMA_STORE's staging: per consumer warpgroup two buffers of a 64 x 32 piece of C (128-byte rows,
 // the widest a 128-byte-swizzled box has), one filled while the other's store is still reading it.
-constexpr int kChunkCols = 32, kChunkBytes = 64 * kChunkCols * 4;
-constexpr int kStoreBytes = TMA_STORE ? kConsumers * 2 * kChunkBytes : 0;
+// STORE_ROWS 16 cuts the pieces a warp's 16 rows high instead, two buffers per warp: each warp then
+// fills and stores its own (one thread of it waits and asks), with no barrier across the warpgroup.
+#ifndef STORE_ROWS
+#define STORE_ROWS 64
+#endif
+constexpr int kChunkCols = 32, kChunkRows = STORE_ROWS, kChunkBytes = kChunkRows * kChunkCols * 4;
+constexpr int kStoreBytes = TMA_STORE ? kConsumers * 2 * 64 * kChunkCols * 4 : 0;
 
 // Cluster-wide pieces (PTX ISA: mapa, mbarrier.arrive with .shared::cluster, barrier.cluster,
 // cp.async.bulk.tensor's .multicast::cluster).
@@ -176,24 +184,37 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
         // that far behind, so that one's epilogue (no wgmma) falls while the other still multiplies
         // (named barrier 3: consumer 0 arrives, consumer 1 waits).
         if (LAG && c == 1) asm volatile("bar.sync 3, 256;" ::: "memory");
+        // DESC_STEP 1: the descriptors of slot 0's A rows and B, made once. Slot s's start s *
+        // kStageBytes further and k step kk 32 (A) or 2048 (B) bytes further, and a descriptor's
+        // start address counts 16-byte units in its low 14 bits (shared memory's 228 KB never
+        // carries out of them), so every other descriptor is one of these plus a constant: an add
+        // where descriptor() takes a mask, a shift and an or per operand (the SASS of the k-loop
+        // was about 80 instructions a warp, 4 of them the wgmma).
+        const uint64_t a_desc0 = descriptor(ring + c * 64 * 128, 16, 1024), b_desc0 = descriptor(ring + kABytes, BLBO, BSBO);
         for (int i = cluster; i < tiles; i += clusters) {
             int row0, col0;
             tile_origin(i, rows, cols, rank, row0, col0);
             float d[kAccs];
             for (int j = 0; j < kAccs; j++) d[j] = 0.0f;
             for (int t = 0; t < ktiles; t++, it++) {
-                int s = it % STAGES;
-                bar_wait(&full[s], (it / STAGES) & 1);
-                unsigned char *a = ring + s * kStageBytes + c * 64 * 128, *b = ring + s * kStageBytes + kABytes;
+                int s = DESC_STEP ? (int)((unsigned)it % STAGES) : it % STAGES;
+                bar_wait(&full[s], DESC_STEP ? (int)((unsigned)it / STAGES & 1) : (it / STAGES) & 1);
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-                for (int kk = 0; kk < kBK / 16; kk++)
-                    WGMMA(d, descriptor(a + 32 * kk, 16, 1024), descriptor(b + 2048 * kk, BLBO, BSBO));
+                if (DESC_STEP) {
+                    uint64_t slot = (uint64_t)(s * (kStageBytes / 16));
+                    for (int kk = 0; kk < kBK / 16; kk++) WGMMA(d, a_desc0 + slot + 2 * kk, b_desc0 + slot + 128 * kk);
+                } else {
+                    unsigned char *a = ring + s * kStageBytes + c * 64 * 128, *b = ring + s * kStageBytes + kABytes;
+                    for (int kk = 0; kk < kBK / 16; kk++)
+                        WGMMA(d, descriptor(a + 32 * kk, 16, 1024), descriptor(b + 2048 * kk, BLBO, BSBO));
+                }
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 // This k-tile's products stay in flight; the previous k-tile's have retired, so
                 // its slot (and only it) can be handed back. wgmma_tma waited for all (depth 0):
                 // the tensor cores then drained at every k-tile.
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                if (t > 0 && tid < kPeers) release(&empty[(it + STAGES - 1) % STAGES], rank, tid);
+                if (t > 0 && tid < kPeers)
+                    release(&empty[DESC_STEP ? (int)((unsigned)(it + STAGES - 1) % STAGES) : (it + STAGES - 1) % STAGES], rank, tid);
                 if (LAG && c == 0 && it == LAG - 1) asm volatile("bar.arrive 3, 256;" ::: "memory");
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -208,10 +229,15 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
             // next piece (the other buffer) and, after the last, to the next tile's wgmma, while
             // the copy engine writes C. It also clips what lies outside C.
             int rr = 16 * w + lane / 4, q = lane % 4;
+            // The piece's first row in the warpgroup's 64, and the thread that waits and stores.
+            int first = kChunkRows == 64 ? 0 : 16 * w;
+            bool storer = kChunkRows == 64 ? tid == 0 : lane == 0;
             for (int piece = 0; piece < BN / kChunkCols; piece++) {
-                unsigned char *buf = staging + (c * 2 + piece % 2) * kChunkBytes;
-                if (tid == 0) tma_store_wait_read<1>();   // the store that last read buf is done with it
-                asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                int which = kChunkRows == 64 ? c * 2 + piece % 2 : (c * 4 + w) * 2 + piece % 2;
+                unsigned char *buf = staging + which * kChunkBytes - first * 128;   // buf + rr * 128: row rr's
+                if (storer) tma_store_wait_read<1>();   // the store that last read buf is done with it
+                if (kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                else __syncwarp();
                 for (int p = 0; p < kChunkCols / 8; p++) {
                     int j = piece * (kChunkCols / 8) + p, unit = 2 * p + q / 2, byte = (2 * q % 4) * 4;
                     *reinterpret_cast<float2 *>(buf + rr * 128 + ((unit ^ (rr % 8)) * 16) + byte) = make_float2(d[4 * j], d[4 * j + 1]);
@@ -220,8 +246,9 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 }
                 // Ordinary stores that the copy engine reads next: made visible to it, then counted.
                 asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-                asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
-                if (tid == 0) tma_store(C_map, col0 + piece * kChunkCols, row0 + 64 * c, buf);
+                if (kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                else __syncwarp();
+                if (storer) tma_store(C_map, col0 + piece * kChunkCols, row0 + 64 * c + first, buf + first * 128);
             }
 #else
             // N is a multiple of 8 (the contract), so each pair is 8-byte aligned and both or
@@ -237,7 +264,7 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
         }
         if (LAG && c == 0 && it < LAG) asm volatile("bar.arrive 3, 256;" ::: "memory");   // fewer k-tiles than LAG
         // The last stores finish reading shared memory before the block leaves it.
-        if (TMA_STORE && tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+        if (TMA_STORE && (kChunkRows == 64 ? tid == 0 : tid % 32 == 0)) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     // A block leaves only when the other can no longer arrive on its mbarriers or copy into it.
     if (CLUSTER > 1) cluster_sync();
