@@ -11,18 +11,18 @@
 // Other choices, each measured beside cuBLAS FP16 (tests/benchmarks/wgmma_beyond.py; TFLOP/s, CUDA
 // events; Nsight Compute for instructions and L2 bytes, tests/benchmarks/ncu_wgmma.py, at 4096^3):
 //   - DESC_STEP 1 (the default): the wgmma descriptors made once and stepped by adds
-//     (wgmma_persistent.cuh): warp instructions issued 29.0 M -> 20.3 M (cuBLAS: 17.6 M), 99.2 ->
+//     (wgmma_persistent.cuh): warp instructions issued 29.0 M -> 20.3 M (H100; cuBLAS: 17.6 M), 99.2 ->
 //     99.3% of cuBLAS at 4096^3 and 101.8 -> 102.3% at 8192^3 (H100): fewer instructions, no
 //     faster at 4096^3;
 //   - SUSPEND 1 (the default): the mbarrier waits pass try_wait a time hint (wgmma.cuh): 29.0 M ->
-//     28.7 M instructions, the same speed: the waits were not where the instructions went;
+//     28.7 M instructions (H200), the same speed: the waits were not where the instructions went;
 //   - CLUSTER 4: clusters of 2 x 2 blocks, A's tile shared by multicast along rows as B's is along
 //     columns, so each block reads a quarter less from L2 per k-tile (1.26 -> 1.03 GB at 4096^3),
-//     yet 406 TFLOP/s against 773 (H200): fewer clusters of 4 blocks of 225 KB of shared memory fit
-//     on the GPU at once than the grid has, and the rest wait for a second wave;
+//     yet 406 TFLOP/s against 773 (H200), about two waves' time: by that, fewer clusters of 4
+//     blocks of 225 KB of shared memory fit on the GPU at once than the grid's 32 (not queried);
 //   - LAG 2: the second consumer warpgroup runs 2 k-tiles behind the first, so their epilogues (no
-//     wgmma issued) fall at different times: 99.0% against 99.4% (H200): the ring of 4 slots then
-//     holds 2 fewer k-tiles ahead of the first;
+//     wgmma issued) fall at different times: 99.0% against 99.4% (H200); likely because the ring
+//     of 4 slots then holds 2 fewer k-tiles ahead of the first;
 //   - STORE_ROWS 16: each warp stores its own 16 x 32 pieces of C, no barrier across the
 //     warpgroup: 99.3% at 4096^3 as with 64 rows, 101.8% against 102.3% at 8192^3 (H100).
 // Not traced, as wgmma_tma. Sizes: any M; K and N multiples of 8, as wgmma_persistent.
