@@ -8,6 +8,23 @@
 // (cp.async.bulk.tensor from shared to global, whole lines), and the warpgroup fills the other
 // buffer meanwhile; after the last piece it goes straight on to the next tile's wgmma while the
 // copy engine writes. TMA also clips the pieces that overhang C, so no store is guarded.
+// Other choices, each measured beside cuBLAS FP16 (tests/benchmarks/wgmma_beyond.py; TFLOP/s, CUDA
+// events; Nsight Compute for instructions and L2 bytes, tests/benchmarks/ncu_wgmma.py, at 4096^3):
+//   - DESC_STEP 1 (the default): the wgmma descriptors made once and stepped by adds
+//     (wgmma_persistent.cuh): warp instructions issued 29.0 M -> 20.3 M (H100; cuBLAS: 17.6 M), 99.2 ->
+//     99.3% of cuBLAS at 4096^3 and 101.8 -> 102.3% at 8192^3 (H100): fewer instructions, no
+//     faster at 4096^3;
+//   - SUSPEND 1 (the default): the mbarrier waits pass try_wait a time hint (wgmma.cuh): 29.0 M ->
+//     28.7 M instructions (H200), the same speed: the waits were not where the instructions went;
+//   - CLUSTER 4: clusters of 2 x 2 blocks, A's tile shared by multicast along rows as B's is along
+//     columns, so each block reads a quarter less from L2 per k-tile (1.26 -> 1.03 GB at 4096^3),
+//     yet 406 TFLOP/s against 773 (H200), about two waves' time: by that, fewer clusters of 4
+//     blocks of 225 KB of shared memory fit on the GPU at once than the grid's 32 (not queried);
+//   - LAG 2: the second consumer warpgroup runs 2 k-tiles behind the first, so their epilogues (no
+//     wgmma issued) fall at different times: 99.0% against 99.4% (H200); likely because the ring
+//     of 4 slots then holds 2 fewer k-tiles ahead of the first;
+//   - STORE_ROWS 16: each warp stores its own 16 x 32 pieces of C, no barrier across the
+//     warpgroup: 99.3% at 4096^3 as with 64 rows, 101.8% against 102.3% at 8192^3 (H100).
 // Not traced, as wgmma_tma. Sizes: any M; K and N multiples of 8, as wgmma_persistent.
 #include "contract.cuh"
 
@@ -26,25 +43,40 @@
 #ifndef SMS
 #define SMS 128   // one of: 132 128 120
 #endif
-#define CLUSTER 2
+#ifndef CLUSTER
+#define CLUSTER 2   // one of: 2 4
+#endif
+#ifndef SUSPEND
+#define SUSPEND 1   // one of: 0 1
+#endif
+#ifndef LAG
+#define LAG 0   // one of: 0 2
+#endif
+#ifndef DESC_STEP
+#define DESC_STEP 1   // one of: 0 1
+#endif
+#ifndef STORE_ROWS
+#define STORE_ROWS 64   // one of: 64 16
+#endif
 #define TMA_STORE 1
 #include "wgmma_persistent.cuh"
 
 REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
         "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
+REQUIRE(LAG < STAGES, "needs LAG below STAGES: the first consumer runs ahead only as far as the ring holds");
 // The ring and its mbarriers, the staging buffers of C, room to align it all to 1 KB.
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + kStoreBytes + 1024)
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
 REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
               "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
-// One cluster per 2 SMs, fewer where C has fewer pairs of tiles; the grid is whole clusters.
-LAUNCH_GRID(2 * MIN(CDIV(M, 2 * BM) * CDIV(N, BN), SMS / 2), 1);
+// One block per SM up to SMS, in whole clusters (one per CLUSTER tiles), fewer where C has fewer.
+LAUNCH_GRID(CLUSTER * MIN(CDIV(M, kClusterM * BM) * CDIV(N, kClusterN * BN), SMS / CLUSTER), 1);
 LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(SHARED_BYTES);
-LAUNCH_TMA_BOX(A_map, kBK, BM);   // (columns, rows): A's tile, BM rows of one 128-byte swizzle row
+LAUNCH_TMA_BOX(A_map, kBK, kABoxRows);   // (columns, rows): A's tile (half of it in clusters of 4), rows of one 128-byte swizzle row
 LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
-LAUNCH_TMA_BOX(C_map, kChunkCols, 64);   // a piece of C: 64 rows of 32 floats
+LAUNCH_TMA_BOX(C_map, kChunkCols, kChunkRows);   // a piece of C: 64 (or a warp's 16) rows of 32 floats
 
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1) wgmma_epilogue(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, int M, int N, int K) {
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1) wgmma_epilogue(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, int M, int N, int K) {
     wgmma_persistent_gemm(&A_map, &B_map, nullptr, &C_map, M, N, K);
 }

@@ -4,20 +4,41 @@
 // k-tile of every tile the block owns into a ring of STAGES slots, and BM / 64 consumer warpgroups
 // that keep one k-tile's wgmma in flight while the next is issued. CLUSTER blocks (1 or 2) form a
 // thread-block cluster: with 2, the two blocks own tiles one above the other, which need the same
-// k-tile of B, and each block copies half of that B tile into both blocks' slots (TMA multicast).
+// k-tile of B, and each block copies half of that B tile into both blocks' slots (TMA multicast);
+// with 4, a 2 x 2 square of tiles: the two blocks of a column share B as with 2, and the two of a
+// row share A the same way, each copying half of A's tile into both, so a block reads 24 KB of a
+// 48 KB k-tile from L2 (32 KB with 2, all 48 alone).
 // With TMA_STORE 1, C leaves through shared memory by TMA stores that run on while the next tile
 // is multiplied (wgmma_epilogue.cu). Parameters are the including kernel's: BM, BN, STAGES, GROUP,
-// SMS, CLUSTER, TMA_STORE.
+// SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND, DESC_STEP where a kernel sets them).
 #pragma once
 #include "wgmma.cuh"
 
 #ifndef TMA_STORE
 #define TMA_STORE 0
 #endif
+#ifndef LAG
+#define LAG 0
+#endif
+#ifndef DESC_STEP
+#define DESC_STEP 0
+#endif
+// A cluster's blocks as a square: kClusterM blocks one above the other (sharing B), kClusterN side
+// by side (sharing A). Block `rank` is row rank % kClusterM, column rank / kClusterM of it.
+constexpr int kClusterM = CLUSTER == 4 ? 2 : CLUSTER, kClusterN = CLUSTER == 4 ? 2 : 1;
+// The blocks whose consumers hand a slot back to a block: those its copies land in (itself, the
+// block sharing its B, the one sharing its A), so its empty mbarrier counts their arrivals.
+constexpr int kPeers = CLUSTER == 4 ? 3 : CLUSTER;
+constexpr int kABoxRows = BM / kClusterN;   // the rows of A one copy moves: half the tile where two blocks share it
 // TMA_STORE's staging: per consumer warpgroup two buffers of a 64 x 32 piece of C (128-byte rows,
 // the widest a 128-byte-swizzled box has), one filled while the other's store is still reading it.
-constexpr int kChunkCols = 32, kChunkBytes = 64 * kChunkCols * 4;
-constexpr int kStoreBytes = TMA_STORE ? kConsumers * 2 * kChunkBytes : 0;
+// STORE_ROWS 16 cuts the pieces a warp's 16 rows high instead, two buffers per warp: each warp then
+// fills and stores its own (one thread of it waits and asks), with no barrier across the warpgroup.
+#ifndef STORE_ROWS
+#define STORE_ROWS 64
+#endif
+constexpr int kChunkCols = 32, kChunkRows = STORE_ROWS, kChunkBytes = kChunkRows * kChunkCols * 4;
+constexpr int kStoreBytes = TMA_STORE ? kConsumers * 2 * 64 * kChunkCols * 4 : 0;
 
 // Cluster-wide pieces (PTX ISA: mapa, mbarrier.arrive with .shared::cluster, barrier.cluster,
 // cp.async.bulk.tensor's .multicast::cluster).
@@ -64,14 +85,15 @@ __device__ __forceinline__ void grouped_tile(int i, int rows, int cols, int &row
 __device__ __forceinline__ void tile_origin(int i, int rows, int cols, int rank, int &row0, int &col0) {
     int row, col;
     grouped_tile(i, rows, cols, row, col);
-    row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+    if (kClusterN == 1) row0 = (row * CLUSTER + rank) * BM, col0 = col * BN;
+    else row0 = (row * kClusterM + rank % kClusterM) * BM, col0 = (col * kClusterN + rank / kClusterM) * BN;
 }
 
 // The ring's mbarriers, made by thread 0 before any copy: a slot is full when its bytes have come
 // in, and free (empty) once `arrivals` consumers of every block it is copied into are done with it.
 __device__ __forceinline__ void init_ring(uint64_t *full, uint64_t *empty, int arrivals) {
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], arrivals * CLUSTER);
+        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], arrivals * kPeers);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (CLUSTER > 1) cluster_sync();   // the other block's mbarriers exist before anything lands there
@@ -92,16 +114,31 @@ __device__ __forceinline__ void produce(const CUtensorMap *A_map, const CUtensor
             int s = it % STAGES;
             if (it >= STAGES) bar_wait(&empty[s], (it / STAGES - 1) & 1);   // its last k-tile is used
             unsigned char *slot = ring + s * kStageBytes;
-            bar_expect_bytes(&full[s], kStageBytes);   // A here, and all of B, half from the other block
-            tma_load(slot, A_map, t * kBK, row0, &full[s]);
-            constexpr int kMine = BN / 64 / CLUSTER;   // B boxes this block copies
-            for (int j = rank * kMine; j < (rank + 1) * kMine; j++) {
-                if (CLUSTER == 1) tma_load(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s]);
+            bar_expect_bytes(&full[s], kStageBytes);   // all of A and B, halves of them from the other blocks
+            if (kClusterN == 1) {
+                tma_load(slot, A_map, t * kBK, row0, &full[s]);
+            } else {   // half of A's rows, into this block and the one beside it (ranks rank % 2 and + 2)
+                int half = rank / kClusterM;
+                tma_load_multicast(slot + half * kABoxRows * 128, A_map, t * kBK, row0 + half * kABoxRows, &full[s],
+                                   (uint16_t)(0b101 << (rank % kClusterM)));
+            }
+            constexpr int kMine = BN / 64 / kClusterM;   // B boxes this block copies
+            int mine = kClusterN == 1 ? rank : rank % kClusterM;   // this block's row in the cluster
+            for (int j = mine * kMine; j < (mine + 1) * kMine; j++) {
+                if (kClusterM == 1) tma_load(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s]);
                 else tma_load_multicast(slot + kABytes + j * kBBoxBytes, B_map, col0 + 64 * j, t * kBK, &full[s],
-                                        (1 << CLUSTER) - 1);
+                                        kClusterN == 1 ? (1 << CLUSTER) - 1 : 0b11 << (rank - mine));   // this column's blocks
             }
         }
     }
+}
+
+// A consumer's hand-back of a slot (its thread tid < kPeers's share): to its own block, or with
+// clusters to each block whose copies land in it (thread 1 the block sharing B, thread 2 A).
+__device__ __forceinline__ void release(uint64_t *bar, int rank, int tid) {
+    if (CLUSTER == 1) bar_arrive(bar);
+    else if (CLUSTER == 2) bar_arrive_at(bar, tid);   // thread r tells block r
+    else bar_arrive_at(bar, tid == 0 ? rank : rank ^ tid);
 }
 
 // TMA_STORE's pieces (PTX ISA: cp.async.bulk.tensor from shared to global, bulk async-groups):
@@ -130,8 +167,8 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
     int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
     int rank = CLUSTER == 1 ? 0 : (int)cluster_rank();
     int ktiles = (K + kBK - 1) / kBK;
-    // Cluster tiles: CLUSTER tiles one above the other.
-    int rows = (M + BM * CLUSTER - 1) / (BM * CLUSTER), cols = (N + BN - 1) / BN;
+    // Cluster tiles: kClusterM tiles one above the other, kClusterN side by side.
+    int rows = (M + BM * kClusterM - 1) / (BM * kClusterM), cols = (N + BN * kClusterN - 1) / (BN * kClusterN);
     int tiles = rows * cols, cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     init_ring(full, empty, kConsumers);   // each consumer warpgroup hands a slot back once
 
@@ -143,35 +180,45 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
         int c = wg - 1;   // this consumer's rows: 64 c .. 64 c + 63 of the tile
         int w = tid / 32, lane = tid % 32;
         int it = 0;
+        // LAG: the second consumer starts once the first has issued LAG k-tiles, and stays about
+        // that far behind, so that one's epilogue (no wgmma) falls while the other still multiplies
+        // (named barrier 3: consumer 0 arrives, consumer 1 waits).
+        if (LAG && c == 1) asm volatile("bar.sync 3, 256;" ::: "memory");
+        // DESC_STEP 1: the descriptors of slot 0's A rows and B, made once. Slot s's start s *
+        // kStageBytes further and k step kk 32 (A) or 2048 (B) bytes further, and a descriptor's
+        // start address counts 16-byte units in its low 14 bits (shared memory's 228 KB never
+        // carries out of them), so every other descriptor is one of these plus a constant: an add
+        // where descriptor() takes a mask, a shift and an or per operand (the SASS of the k-loop
+        // was about 80 instructions a warp, 4 of them the wgmma).
+        const uint64_t a_desc0 = descriptor(ring + c * 64 * 128, 16, 1024), b_desc0 = descriptor(ring + kABytes, BLBO, BSBO);
         for (int i = cluster; i < tiles; i += clusters) {
             int row0, col0;
             tile_origin(i, rows, cols, rank, row0, col0);
             float d[kAccs];
             for (int j = 0; j < kAccs; j++) d[j] = 0.0f;
             for (int t = 0; t < ktiles; t++, it++) {
-                int s = it % STAGES;
-                bar_wait(&full[s], (it / STAGES) & 1);
-                unsigned char *a = ring + s * kStageBytes + c * 64 * 128, *b = ring + s * kStageBytes + kABytes;
+                int s = DESC_STEP ? (int)((unsigned)it % STAGES) : it % STAGES;
+                bar_wait(&full[s], DESC_STEP ? (int)((unsigned)it / STAGES & 1) : (it / STAGES) & 1);
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-                for (int kk = 0; kk < kBK / 16; kk++)
-                    WGMMA(d, descriptor(a + 32 * kk, 16, 1024), descriptor(b + 2048 * kk, BLBO, BSBO));
+                if (DESC_STEP) {
+                    uint64_t slot = (uint64_t)(s * (kStageBytes / 16));
+                    for (int kk = 0; kk < kBK / 16; kk++) WGMMA(d, a_desc0 + slot + 2 * kk, b_desc0 + slot + 128 * kk);
+                } else {
+                    unsigned char *a = ring + s * kStageBytes + c * 64 * 128, *b = ring + s * kStageBytes + kABytes;
+                    for (int kk = 0; kk < kBK / 16; kk++)
+                        WGMMA(d, descriptor(a + 32 * kk, 16, 1024), descriptor(b + 2048 * kk, BLBO, BSBO));
+                }
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 // This k-tile's products stay in flight; the previous k-tile's have retired, so
                 // its slot (and only it) can be handed back. wgmma_tma waited for all (depth 0):
                 // the tensor cores then drained at every k-tile.
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                if (t > 0 && tid < CLUSTER) {
-                    int prev = (it + STAGES - 1) % STAGES;
-                    if (CLUSTER == 1) bar_arrive(&empty[prev]);
-                    else bar_arrive_at(&empty[prev], tid);   // thread r tells block r
-                }
+                if (t > 0 && tid < kPeers)
+                    release(&empty[DESC_STEP ? (int)((unsigned)(it + STAGES - 1) % STAGES) : (it + STAGES - 1) % STAGES], rank, tid);
+                if (LAG && c == 0 && it == LAG - 1) asm volatile("bar.arrive 3, 256;" ::: "memory");
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            if (ktiles > 0 && tid < CLUSTER) {
-                int last = (it + STAGES - 1) % STAGES;
-                if (CLUSTER == 1) bar_arrive(&empty[last]);
-                else bar_arrive_at(&empty[last], tid);
-            }
+            if (ktiles > 0 && tid < kPeers) release(&empty[(it + STAGES - 1) % STAGES], rank, tid);
             // Lane l of warp w holds rows 16 w + l / 4 (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of
             // each 8-column piece j (wgmma's accumulator layout). Meanwhile the producer is already
             // copying the next tile's first k-tiles.
@@ -182,10 +229,15 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
             // next piece (the other buffer) and, after the last, to the next tile's wgmma, while
             // the copy engine writes C. It also clips what lies outside C.
             int rr = 16 * w + lane / 4, q = lane % 4;
+            // The piece's first row in the warpgroup's 64, and the thread that waits and stores.
+            int first = kChunkRows == 64 ? 0 : 16 * w;
+            bool storer = kChunkRows == 64 ? tid == 0 : lane == 0;
             for (int piece = 0; piece < BN / kChunkCols; piece++) {
-                unsigned char *buf = staging + (c * 2 + piece % 2) * kChunkBytes;
-                if (tid == 0) tma_store_wait_read<1>();   // the store that last read buf is done with it
-                asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                int which = kChunkRows == 64 ? c * 2 + piece % 2 : (c * 4 + w) * 2 + piece % 2;
+                unsigned char *buf = staging + which * kChunkBytes - first * 128;   // buf + rr * 128: row rr's
+                if (storer) tma_store_wait_read<1>();   // the store that last read buf is done with it
+                if (kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                else __syncwarp();
                 for (int p = 0; p < kChunkCols / 8; p++) {
                     int j = piece * (kChunkCols / 8) + p, unit = 2 * p + q / 2, byte = (2 * q % 4) * 4;
                     *reinterpret_cast<float2 *>(buf + rr * 128 + ((unit ^ (rr % 8)) * 16) + byte) = make_float2(d[4 * j], d[4 * j + 1]);
@@ -194,8 +246,9 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 }
                 // Ordinary stores that the copy engine reads next: made visible to it, then counted.
                 asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-                asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
-                if (tid == 0) tma_store(C_map, col0 + piece * kChunkCols, row0 + 64 * c, buf);
+                if (kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                else __syncwarp();
+                if (storer) tma_store(C_map, col0 + piece * kChunkCols, row0 + 64 * c + first, buf + first * 128);
             }
 #else
             // N is a multiple of 8 (the contract), so each pair is 8-byte aligned and both or
@@ -209,8 +262,9 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
             }
 #endif
         }
+        if (LAG && c == 0 && it < LAG) asm volatile("bar.arrive 3, 256;" ::: "memory");   // fewer k-tiles than LAG
         // The last stores finish reading shared memory before the block leaves it.
-        if (TMA_STORE && tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+        if (TMA_STORE && (kChunkRows == 64 ? tid == 0 : tid % 32 == 0)) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     // A block leaves only when the other can no longer arrive on its mbarriers or copy into it.
     if (CLUSTER > 1) cluster_sync();

@@ -125,6 +125,21 @@ def test_mma_tma_in_clusters_of_2_matches_float64(params, size):
     assert out["correct"] and out["rel_error"] < registry.get("mma_tma").tolerance, out
 
 
+@pytest.mark.parametrize("params", [{"CLUSTER": 4}, {"CLUSTER": 4, "SMS": 132, "GROUP": 4}, {"LAG": 2, "SUSPEND": 1},
+                                    {"DESC_STEP": 1, "STORE_ROWS": 16}, {"DESC_STEP": 1, "STAGES": 3, "BN": 128}],
+                         ids=["cluster4", "cluster4-132", "lag-suspend", "desc-step-warp-stores", "desc-step-bn128"])
+@pytest.mark.parametrize("size", [(300, 2056, 72), (4095, 4104, 520), (128, 256, 8), (520, 776, 136)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_epilogue_choices_match_float64(params, size):
+    """wgmma_epilogue's other choices: in clusters of 4 a block copies half of A's tile into its
+    neighbour as well as half of B's (at 300 x 2056 the last clusters have blocks below and right of
+    C; at 520 x 776 a cluster's second column of tiles is partly outside C); the second consumer
+    held LAG k-tiles behind (more than there are at K = 8); descriptors stepped by adds (BN 128: the
+    other B stride) and C stored a warp's 16 rows at a time."""
+    out = _bench("wgmma_epilogue", make_problem(*size, params=params))
+    assert out["correct"] and out["rel_error"] < registry.get("wgmma_epilogue").tolerance, out
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_gpu_trace_equals_cpu_trace(case):
     gpu = trace_case(case, "gpu")

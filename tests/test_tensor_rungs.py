@@ -92,6 +92,21 @@ def test_the_persistent_wgmma_rungs_launch_one_block_per_sm_at_most(size):
 
 @pytest.mark.parametrize("size", [(4096, 4096, 4096), (8192, 8192, 8192), (300, 2056, 72), (128, 256, 64)],
                          ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_epilogue_in_clusters_of_4_takes_squares_of_tiles_and_copies_half_of_a(size):
+    """CLUSTER 4: a cluster per 2 x 2 square of 128 x 256 tiles, up to SMS / 4 of them; each block
+    copies half of A's tile (64 rows, multicast to the block beside it) as it copies half of B's."""
+    m, n, k = size
+    squares = -(-m // 256) * -(-n // 512)
+    spec = registry.get("wgmma_epilogue")
+    for sms in (128, 132):
+        p = registry.bind(spec, make_problem(m, n, k, params={"CLUSTER": 4, "SMS": sms}))
+        assert spec.launches[-1].grid(p) == (4 * min(squares, sms // 4), 1)
+        assert spec.launches[-1].tensor_maps(p)["A"] == (64, 64)
+    assert spec.launches[-1].tensor_maps(registry.bind(spec, make_problem(m, n, k)))["A"] == (64, 128)
+
+
+@pytest.mark.parametrize("size", [(4096, 4096, 4096), (8192, 8192, 8192), (300, 2056, 72), (128, 256, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_mma_tma_launches_one_block_per_sm_at_most_in_whole_clusters(size):
     """mma_tma: by default (CLUSTER 1, SMS 128, its sweep's winner at 4,096^3 and 8,192^3 on an H100)
     a block per tile up to 128 (4 tiles each at 4,096^3); SMS 132 takes every SM of an H100 or H200;

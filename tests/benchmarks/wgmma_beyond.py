@@ -7,6 +7,10 @@ Prints, per size, the best configurations of each rung in TFLOP/s and % of cuBLA
 writes each size's sweep as a benchmark export (the Benchmarks page's sweeps).
 
     python3 tests/benchmarks/wgmma_beyond.py OUT_DIR [--sizes 4096,8192] [--kernels a,b] [--no-check]
+                                             [--only BN=256,STAGES=4,GROUP=4/8]
+
+--only keeps the configurations whose parameters take the values named (a/b: either), where the
+whole product of a rung's choices is more than one device run can compile, check and time.
 """
 from __future__ import annotations
 
@@ -42,17 +46,29 @@ def check(kernel: str, params: dict, size: tuple[int, int, int]) -> str:
     return "ok" if err <= registry.get(kernel).tolerance else f"rel error {err:.2e}"
 
 
+def only(text: str) -> dict[str, set[int]]:
+    """--only's NAME=V[/V...] list as {name: allowed values}."""
+    keep: dict[str, set[int]] = {}
+    for part in filter(None, text.split(",")):
+        name, _, values = part.partition("=")
+        keep[name.strip()] = {int(v) for v in values.split("/")}
+    return keep
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--kernels", default=",".join(RUNGS))
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--only", default="", help="NAME=V[/V...],...: only the configurations with these values")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     specs = [registry.get(k) for k in args.kernels.split(",") if k]
-    work = [(s, q) for s in specs for q in s.combinations()]
+    keep = only(args.only)
+    # A rung without a named parameter keeps its every choice of it.
+    work = [(s, q) for s in specs for q in s.combinations() if all(n not in q or q[n] in vs for n, vs in keep.items())]
     start = time.perf_counter()
     build_all(work)
     print(f"{len(work)} configurations compiled in {time.perf_counter() - start:.0f} s", flush=True)
