@@ -191,8 +191,8 @@ template <bool kCopies> __device__ __forceinline__ void multiply(const __half *A
             // Before the last step's multiplies: tile t + 1 has landed (at most STAGES - 2 younger
             // groups in flight), and the barrier makes every thread's copies of it visible, so its
             // first fragments can be read now, under this step's multiplies. Every warp is past its
-            // ldmatrix of tile t - 1 there too (the last of them came a step before a barrier), so
-            // the next tile's copies may overwrite that slot.
+            // reads of tile t there too (this last step's fragments were read a step before: BK is
+            // 32 or 64, two steps or more), so tile t + 1's copies may overwrite tile t's slot.
             if (step == kSteps - 1) {
                 CP_ASYNC_WAIT(STAGES - 2);
                 SYNC();
