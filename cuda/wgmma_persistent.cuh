@@ -89,6 +89,13 @@ __device__ __forceinline__ void tile_origin(int i, int rows, int cols, int rank,
     else row0 = (row * kClusterM + rank % kClusterM) * BM, col0 = (col * kClusterN + rank / kClusterM) * BN;
 }
 
+// The ring slot of a consumer's it-th k-tile, and the phase its full mbarrier is in then. With
+// DESC_STEP, in unsigned arithmetic (it never is negative): % and / by a STAGES that is no power of
+// two then take fewer instructions. Without it, the signed form the other rungs were measured with
+// (their cubins stay as they were).
+__device__ __forceinline__ int ring_slot(int it) { return DESC_STEP ? (int)((unsigned)it % STAGES) : it % STAGES; }
+__device__ __forceinline__ int ring_phase(int it) { return DESC_STEP ? (int)((unsigned)it / STAGES & 1) : (it / STAGES) & 1; }
+
 // The ring's mbarriers, made by thread 0 before any copy: a slot is full when its bytes have come
 // in, and free (empty) once `arrivals` consumers of every block it is copied into are done with it.
 __device__ __forceinline__ void init_ring(uint64_t *full, uint64_t *empty, int arrivals) {
@@ -197,8 +204,8 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
             float d[kAccs];
             for (int j = 0; j < kAccs; j++) d[j] = 0.0f;
             for (int t = 0; t < ktiles; t++, it++) {
-                int s = DESC_STEP ? (int)((unsigned)it % STAGES) : it % STAGES;
-                bar_wait(&full[s], DESC_STEP ? (int)((unsigned)it / STAGES & 1) : (it / STAGES) & 1);
+                int s = ring_slot(it);
+                bar_wait(&full[s], ring_phase(it));
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
                 if (DESC_STEP) {
                     uint64_t slot = (uint64_t)(s * (kStageBytes / 16));
@@ -214,7 +221,7 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 // the tensor cores then drained at every k-tile.
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (t > 0 && tid < kPeers)
-                    release(&empty[DESC_STEP ? (int)((unsigned)(it + STAGES - 1) % STAGES) : (it + STAGES - 1) % STAGES], rank, tid);
+                    release(&empty[ring_slot(it + STAGES - 1)], rank, tid);
                 if (LAG && c == 0 && it == LAG - 1) asm volatile("bar.arrive 3, 256;" ::: "memory");
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");

@@ -35,7 +35,8 @@ REGEX = "wgmma_|nvjet|sm90_xmma"
 
 def parse_params(text: str) -> dict[str, int]:
     """--params' NAME=V,... as a dict."""
-    return {name.strip(): int(value) for name, _, value in (part.partition("=") for part in text.split(",") if part)}
+    from engine.kernels.problem import parse_param
+    return dict(parse_param(part) for part in text.split(",") if part)
 
 
 def launch(n: int, kernels: list[str], params: dict[str, int] | None = None) -> None:
