@@ -35,7 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 SOURCE = ROOT / "tests" / "benchmarks" / "fp32_variants" / "prefetched_x.cu"
-DEFAULT = {"BM": 128, "BN": 256, "BK": 16, "WM": 32, "WN": 128, "WNITER": 2, "TM": 8, "TN": 4}
+from engine.kernels import registry  # noqa: E402
+
+SPEC = registry.get("prefetched")
+DEFAULT = SPEC.default_params()
 
 
 def threads(c: dict) -> int:
@@ -43,26 +46,9 @@ def threads(c: dict) -> int:
 
 
 def legal(c: dict) -> bool:
-    """The prefetched kernel's own rules (its REQUIREs), so nvcc is asked only for configurations it builds."""
-    t = threads(c)
-    if not (32 <= t <= 1024) or c["BM"] % c["WM"] or c["BN"] % c["WN"]:
-        return False
-    if (c["WM"] * c["WN"]) % (32 * c["TM"] * c["TN"] * c["WNITER"]) or c["WN"] % c["WNITER"]:
-        return False
-    wmi = c["WM"] * c["WN"] // (32 * c["TM"] * c["TN"] * c["WNITER"])
-    subn = c["WN"] // c["WNITER"]
-    if wmi == 0 or c["WM"] % wmi or subn % c["TN"] or subn // c["TN"] == 0 or 32 % (subn // c["TN"]):
-        return False
-    if 32 // (subn // c["TN"]) * c["TM"] != c["WM"] // wmi:
-        return False
-    if (c["BM"] * c["BK"] // 4) % t or (c["BK"] * c["BN"] // 4) % t:
-        return False
-    outputs = c["WM"] * c["WN"] // 32
-    return outputs <= 128 and shared_bytes(c) <= 48 * 1024
-
-
-def shared_bytes(c: dict) -> int:
-    return 4 * 2 * c["BK"] * (c["BM"] + c["BN"])
+    """The prefetched kernel's own rules (its REQUIREs, as the registry reads them), so nvcc is asked
+    only for configurations it builds; the variants' knobs (FAST, ORDER, MINB) are not the rung's."""
+    return SPEC.accepts({name: c[name] for name in SPEC.params})
 
 
 def tiles() -> list[dict]:
