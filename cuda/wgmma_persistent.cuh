@@ -9,8 +9,9 @@
 // row share A the same way, each copying half of A's tile into both, so a block reads 24 KB of a
 // 48 KB k-tile from L2 (32 KB with 2, all 48 alone).
 // With TMA_STORE 1, C leaves through shared memory by TMA stores that run on while the next tile
-// is multiplied (wgmma_epilogue.cu). Parameters are the including kernel's: BM, BN, STAGES, GROUP,
-// SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND, DESC_STEP where a kernel sets them).
+// is multiplied (wgmma_epilogue.cu). With STREAM_K 1 the tiles left over after the last whole wave
+// are shared out by k-tiles (wgmma_stream_k.cu). Parameters are the including kernel's: BM, BN,
+// STAGES, GROUP, SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND, DESC_STEP, STREAM_K, SPLITS where a kernel sets them).
 #pragma once
 #include "wgmma.cuh"
 
@@ -22,6 +23,9 @@
 #endif
 #ifndef DESC_STEP
 #define DESC_STEP 0
+#endif
+#ifndef STREAM_K
+#define STREAM_K 0
 #endif
 // A cluster's blocks as a square: kClusterM blocks one above the other (sharing B), kClusterN side
 // by side (sharing A). Block `rank` is row rank % kClusterM, column rank / kClusterM of it.
@@ -89,6 +93,49 @@ __device__ __forceinline__ void tile_origin(int i, int rows, int cols, int rank,
     else row0 = (row * kClusterM + rank % kClusterM) * BM, col0 = (col * kClusterN + rank / kClusterM) * BN;
 }
 
+// What a cluster multiplies. Without STREAM_K, whole tiles: its `cluster`-th, then every
+// `clusters`-th. With it, the whole waves the same way (the first `whole` tiles, a multiple of
+// `clusters`), then the tiles left over, cut into units of one k-tile laid end to end (unit u:
+// k-tile u % ktiles of tile whole + u / ktiles) and dealt out in runs of equal length to `workers`
+// clusters: a tile may be shared by several clusters, each multiplying a run of its k-tiles
+// (wgmma_stream_k.cu says how they are added up). SPLITS caps how many clusters share a tile: the
+// one that stores it reads the others' partial sums one after the other.
+#ifndef SPLITS
+#define SPLITS 1
+#endif
+__device__ __forceinline__ int stream_workers(int rest, int clusters) { return min(clusters, rest * SPLITS); }
+// The first unit of cluster c's run, of the `units` shared by `workers` clusters (c >= workers: none).
+__device__ __forceinline__ long long run_start(int c, int workers, long long units) {
+    return c >= workers ? units : units * c / workers;
+}
+// Handing partial sums over costs about as much as kHandOver k-tiles of multiplying (measured on an
+// H200, wgmma_stream_k.cu's header): the tiles left over are shared out only where a run and that
+// come to less than the last wave of whole tiles would take (ktiles); elsewhere they go whole too.
+constexpr int kHandOver = 16;
+__device__ __forceinline__ int whole_tiles(int tiles, int clusters, int ktiles) {
+    int whole = tiles / clusters * clusters, rest = tiles - whole;
+    if (!STREAM_K || rest == 0) return tiles;
+    long long run = ((long long)rest * ktiles + stream_workers(rest, clusters) - 1) / stream_workers(rest, clusters);
+    return run + kHandOver < ktiles ? whole : tiles;
+}
+// A cluster's run, an item at a time: k-tiles k0 .. k1 - 1 of cluster tile `tile`.
+struct StreamRun {
+    int tile, k0, k1;
+    long long unit, end;   // the units left: unit .. end - 1
+};
+__device__ __forceinline__ StreamRun stream_run(int cluster, int clusters, int tiles, int whole, int ktiles) {
+    int rest = tiles - whole, workers = stream_workers(rest, clusters);
+    long long units = (long long)rest * ktiles;
+    return StreamRun{0, 0, 0, run_start(cluster, workers, units), run_start(cluster + 1, workers, units)};
+}
+__device__ __forceinline__ bool next_item(StreamRun &r, int whole, int ktiles) {
+    if (r.unit >= r.end) return false;
+    r.tile = whole + (int)(r.unit / ktiles), r.k0 = (int)(r.unit % ktiles);
+    r.k1 = (int)min((long long)ktiles, r.k0 + (r.end - r.unit));
+    r.unit += r.k1 - r.k0;
+    return true;
+}
+
 // The ring slot of a consumer's it-th k-tile, and the phase its full mbarrier is in then. With
 // DESC_STEP, in unsigned arithmetic (it never is negative): % and / by a STAGES that is no power of
 // two then take fewer instructions. Without it, the signed form the other rungs were measured with
@@ -107,17 +154,17 @@ __device__ __forceinline__ void init_ring(uint64_t *full, uint64_t *empty, int a
     else __syncthreads();
 }
 
-// The producer's one thread: every k-tile of every tile the cluster owns (its `cluster`-th, then
-// every `clusters`-th), into the ring of STAGES slots at `ring`. The ring runs on across tiles, so
+// The producer's one thread: every k-tile of every item the cluster's schedule holds, into the ring
+// of STAGES slots at `ring`. The ring runs on across tiles, so
 // the next tile's first k-tiles are copied while the consumers finish (and store) this one.
 __device__ __forceinline__ void produce(const CUtensorMap *A_map, const CUtensorMap *B_map, unsigned char *ring,
                                         uint64_t *full, uint64_t *empty, int rank, int cluster, int clusters,
                                         int rows, int cols, int ktiles) {
     int it = 0;   // k-tiles asked for so far
-    for (int i = cluster; i < rows * cols; i += clusters) {
+    auto copy = [&](int i, int k0, int k1) {   // k-tiles k0 .. k1 - 1 of the cluster's tile i
         int row0, col0;
         tile_origin(i, rows, cols, rank, row0, col0);
-        for (int t = 0; t < ktiles; t++, it++) {
+        for (int t = k0; t < k1; t++, it++) {
             int s = it % STAGES;
             if (it >= STAGES) bar_wait(&empty[s], (it / STAGES - 1) & 1);   // its last k-tile is used
             unsigned char *slot = ring + s * kStageBytes;
@@ -137,7 +184,13 @@ __device__ __forceinline__ void produce(const CUtensorMap *A_map, const CUtensor
                                         kClusterN == 1 ? (1 << CLUSTER) - 1 : 0b11 << (rank - mine));   // this column's blocks
             }
         }
-    }
+    };
+    int whole = whole_tiles(rows * cols, clusters, ktiles);
+    for (int i = cluster; i < whole; i += clusters) copy(i, 0, ktiles);
+#if STREAM_K
+    for (StreamRun r = stream_run(cluster, clusters, rows * cols, whole, ktiles); next_item(r, whole, ktiles);)
+        copy(r.tile, r.k0, r.k1);
+#endif
 }
 
 // A consumer's hand-back of a slot (its thread tid < kPeers's share): to its own block, or with
@@ -160,11 +213,61 @@ template <int n> __device__ __forceinline__ void tma_store_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(n) : "memory");
 }
 
+#if STREAM_K
+// STREAM_K's hand-over of partial sums, through WS: a row of kWsRow floats per block, BM x BN
+// floats of sums (float4 j of consumer thread tid at float4 j * 128 + tid of its warpgroup's part:
+// each store instruction writes 2 KB in a row) and then a flag per consumer warpgroup.
+constexpr int kPartialFloats = BM * BN, kWsRow = kPartialFloats + 32;
+__device__ __forceinline__ float4 *partial_of(float *WS, int block, int c) {
+    return reinterpret_cast<float4 *>(WS + (size_t)block * kWsRow + c * 128 * kAccs);
+}
+__device__ __forceinline__ int *flag_of(float *WS, int block, int c) {
+    return reinterpret_cast<int *>(WS + (size_t)block * kWsRow + kPartialFloats) + c;
+}
+// A run that began inside its tile (every such run is its cluster's first item after the whole
+// waves): the sums go to this block's row, then its flag is set, at the GPU's scope, after the
+// warpgroup's barrier, so that every thread's stores are seen before the flag. cg: through L2 only,
+// where the block that adds them reads them.
+__device__ __forceinline__ void hand_over(float *WS, const float (&d)[kAccs], int c, int tid) {
+    float4 *mine = partial_of(WS, blockIdx.x, c);
+    for (int j = 0; j < kAccs / 4; j++) __stcg(mine + j * 128 + tid, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+    asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+    if (tid == 0) asm volatile("fence.acq_rel.gpu; st.relaxed.gpu.global.b32 [%0], 1;" :: "l"(flag_of(WS, blockIdx.x, c)) : "memory");
+}
+// The item that began a tile (k0 = 0) but ended before its last k-tile: the clusters after this one
+// whose runs start inside the tile handed theirs over. In their order, wait for each one's flag,
+// reset it for the next launch, and add its sums (every launch adds in the same order: C is the
+// same bits each time). They wait on nothing themselves: a hand-over is a run's first item.
+__device__ __forceinline__ void take_over(float *WS, float (&d)[kAccs], int c, int tid, int rank, int cluster,
+                                          int clusters, int tiles, int whole, int ktiles, int tile) {
+    int rest = tiles - whole, workers = stream_workers(rest, clusters);
+    long long units = (long long)rest * ktiles, tile_end = (long long)(tile - whole + 1) * ktiles;
+    for (int o = cluster + 1; o < workers && run_start(o, workers, units) < tile_end; o++) {
+        if (run_start(o, workers, units) == run_start(o + 1, workers, units)) continue;   // an empty run hands nothing over
+        int block = o * CLUSTER + rank;
+        if (tid == 0) {
+            int *flag = flag_of(WS, block, c), seen = 0;
+            do asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(seen) : "l"(flag) : "memory");
+            while (seen != 1);
+            *flag = 0;
+        }
+        asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+        const float4 *theirs = partial_of(WS, block, c);
+        for (int j = 0; j < kAccs / 4; j++) {
+            float4 v = __ldcg(theirs + j * 128 + tid);
+            d[4 * j] += v.x, d[4 * j + 1] += v.y, d[4 * j + 2] += v.z, d[4 * j + 3] += v.w;
+        }
+    }
+}
+#endif
+
 // The whole product, for a grid of CLUSTER x (clusters) blocks of kThreads threads with the ring's
 // (and the staging's) shared bytes: A_map and B_map are the tensor maps of A (M x K) and B (K x N);
-// C is M x N, stored through C (TMA_STORE 0) or through C_map (TMA_STORE 1).
+// C is M x N, stored through C (TMA_STORE 0) or through C_map (TMA_STORE 1); WS is STREAM_K's
+// hand-over of partial sums (a row per block, see hand_over).
 __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, const CUtensorMap *B_map, float *C,
-                                                      const CUtensorMap *C_map, int M, int N, int K) {
+                                                      const CUtensorMap *C_map, int M, int N, int K,
+                                                      float *WS = nullptr) {
     extern __shared__ unsigned char raw[];
     // 1024-byte aligned: the 128-byte swizzle repeats every 8 rows, and TMA and wgmma agree on it
     // only from such a boundary. The same offset in every block: a multicast lands at it in each.
@@ -198,12 +301,13 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
         // where descriptor() takes a mask, a shift and an or per operand (the SASS of the k-loop
         // was about 80 instructions a warp, 4 of them the wgmma).
         const uint64_t a_desc0 = descriptor(ring + c * 64 * 128, 16, 1024), b_desc0 = descriptor(ring + kABytes, BLBO, BSBO);
-        for (int i = cluster; i < tiles; i += clusters) {
+        int whole = whole_tiles(tiles, clusters, ktiles);
+        auto multiply = [&](int i, int k0, int k1) {   // k-tiles k0 .. k1 - 1 of the cluster's tile i, then C
             int row0, col0;
             tile_origin(i, rows, cols, rank, row0, col0);
             float d[kAccs];
             for (int j = 0; j < kAccs; j++) d[j] = 0.0f;
-            for (int t = 0; t < ktiles; t++, it++) {
+            for (int t = k0; t < k1; t++, it++) {
                 int s = ring_slot(it);
                 bar_wait(&full[s], ring_phase(it));
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -220,12 +324,19 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 // its slot (and only it) can be handed back. wgmma_tma waited for all (depth 0):
                 // the tensor cores then drained at every k-tile.
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                if (t > 0 && tid < kPeers)
+                if (t > k0 && tid < kPeers)
                     release(&empty[ring_slot(it + STAGES - 1)], rank, tid);
                 if (LAG && c == 0 && it == LAG - 1) asm volatile("bar.arrive 3, 256;" ::: "memory");
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            if (ktiles > 0 && tid < kPeers) release(&empty[(it + STAGES - 1) % STAGES], rank, tid);
+            if (k1 > k0 && tid < kPeers) release(&empty[(it + STAGES - 1) % STAGES], rank, tid);
+#if STREAM_K
+            if (k0 > 0) {   // a run that began inside the tile: the cluster that began the tile stores it
+                hand_over(WS, d, c, tid);
+                return;
+            }
+            if (k1 < ktiles) take_over(WS, d, c, tid, rank, cluster, clusters, tiles, whole, ktiles, i);
+#endif
             // Lane l of warp w holds rows 16 w + l / 4 (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of
             // each 8-column piece j (wgmma's accumulator layout). Meanwhile the producer is already
             // copying the next tile's first k-tiles.
@@ -268,7 +379,12 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                     *reinterpret_cast<float2 *>(C + (size_t)(r + 8) * N + cc) = make_float2(d[4 * j + 2], d[4 * j + 3]);
             }
 #endif
-        }
+        };
+        for (int i = cluster; i < whole; i += clusters) multiply(i, 0, ktiles);
+#if STREAM_K
+        for (StreamRun r = stream_run(cluster, clusters, tiles, whole, ktiles); next_item(r, whole, ktiles);)
+            multiply(r.tile, r.k0, r.k1);
+#endif
         if (LAG && c == 0 && it < LAG) asm volatile("bar.arrive 3, 256;" ::: "memory");   // fewer k-tiles than LAG
         // The last stores finish reading shared memory before the block leaves it.
         if (TMA_STORE && (kChunkRows == 64 ? tid == 0 : tid % 32 == 0)) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");

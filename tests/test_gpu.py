@@ -91,9 +91,9 @@ def test_split_k_gives_the_same_bits_on_every_run():
 
 
 TENSOR_ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "mma_tma", "wgmma_tma",
-                   "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
+                   "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k")
 # The rungs whose TMA copies read A and B as they are: rows of 16-byte multiples only.
-TMA_ROWS = ("mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
+TMA_ROWS = ("mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k")
 
 
 @pytest.mark.parametrize("kernel", TENSOR_ANY_SIZE)
@@ -138,6 +138,32 @@ def test_wgmma_epilogue_choices_match_float64(params, size):
     other B stride) and C stored a warp's 16 rows at a time."""
     out = _bench("wgmma_epilogue", make_problem(*size, params=params))
     assert out["correct"] and out["rel_error"] < registry.get("wgmma_epilogue").tolerance, out
+
+
+# Sizes at which wgmma_stream_k shares tiles out by k-tiles: the last wave a quarter full (3000³: 144
+# pairs of tiles for 64 clusters), one pair of tiles for 4 clusters (256 x 256 x 4096: split-K), 16
+# pairs with a long K, with partial tiles in M and N (4095 x 4104 x 4096), and a cluster's second
+# block below C (300 x 2056 x 2048); and one where it does not (4095 x 4104 x 520: runs too short).
+STREAM_K_SIZES = [(3000, 3000, 3000), (256, 256, 4096), (1000, 1000, 8192), (4095, 4104, 4096), (300, 2056, 2048),
+                  (4095, 4104, 520)]
+
+
+@pytest.mark.parametrize("params", [{}, {"CLUSTER": 1}, {"SPLITS": 2, "SMS": 132}, {"BN": 128, "STAGES": 5}],
+                         ids=["default", "cluster1", "splits2-132", "bn128"])
+@pytest.mark.parametrize("size", STREAM_K_SIZES, ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_stream_k_matches_float64(params, size):
+    """The tiles of a run that began inside them are handed over through WS and added by the cluster
+    that began them: every element of C against float64, whichever clusters share a tile."""
+    out = _bench("wgmma_stream_k", make_problem(*size, params=params))
+    assert out["correct"] and out["rel_error"] < registry.get("wgmma_stream_k").tolerance, out
+
+
+def test_wgmma_stream_k_gives_the_same_bits_on_every_run():
+    """The partial sums are added in a fixed order (the runs' order), not by atomics: one result run
+    to run (its error against float64, to the last bit, stands for C)."""
+    p = make_problem(3000, 3000, 3000)
+    errors = {_bench("wgmma_stream_k", p, warmup=w)["rel_error"] for w in (0, 1, 3)}
+    assert len(errors) == 1, errors
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

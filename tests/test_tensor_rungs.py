@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from engine.errors import EngineError
-from engine.kernels import registry
+from engine.kernels import registry, sources
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis, tensor_evidence
 from engine.tracing import records, tracer
+from engine.tracing.plan import global_shapes
 
 GOLDEN = json.loads(tensor_evidence.NCU.read_text())
 LDSM = ("smsp__inst_executed_op_ldsm.sum", "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
@@ -64,7 +65,8 @@ def test_the_rungs_that_copy_through_shared_memory_take_any_size(kernel, size):
     registry.bind(registry.get(kernel), make_problem(*size))
 
 
-@pytest.mark.parametrize("kernel", ["mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue"])
+@pytest.mark.parametrize("kernel", ["mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue",
+                                    "wgmma_stream_k"])
 def test_wgmma_tma_takes_any_m_and_refuses_rows_tma_cannot_copy(kernel):
     spec = registry.get(kernel)
     registry.bind(spec, make_problem(4095, 4104, 520))
@@ -88,6 +90,23 @@ def test_the_persistent_wgmma_rungs_launch_one_block_per_sm_at_most(size):
         spec = registry.get(kernel)
         p = registry.bind(spec, make_problem(m, n, k))
         assert spec.launches[-1].grid(p) == (blocks, 1) and spec.launches[-1].block(p) == (384, 1)
+
+
+@pytest.mark.parametrize("size", [(4096, 4096, 4096), (8192, 8192, 8192), (3000, 3000, 3000), (300, 2056, 72),
+                                  (256, 256, 4096), (128, 256, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_stream_k_launches_up_to_splits_clusters_per_pair_of_tiles(size):
+    """wgmma_stream_k: whole clusters of 2 up to SMS / 2, and where C has few pairs of tiles up to
+    SPLITS clusters per pair (256 x 256 x 4096, one pair: 4 clusters, each a quarter of K); its WS
+    has a row per block of SMS, BM x BN partial sums and 32 floats of flags."""
+    m, n, k = size
+    pairs = -(-m // 256) * -(-n // 256)
+    spec = registry.get("wgmma_stream_k")
+    for params, blocks in (({}, 2 * min(4 * pairs, 64)), ({"SPLITS": 2, "SMS": 132}, 2 * min(2 * pairs, 66)),
+                           ({"CLUSTER": 1, "SPLITS": 1}, min(-(-m // 128) * -(-n // 256), 128))):
+        p = registry.bind(spec, make_problem(m, n, k, params=params))
+        assert spec.launches[-1].grid(p) == (blocks, 1) and spec.launches[-1].block(p) == (384, 1)
+        assert global_shapes(p)["WS"] == (p.params["SMS"], 128 * 256 + 32)
+    assert "WS" in {name for _, name in sources.load("wgmma_stream_k.cu").params}
 
 
 @pytest.mark.parametrize("size", [(4096, 4096, 4096), (8192, 8192, 8192), (300, 2056, 72), (128, 256, 64)],

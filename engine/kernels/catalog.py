@@ -171,6 +171,11 @@ TENSOR_LADDER = (
             "wgmma_cluster with C written a 64 x 32 piece at a time into shared memory and stored by the copy "
             "engine, so the tensor cores start the next tile while C is still being written.",
             declared.launch("wgmma_epilogue.cu", **_WGMMA), kind=Kind.OPAQUE),
+    _tensor("wgmma_stream_k", "wgmma, a partial last wave shared out by k-tiles (stream-K)",
+            "wgmma_epilogue with the tiles of a partial last wave cut into k-tiles and dealt out evenly to every "
+            "cluster: 3000³ is 2.25 waves of tile pairs for 64 clusters, and takes 2.25 waves' time, not 3; the "
+            "cluster that began a shared tile adds the others' partial sums and stores it.",
+            declared.launch("wgmma_stream_k.cu", **_WGMMA), kind=Kind.OPAQUE),
 )
 TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
 

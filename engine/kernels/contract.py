@@ -218,7 +218,7 @@ def check(spec: KernelSpec) -> None:
             bad(f"the default {name}={value} is not one of its allowed values")
     for launch in spec.launches:   # the sources store what the entry says they take
         for a in sources.load(launch.file).arrays:
-            want = ("float",) if a.name in ("C", "CP") else INPUT_TYPES[spec.inputs] if a.name in ("A", "B", "BT", "AP", "BP") else None
+            want = ("float",) if a.name in ("C", "CP", "WS") else INPUT_TYPES[spec.inputs] if a.name in ("A", "B", "BT", "AP", "BP") else None
             if a.space == "global" and want and a.element not in want:
                 bad(f"{launch.file} declares {a.name} as {a.element}, and its inputs are {spec.inputs} "
                     f"({' or '.join(want)})")

@@ -38,7 +38,7 @@ def swept(rung: str) -> bool:
 
 # The rungs whose consumer warpgroups each multiply 64 x BN of a 128 x BN tile with wgmma: one
 # product (cuda/wgmma.cuh), on padded copies or not, and the persistent ones (wgmma_persistent.cuh).
-WGMMA_RUNGS = ("wgmma_tma", "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue")
+WGMMA_RUNGS = ("wgmma_tma", "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k")
 
 
 def hierarchy(rung: str, params: dict[str, int] | None = None) -> Hierarchy:

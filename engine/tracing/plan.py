@@ -73,8 +73,10 @@ class TracePlan:
 # The global arrays a kernel may name: the problem's A, B and C, B transposed (BT, the transposing
 # pipeline's), and A and B with their rows padded to a multiple of 64 elements (AP and BP, which
 # wgmma_padded's first launch writes: rows of 128-byte multiples, as TMA copies them fastest), and
-# CP, split_k's SPLITK partial products of C stacked (SPLITK x M rows of N), which its second launch adds.
-GLOBAL_ARRAYS = ("A", "B", "C", "BT", "AP", "BP", "CP")
+# CP, split_k's SPLITK partial products of C stacked (SPLITK x M rows of N), which its second launch adds,
+# and WS, wgmma_stream_k's hand-over of partial sums between blocks: a row per block (SMS of them),
+# BM x BN sums and 32 floats of flags (cuda/wgmma_persistent.cuh's kWsRow).
+GLOBAL_ARRAYS = ("A", "B", "C", "BT", "AP", "BP", "CP", "WS")
 
 
 def padded(n: int) -> int:
@@ -84,7 +86,8 @@ def padded(n: int) -> int:
 
 def global_shapes(p: Problem) -> dict[str, tuple[int, int]]:
     return {"A": (p.m, p.k), "B": (p.k, p.n), "C": (p.m, p.n), "BT": (p.n, p.k),
-            "AP": (p.m, padded(p.k)), "BP": (p.k, padded(p.n)), "CP": (p.params.get("SPLITK", 1) * p.m, p.n)}
+            "AP": (p.m, padded(p.k)), "BP": (p.k, padded(p.n)), "CP": (p.params.get("SPLITK", 1) * p.m, p.n),
+            "WS": (p.params.get("SMS", 0), p.params.get("BM", 0) * p.params.get("BN", 0) + 32)}
 
 
 # bfloat16 has no numpy type: its arrays are kept as their 16 bits, as cuda_bf16.h stores them.
@@ -100,8 +103,8 @@ def array_dtype(name: str, inputs: registry.Precision = registry.Precision.FP32)
     """The element type of a global array (GLOBAL_ARRAYS) in its buffers, on the host and on the GPU,
     for a kernel whose inputs are `inputs` (its registry entry's, checked against its source): A and
     B (and BT, B transposed, and AP and BP, A and B padded) in that precision, C in float32 (every kernel here accumulates and
-    stores FP32, its partial products CP too). Said here and nowhere else."""
-    return np.dtype(np.float32) if name in ("C", "CP") else _STORAGE[registry.Precision(inputs)]
+    stores FP32, its partial products CP and WS too). Said here and nowhere else."""
+    return np.dtype(np.float32) if name in ("C", "CP", "WS") else _STORAGE[registry.Precision(inputs)]
 
 
 def to_storage(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -198,7 +201,7 @@ def _chosen_blocks(blocks: list[tuple[int, int]], grid: tuple[int, int], problem
 
 
 def buffer_bytes(problem: Problem, kernel: str) -> int:
-    """Device memory a run needs: A, B, C, and BT, AP or BP where its launches name them."""
+    """Device memory a run needs: A, B, C, and BT, AP, BP, CP or WS where its launches name them."""
     spec = registry.get(kernel)
     names = {name.removesuffix("_map") for launch in spec.launches for _, name in sources.load(launch.file).params
              if name.removesuffix("_map") in GLOBAL_ARRAYS} or {"A", "B", "C"}   # library kernels: A, B and C
