@@ -21,6 +21,8 @@
 //   3000^3            510 -> 570 (cuBLAS 670)   1000 x 1000 x 8192   203 -> 429 (535)
 //   4095 x 4104 x 4096  611 -> 664 (738)         256 x 256 x 4096     12.7 -> 23.4 (77.9)
 //   4096^3 and 8192^3: the same as wgmma_epilogue (whole waves: 758 / 757 and 792 / 790; cuBLAS 762, 778).
+// And on an H100 (tests/benchmarks/stream_k.py): 3000^3 503 -> 556 (cuBLAS 648), 1000 x 1000 x 8192
+// 202 -> 392 (383: past cuBLAS), 4095 x 4104 x 4096 600 -> 650 (722).
 // CLUSTER 1 (no multicast, 128 or 132 blocks) was slower at every size but 2048^3 and 1024^3.
 // Needs every block of the grid resident at once (one per SM, as the persistent rungs have): the
 // block that stores a shared tile waits for the others' flags. Not traced, as wgmma_tma. Sizes: any
