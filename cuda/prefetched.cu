@@ -17,7 +17,7 @@
 // 4096^3 and 8192^3 (tests/benchmarks/tune_fp32.py and size_sweep.py, cuBLAS timed in the same
 // process): on an H100, 89.7 and 90.2 without either; 93 to 94 at both with the rows and A
 // unguarded; 94.9 to 95.2 and 95.4 to 95.7 with B unguarded too. On an H200, 95.6 to 97.6 and 96.2
-// to 96.6.
+// to 96.8.
 // ptxas puts three never-executing shared loads (@!PT LDS) before each run of LDGSTS: before every
 // guarded copy, once before the unguarded run. The warps issue them and Nsight Compute counts them,
 // so the unguarded copy has a source line of its own, where the SASS listing places its run's.
