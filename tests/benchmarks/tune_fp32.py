@@ -187,6 +187,7 @@ class Bench:
 def run_stage(bench: Bench, built: dict, configs: list[dict], sizes, reps: int, log) -> list[dict]:
     rows = []
     for m, n, k in sizes:
+        first = len(rows)   # this size's rows start here: only they go to the log below
         flops = 2.0 * m * n * k
         cub = bench.cublas_launcher(m, n, k)
         ref_ms = [bench.time(cub, reps)]
@@ -221,7 +222,7 @@ def run_stage(bench: Bench, built: dict, configs: list[dict], sizes, reps: int, 
         for r in ok[:15]:
             print(f"  {r['tflops']:6.2f} TF {r['pct']:5.1f}% (cuBLAS {r['cublas_tflops']:.1f})  regs {r['regs']:>4}  "
                   f"{key(r['config'])}{'  (the rung as it is)' if r['config'].get('RUNG') else ''}", flush=True)
-        for r in rows:
+        for r in rows[first:]:
             log.write(json.dumps(r) + "\n")
     return rows
 
