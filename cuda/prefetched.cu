@@ -7,15 +7,20 @@
 // the other, and the k loop is unrolled (#pragma unroll) so the compiler can keep them in
 // registers and interleave the loads with the FFMAs. Tiles, copies and the fallback are the
 // double-buffered kernel's.
-// Two more things close part of the rest of the gap to cuBLAS SGEMM at 4096^3 (Nsight Compute on
+// Two more things close most of the rest of the gap to cuBLAS SGEMM at 4096^3 (Nsight Compute on
 // an H100: 79% of issue slots used against cuBLAS's 90%, the difference stalls on branches, on the
 // instruction cache and on fixed-latency dependencies). A block wholly inside C, with K a multiple
-// of BK, runs a copy of the tile loop compiled without the guards on A's loads (multiply<false>):
-// no branch per float4 of A. B's copy keeps its guards in both copies of the loop: unguarded, ptxas
-// issues its LDGSTS in one run with fewer never-executing shared loads (@!PT LDS) before them, and
-// Nsight Compute's count of shared loads would no longer be the one its reference measured. And each
-// row of the FMAs walks b back and forth (m odd: n from the right), which the compiler schedules
-// with fewer stalls than rows all left to right. Both measured: tests/benchmarks/tune_fp32.py.
+// of BK, runs a copy of the tile loop compiled without the guards on A's loads and B's copies
+// (multiply<false>): no branch per float4 of A, and B's LDGSTS in one straight run instead of each
+// behind its own branch. And each row of the FMAs walks b back and forth (m odd: n from the right),
+// which the compiler schedules with fewer stalls than rows all left to right. % of cuBLAS SGEMM at
+// 4096^3 and 8192^3 (tests/benchmarks/tune_fp32.py and size_sweep.py, cuBLAS timed in the same
+// process): on an H100, 89.7 and 90.2 without either; 93 to 94 at both with the rows and A
+// unguarded; 94.9 to 95.2 and 95.4 to 95.7 with B unguarded too. On an H200, 95.6 to 97.6 and 96.2
+// to 96.8.
+// ptxas puts three never-executing shared loads (@!PT LDS) before each run of LDGSTS: before every
+// guarded copy, once before the unguarded run. The warps issue them and Nsight Compute counts them,
+// so the unguarded copy has a source line of its own, where the SASS listing places its run's.
 #include "trace.cuh"
 
 #ifndef BM
@@ -106,12 +111,17 @@ __device__ void store_a(float (&As)[2][BK * BM], const float4 (&ra)[kALoads], in
 
 // B's tile at k0 into buffer buf: 16-byte asynchronous copies (one commit group), or guarded
 // scalar loads at the edges.
+template <bool kGuard>   // false: a block inside C and K, which needs no guard
 __device__ void copy_b(float (&Bs)[2][BK * BN], const float *B, int N, int K, int col0, int k0, int buf) {
     for (int l = 0; l < kBLoads; l++) {
         int i = threadIdx.x + l * kThreads;
         int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
         int gr = k0 + r, gc = col0 + c;
-        if (N % 4 == 0 && gr < K && gc + 3 < N) {
+        if (!kGuard) {
+            // A line of its own: this run has its three @!PT LDS once, the guarded line below before
+            // every copy, and the SASS listing counts them by line.
+            CP_ASYNC4(Bs, buf, r * BN + c, B, gr * N + gc);
+        } else if (N % 4 == 0 && gr < K && gc + 3 < N) {
             CP_ASYNC4(Bs, buf, r * BN + c, B, gr * N + gc);
         } else {
             for (int j = 0; j < 4; j++) {
@@ -146,7 +156,7 @@ __device__ void load_fragments(const float (&As)[2][BK * BM], const float (&Bs)[
     }
 }
 
-// The loop over the tiles of K, with the guards on A's loads (kGuard) or without them.
+// The loop over the tiles of K, with the guards on A's loads and B's copies (kGuard) or without them.
 template <bool kGuard>
 __device__ __forceinline__ void multiply(const float *A, const float *B, float (&As)[2][BK * BM], float (&Bs)[2][BK * BN],
                                          float (&acc)[kWMIter * TM][WNITER * TN], int M, int N, int K, int row0,
@@ -155,7 +165,7 @@ __device__ __forceinline__ void multiply(const float *A, const float *B, float (
     float b[2][WNITER * TN];
     float4 ra[kALoads];
     // Tile 0 into buffer 0, the one time nothing overlaps.
-    copy_b(Bs, B, N, K, col0, 0, 0);
+    copy_b<kGuard>(Bs, B, N, K, col0, 0, 0);
     load_a<kGuard>(A, ra, M, K, row0, 0);
     store_a(As, ra, 0);
     CP_ASYNC_WAIT(0);
@@ -165,7 +175,7 @@ __device__ __forceinline__ void multiply(const float *A, const float *B, float (
         int cur = t % 2, next = 1 - cur;
         bool more = t + 1 < tiles;
         if (more) {
-            copy_b(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
+            copy_b<kGuard>(Bs, B, N, K, col0, (t + 1) * BK, next);   // in flight during the FMAs below
             load_a<kGuard>(A, ra, M, K, row0, (t + 1) * BK);         // so are these loads, into registers
         }
         load_fragments(As, Bs, a[0], b[0], cur, 0, warp_row, warp_col, lane_row, lane_col);

@@ -105,3 +105,23 @@ def test_mma_pipelined_copies_zero_fill_with_no_predicate_in_one_run_per_matrix(
         lines = {s.array: s.line for s in sources.load("mma_pipelined.cu").sites if s.copy and s.space == "global"}
         per_line = sass.memory_instructions("mma_pipelined.cu", params)["never_per_copy_line"]
         assert {m: per_line[lines[m]]["LDS"] for m in passes} == {m: pytest.approx(3 / n) for m, n in passes.items()}
+
+
+def test_prefetched_interior_copies_of_b_are_one_unguarded_run_counted_on_their_own_line():
+    """A block wholly inside C copies B's tile with no guard (multiply<false>): ptxas issues those
+    LDGSTS as one straight run behind one set of three @!PT LDS, where the guarded copies of the edge
+    blocks each sit behind their own branch with three before every one. The listing places each
+    set on its copy's source line, so the interior line counts 3 per run of kBLoads copies and the
+    guarded line 3 per copy: one line for both would count the interior blocks' shared loads as the
+    edge blocks' (what Nsight Compute measured before B's copies lost their guards)."""
+    from engine.kernels import registry, sources
+    from engine.kernels.problem import make_problem
+    spec = registry.get("prefetched")
+    lines = sorted(s.line for s in sources.load("prefetched.cu").sites if s.copy and s.space == "global")
+    assert len(lines) == 2, lines   # the interior blocks' copy of B, then the edge blocks' guarded one
+    for choice in ({}, {"BK": 8}, {"BM": 64}):   # runs of 4 copies a thread; 2 (BK 8); 8 (128 threads)
+        params = registry.bind(spec, make_problem(256, 256, 256, params=choice)).params
+        threads = params["BM"] // params["WM"] * params["BN"] // params["WN"] * 32
+        run = params["BK"] * params["BN"] // 4 // threads
+        per_line = sass.memory_instructions("prefetched.cu", params)["never_per_copy_line"]
+        assert {ln: per_line[ln]["LDS"] for ln in lines} == {lines[0]: pytest.approx(3 / run), lines[1]: 3}, choice

@@ -1,9 +1,10 @@
 """Nsight Compute's counters for every traced kernel over a grid of sizes and the pages' parameter
 choices, several launches each: the reference the trace (read as compiled) is held to.
 
-Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...] [--onto FILE]
+Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...] [--kernels K,...] [--onto FILE]
 --onto keeps every other case of an earlier reference of the same GPU (engine/metrics/ncu/h100.json):
-a change to some kernels measures theirs again.
+a change to some kernels measures theirs again. --kernels measures only those kernels' cases of the
+groups (a change to one rung: `ladder ladder_params --kernels prefetched`).
 Groups: naive, tiled, ladder, ladder_params, split, tensor (all by default). Each group is one ncu session over one target
 process (this file with --target) that launches every case of the group REPEATS times, so a counter
 that varies from launch to launch (shared stores beside cp.async in flight) shows as several values.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -53,6 +55,8 @@ def one_at_a_time(spec: registry.KernelSpec) -> list[dict]:
 
 
 def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, int]]]:
+    # The --kernels filter reaches the profiled process (--target) through the environment.
+    only = set(filter(None, os.environ.get("NCU_REFERENCE_KERNELS", "").split(",")))
     out = []
     if group == "naive":
         for kernel in ("naive_x_rows", "naive_x_cols", "naive_transposed_b"):
@@ -88,6 +92,8 @@ def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, 
                         for size in TENSOR_PARAM_SIZES]
     kept = []
     for kernel, size, params, block in out:   # what a kernel cannot take (its rules) is not asked for
+        if only and kernel not in only:
+            continue
         try:
             registry.bind(registry.get(kernel), make_problem(*size, block=block, params=params))
         except EngineError:
@@ -192,5 +198,11 @@ if __name__ == "__main__":
     else:
         args = sys.argv[2:]
         onto = args[args.index("--onto") + 1] if "--onto" in args else None
-        groups = [g for g in args if g != "--onto" and g != onto]
+        kernels = args[args.index("--kernels") + 1] if "--kernels" in args else None
+        if kernels:
+            unknown = [k for k in kernels.split(",") if k not in {spec.name for spec in registry.CATALOG}]
+            if unknown:
+                sys.exit(f"--kernels: no kernel named {', '.join(unknown)}")
+            os.environ["NCU_REFERENCE_KERNELS"] = kernels
+        groups = [g for g in args if g not in ("--onto", onto, "--kernels", kernels)]
         main(sys.argv[1], groups or ["naive", "tiled", "ladder", "ladder_params", "split", "tensor"], onto)

@@ -13,8 +13,8 @@ GPU only. A configuration is a set of -D values for the source; the grid and blo
 prefetched kernel's contract (BM x BN tiles, (BM / WM) x (BN / WN) warps). RUNG=1 builds the rung
 itself (cuda/prefetched.cu), any other configuration tests/benchmarks/fp32_variants/prefetched_x.cu
 (its knobs are in its header). --stage-one picks the first stage: "rung" (default) the rung at the
-best tiles beside the FAST=1 variant, "knobs" the tiles times BK, FAST and ORDER, "tiles" every
-tile of 64 or 128 outputs a thread at BK 8 and 16, one or two blocks an SM.
+best tiles beside the variant whose FMA rows all run left to right (ORDER=0), "knobs" the tiles times
+BK and ORDER, "tiles" every tile of 64 or 128 outputs a thread at BK 8 and 16, one or two blocks an SM.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def threads(c: dict) -> int:
 
 def legal(c: dict) -> bool:
     """The prefetched kernel's own rules (its REQUIREs, as the registry reads them), so nvcc is asked
-    only for configurations it builds; the variants' knobs (FAST, ORDER, MINB) are not the rung's."""
+    only for configurations it builds; the variants' knobs (ORDER, MINB) are not the rung's."""
     return SPEC.accepts({name: c[name] for name in SPEC.params})
 
 
@@ -91,21 +91,20 @@ TOP_TILES = ({"BM": 128, "BN": 256, "WM": 32, "WN": 128, "WNITER": 2, "TM": 8, "
 
 
 def stage_knobs() -> list[dict]:
-    """The top tiles at BK 8 and 16, with and without the guard-free path for blocks inside C (FAST),
-    in each order of the FMAs (ORDER)."""
+    """The top tiles at BK 8 and 16, in each order of the FMAs (ORDER)."""
     out = []
     for t in TOP_TILES:
-        for bk, fast, order in itertools.product((8, 16), (0, 1), (0, 1, 2)):
-            c = {**t, "BK": bk, "FAST": fast, "ORDER": order}
+        for bk, order in itertools.product((8, 16), (0, 1, 2)):
+            c = {**t, "BK": bk, "ORDER": order}
             if legal(c):
                 out.append(c)
     return out
 
 
 def stage_rung() -> list[dict]:
-    """The rung as committed (RUNG=1: cuda/prefetched.cu) at the top tiles, beside the variant whose
-    interior path skips B's guards too (FAST=1: the copy of B compiled twice, two shapes of LDGSTS)."""
-    return [{**t, "BK": 16, "RUNG": 1} for t in TOP_TILES] + [{**DEFAULT, "FAST": 1, "ORDER": 2}]
+    """The rung as committed (RUNG=1: cuda/prefetched.cu) at the top tiles, beside the variant at its
+    default tiles whose FMA rows all run left to right (ORDER=0): what the back-and-forth rows buy."""
+    return [{**t, "BK": 16, "RUNG": 1} for t in TOP_TILES] + [{**DEFAULT, "ORDER": 0}]
 
 
 def key(c: dict) -> str:
@@ -188,6 +187,7 @@ class Bench:
 def run_stage(bench: Bench, built: dict, configs: list[dict], sizes, reps: int, log) -> list[dict]:
     rows = []
     for m, n, k in sizes:
+        first = len(rows)   # this size's rows start here: only they go to the log below
         flops = 2.0 * m * n * k
         cub = bench.cublas_launcher(m, n, k)
         ref_ms = [bench.time(cub, reps)]
@@ -222,7 +222,7 @@ def run_stage(bench: Bench, built: dict, configs: list[dict], sizes, reps: int, 
         for r in ok[:15]:
             print(f"  {r['tflops']:6.2f} TF {r['pct']:5.1f}% (cuBLAS {r['cublas_tflops']:.1f})  regs {r['regs']:>4}  "
                   f"{key(r['config'])}{'  (the rung as it is)' if r['config'].get('RUNG') else ''}", flush=True)
-        for r in rows:
+        for r in rows[first:]:
             log.write(json.dumps(r) + "\n")
     return rows
 

@@ -1,20 +1,12 @@
 // prefetched_x.cu: variants of cuda/prefetched.cu that tests/benchmarks/tune_fp32.py times, not a
-// kernel of the catalog. Its knobs, on the rung as it was before the interior path:
-//   FAST 1: a block wholly inside C (K a multiple of BK) runs the tile loop with no guard on A's
-//     loads or B's copies. On an H100 this ran 95.0 to 96.1% of cuBLAS SGEMM at 4096^3 and 95.5 to
-//     96.4% at 8192^3 (the rung, whose B copies keep their guards: 93 to 94%). ptxas then issues B's
-//     LDGSTS in one run with one @!PT LDS per run instead of one per copy, so Nsight Compute counts
-//     fewer shared-load instructions than the shipped reference (engine/metrics/ncu/) measured for
-//     the rung: taking it into the rung means measuring that reference again on each GPU.
+// kernel of the catalog. Like the rung, a block wholly inside C (K a multiple of BK) runs the tile
+// loop with no guard on A's loads or B's copies. Its knobs:
 //   ORDER 0, 1, 2: the FMAs' order (m outer; n outer; m outer with n back and forth, the rung's).
 //   MINB: __launch_bounds__'s minimum blocks an SM.
 #include "trace.cuh"
 
 #ifndef ORDER
 #define ORDER 0   // 0: m outer; 1: n outer; 2: m outer, n back and forth (the last b of a row is the next row's first)
-#endif
-#ifndef FAST
-#define FAST 0    // 1: blocks wholly inside C, with K and N multiples of the tile and of 4, load without guards
 #endif
 #ifndef MINB
 #define MINB 1
@@ -153,7 +145,7 @@ template <bool kGuard>
 __device__ __forceinline__ void multiply(const float *A, const float *B, float (&As)[2][BK * BM], float (&Bs)[2][BK * BN],
                                          float (&acc)[kWMIter * TM][WNITER * TN], int M, int N, int K, int row0,
                                          int col0, int warp_row, int warp_col, int lane_row, int lane_col) {
-        float a[2][kWMIter * TM];   // two sets: step k's fragments and step k + 1's
+    float a[2][kWMIter * TM];   // two sets: step k's fragments and step k + 1's
     float b[2][WNITER * TN];
     float4 ra[kALoads];
     // Tile 0 into buffer 0, the one time nothing overlaps.
@@ -218,7 +210,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB) prefetched(const fl
     int row0 = blockIdx.y * BM;
     int col0 = blockIdx.x * BN;
     float acc[kWMIter * TM][WNITER * TN] = {{0.0f}};
-    bool inside = FAST && row0 + BM <= M && col0 + BN <= N && K % BK == 0 && K % 4 == 0 && N % 4 == 0;
+    bool inside = row0 + BM <= M && col0 + BN <= N && K % BK == 0 && K % 4 == 0 && N % 4 == 0;
     if (inside) {
         multiply<false>(A, B, As, Bs, acc, M, N, K, row0, col0, warp_row, warp_col, lane_row, lane_col);
     } else {
