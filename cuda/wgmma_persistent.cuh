@@ -109,8 +109,8 @@ __device__ __forceinline__ long long run_start(int c, int workers, long long uni
     return c >= workers ? units : units * c / workers;
 }
 // Handing partial sums over costs about as much as kHandOver k-tiles of multiplying (measured on an
-// H200, wgmma_stream_k.cu's header): the tiles left over are shared out only where a run and that
-// come to less than the last wave of whole tiles would take (ktiles); elsewhere they go whole too.
+// H200, wgmma_stream_k.cu's header): the tiles left over are shared out only where a run plus that
+// is shorter than the last wave of whole tiles it replaces (ktiles); elsewhere they go whole too.
 constexpr int kHandOver = 16;
 __device__ __forceinline__ int whole_tiles(int tiles, int clusters, int ktiles) {
     int whole = tiles / clusters * clusters, rest = tiles - whole;
@@ -154,9 +154,9 @@ __device__ __forceinline__ void init_ring(uint64_t *full, uint64_t *empty, int a
     else __syncthreads();
 }
 
-// The producer's one thread: every k-tile of every item the cluster's schedule holds, into the ring
-// of STAGES slots at `ring`. The ring runs on across tiles, so
-// the next tile's first k-tiles are copied while the consumers finish (and store) this one.
+// The producer's one thread: every k-tile of every item the cluster multiplies (whole tiles, then
+// with STREAM_K its run), into the ring of STAGES slots at `ring`. The ring runs on across tiles,
+// so the next tile's first k-tiles are copied while the consumers finish (and store) this one.
 __device__ __forceinline__ void produce(const CUtensorMap *A_map, const CUtensorMap *B_map, unsigned char *ring,
                                         uint64_t *full, uint64_t *empty, int rank, int cluster, int clusters,
                                         int rows, int cols, int ktiles) {
