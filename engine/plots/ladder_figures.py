@@ -149,7 +149,7 @@ def speed_figure(speeds: LadderSpeeds, chosen: str, mode: str, note: str = "") -
     names = list(LADDER_RUNGS)
     gflops = [rows["gflops"].get(r) for r in names]
     pct = [rows["pct_cublas"].get(r) for r in names]
-    text = [("" if g is None else f"{g:,.0f}" + (f"<br>{p:.0f}% of cuBLAS" if p is not None and pd.notna(p) else ""))
+    text = [("" if g is None else f"{g:,.0f}" + (f"<br>{style.share(p)} of cuBLAS" if p is not None and pd.notna(p) else ""))
             for g, p in zip(gflops, pct)]
     colors = [style.PALETTE[4] if r == chosen else style.BLUE for r in names]
     params = [html.escape(rows["params"].get(r) or "") for r in names]

@@ -118,6 +118,14 @@ def apply(fig: go.Figure, font: int, **layout) -> go.Figure:
     return fig
 
 
+def share(pct: float) -> str:
+    """A share of a reference (cuBLAS) as a bar's label: whole percents, except within half a percent of
+    100, where rounding would read as a tie (99.6% as "100%"): there as many decimals as keep it off 100."""
+    if abs(pct - 100) > 0.5 or pct == 100:
+        return f"{pct:.0f}%"
+    return f"{pct:.1f}%" if round(pct, 1) != 100 else f"{pct:.2f}%"
+
+
 def percent_axis(fig: go.Figure, top: float, reference: float, title: str) -> None:
     """A right axis that reads the same bars as a % of `reference`: the left axis's 0..top is
     0..100 * top / reference there (the Ladder and Tensor cores speed charts)."""

@@ -280,7 +280,7 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str) -> go.Figure:
     tflops = [rows["tflops"].get(k) for k in names]
     pct = [rows["pct"].get(k) for k in names]
     rung = [k not in BASELINES for k in names]
-    text = ["" if t is None else f"{t:,.0f}" + (f"<br>{p:.0f}%" if r and p is not None and pd.notna(p) else "")
+    text = ["" if t is None else f"{t:,.0f}" + (f"<br>{style.share(p)}" if r and p is not None and pd.notna(p) else "")
             for t, p, r in zip(tflops, pct, rung)]
     colors = [style.PALETTE[4] if k == chosen else style.RED if k == REFERENCE else style.BLUE if r
               else style.SECOND_ROOF for k, r in zip(names, rung)]
