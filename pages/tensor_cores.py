@@ -96,7 +96,8 @@ else:
         "the rung's defaults (" + ("the winners of a recorded 4096³ sweep, on the Benchmarks page"
                                    if tensor_tiles.swept(rung) else "chosen by hand: this rung was not swept") + ")"
         if defaults else f"the parameters chosen above ({', '.join(f'{a} {b}' for a, b in params.items())})")
-        + "; above them, the grid: one block per tile of C.")
+        + "; above them, the grid: " + ("one block per SM (up to SMS), each looping over C's tiles."
+                                         if "SMS" in registry.get(rung).params else "one block per tile of C."))
 
 # ------------------------------------------------------------------ 3. fragment map
 op = recorded_fragments.OPERANDS[operand]

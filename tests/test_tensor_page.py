@@ -186,6 +186,17 @@ def test_the_speeds_are_the_recorded_tensor_run_against_cublas_fp16_at_4096():
     assert fig["layout"]["title"]["text"].startswith("TFLOP/s at 1,024³")
 
 
+def test_the_hierarchy_caption_says_a_persistent_rung_loops_over_the_tiles():
+    """Before: every rung's caption said "one block per tile of C", the persistent rungs' too, whose
+    blocks (one per SM, SMS of them) each loop over many tiles."""
+    for rung, grid in (("wgmma_stream_k", "one block per SM (up to SMS), each looping over C's tiles."),
+                       ("mma_tma", "one block per SM (up to SMS), each looping over C's tiles."),
+                       ("mma_swizzled", "one block per tile of C.")):
+        at = open_page(PAGE, {"rung": rung})
+        assert not at.exception
+        assert any(c.value.endswith(f"above them, the grid: {grid}") for c in at.caption), rung
+
+
 def test_a_share_just_under_cublas_fp16_is_not_labelled_as_a_tie():
     """Before: wgmma_epilogue at 99.7% of cuBLAS FP16 (the recorded H200 run at 4,096³) was labelled
     "100%" under its bar, as if it had reached cuBLAS; near 100 the label keeps a decimal."""
