@@ -33,10 +33,10 @@
 #define BK 16   // one of: 8 16 32
 #endif
 #ifndef WM
-#define WM 32   // one of: 32 64 128
+#define WM 64   // one of: 32 64 128
 #endif
 #ifndef WN
-#define WN 128   // one of: 32 64 128
+#define WN 64   // one of: 32 64 128
 #endif
 #ifndef WNITER
 #define WNITER 2   // one of: 1 2 4
