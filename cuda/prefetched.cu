@@ -14,10 +14,10 @@
 // (multiply<false>): no branch per float4 of A, and B's LDGSTS in one straight run instead of each
 // behind its own branch. And each row of the FMAs walks b back and forth (m odd: n from the right),
 // which the compiler schedules with fewer stalls than rows all left to right. % of cuBLAS SGEMM at
-// 4096^3 and 8192^3 (tests/benchmarks/tune_fp32.py and size_sweep.py, cuBLAS timed in the same
-// process): on an H100, 89.7 and 90.2 without either; 93 to 94 at both with the rows and A
-// unguarded; 94.9 to 95.2 and 95.4 to 95.7 with B unguarded too. On an H200, 95.6 to 97.6 and 96.2
-// to 96.8.
+// 4096^3 and 8192^3 (tests/benchmarks/tune_fp32.py, size_sweep.py; cuBLAS timed in the same process)
+// on an H100: 89.7 and 90.2 without either; 93 to 94 with the rows and A unguarded; 94.9 to 95.7 with
+// B unguarded too, at warp tiles of WM 32 x WN 128; 95.7 to 96.7 at WM 64 x WN 64, the default since
+// it ran a point faster in every run. On an H200: 95.6 to 97.6 at WM 32 x WN 128, 96.6 to 99.2 at 64 x 64.
 // ptxas puts three never-executing shared loads (@!PT LDS) before each run of LDGSTS: before every
 // guarded copy, once before the unguarded run. The warps issue them and Nsight Compute counts them,
 // so the unguarded copy has a source line of its own, where the SASS listing places its run's.
@@ -33,10 +33,10 @@
 #define BK 16   // one of: 8 16 32
 #endif
 #ifndef WM
-#define WM 32   // one of: 32 64 128
+#define WM 64   // one of: 32 64 128
 #endif
 #ifndef WN
-#define WN 128   // one of: 32 64 128
+#define WN 64   // one of: 32 64 128
 #endif
 #ifndef WNITER
 #define WNITER 2   // one of: 1 2 4

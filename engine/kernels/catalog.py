@@ -28,7 +28,11 @@ def _entry(*launches: str | Launch, **fields) -> KernelSpec:
 
 # The FP32 ladder after tiling (cuda/blocktile_1d.cu ... prefetched.cu). The defaults in the
 # sources are the winners of the autotuning sweep (tests/benchmarks/tune_ladder.py) at 4096^3 on
-# the H200, recorded in engine/bench/recorded/tuning/ (the Benchmarks page shows it).
+# the H200, recorded in engine/bench/recorded/tuning/ (the Benchmarks page shows it), except
+# prefetched's warp tile: that sweep (2026-11-21) predates the rung's unguarded interior path, and
+# since then tests/benchmarks/tune_fp32.py timed WM 64 x WN 64 about a point of cuBLAS SGEMM faster
+# than the sweep's WM 32 x WN 128 in every run on an H100 and an H200, at 4096^3 and 8192^3 (the
+# sweep's ranking of it, 8th at 98% of its winner, is what the Benchmarks page shows).
 LADDER_VIEWS = frozenset({"ladder", "coalescing", "benchmarks"})
 # The rungs whose shared loads the Bank conflicts page also shows, at their own shapes:
 # blocktile_2d's scalar loads of As and Bs (lanes a row or TN words apart: in conflict as written;

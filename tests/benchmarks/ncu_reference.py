@@ -2,8 +2,9 @@
 choices, several launches each: the reference the trace (read as compiled) is held to.
 
 Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...] [--kernels K,...] [--onto FILE]
---onto keeps every other case of an earlier reference of the same GPU (engine/metrics/ncu/h100.json):
-a change to some kernels measures theirs again. --kernels measures only those kernels' cases of the
+--onto keeps every other kernel's cases of an earlier reference of the same GPU
+(engine/metrics/ncu/h100.json): a change to some kernels measures theirs again, and drops those of
+their earlier cases that no group generates any more. --kernels measures only those kernels' cases of the
 groups (a change to one rung: `ladder ladder_params --kernels prefetched`).
 Groups: naive, tiled, ladder, ladder_params, split, tensor (all by default). Each group is one ncu session over one target
 process (this file with --target) that launches every case of the group REPEATS times, so a counter
@@ -54,9 +55,10 @@ def one_at_a_time(spec: registry.KernelSpec) -> list[dict]:
     return [dict(c) for c in spec.combinations() if sum(dict(c)[k] != v for k, v in default.items()) == 1]
 
 
-def cases(group: str) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, int]]]:
-    # The --kernels filter reaches the profiled process (--target) through the environment.
-    only = set(filter(None, os.environ.get("NCU_REFERENCE_KERNELS", "").split(",")))
+def cases(group: str, only: set[str] | None = None) -> list[tuple[str, tuple[int, int, int], dict, tuple[int, int]]]:
+    """The group's cases, of the kernels in only (None: those --kernels named; empty: every kernel)."""
+    if only is None:   # the --kernels filter reaches the profiled process (--target) through the environment
+        only = set(filter(None, os.environ.get("NCU_REFERENCE_KERNELS", "").split(",")))
     out = []
     if group == "naive":
         for kernel in ("naive_x_rows", "naive_x_cols", "naive_transposed_b"):
@@ -171,6 +173,26 @@ def profile(group: str, ncu: str, metrics: list[str]) -> dict:
     return out
 
 
+GROUPS = ("naive", "tiled", "ladder", "ladder_params", "split", "tensor")
+
+
+def case_keys(group: str, only: set[str]) -> set[str]:
+    """The keys of the group's cases (every parameter bound), for the kernels named in only."""
+    return {ncu_reference.case_key(kernel, size, registry.bind(
+                registry.get(kernel), make_problem(*size, block=block, params=params)).params, block)
+            for kernel, size, params, block in cases(group, only)}
+
+
+def kept_from(earlier: dict, measured_again: set[str]) -> dict:
+    """An earlier reference's cases that a run measuring some kernels again keeps: every other
+    kernel's, and those of the kernels measured again that some group still generates. A case no
+    group generates any more (its kernel's default moved, and the one-at-a-time choices around it
+    with it) would stay behind, measured once and never again."""
+    current = set().union(*(case_keys(group, measured_again) for group in GROUPS)) if measured_again else set()
+    return {key: case for key, case in earlier.items()
+            if key.split(" ", 1)[0] not in measured_again or key in current}
+
+
 def main(out_path: str, groups: list[str], onto: str | None = None) -> None:
     from tests.benchmarks.ncu_compare import ncu_path
     ncu = ncu_path()
@@ -183,7 +205,7 @@ def main(out_path: str, groups: list[str], onto: str | None = None) -> None:
         earlier = json.loads(Path(onto).read_text())
         if earlier["device"] != gpu:
             sys.exit(f"{onto} was measured on {earlier['device']}, not this {gpu}")
-        result["cases"] = earlier["cases"]
+        result["cases"] = kept_from(earlier["cases"], {case[0] for group in groups for case in cases(group)})
     for group in groups:
         t0 = time.time()
         prebuild(group)
@@ -205,4 +227,4 @@ if __name__ == "__main__":
                 sys.exit(f"--kernels: no kernel named {', '.join(unknown)}")
             os.environ["NCU_REFERENCE_KERNELS"] = kernels
         groups = [g for g in args if g not in ("--onto", onto, "--kernels", kernels)]
-        main(sys.argv[1], groups or ["naive", "tiled", "ladder", "ladder_params", "split", "tensor"], onto)
+        main(sys.argv[1], groups or list(GROUPS), onto)
