@@ -108,7 +108,7 @@ FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 # winner (128 x 256, STAGES 4), and a new default would change the golden traces of the cases run at it.
 # mma_tma's: the winner of its sweep on an H100 at 4096^3 and 8192^3 alike (h100-2026-11-26-mma-tma-*).
 # wgmma_stream_k's (SMS 128, CLUSTER 2, SPLITS 4): not swept; of the choices tests/benchmarks/stream_k.py times
-# beside the default, none was faster where it shares tiles out, on an H100 or an H200
+# beside the default, none was more than 0.3% faster where it shares tiles out, on an H100 or an H200
 # (h100-stream-k-2026-11-26.json).
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
 # The K step of mma_ldmatrix's and mma_swizzled's shared tiles (kBK in their sources), which the
