@@ -25,6 +25,16 @@
 //     of 4 slots then holds 2 fewer k-tiles ahead of the first;
 //   - STORE_ROWS 16: each warp stores its own 16 x 32 pieces of C, no barrier across the
 //     warpgroup: 99.3% at 4096^3 as with 64 rows, 101.8% against 102.3% at 8192^3 (H100).
+//   - Ping-pong (as CUTLASS's kernel of that name; a probe, not kept): each consumer warpgroup on
+//     64 x 256 tiles of its own, the two taking turns on the tensor cores so that one stores C while
+//     the other multiplies. 602 TFLOP/s against 760 at 4096^3 and 633 against 801 at 8192^3 (H100,
+//     128 SMs; 425 without clusters): the warpgroups no longer share B's k-tile, so a block copies
+//     40 KB per 2.1 MFLOP where this kernel copies 48 KB per 4.2, and the copies, not the tensor
+//     cores, set the pace. Clusters of 4 blocks one above the other (B multicast to all four, as
+//     little read from L2 per FLOP as here) were slower still. And there was less to hide than it
+//     seemed: a probe that never stored C ran past the H100's peak, because ptxas, seeing the
+//     accumulators unused, replaced every wgmma by an empty one; one that staged C in shared memory
+//     but left out the TMA stores ran a few percent faster than this kernel, no more.
 // Not traced, as wgmma_tma. Sizes: any M; K and N multiples of 8, as wgmma_persistent.
 #include "contract.cuh"
 
