@@ -24,6 +24,11 @@
 // And on an H100 (tests/benchmarks/stream_k.py): 3000^3 503 -> 556 (cuBLAS 648), 1000 x 1000 x 8192
 // 202 -> 392 (383: past cuBLAS), 4095 x 4104 x 4096 600 -> 650 (722).
 // CLUSTER 1 (no multicast, 128 or 132 blocks) was slower at every size but 2048^3 and 1024^3.
+// A smaller kHandOver (a probe of 8, 4 and 0 k-tiles; H100, TFLOP/s) changed nothing at 2048^3, 3000^3
+// and 4096^3 and cost at 1024^3 (129.5 -> 103: runs of 8 of a tile's 16 k-tiles, every tile's sums handed over once).
+// What helps a C that small is smaller tiles: BN 128 ran 182 at 1024^3 and 150 at 1000^3 against 130 and
+// 120 at 256 (cuBLAS FP16: 307, 216), and lost from 2048^3 up (511 against 575 there, 624 against 758
+// at 4096^3), so the default stays 256 and BN is the choice to make per size.
 // Needs every block of the grid resident at once (one per SM, as the persistent rungs have): the
 // block that stores a shared tile waits for the others' flags. Not traced, as wgmma_tma. Sizes: any
 // M; K and N multiples of 8, as wgmma_persistent.
