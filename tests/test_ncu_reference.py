@@ -87,3 +87,24 @@ def test_an_unexplained_difference_is_reported_as_one():
     wrong = {launch: {**t, metric: t[metric] + 1} for launch, t in totals.items()}
     rows = [r for r in ncu_reference.compare(kernel, size, wrong, key, scale) if r.metric == metric]
     assert rows and all(r.verdict == "unexplained" for r in rows)
+
+
+def test_bank_conflicts_that_mirror_contention_wavefronts_are_explained_and_no_others():
+    """The H200's prefetched at 131 x 67 x 77 (BM 128, BN 64) measures 4 shared-load wavefronts over the
+    trace and 4 shared-load bank conflicts over its 0, every launch: Nsight Compute counts a wavefront
+    beyond a request's first as a conflict, so the conflicts are the wavefronts' excess counted again.
+    Conflicts over the trace without that wavefront excess stay unexplained."""
+    key = "prefetched 131x67x77 BK=16 BM=128 BN=64 TM=8 TN=4 WM=64 WN=64 WNITER=2 block 16x16"
+    kernel, size, totals, scale = totals_for(key)
+    conflicts = analysis.NCU_METRICS["shared", "load", "bank_conflicts"]
+    wavefronts = analysis.NCU_METRICS["shared", "load", "wavefronts"]
+    rows = [r for r in ncu_reference.compare(kernel, size, totals, key, scale)
+            if r.metric == conflicts and r.gpu == "NVIDIA H200"]
+    assert rows and all(r.trace < min(r.values) for r in rows)
+    assert all(r.verdict == "explained" and r.reason == ncu_reference.MIRRORED for r in rows)
+    # The same conflicts with the wavefronts' excess taken away (the trace given the measured wavefronts).
+    measured = ncu_reference.measured(key)["NVIDIA H200"]
+    matched = {launch: {**t, wavefronts: min(measured[launch][wavefronts])} for launch, t in totals.items()}
+    rows = [r for r in ncu_reference.compare(kernel, size, matched, key, scale)
+            if r.metric == conflicts and r.gpu == "NVIDIA H200"]
+    assert rows and all(r.verdict == "unexplained" for r in rows)

@@ -143,6 +143,27 @@ CONTENTION = ("Every launch measured a little more than the trace (under 1%), th
               "which depends on timing.")
 
 
+# The extra wavefronts CONTENTION explains are, by Nsight Compute's definition, bank conflicts too (a
+# conflict is a wavefront beyond a request's first), so where the trace has no such conflict the
+# conflict counter shows them again: the same excess, launch by launch, as its wavefront counter.
+MIRRORED = ("The extra wavefronts of the line above (under 1% of them), each counted again here: Nsight Compute "
+            "counts every wavefront beyond a request's first as a bank conflict, and in every launch this counter "
+            "exceeds the trace by exactly as much as the wavefront counter does. " + CONTENTION)
+_WAVEFRONTS_OF = {NCU_METRICS["shared", op, "bank_conflicts"]: NCU_METRICS["shared", op, "wavefronts"]
+                  for op in ("load", "store")}
+
+
+def _mirrors_contention(metric: str, values: tuple, trace: int, metrics: Mapping, ours: Mapping, times: int) -> bool:
+    """Whether a bank-conflict counter's excess over the trace is its wavefront counter's, launch by
+    launch, and that excess is CONTENTION's (under CONTENTION_SHARE of the wavefronts)."""
+    wavefronts = _WAVEFRONTS_OF.get(metric)
+    waves = tuple(metrics.get(wavefronts, ())) if wavefronts else ()
+    if len(waves) != len(values):
+        return False
+    wave_trace = int(ours.get(wavefronts, 0)) * times
+    return all(w - wave_trace == v - trace > 0 and w - wave_trace <= CONTENTION_SHARE * w for w, v in zip(waves, values))
+
+
 def compare(kernel: str, size: tuple[int, int, int], totals: Mapping[str, Mapping[str, int]],
             key: str, scale: int | Mapping[str, int] = 1) -> list[Row]:
     """The trace's totals (per launch kernel, as analysis.compiled_totals gives them) beside each GPU's
@@ -161,7 +182,8 @@ def compare(kernel: str, size: tuple[int, int, int], totals: Mapping[str, Mappin
                 values = tuple(metrics.get(metric, [0]))
                 if metric not in ours and not any(values):
                     continue
-                trace = int(ours.get(metric, 0)) * (scale if isinstance(scale, int) else scale[launch])
+                times = scale if isinstance(scale, int) else scale[launch]
+                trace = int(ours.get(metric, 0)) * times
                 lo, hi = min(values), max(values)
                 if lo == hi == trace:
                     verdict, reason = "equal", ""
@@ -169,6 +191,8 @@ def compare(kernel: str, size: tuple[int, int, int], totals: Mapping[str, Mappin
                     verdict, reason = "varies", VARIES
                 elif trace < lo and metric in _VARYING and lo - trace <= CONTENTION_SHARE * lo:
                     verdict, reason = "explained", CONTENTION
+                elif _mirrors_contention(metric, values, trace, metrics, ours, times):
+                    verdict, reason = "explained", MIRRORED
                 else:
                     verdict, reason = "unexplained", "not explained yet: the model and the hardware disagree"
                     for kernels, which, applies, why in EXPLAINED:
