@@ -27,8 +27,9 @@
 //     warpgroup: 99.3% at 4096^3 as with 64 rows, 101.8% against 102.3% at 8192^3 (H100).
 //   - Ping-pong (as CUTLASS's kernel of that name; a probe, not kept): each consumer warpgroup on
 //     64 x 256 tiles of its own, the two taking turns on the tensor cores so that one stores C while
-//     the other multiplies. 602 TFLOP/s against 760 at 4096^3 and 633 against 801 at 8192^3 (H100,
-//     128 SMs; 425 without clusters): the warpgroups no longer share B's k-tile, so a block copies
+//     the other multiplies. 624 TFLOP/s against 760 at 4096^3 and 633 against 801 at 8192^3 (H100,
+//     128 SMs as here; 602 and 595 on 132; 425 at 4096^3 without clusters; timed as the engine's
+//     benchmark times, cuBLAS FP16 765 and 783): the warpgroups no longer share B's k-tile, so a block copies
 //     40 KB per 2.1 MFLOP where this kernel copies 48 KB per 4.2, and the copies, not the tensor
 //     cores, set the pace. Clusters of 4 blocks one above the other (B multicast to all four, as
 //     little read from L2 per FLOP as here) were slower still. And there was less to hide than it
