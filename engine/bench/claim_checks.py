@@ -495,7 +495,9 @@ def run_of_record(kernel: str, gpus: set, n: int) -> tuple[str, pd.DataFrame] | 
 
 
 def recorded_quoted() -> Quoted:
-    """The figures from the newest recorded run of the naive kernels (engine/bench/recorded/), the run
-    the Benchmarks page shows without a GPU."""
+    """The figures from the run the Benchmarks page opens on without a GPU (benchmark.OPENING_RUN, or the
+    first recorded run of the naive kernels where it is not shipped): the page's headline quotes that
+    run, so the Coalescing page quotes it too, not a newer run of the same kernels beside it."""
     runs = benchmark.recorded_runs(holding=[QUOTED["cols"]["kernel"]])
-    return _recorded_quoted(runs[-1] if runs else None)
+    opening = benchmark.opening_runs(runs)
+    return _recorded_quoted(opening[0] if opening else None)
