@@ -19,6 +19,12 @@
 // once. Here the fragments come in two sets, the next step's read while this step's multiply, and
 // the barrier sits before a tile's last step, so the next tile's first fragments are read under that
 // step's multiplies (H200, 4096^3: 402 -> 441 TFLOP/s at 128 x 128, 347 -> 449 at 128 x 256).
+// After the last tile there is no next tile, but its reads stay: they read a slot of the ring whose
+// fragments nobody uses, instead of being skipped. Skipped, ptxas chose per build between branching
+// around them and issuing them predicated off (at BK 32, 128 x 128 tiles: 5 of the 8 branched
+// around, 3 issued off), and Nsight Compute's instruction count moved with it. Read, every build
+// issues all 8 with their wavefronts, as the trace records them: 8 ldmatrix more per warp in the
+// whole kernel. The slot read holds no copy in flight: no tile after the last is copied.
 #include "trace.cuh"
 
 #ifndef BM
@@ -164,22 +170,19 @@ template <bool kCopies> __device__ __forceinline__ void multiply(const __half *A
     // from shared memory into the other, so no multiply waits for its ldmatrix (see the header).
     constexpr int kSteps = BK / 16;
     unsigned a[2][kTilesM][4], b[2][kTilesN][2];
-    // One k step's fragments, of the tile in ring slot s, into set f. After the last tile there is no
-    // next tile to read: ptxas still issues those ldmatrix, predicated off (Nsight Compute counts the
-    // instructions, and no wavefront), so the skips say so (on = false).
-    auto fragments = [&](int f, int s, int step, bool on) {
-        _Pragma("unroll") for (int i = 0; i < kTilesM; i++) {
-            if (on) LDMATRIX_X4(a[f][i], As, s * BM + wrow + 16 * i + lane % 16, a_col[step]); else SKIP_LDS(As);
-        }
+    // One k step's fragments, of the tile in ring slot s, into set f.
+    auto fragments = [&](int f, int s, int step) {
+        _Pragma("unroll") for (int i = 0; i < kTilesM; i++)
+            LDMATRIX_X4(a[f][i], As, s * BM + wrow + 16 * i + lane % 16, a_col[step]);
         _Pragma("unroll") for (int j = 0; j < kTilesN; j += 2) {
             unsigned r[4];
-            if (on) LDMATRIX_X4_T(r, Bs, s * BK + 16 * step + lane % 16, b_col[j / 2]); else SKIP_LDS(Bs);
+            LDMATRIX_X4_T(r, Bs, s * BK + 16 * step + lane % 16, b_col[j / 2]);
             b[f][j][0] = r[0], b[f][j][1] = r[1], b[f][j + 1][0] = r[2], b[f][j + 1][1] = r[3];
         }
     };
     CP_ASYNC_WAIT(STAGES - 2);   // tile 0 has landed
     SYNC();
-    fragments(0, 0, 0, true);   // K >= 1: there is a tile 0
+    fragments(0, 0, 0);   // K >= 1: there is a tile 0
     for (int t = 0; t < tiles; t++) {
         int s = t % STAGES;
         _Pragma("unroll") for (int step = 0; step < kSteps; step++) {
@@ -197,8 +200,9 @@ template <bool kCopies> __device__ __forceinline__ void multiply(const __half *A
                 CP_ASYNC_WAIT(STAGES - 2);
                 SYNC();
             }
-            if (step < kSteps - 1) fragments((step + 1) % 2, s, step + 1, true);
-            else fragments((step + 1) % 2, (t + 1) % STAGES, 0, t + 1 < tiles);
+            // After the last tile, the next slot's reads go unused (see the header): no branch.
+            if (step < kSteps - 1) fragments((step + 1) % 2, s, step + 1);
+            else fragments((step + 1) % 2, (t + 1) % STAGES, 0);
             _Pragma("unroll") for (int i = 0; i < kTilesM; i++)
                 _Pragma("unroll") for (int j = 0; j < kTilesN; j++) MMA_16816(acc[i][j], a[step % 2][i], b[step % 2][j]);
         }
