@@ -48,9 +48,20 @@ def totals_for(key):
     return kernel, size, totals, scale
 
 
+def _this_nvcc() -> str:
+    from engine.kernels import build
+    text = build.compiler_version(build.nvcc()) if build.nvcc() else ""
+    return next((line.strip() for line in text.splitlines() if "release" in line), "")
+
+
 def compared_rows(key):
+    """The case's rows, with this machine's build told apart from another (a reference that measured
+    other SASS is "other build"), where this machine's nvcc is the one the references were built with:
+    another compiler's SASS is another build whatever the source."""
     kernel, size, totals, scale = totals_for(key)
-    return ncu_reference.compare(kernel, size, totals, key, scale)
+    same = all(data.get("nvcc") == _this_nvcc() for data in ncu_reference.references().values())
+    build = ncu_reference.current_build(kernel, _parse(key)[2]) if same else None
+    return ncu_reference.compare(kernel, size, totals, key, scale, build)
 
 
 
@@ -73,11 +84,50 @@ def _compared(key):
 def test_every_counter_equals_ncu_or_is_explained(key):
     rows = compared_rows(key)
     assert rows
-    bad = [(r.gpu, r.launch, r.name, r.trace, r.values) for r in rows if r.verdict == "unexplained"]
+    bad = [(r.gpu, r.launch, r.name, r.trace, r.values) for r in rows if r.verdict in ("unexplained", "other build")]
     assert bad == []
     for r in rows:
         if r.verdict == "varies":
             assert r.trace <= min(r.values) and len(set(r.values)) > 1
+
+
+# Measured before the references kept fingerprints, and not measured again since (the device time ran
+# out): `python3 tests/benchmarks/ncu_reference.py OUT tensor --onto engine/metrics/ncu/h100.json` on
+# an H100 takes them off this list. Their pages say they are not checked against this build.
+UNFINGERPRINTED = {"NVIDIA H100 80GB HBM3": {"mma_ldmatrix", "mma_swizzled", "mma_pipelined"}}
+
+
+def test_every_case_keeps_the_fingerprint_of_the_build_it_measured():
+    """Each case names the SASS Nsight Compute ran, launch by launch (sass.fingerprint), and where this
+    machine's nvcc is the references', it is the SASS this machine compiles: the mma_pipelined cases an
+    H100 had measured of an earlier build agreed with a trace of that build, and said nothing of this one."""
+    for gpu, data in ncu_reference.references().items():
+        missing = [key for key in data["cases"] if set(data.get("builds", {}).get(key, {})) !=
+                   {launch.kernel for launch in registry.get(key.split(" ", 1)[0]).launches}]
+        waiting = UNFINGERPRINTED.get(gpu, set())
+        assert [key for key in missing if key.split(" ", 1)[0] not in waiting] == [], (gpu, missing[:3])
+        # A kernel listed there and measured since (with its fingerprints) leaves the list.
+        assert {key.split(" ", 1)[0] for key in missing} == waiting, (gpu, waiting)
+    if any(data.get("nvcc") != _this_nvcc() for data in ncu_reference.references().values()):
+        pytest.skip(f"this machine's nvcc ({_this_nvcc()}) is not the references'")
+    for key in CASES:
+        kernel, _, params, _ = _parse(key)
+        for gpu, fingerprints in ncu_reference.measured_build(key).items():
+            assert fingerprints == ncu_reference.current_build(kernel, params), (gpu, key)
+
+
+def test_a_reference_of_another_build_is_shown_as_such_and_not_compared(monkeypatch):
+    key = next(k for k in CASES if k.startswith("tiled_guarded 128x128x128"))
+    kernel, size, totals, scale = totals_for(key)
+    ours = ncu_reference.current_build(kernel, _parse(key)[2])
+    assert ours, "no SASS listing"
+    other = {gpu: {launch: "0" * 16 for launch in ours} for gpu in ncu_reference.references()}
+    monkeypatch.setattr(ncu_reference, "measured_build", lambda k: other if k == key else {})
+    rows = ncu_reference.compare(kernel, size, totals, key, scale, ours)
+    assert rows and all(r.verdict == "other build" and r.reason == ncu_reference.OTHER_BUILD for r in rows)
+    view = ncu_reference.side_by_side(kernel, size, _parse(key)[2], _parse(key)[3], totals, scale)
+    assert set(view.table["agree"]) == {"another build measured"}
+    assert "not compared: Nsight Compute measured another build" in view.note
 
 
 def test_an_unexplained_difference_is_reported_as_one():
@@ -90,21 +140,21 @@ def test_an_unexplained_difference_is_reported_as_one():
 
 
 def test_bank_conflicts_that_mirror_contention_wavefronts_are_explained_and_no_others():
-    """The H200's prefetched at 131 x 67 x 77 (BM 128, BN 64) measures 4 shared-load wavefronts over the
-    trace and 4 shared-load bank conflicts over its 0, every launch: Nsight Compute counts a wavefront
-    beyond a request's first as a conflict, so the conflicts are the wavefronts' excess counted again.
-    Conflicts over the trace without that wavefront excess stay unexplained."""
-    key = "prefetched 131x67x77 BK=16 BM=128 BN=64 TM=8 TN=4 WM=64 WN=64 WNITER=2 block 16x16"
+    """mma_pipelined at 131 x 67 x 77 (BM 128, BN 64) measures 3 shared-load wavefronts over the trace
+    and 3 shared-load bank conflicts over its 0, every launch, on both GPUs: Nsight Compute counts a
+    wavefront beyond a request's first as a conflict, so the conflicts are the wavefronts' excess
+    counted again. Conflicts over the trace without that wavefront excess stay unexplained. (The
+    H200's prefetched at the same size showed it once, then varied launch to launch when measured again.)"""
+    key = "mma_pipelined 131x67x77 BK=64 BM=128 BN=64 STAGES=3 WM=64 WN=64 block 16x16"
     kernel, size, totals, scale = totals_for(key)
     conflicts = analysis.NCU_METRICS["shared", "load", "bank_conflicts"]
     wavefronts = analysis.NCU_METRICS["shared", "load", "wavefronts"]
-    rows = [r for r in ncu_reference.compare(kernel, size, totals, key, scale)
-            if r.metric == conflicts and r.gpu == "NVIDIA H200"]
-    assert rows and all(r.trace < min(r.values) for r in rows)
+    rows = [r for r in ncu_reference.compare(kernel, size, totals, key, scale) if r.metric == conflicts]
+    assert len(rows) == len(ncu_reference.references()) and all(r.trace < min(r.values) for r in rows)
     assert all(r.verdict == "explained" and r.reason == ncu_reference.MIRRORED for r in rows)
     # The same conflicts with the wavefronts' excess taken away (the trace given the measured wavefronts).
-    measured = ncu_reference.measured(key)["NVIDIA H200"]
-    matched = {launch: {**t, wavefronts: min(measured[launch][wavefronts])} for launch, t in totals.items()}
-    rows = [r for r in ncu_reference.compare(kernel, size, matched, key, scale)
-            if r.metric == conflicts and r.gpu == "NVIDIA H200"]
-    assert rows and all(r.verdict == "unexplained" for r in rows)
+    for gpu, measured in ncu_reference.measured(key).items():
+        matched = {launch: {**t, wavefronts: min(measured[launch][wavefronts])} for launch, t in totals.items()}
+        rows = [r for r in ncu_reference.compare(kernel, size, matched, key, scale)
+                if r.metric == conflicts and r.gpu == gpu]
+        assert rows and all(r.verdict == "unexplained" for r in rows)

@@ -125,3 +125,28 @@ def test_prefetched_interior_copies_of_b_are_one_unguarded_run_counted_on_their_
         run = params["BK"] * params["BN"] // 4 // threads
         per_line = sass.memory_instructions("prefetched.cu", params)["never_per_copy_line"]
         assert {ln: per_line[ln]["LDS"] for ln in lines} == {lines[0]: pytest.approx(3 / run), lines[1]: 3}, choice
+
+
+def test_a_fingerprint_is_the_machine_code_not_the_file(tmp_path):
+    """Two builds of one source from two folders differ as files (their debug sections name the
+    folder) and share a fingerprint; a source that compiles to other instructions gets another."""
+    import shutil
+    import subprocess
+
+    from engine.kernels import sources
+    fingerprints, files = [], []
+    for folder, edit in (("a", False), ("b", False), ("c", True)):
+        root = tmp_path / folder
+        shutil.copytree(sources.CUDA_DIR, root / "cuda")
+        if edit:   # the same kernel, one more multiply-add per element
+            src = root / "cuda" / "tiled_guarded.cu"
+            text = src.read_text()
+            assert text.count("sum += ") >= 1
+            src.write_text(text.replace("sum += ", "sum = 2.0f * sum + ", 1))
+        out = root / "k.cubin"
+        subprocess.run([build.nvcc(), "-cubin", f"-arch={build.GPU_ARCH}", "-O3", "-lineinfo", f"-I{root / 'cuda'}",
+                        "-o", str(out), str(root / "cuda" / "tiled_guarded.cu")], check=True, capture_output=True)
+        files.append(out.read_bytes())
+        fingerprints.append(sass.fingerprint(out))
+    assert files[0] != files[1]
+    assert fingerprints[0] == fingerprints[1] != fingerprints[2]

@@ -7,10 +7,12 @@ says so instead of pretending: it counts memory opcodes per source line (-linein
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sysconfig
 from collections import Counter
@@ -30,7 +32,31 @@ _LINE_RE = re.compile(r'line (\d+)')
 # Every (file, line) of a location and the calls it was inlined into, innermost first (nvdisasm -gi).
 _FRAME_RE = re.compile(r'"([^"]+)", line (\d+)')
 MEMORY_PREFIXES = ("LDG", "STG", "LDS", "STS", "LD.", "ST.")
-LISTING_VERSION = 2   # of what a saved listing holds: one written by an earlier version is listed again
+LISTING_VERSION = 4   # of what a saved listing holds: one written by an earlier version is listed again
+
+
+def fingerprint(cubin: Path) -> str:
+    """A digest of a cubin's machine code: the bytes of its .text sections, read from the ELF file
+    (the file as a whole also holds debug sections with the paths it was built from). The same for
+    the same compiled kernel on any machine, whichever nvdisasm lists it. Nsight Compute's reference
+    keeps the fingerprint of the build it measured, so a reference of another build (an edited source,
+    another nvcc) is told apart from one of this build, whatever its counters say."""
+    data = cubin.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise EngineError(f"{cubin.name} is not a 64-bit little-endian ELF file")
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at = sections[shstrndx][4]
+
+    def name(section):
+        start = names_at + section[0]
+        return data[start:data.index(b"\0", start)].decode()
+    digest = hashlib.sha256()
+    for section in sorted(sections, key=name):
+        if name(section).startswith(".text."):
+            digest.update(name(section).encode() + b"\0" + data[section[4]:section[4] + section[5]])
+    return digest.hexdigest()[:16]
 
 
 def nvdisasm() -> str | None:
@@ -69,6 +95,8 @@ def _saved_listing(saved) -> dict | None:
         per_line = info.get("never_per_copy_line")
         if info.get("version") != LISTING_VERSION or not isinstance(per_line, dict):
             return None    # written by an earlier reading of listings (before copies were placed by line)
+        if not isinstance(info.get("fingerprint"), str):
+            return None
         per_line = {int(k): v for k, v in per_line.items()}
         if not all(isinstance(v, dict) and all(isinstance(c, (int, float)) for c in v.values()) for v in per_line.values()):
             return None
@@ -108,6 +136,7 @@ def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
                            f"{lines[0].strip() if lines else f'exit status {done.returncode}'}")
     src = sources.load(file)
     info = _memory_instructions(done.stdout, src.path, frozenset(s.line for s in src.sites if s.width > 1))
+    info["fingerprint"] = fingerprint(cubin)
     try:
         cache.write_atomic(saved, json.dumps(info).encode())
     except OSError:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.kernels import registry
+from engine.kernels import registry, sass
 from engine.metrics.analysis import NCU_COPY_METRICS, NCU_LDSM_METRICS, NCU_METRICS
 
 FOLDER = Path(__file__).parent / "ncu"
@@ -101,6 +101,28 @@ def measured(key: str) -> dict[str, dict[str, dict[str, list]]]:
     return {gpu: data["cases"][key] for gpu, data in references().items() if key in data["cases"]}
 
 
+def measured_build(key: str) -> dict[str, dict[str, str]]:
+    """GPU name -> {launch kernel: fingerprint of the SASS it measured (sass.fingerprint)} for a case,
+    on every GPU whose reference kept it."""
+    out = {}
+    for gpu, data in references().items():
+        builds = data.get("builds")
+        if isinstance(builds, dict) and isinstance(builds.get(key), dict):
+            out[gpu] = {launch: fp for launch, fp in builds[key].items() if isinstance(fp, str)}
+    return out
+
+
+def current_build(kernel: str, params: Mapping[str, int]) -> dict[str, str]:
+    """{launch kernel: fingerprint} of this machine's plain build of the kernel, for the launches whose
+    SASS could be listed (none without nvcc and nvdisasm: nothing is compared then)."""
+    out = {}
+    for launch in registry.get(kernel).launches:
+        info = sass.memory_instructions(launch.file, params)
+        if info.get("available") and isinstance(info.get("fingerprint"), str):
+            out[launch.kernel] = info["fingerprint"]
+    return out
+
+
 def measured_keys(kernel: str) -> list[str]:
     return sorted({key for data in references().values() for key in data["cases"] if key.split(" ", 1)[0] == kernel})
 
@@ -113,7 +135,7 @@ class Row:
     trace: int
     gpu: str
     values: tuple        # every launch's value, in order
-    verdict: str         # "equal", "varies", "explained", "unexplained"
+    verdict: str         # "equal", "varies", "explained", "unexplained", "other build"
     reason: str
 
     @property
@@ -164,20 +186,29 @@ def _mirrors_contention(metric: str, values: tuple, trace: int, metrics: Mapping
     return all(w - wave_trace == v - trace > 0 and w - wave_trace <= CONTENTION_SHARE * w for w, v in zip(waves, values))
 
 
+OTHER_BUILD = ("Nsight Compute measured another build of this kernel: the SASS it ran is not the SASS this "
+               "machine compiles from the source (an edited kernel, or another nvcc), so its counters say "
+               "nothing about this build, equal or not. The command below measures this one.")
+
+
 def compare(kernel: str, size: tuple[int, int, int], totals: Mapping[str, Mapping[str, int]],
-            key: str, scale: int | Mapping[str, int] = 1) -> list[Row]:
+            key: str, scale: int | Mapping[str, int] = 1, build: Mapping[str, str] | None = None) -> list[Row]:
     """The trace's totals (per launch kernel, as analysis.compiled_totals gives them) beside each GPU's
     measurements of the case `key`. scale: how many times the traced blocks go into the launch (1: the
     whole launch; a page that traced one block of a grid of identical blocks multiplies by the grid),
     or that per launch kernel, where a traced block's launch ran only some blocks of an earlier one
-    (split_k: the slices one block of the sum reads)."""
+    (split_k: the slices one block of the sum reads). build: this machine's fingerprints per launch
+    (current_build); a launch whose reference kept the fingerprint of other SASS is "other build"."""
     rows = []
     m, n, k = size
+    builds = measured_build(key) if build else {}
     for gpu, launches in measured(key).items():
         for launch, metrics in launches.items():
             if not isinstance(scale, int) and launch not in scale:
                 continue      # not traced (an earlier launch's blocks that a one-block trace ran untraced)
             ours = totals.get(launch, {})
+            theirs = builds.get(gpu, {}).get(launch)
+            stale = theirs is not None and launch in build and theirs != build[launch]
             for metric, name in COMPARED.items():
                 values = tuple(metrics.get(metric, [0]))
                 if metric not in ours and not any(values):
@@ -185,7 +216,9 @@ def compare(kernel: str, size: tuple[int, int, int], totals: Mapping[str, Mappin
                 times = scale if isinstance(scale, int) else scale[launch]
                 trace = int(ours.get(metric, 0)) * times
                 lo, hi = min(values), max(values)
-                if lo == hi == trace:
+                if stale:
+                    verdict, reason = "other build", OTHER_BUILD
+                elif lo == hi == trace:
                     verdict, reason = "equal", ""
                 elif lo != hi and trace <= lo and metric in _VARYING:
                     verdict, reason = "varies", VARIES
@@ -240,7 +273,7 @@ def side_by_side(kernel: str, size: tuple[int, int, int], params: Mapping[str, i
     key = case_key(kernel, size, params, block)
     launches = [launch.kernel for launch in registry.get(kernel).launches]
     command = ncu_command(kernel, size, params, block, launches)
-    rows = compare(kernel, size, totals, key, scale)
+    rows = compare(kernel, size, totals, key, scale, current_build(kernel, params))
     if not rows:
         others = [k for k in measured_keys(kernel) if k != key]
         return SideBySide(None, command, f"Nsight Compute has not measured {key} (the shipped reference has "
@@ -252,13 +285,21 @@ def side_by_side(kernel: str, size: tuple[int, int, int], params: Mapping[str, i
         "Nsight Compute": [r.shown for r in rows],
         "GPU": [r.gpu.replace("NVIDIA ", "") for r in rows],
         "agree": [{"equal": "equal", "varies": "range", "explained": "differs: explained",
-                   "unexplained": "differs: NOT EXPLAINED"}[r.verdict] for r in rows],
+                   "unexplained": "differs: NOT EXPLAINED", "other build": "another build measured"}[r.verdict]
+                  for r in rows],
         "why": [r.reason for r in rows],
         "metric": [r.metric for r in rows],
     })
     if len({r.launch for r in rows}) == 1:
         table = table.drop(columns=["kernel"])
-    counts = {v: sum(r.verdict == v for r in rows) for v in ("equal", "varies", "explained", "unexplained")}
+    counts = {v: sum(r.verdict == v for r in rows) for v in ("equal", "varies", "explained", "unexplained", "other build")}
     note = (f"{scope.capitalize()}: {counts['equal']} counters equal, {counts['varies']} within the range the "
             f"launches measured, {counts['explained']} different for a reason named, {counts['unexplained']} unexplained.")
+    if counts["other build"]:
+        note += (f" {counts['other build']} not compared: Nsight Compute measured another build of {kernel} "
+                 "than this machine compiles.")
+    unchecked = sorted({r.gpu for r in rows} - set(measured_build(key)))
+    if unchecked:
+        note += (f" The {' and '.join(g.replace('NVIDIA ', '') for g in unchecked)} measurement keeps no "
+                 "fingerprint of the build it ran, so it is not checked to be this build's.")
     return SideBySide(table, command, note, [])

@@ -2,6 +2,9 @@
 choices, several launches each: the reference the trace (read as compiled) is held to.
 
 Run on the GPU machine:  python3 tests/benchmarks/ncu_reference.py OUT.json [GROUP ...] [--kernels K,...] [--onto FILE]
+Each case keeps the fingerprint of the SASS measured (engine.kernels.sass.fingerprint), so a test can
+tell a reference of this build from one of an earlier build; --builds-only --onto FILE only adds
+those fingerprints to a reference measured from this same source tree before they were kept.
 --onto keeps every other kernel's cases of an earlier reference of the same GPU
 (engine/metrics/ncu/h100.json): a change to some kernels measures theirs again, and drops those of
 their earlier cases that no group generates any more. --kernels measures only those kernels' cases of the
@@ -129,6 +132,23 @@ def prebuild(group: str) -> None:
         list(pool.map(lambda j: build.build_cubin(j[0], dict(j[1]), traced=False), jobs))
 
 
+def builds(group: str) -> dict[str, dict[str, str]]:
+    """Per case, per launch kernel, the fingerprint of the SASS ncu measured (sass.fingerprint of the
+    plain build prebuild made): the reference says which build it describes."""
+    from engine.kernels import sass
+    out = {}
+    for kernel, size, params, block in cases(group):
+        spec = registry.get(kernel)
+        bound = registry.bind(spec, make_problem(*size, block=block, params=params))
+        key = ncu_reference.case_key(kernel, size, bound.params, block)
+        listed = {launch.kernel: sass.memory_instructions(launch.file, bound.params) for launch in spec.launches}
+        missing = [name for name, info in listed.items() if not info.get("available")]
+        if missing:
+            sys.exit(f"{key}: no SASS listing of {', '.join(missing)} ({listed[missing[0]]['note']}): nvdisasm is needed")
+        out[key] = {name: info["fingerprint"] for name, info in listed.items()}
+    return out
+
+
 def available(metrics: list[str], ncu: str) -> list[str]:
     listed = subprocess.run([ncu, "--query-metrics", "--chip", "gh100"], capture_output=True, text=True).stdout
     names = {line.split()[0] for line in listed.splitlines() if line.strip() and "__" in line.split()[0]}
@@ -193,6 +213,25 @@ def kept_from(earlier: dict, measured_again: set[str]) -> dict:
             if key.split(" ", 1)[0] not in measured_again or key in current}
 
 
+def fingerprint_only(out_path: str, groups: list[str], onto: str) -> None:
+    """--builds-only: the fingerprints of this machine's builds of the cases in onto, measured by this
+    source tree, written into a copy of it, nothing profiled (a reference measured before it kept them)."""
+    result = json.loads(Path(onto).read_text())
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip().splitlines()[0]
+    if result["device"] != gpu:
+        sys.exit(f"{onto} was measured on {result['device']}, not this {gpu}")
+    from engine.kernels import build
+    result["nvcc"] = next((line.strip() for line in build.compiler_version(build.nvcc()).splitlines()
+                           if "release" in line), "")
+    result.setdefault("builds", {})
+    for group in groups:
+        prebuild(group)
+        result["builds"].update({key: fp for key, fp in builds(group).items() if key in result["cases"]})
+    Path(out_path).write_text(json.dumps(result, indent=0, sort_keys=True))
+    print(f"fingerprints of {len(result['builds'])} of {len(result['cases'])} cases", flush=True)
+
+
 def main(out_path: str, groups: list[str], onto: str | None = None) -> None:
     from tests.benchmarks.ncu_compare import ncu_path
     ncu = ncu_path()
@@ -200,17 +239,23 @@ def main(out_path: str, groups: list[str], onto: str | None = None) -> None:
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                          text=True).stdout.strip().splitlines()[0]
     metrics = available(ncu_reference.METRICS, ncu)
-    result = {"device": gpu, "ncu": version, "options": "--clock-control none", "repeats": REPEATS, "cases": {}}
+    from engine.kernels import build
+    nvcc = next((line for line in build.compiler_version(build.nvcc()).splitlines() if "release" in line), "")
+    result = {"device": gpu, "ncu": version, "nvcc": nvcc.strip(), "options": "--clock-control none",
+              "repeats": REPEATS, "cases": {}, "builds": {}}
     if onto:
         earlier = json.loads(Path(onto).read_text())
         if earlier["device"] != gpu:
             sys.exit(f"{onto} was measured on {earlier['device']}, not this {gpu}")
         result["cases"] = kept_from(earlier["cases"], {case[0] for group in groups for case in cases(group)})
+        result["builds"] = {key: fp for key, fp in earlier.get("builds", {}).items() if key in result["cases"]}
     for group in groups:
         t0 = time.time()
         prebuild(group)
         print(f"{group}: built in {time.time() - t0:.0f} s", flush=True)
-        result["cases"].update(profile(group, ncu, metrics))
+        measured = profile(group, ncu, metrics)
+        result["cases"].update(measured)
+        result["builds"].update({key: fp for key, fp in builds(group).items() if key in measured})
         Path(out_path).write_text(json.dumps(result, indent=0, sort_keys=True))   # kept as it grows
 
 
@@ -226,5 +271,8 @@ if __name__ == "__main__":
             if unknown:
                 sys.exit(f"--kernels: no kernel named {', '.join(unknown)}")
             os.environ["NCU_REFERENCE_KERNELS"] = kernels
-        groups = [g for g in args if g not in ("--onto", onto, "--kernels", kernels)]
-        main(sys.argv[1], groups or list(GROUPS), onto)
+        groups = [g for g in args if g not in ("--onto", onto, "--kernels", kernels, "--builds-only")]
+        if "--builds-only" in args:
+            fingerprint_only(sys.argv[1], groups or list(GROUPS), onto)
+        else:
+            main(sys.argv[1], groups or list(GROUPS), onto)
