@@ -19,7 +19,7 @@ def test_the_default_view_stands_beside_nsight_compute_and_agrees(page, params):
     views = [e for e in at.expander if e.label.startswith("Beside Nsight Compute")]
     assert views, "no Nsight Compute view"
     for view in views:
-        tables = [t.value for t in view.dataframe]
+        tables = [t.value.reset_index() for t in view.table]
         assert tables, f"{view.label}: no measurement shipped for the default view"
         table = tables[0]
         assert len(table) >= 6 and set(table["agree"]) <= AGREE, table[["counter", "agree"]]
@@ -34,5 +34,5 @@ def test_the_default_view_stands_beside_nsight_compute_and_agrees(page, params):
 def test_a_configuration_not_measured_says_so_and_gives_the_command():
     at = open_page("pages/tile_phases.py", {"m": "41", "n": "39", "k": "17"})
     view = next(e for e in at.expander if e.label.startswith("Beside Nsight Compute"))
-    assert not view.dataframe and any("has not measured" in c.value for c in view.caption)
+    assert not view.table and any("has not measured" in c.value for c in view.caption)
     assert any("--sizes 41x39x17" in c.value for c in view.code)

@@ -281,9 +281,9 @@ def side_by_side(kernel: str, size: tuple[int, int, int], params: Mapping[str, i
     table = pd.DataFrame({
         "counter": [r.name for r in rows],
         "kernel": [r.launch for r in rows],
-        "trace, as compiled": [f"{r.trace:,}" if r.verdict != "varies" else f"{r.trace:,} (its own)" for r in rows],
+        "trace, as compiled": [f"{r.trace:,}" for r in rows],
         "Nsight Compute": [r.shown for r in rows],
-        "GPU": [r.gpu.replace("NVIDIA ", "") for r in rows],
+        "GPU": [r.gpu.replace("NVIDIA ", "").split(" ")[0] for r in rows],
         "agree": [{"equal": "equal", "varies": "range", "explained": "differs: explained",
                    "unexplained": "differs: NOT EXPLAINED", "other build": "another build measured"}[r.verdict]
                   for r in rows],
@@ -292,14 +292,23 @@ def side_by_side(kernel: str, size: tuple[int, int, int], params: Mapping[str, i
     })
     if len({r.launch for r in rows}) == 1:
         table = table.drop(columns=["kernel"])
+    # Each counter stands once per GPU that measured it: said as counters and GPUs, not as rows, and
+    # only the outcomes that occur ("0 unexplained" read as a list of worries on a projector).
+    counters = len({(r.launch, r.metric) for r in rows})
+    gpus = [g.replace("NVIDIA ", "").split(" ")[0] for g in dict.fromkeys(r.gpu for r in rows)]
     counts = {v: sum(r.verdict == v for r in rows) for v in ("equal", "varies", "explained", "unexplained", "other build")}
-    note = (f"{scope.capitalize()}: {counts['equal']} counters equal, {counts['varies']} within the range the "
-            f"launches measured, {counts['explained']} different for a reason named, {counts['unexplained']} unexplained.")
-    if counts["other build"]:
-        note += (f" {counts['other build']} not compared: Nsight Compute measured another build of {kernel} "
-                 "than this machine compiles.")
-    unchecked = sorted({r.gpu for r in rows} - set(measured_build(key)))
+    said = {"equal": "equal", "varies": "within the range the launches measured",
+            "explained": "different for a reason named", "unexplained": "different and NOT explained",
+            "other build": "not compared: Nsight Compute measured another build of " + kernel + " than this machine compiles"}
+    parts = [f"{n} {said[v]}" for v, n in counts.items() if n]
+    parts[0] = parts[0].replace(f"{counts['equal']} equal", f"{counts['equal']} of {len(rows)} equal", 1) \
+        if counts["equal"] else parts[0]
+    whose = " and the ".join(f"{g}'s" for g in gpus)
+    note = (f"{scope.capitalize()}: {counters} counters, each beside the {whose} measurement"
+            f"{'s (one row per GPU)' if len(gpus) > 1 else ''}: " + ", ".join(parts) + ".")
+    unchecked = [g.replace("NVIDIA ", "").split(" ")[0] for g in dict.fromkeys(r.gpu for r in rows)
+                 if g not in measured_build(key)]
     if unchecked:
-        note += (f" The {' and '.join(g.replace('NVIDIA ', '') for g in unchecked)} measurement keeps no "
-                 "fingerprint of the build it ran, so it is not checked to be this build's.")
+        note += (f" The {' and the '.join(unchecked)}'s measurement keeps no fingerprint of the build it ran, "
+                 "so it is not checked to be this build's.")
     return SideBySide(table, command, note, [])

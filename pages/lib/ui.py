@@ -236,7 +236,9 @@ def nsight_view(view, label: str) -> None:
             # at the column's edge on a 1280x720 screen, and the same one repeated row after row.
             reasons = list(dict.fromkeys(r for r in view.table["why"] if r))
             marks = [f"({reasons.index(r) + 1})" if r else "" for r in view.table["why"]]
-            st.dataframe(view.table.drop(columns=["metric"]).assign(why=marks), hide_index=True, width="stretch")
+            # A static table: every row in sight (a scrolling grid hid the second GPU's rows, and its
+            # toolbar covered the note above), wrapped rather than cut, and at presenter mode's size.
+            st.table(view.table.drop(columns=["metric"]).assign(why=marks).set_index("counter"))
             for i, reason in enumerate(reasons, 1):
                 st.caption(f"({i}) {reason}")
             st.caption("Measured with `ncu --clock-control none`, one session per kernel group, each configuration "
