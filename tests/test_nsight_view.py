@@ -29,6 +29,12 @@ def test_the_default_view_stands_beside_nsight_compute_and_agrees(page, params):
             assert (mark != "") == (agree != "equal"), (mark, agree)
             assert not mark or any(c.startswith(mark + " ") for c in captions), mark
         assert any("ncu --clock-control none" in c.value for c in view.code)
+        # The note counts counters and GPUs, and names only the outcomes that occur (it had read
+        # "20 counters equal, 0 within the range..., 0 unexplained" for 10 counters on two GPUs).
+        note = captions[0]
+        gpus = table["GPU"].nunique()
+        assert f"{len(table) // gpus} counters" in note and f"of {len(table)} equal" in note, note
+        assert not any(f" 0 {word}" in note for word in ("within", "different", "not compared")), note
 
 
 def test_a_configuration_not_measured_says_so_and_gives_the_command():
