@@ -9,7 +9,7 @@ from engine.bench import benchmark, schema, speeds, tuning
 from engine.errors import EngineError
 from engine.kernels import documents, registry
 from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
-from engine.plots import charts, listing, tensor_figures
+from engine.plots import charts, listing, style, tensor_figures
 from pages.lib import cached, settings, speed_runs, ui, view_state
 
 ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 × 16 per instruction: what the "
@@ -186,8 +186,8 @@ elif sizes:
             + f". At those {q['BM']} × {q['BN']} tiles (warps {q['WM']} × {q['WN']}), at {same.size:,}³: wmma_block "
             f"{t['wmma_block']:,.0f} TFLOP/s ({same.source['wmma_block']}), mma_swizzled {t['mma_swizzled']:,.0f} and "
             f"mma_ldmatrix {t['mma_ldmatrix']:,.0f} ({same.source['mma_swizzled']}): mma_swizzled is "
-            f"{abs(t['mma_swizzled'] / t['wmma_block'] - 1):.0%} {'faster' if t['mma_swizzled'] > t['wmma_block'] else 'slower'} "
-            f"than wmma_block there. mma_ldmatrix loses to its bank conflicts: at 128³ Nsight Compute counted {waves:,} "
+            + style.faster_or_slower(t['mma_swizzled'], t['wmma_block'], "wmma_block")
+            + f" there. mma_ldmatrix loses to its bank conflicts: at 128³ Nsight Compute counted {waves:,} "
             f"ldmatrix wavefronts ({conflicts:,} of them conflicts) for its {inst:,} ldmatrix, against {swz_waves:,} for "
             f"mma_swizzled, whose one change is the swizzle and which runs {t['mma_swizzled'] / t['mma_ldmatrix']:.1f}× "
             "as fast at the same tiles. Not shown, because no measurement ships: wmma_block's own shared-memory "

@@ -106,8 +106,9 @@ def test_why_mma_ldmatrix_and_mma_swizzled_run_below_wmma_block_is_said_from_the
     assert "wmma_block's are its sweep's winner, 64 × 64 with 2 warps, while mma_ldmatrix and mma_swizzled were not swept" in text
     assert (f"At those 128 × 128 tiles (warps 64 × 64), at 4,096³: wmma_block {wb:,.0f} TFLOP/s (the autotuning sweep "
             f"tuning/h200-tensor-2026-11-22.json), mma_swizzled {sw:,.0f} and mma_ldmatrix {ld:,.0f} (the recorded NVIDIA "
-            f"H200 run of {TENSOR_RUN_DATE}): mma_swizzled is {abs(sw / wb - 1):.0%} {'faster' if sw > wb else 'slower'} "
-            "than wmma_block there") in text
+            f"H200 run of {TENSOR_RUN_DATE}): mma_swizzled is "
+            + (f"{abs(sw / wb - 1):.0%} {'faster' if sw > wb else 'slower'} than wmma_block" if abs(sw / wb - 1) >= 0.01
+               else "as fast as wmma_block (within 1%)") + " there") in text
     assert "counted 6,144 ldmatrix wavefronts (5,120 of them conflicts) for its 256 ldmatrix, against 1,024" in text
     assert f"runs {sw / ld:.1f}× as fast at the same tiles" in text and "no measurement ships" in text
     assert not at.exception
@@ -369,3 +370,11 @@ def test_presenter_mode_builds_none_of_the_pages_figures_again(monkeypatch):
     at.toggle(key="_presenter_widget").set_value(True).run()
     assert not at.exception and built == []
     assert [f["data"] for f in _figures(at)] == [f["data"] for f in before]
+
+
+def test_a_speed_difference_under_one_percent_is_not_said_as_zero_percent():
+    """The same-tiles paragraph said "mma_swizzled is 0% faster than wmma_block" for 146 against 145."""
+    from engine.plots import style
+    assert style.faster_or_slower(146.0, 145.0, "wmma_block") == "as fast as wmma_block (within 1%)"
+    assert style.faster_or_slower(150.0, 100.0, "x") == "50% faster than x"
+    assert style.faster_or_slower(90.0, 100.0, "x") == "10% slower than x"

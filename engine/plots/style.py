@@ -126,6 +126,15 @@ def share(pct: float) -> str:
     return f"{pct:.1f}%" if round(pct, 1) != 100 else f"{pct:.2f}%"
 
 
+def faster_or_slower(speed: float, other: float, name: str) -> str:
+    """'12% faster than {name}', '3% slower than {name}', or, within 1%, 'as fast as {name} (within 1%)':
+    a difference that rounds to '0% faster' read as a bug on a projector."""
+    ratio = speed / other
+    if abs(ratio - 1) < 0.01:
+        return f"as fast as {name} (within 1%)"
+    return f"{abs(ratio - 1):.0%} {'faster' if ratio > 1 else 'slower'} than {name}"
+
+
 def percent_axis(fig: go.Figure, top: float, reference: float, title: str) -> None:
     """A right axis that reads the same bars as a % of `reference`: the left axis's 0..top is
     0..100 * top / reference there (the Ladder and Tensor cores speed charts)."""
