@@ -60,8 +60,12 @@ nsight = None if isinstance(shown_counts, str) else cached.rung_side_by_side(run
 if nsight is not None:
     ui.nsight_view(nsight, f"{rung} at {dims}")
 else:
+    # The Bank conflicts page traces whole kernels, but offers only some rungs: named only for those.
     st.caption(f"Beside Nsight Compute: at {dims} {rung}'s grid has partial tiles, so one block's counts do not "
-               "make the launch's; the Bank conflicts page compares whole kernels.")
+               "make the launch's. The view is here at sizes that are multiples of 256, where every block is a "
+               "full tile like the one counted, and where the grid is one block"
+               + ("; the Bank conflicts page compares whole kernels." if rung in registry.showing("bank_conflicts")
+                  else "."))
 
 previous = registry.previous_rung(rung)
 traced = [counts[r] for r in (previous, rung) if r and not isinstance(counts[r], str)]

@@ -159,3 +159,15 @@ def test_no_speed_label_stands_on_the_cublas_line():
     near = [(t, y) for t, y, w in zip(bar["text"], ys, where) if w == "outside" and 0 <= cublas - y < top / 10]
     assert not near, (near, cublas)
     assert any(w == "inside" for w in where)   # the shipped run has such a bar
+
+
+def test_partial_tiles_point_to_the_bank_conflicts_page_only_for_the_rungs_it_offers():
+    """At 300³ the caption sent prefetched's users to the Bank conflicts page, which does not offer it."""
+    from engine.kernels import registry
+    offered = registry.showing("bank_conflicts")
+    for rung in ("prefetched", "warptile"):
+        at = open_page("pages/ladder.py", {"rung": rung, "m": "300", "n": "300", "k": "300"})
+        said = next(c.value for c in at.caption if c.value.startswith("Beside Nsight Compute: at 300"))
+        assert ("the Bank conflicts page compares whole kernels" in said) == (rung in offered), said
+        assert "multiples of 256" in said
+    assert "warptile" in offered and "prefetched" not in offered
