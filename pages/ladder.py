@@ -110,6 +110,14 @@ if run:
         if prev and not isinstance(counts.get(prev), str) and not isinstance(counts[rung], str):
             tf = dict(zip(timed.rows["rung"], timed.rows["gflops"] / 1e3))
             table, said = rung_counts.step(counts[prev], counts[rung], tf.get(prev), tf.get(rung))
+            # A recorded run timed each rung with its own parameters: where those are not the ones
+            # counted (a choice made above), the sentence says so rather than mixing two builds unsaid.
+            ran = dict(zip(timed.rows["rung"], timed.rows["params"]))
+            other = [f"{r} with " + ", ".join(t.replace("=", " ") for t in ran[r].split()) for r in (prev, rung) if r in ran and ran[r] and set(ran[r].split()) !=
+                     set(speeds.params_text(counts[r].params).split())]
+            if other and tf.get(prev) and tf.get(rung):
+                said += (f" The speeds are of the parameters the run timed ({'; '.join(other)}), the counts of those "
+                         "chosen above: the run did not time the choice counted.")
             st.markdown(f"**From {prev} to {rung}** (speeds at {at:,}³, counts of one block at {dims}): {said}")
             st.dataframe(table, hide_index=True, width="stretch")
 

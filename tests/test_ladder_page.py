@@ -171,3 +171,15 @@ def test_partial_tiles_point_to_the_bank_conflicts_page_only_for_the_rungs_it_of
         assert ("the Bank conflicts page compares whole kernels" in said) == (rung in offered), said
         assert "multiples of 256" in said
     assert "warptile" in offered and "prefetched" not in offered
+
+
+def test_the_step_sentence_says_when_the_speeds_are_of_other_parameters_than_the_counts():
+    """With prefetched at BK 8 the sentence compared the recorded run's BK 16 speed with BK 8's counts,
+    unsaid; at the defaults the run timed what is counted, and nothing is added."""
+    def said(params):
+        at = open_page("pages/ladder.py", params)
+        return next(m.value for m in at.markdown if m.value.startswith("**From double_buffered to prefetched**"))
+    assert "the run did not time the choice counted" not in said({"rung": "prefetched"})
+    chosen = said({"rung": "prefetched", "BK": "8"})
+    assert "The speeds are of the parameters the run timed (prefetched with " in chosen and "BK 16" in chosen
+    assert "the run did not time the choice counted" in chosen
