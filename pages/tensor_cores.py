@@ -8,6 +8,7 @@ from engine import animations
 from engine.bench import benchmark, schema, speeds, tuning
 from engine.errors import EngineError
 from engine.kernels import documents, registry
+from engine.kernels.problem import make_problem
 from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
 from engine.plots import charts, listing, style, tensor_figures
 from pages.lib import cached, settings, speed_runs, ui, view_state
@@ -159,6 +160,13 @@ elif sizes:
                     config={"displaylogo": False}, key="tc-speed")
     for k, why in shown.failed.items():
         st.warning(f"{k} at {at:,}³ was not timed: {schema.plain(why)}", icon=":material/warning:")
+    # A recorded run timed each rung with the tiles it ran: the orange bar is those, whatever is chosen above.
+    timed_with = dict(zip(shown.bars["kernel"], shown.bars["params"]))
+    chosen = "" if wrong else speeds.params_text(
+        registry.bind(registry.get(rung), make_problem(*shape, params=params)).params, " ", ", ")
+    if not live and chosen and timed_with.get(rung) and set(timed_with[rung].split(", ")) != set(chosen.split(", ")):
+        st.caption(f"The orange bar is {rung} as the run timed it ({timed_with[rung]}), not with the parameters set "
+                   "above: this run did not time those.")
     if (pc := speeds.per_sm_cycle(shown, prov)) is not None:
         st.markdown(f"**Per SM and clock cycle.** {doc} says a single Ampere SM can do '256 tensor core ops per "
                     f"cycle'. That is NVIDIA's A100 figure per tensor core ({speeds.A100_FMA_PER_TENSOR_CORE} dense FP16 "
@@ -205,7 +213,9 @@ cliff, cliff_fig = cached.page_part(("tc-cliff", *cached.file_version(cliff_run)
     (c := speeds.cliff(cliff_df)), tensor_figures.cliff_figure(c, charts.notes([cliff_prov], cliff_df))))
 st.markdown(speeds.cliff_story(cliff))
 st.plotly_chart(cliff_fig, width="stretch", config=CHART, key="tc-cliff")
-st.caption(f"A {speeds.run_label(cliff_prov, False)}, not measured now; each kernel with its default tiles. "
+st.caption(f"A {speeds.run_label(cliff_prov, False)} ({cliff_run.parent.name}/{cliff_run.name}), not measured now; each kernel with its "
+           "default tiles. It is a run of its own, not section 5's: a kernel at the same size can differ between "
+           "the two by the runs' spread, and by its tiles where section 5's ran others (hover there). "
            "TMA, the copy engine of wgmma_tma (and of cuBLAS's Hopper kernel, section 5), copies rows whose byte stride "
            "is a multiple of 16: FP16 rows of K or N halves need K and N multiples of 8, so wgmma_tma refuses the "
            "others. wgmma_padded takes any size: a first launch (cuda/pad_ab.cu) copies A and B into rows padded "

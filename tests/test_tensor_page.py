@@ -378,3 +378,12 @@ def test_a_speed_difference_under_one_percent_is_not_said_as_zero_percent():
     assert style.faster_or_slower(146.0, 145.0, "wmma_block") == "as fast as wmma_block (within 1%)"
     assert style.faster_or_slower(150.0, 100.0, "x") == "50% faster than x"
     assert style.faster_or_slower(90.0, 100.0, "x") == "10% slower than x"
+
+
+def test_the_speed_chart_says_when_its_orange_bar_is_not_the_parameters_set():
+    """With mma_pipelined at STAGES 4, BK 32 the recorded run's bar (its sweep's best tiles) stayed
+    under the chosen parameters, unsaid; section 6's run is named as a run of its own."""
+    at = open_page(PAGE, {"rung": "mma_pipelined", "STAGES": "4", "BK": "32"})
+    said = [c.value for c in at.caption if c.value.startswith("The orange bar is mma_pipelined as the run timed it")]
+    assert said and "BK 64" in said[0], said
+    assert any("It is a run of its own, not section 5's" in c.value for c in at.caption)
