@@ -113,8 +113,8 @@ if run:
             # A recorded run timed each rung with its own parameters: where those are not the ones
             # counted (a choice made above), the sentence says so rather than mixing two builds unsaid.
             ran = dict(zip(timed.rows["rung"], timed.rows["params"]))
-            other = [f"{r} with " + ", ".join(t.replace("=", " ") for t in ran[r].split()) for r in (prev, rung) if r in ran and ran[r] and set(ran[r].split()) !=
-                     set(speeds.params_text(counts[r].params).split())]
+            other = [f"{r} with " + ", ".join(t.replace("=", " ") for t in ran[r].split()) for r in (prev, rung)
+                     if ran.get(r) and set(ran[r].split()) != set(speeds.params_text(counts[r].params).split())]
             if other and tf.get(prev) and tf.get(rung):
                 said += (f" The speeds are of the parameters the run timed ({'; '.join(other)}), the counts of those "
                          "chosen above: the run did not time the choice counted.")
