@@ -123,6 +123,11 @@ def current_build(kernel: str, params: Mapping[str, int]) -> dict[str, str]:
     return out
 
 
+def short_gpu(gpu: str) -> str:
+    """nvidia-smi's name as a page says it: "NVIDIA H100 80GB HBM3" -> "H100"."""
+    return gpu.replace("NVIDIA ", "").split(" ")[0]
+
+
 def measured_keys(kernel: str) -> list[str]:
     return sorted({key for data in references().values() for key in data["cases"] if key.split(" ", 1)[0] == kernel})
 
@@ -283,7 +288,7 @@ def side_by_side(kernel: str, size: tuple[int, int, int], params: Mapping[str, i
         "kernel": [r.launch for r in rows],
         "trace, as compiled": [f"{r.trace:,}" for r in rows],
         "Nsight Compute": [r.shown for r in rows],
-        "GPU": [r.gpu.replace("NVIDIA ", "").split(" ")[0] for r in rows],
+        "GPU": [short_gpu(r.gpu) for r in rows],
         "agree": [{"equal": "equal", "varies": "range", "explained": "differs: explained",
                    "unexplained": "differs: NOT EXPLAINED", "other build": "another build measured"}[r.verdict]
                   for r in rows],
@@ -295,19 +300,16 @@ def side_by_side(kernel: str, size: tuple[int, int, int], params: Mapping[str, i
     # Each counter stands once per GPU that measured it: said as counters and GPUs, not as rows, and
     # only the outcomes that occur ("0 unexplained" read as a list of worries on a projector).
     counters = len({(r.launch, r.metric) for r in rows})
-    gpus = [g.replace("NVIDIA ", "").split(" ")[0] for g in dict.fromkeys(r.gpu for r in rows)]
+    gpus = list(dict.fromkeys(r.gpu for r in rows))
     counts = {v: sum(r.verdict == v for r in rows) for v in ("equal", "varies", "explained", "unexplained", "other build")}
-    said = {"equal": "equal", "varies": "within the range the launches measured",
+    said = {"equal": f"of {len(rows)} equal", "varies": "within the range the launches measured",
             "explained": "different for a reason named", "unexplained": "different and NOT explained",
-            "other build": "not compared: Nsight Compute measured another build of " + kernel + " than this machine compiles"}
-    parts = [f"{n} {said[v]}" for v, n in counts.items() if n]
-    parts[0] = parts[0].replace(f"{counts['equal']} equal", f"{counts['equal']} of {len(rows)} equal", 1) \
-        if counts["equal"] else parts[0]
-    whose = " and the ".join(f"{g}'s" for g in gpus)
+            "other build": f"not compared: Nsight Compute measured another build of {kernel} than this machine compiles"}
+    whose = " and the ".join(f"{short_gpu(g)}'s" for g in gpus)
     note = (f"{scope.capitalize()}: {counters} counters, each beside the {whose} measurement"
-            f"{'s (one row per GPU)' if len(gpus) > 1 else ''}: " + ", ".join(parts) + ".")
-    unchecked = [g.replace("NVIDIA ", "").split(" ")[0] for g in dict.fromkeys(r.gpu for r in rows)
-                 if g not in measured_build(key)]
+            f"{'s (one row per GPU)' if len(gpus) > 1 else ''}: "
+            + ", ".join(f"{n} {said[v]}" for v, n in counts.items() if n) + ".")
+    unchecked = [short_gpu(g) for g in gpus if g not in measured_build(key)]
     if unchecked:
         note += (f" The {' and the '.join(unchecked)}'s measurement keeps no fingerprint of the build it ran, "
                  "so it is not checked to be this build's.")
