@@ -50,8 +50,7 @@ def totals_for(key):
 
 def _this_nvcc() -> str:
     from engine.kernels import build
-    text = build.compiler_version(build.nvcc()) if build.nvcc() else ""
-    return next((line.strip() for line in text.splitlines() if "release" in line), "")
+    return build.nvcc_release()
 
 
 def compared_rows(key):

@@ -154,6 +154,14 @@ def nvcc() -> str | None:
     return shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin"))
 
 
+def nvcc_release() -> str:
+    """nvcc's release line ("Cuda compilation tools, release 13.0, V13.0.88"), '' without nvcc: which
+    compiler a reference's builds came from (engine/metrics/ncu/)."""
+    compiler = nvcc()
+    text = compiler_version(compiler) if compiler else ""
+    return next((line.strip() for line in text.splitlines() if "release" in line), "")
+
+
 def build_cubin(file: str, params: Mapping[str, int], traced: bool, arch: str | None = None) -> Path:
     """nvcc -cubin for GPU_ARCH (or the arch a kernel needs: sm_90a for wgmma); traced=True is the
     instrumented build. -lineinfo maps SASS to lines."""

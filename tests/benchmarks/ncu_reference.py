@@ -222,8 +222,7 @@ def fingerprint_only(out_path: str, groups: list[str], onto: str) -> None:
     if result["device"] != gpu:
         sys.exit(f"{onto} was measured on {result['device']}, not this {gpu}")
     from engine.kernels import build
-    result["nvcc"] = next((line.strip() for line in build.compiler_version(build.nvcc()).splitlines()
-                           if "release" in line), "")
+    result["nvcc"] = build.nvcc_release()
     result.setdefault("builds", {})
     for group in groups:
         prebuild(group)
@@ -240,8 +239,7 @@ def main(out_path: str, groups: list[str], onto: str | None = None) -> None:
                          text=True).stdout.strip().splitlines()[0]
     metrics = available(ncu_reference.METRICS, ncu)
     from engine.kernels import build
-    nvcc = next((line for line in build.compiler_version(build.nvcc()).splitlines() if "release" in line), "")
-    result = {"device": gpu, "ncu": version, "nvcc": nvcc.strip(), "options": "--clock-control none",
+    result = {"device": gpu, "ncu": version, "nvcc": build.nvcc_release(), "options": "--clock-control none",
               "repeats": REPEATS, "cases": {}, "builds": {}}
     if onto:
         earlier = json.loads(Path(onto).read_text())
