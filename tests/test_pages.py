@@ -110,7 +110,8 @@ def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
     counts = dict(zip(map(str, hist["data"][0]["x"]), hist["data"][0]["y"]))
     assert counts["8"] > 0 and counts["1"] > 0                # tile_A 8-way, tile_B broadcast
     if sass.nvdisasm():
-        assert len(hist["data"]) == 2                          # as compiled (LDS.128) too
+        assert len(hist["data"]) == 2                          # as compiled too
+        assert hist["data"][1]["name"] == "as compiled (nvcc's merges counted)"
 
 
 def test_bank_conflicts_histogram_counts_the_whole_kernel():

@@ -95,7 +95,9 @@ def ways_histogram(kernel: SharedKernel, presenter: bool = False) -> go.Figure:
     fig = go.Figure()
     fig.add_bar(x=list(kernel.as_written), y=list(kernel.as_written.values()), name="as written (32-bit reads)")
     if kernel.as_compiled:
-        fig.add_bar(x=list(kernel.as_compiled), y=list(kernel.as_compiled.values()), name="as compiled (LDS.128)")
+        # Not "LDS.128": only the loads nvcc merged are wider; the rest stay the 32-bit reads they were.
+        fig.add_bar(x=list(kernel.as_compiled), y=list(kernel.as_compiled.values()),
+                    name="as compiled (nvcc's merges counted)")
     fig.update_xaxes(type="category")
     return style.apply(fig, st.base, barmode="group", height=320 * st.scale, margin={"t": 30},
                        xaxis_title="wavefronts per warp-level shared load (1 = no conflict)",
