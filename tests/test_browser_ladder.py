@@ -83,7 +83,7 @@ def test_the_ladder_shows_the_rung_its_diff_and_the_engines_counts_and_survives_
     # blocktile_2d: its loads conflict as written, not as compiled (nvcc merged them into LDS.128).
     assert table["blocktile_2d"]["bank conflicts per shared load, as written"] == "1"
     assert table["blocktile_2d"]["bank conflicts per shared load, as compiled"] == "0"
-    page.locator("[data-testid='stTable']").scroll_into_view_if_needed()
+    page.locator("[data-testid='stTable']").first.scroll_into_view_if_needed()   # the metrics table, not the Nsight view's
     page.screenshot(path=str(shots / "ladder-table-1280x720.png"))
 
     page.reload()
