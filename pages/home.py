@@ -33,13 +33,9 @@ def home() -> None:
     st.subheader("Kernel catalog")
     rows = [{"kernel": k.name, "what": k.title, "source documents": k.source_titles, "kind": k.kind,
              "lesson": k.lesson} for k in registry.CATALOG]
-    # Rows taller than 4rem let Streamlit wrap cell text, so no lesson is cut off at the column's edge;
-    # "content" height shows every row without a scroll bar of its own.
-    # Widths in pixels add up to the main column of a 1280 px screen with the sidebar open (818 px; at
-    # 930 the lesson column was out of sight); wider screens stretch them.
-    widths = {"kernel": 140, "what": 150, "source documents": 175, "kind": 60, "lesson": 275}
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height="content", row_height=84,
-                 column_config={c: st.column_config.TextColumn(width=w) for c, w in widths.items()})
+    # A static table: each row as tall as its text, so no lesson is cut off (a grid's fixed row height
+    # cut the longest, mma_tma's and wgmma_stream_k's, at 1280 px), and at presenter mode's size.
+    st.table(pd.DataFrame(rows).set_index("kernel"))
     st.caption("Every kernel's source is in cuda/. Sizes, tiles and block shapes are chosen on each page.")
     st.subheader("Source documents")
     st.markdown("The five texts the kernels and the claims on each page come from:\n" + "\n".join(
