@@ -23,8 +23,8 @@
 // fragments nobody uses, instead of being skipped. Skipped, ptxas chose per build between branching
 // around them and issuing them predicated off (at BK 32, 128 x 128 tiles: 5 of the 8 branched
 // around, 3 issued off), and Nsight Compute's instruction count moved with it. Read, every build
-// issues all 8 with their wavefronts, as the trace records them: 8 ldmatrix more per warp in the
-// whole kernel. The slot read holds no copy in flight: no tile after the last is copied.
+// issues all 8 with their wavefronts, as the trace records them: one k step's ldmatrix more per
+// warp in the whole kernel. The slot read holds no copy in flight: no tile after the last is copied.
 #include "trace.cuh"
 
 #ifndef BM

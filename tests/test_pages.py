@@ -40,8 +40,8 @@ def test_home_shows_mode_and_catalog():
     at = open_page()
     text = " ".join(str(m.value) for m in at.markdown) + " ".join(str(i.value) for i in list(at.info) + list(at.success))
     assert "CPU mode" in text and "MATMUL_EXPLORER_GPU=0" in text and "GPU mode" not in text
-    df = at.dataframe[0].value
-    assert list(df["kernel"]) == [k.name for k in registry.CATALOG]
+    df = at.table[0].value
+    assert list(df.index) == [k.name for k in registry.CATALOG]
 
 
 def test_coalescing_compares_seed000_mapping_with_the_coalesced_one():
