@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from engine.kernels import registry, sass
+from engine.kernels import build, registry, sass
 from engine.kernels.problem import make_problem
 from engine.metrics import analysis, ncu_reference
 from engine.tracing import tracer
@@ -48,19 +48,18 @@ def totals_for(key):
     return kernel, size, totals, scale
 
 
-def _this_nvcc() -> str:
-    from engine.kernels import build
-    return build.nvcc_release()
+def _built_like_the_references() -> bool:
+    """Whether this machine's nvcc is the one every reference's builds came from: another compiler's
+    SASS is another build whatever the source, so fingerprints are compared only then."""
+    return all(data.get("nvcc") == build.nvcc_release() for data in ncu_reference.references().values())
 
 
 def compared_rows(key):
     """The case's rows, with this machine's build told apart from another (a reference that measured
-    other SASS is "other build"), where this machine's nvcc is the one the references were built with:
-    another compiler's SASS is another build whatever the source."""
+    other SASS is "other build") where _built_like_the_references."""
     kernel, size, totals, scale = totals_for(key)
-    same = all(data.get("nvcc") == _this_nvcc() for data in ncu_reference.references().values())
-    build = ncu_reference.current_build(kernel, _parse(key)[2]) if same else None
-    return ncu_reference.compare(kernel, size, totals, key, scale, build)
+    ours = ncu_reference.current_build(kernel, _parse(key)[2]) if _built_like_the_references() else None
+    return ncu_reference.compare(kernel, size, totals, key, scale, ours)
 
 
 
@@ -107,8 +106,8 @@ def test_every_case_keeps_the_fingerprint_of_the_build_it_measured():
         assert [key for key in missing if key.split(" ", 1)[0] not in waiting] == [], (gpu, missing[:3])
         # A kernel listed there and measured since (with its fingerprints) leaves the list.
         assert {key.split(" ", 1)[0] for key in missing} == waiting, (gpu, waiting)
-    if any(data.get("nvcc") != _this_nvcc() for data in ncu_reference.references().values()):
-        pytest.skip(f"this machine's nvcc ({_this_nvcc()}) is not the references'")
+    if not _built_like_the_references():
+        pytest.skip(f"this machine's nvcc ({build.nvcc_release()}) is not the references'")
     for key in CASES:
         kernel, _, params, _ = _parse(key)
         for gpu, fingerprints in ncu_reference.measured_build(key).items():
