@@ -15,8 +15,8 @@
 // The block's 8 consumer warps each multiply a 64 x 64 piece of C (2 warpgroups of 4, as the wgmma
 // rungs' consumers, with setmaxnreg giving them the producer's registers); C is stored straight
 // from the registers. The producer, the ring and the grouped tile order are wgmma_persistent.cuh's.
-// Not traced, as wgmma_tma (the copy engine addresses its copies). Sizes: any M; K and N multiples of
-// 8 (TMA copies rows whose stride is a multiple of 16 bytes).
+// Not traced, as wgmma_tma (the copy engine addresses its copies). Sizes: any, as wgmma_tma (A and B
+// padded first where K or N is not a multiple of 8; C's pairs as two floats where N is odd).
 #include "contract.cuh"
 
 #ifndef BM
@@ -44,8 +44,6 @@ REQUIRE(BM == 128 && BN == 256 && STAGES >= 2 && (CLUSTER == 1 || CLUSTER == 2),
         "2 or more STAGES and clusters of 1 or 2 blocks");
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + 1024)   // the ring, its mbarriers, room to align it to 1 KB
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
-REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
-              "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
 // One block per SM, in whole clusters, fewer where C has fewer tiles (CLUSTER tiles one above the other).
 LAUNCH_GRID(CLUSTER * MIN(CDIV(M, CLUSTER * BM) * CDIV(N, BN), SMS / CLUSTER), 1);
 LAUNCH_BLOCK(kThreads, 1);
@@ -137,15 +135,14 @@ extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kTh
                 }
             }
             // Lane l holds rows 16 x + l / 4 (+ 8) and columns 8 y + 2 (l % 4) (+ 1) of the warp's
-            // 64 x 64 piece (mma.sync's accumulator layout). N is a multiple of 8: pairs are aligned.
+            // 64 x 64 piece (mma.sync's accumulator layout).
 #pragma unroll
             for (int x = 0; x < 4; x++)
 #pragma unroll
                 for (int y = 0; y < 8; y++) {
                     int r = row0 + 64 * c + 16 * x + lane / 4, cc = col0 + 64 * w + 8 * y + 2 * (lane % 4);
-                    if (cc < N && r < M) *reinterpret_cast<float2 *>(C + (size_t)r * N + cc) = make_float2(d[x][y][0], d[x][y][1]);
-                    if (cc < N && r + 8 < M)
-                        *reinterpret_cast<float2 *>(C + (size_t)(r + 8) * N + cc) = make_float2(d[x][y][2], d[x][y][3]);
+                    store_pair(C, M, N, r, cc, d[x][y][0], d[x][y][1]);
+                    store_pair(C, M, N, r + 8, cc, d[x][y][2], d[x][y][3]);
                 }
         }
     }

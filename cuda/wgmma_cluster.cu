@@ -8,7 +8,7 @@
 // the consumers of both blocks are done with it: each consumer warpgroup arrives on the slot's
 // "empty" mbarrier in both blocks (mapa gives the other block's address), and both blocks wait for
 // each other (barrier.cluster) before the first copy and before either leaves.
-// Not traced, as wgmma_tma. Sizes: any M; K and N multiples of 8, as wgmma_persistent.
+// Not traced, as wgmma_tma. Sizes: any, as wgmma_tma.
 #include "contract.cuh"
 
 #ifndef BM
@@ -33,8 +33,6 @@ REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
         "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + 1024)   // the ring, its mbarriers, room to align it to 1 KB
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
-REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
-              "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
 // One cluster per 2 SMs, fewer where C has fewer pairs of tiles; the grid is whole clusters.
 LAUNCH_GRID(2 * MIN(CDIV(M, 2 * BM) * CDIV(N, BN), SMS / 2), 1);
 LAUNCH_BLOCK(kThreads, 1);

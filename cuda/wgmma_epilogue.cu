@@ -36,7 +36,8 @@
 //     seemed: a probe that never stored C ran past the H100's peak, because ptxas, seeing the
 //     accumulators unused, replaced every wgmma by an empty one; one that staged C in shared memory
 //     but left out the TMA stores ran a few percent faster than this kernel, no more.
-// Not traced, as wgmma_tma. Sizes: any M; K and N multiples of 8, as wgmma_persistent.
+// Not traced, as wgmma_tma. Sizes: any, as wgmma_tma; where N is not a multiple of 4, C's rows are no
+// 16-byte multiples, which a tensor map cannot describe, and C goes straight from the accumulators.
 #include "contract.cuh"
 
 #ifndef BM
@@ -78,16 +79,16 @@ REQUIRE(LAG < STAGES, "needs LAG below STAGES: the first consumer runs ahead onl
 // The ring and its mbarriers, the staging buffers of C, room to align it all to 1 KB.
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + kStoreBytes + 1024)
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
-REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
-              "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
 // One block per SM up to SMS, in whole clusters (one per CLUSTER tiles), fewer where C has fewer.
 LAUNCH_GRID(CLUSTER * MIN(CDIV(M, kClusterM * BM) * CDIV(N, kClusterN * BN), SMS / CLUSTER), 1);
 LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(SHARED_BYTES);
 LAUNCH_TMA_BOX(A_map, kBK, kABoxRows);   // (columns, rows): A's tile (half of it in clusters of 4), rows of one 128-byte swizzle row
 LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
-LAUNCH_TMA_BOX(C_map, kChunkCols, kChunkRows);   // a piece of C: 64 (or a warp's 16) rows of 32 floats
+// A piece of C: 64 (or a warp's 16) rows of 32 floats; no map (an empty box) where C's rows are not
+// 16-byte multiples, and C is stored through C instead.
+LAUNCH_TMA_BOX(C_map, N % 4 == 0 ? kChunkCols : 0, kChunkRows);
 
-extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1) wgmma_epilogue(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, int M, int N, int K) {
-    wgmma_persistent_gemm(&A_map, &B_map, nullptr, &C_map, M, N, K);
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1) wgmma_epilogue(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, float *C, int M, int N, int K) {
+    wgmma_persistent_gemm(&A_map, &B_map, C, &C_map, M, N, K);
 }

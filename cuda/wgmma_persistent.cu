@@ -11,7 +11,7 @@
 //     slice of B: here the tiles are walked GROUP rows at a time, column by column, so the 132
 //     tiles in progress read few slices of A and B and L2 serves most of the copies.
 // Not traced, as wgmma_tma. The product is in wgmma_persistent.cuh (wgmma_cluster.cu shares it).
-// Sizes: any M; K and N multiples of 8 (TMA copies rows whose stride is a multiple of 16 bytes).
+// Sizes: any, as wgmma_tma (A and B padded first where K or N is not a multiple of 8).
 #include "contract.cuh"
 
 #ifndef BM
@@ -36,8 +36,6 @@ REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
         "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + 1024)   // the ring, its mbarriers, room to align it to 1 KB
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
-REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
-              "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
 // One block per SM (the H100's and H200's 132), fewer where C has fewer tiles.
 LAUNCH_GRID(MIN(CDIV(M, BM) * CDIV(N, BN), SMS), 1);
 LAUNCH_BLOCK(kThreads, 1);

@@ -9,7 +9,10 @@
 // row share A the same way, each copying half of A's tile into both, so a block reads 24 KB of a
 // 48 KB k-tile from L2 (32 KB with 2, all 48 alone).
 // With TMA_STORE 1, C leaves through shared memory by TMA stores that run on while the next tile
-// is multiplied (wgmma_epilogue.cu). With STREAM_K 1 the tiles left over after the last whole wave
+// is multiplied (wgmma_epilogue.cu), where its rows are 16-byte multiples (N a multiple of 4; elsewhere
+// each warp stores its rows of the staged pieces itself). Any M, N and K: TMA zero-fills what overhangs A and B,
+// and where their rows are not 16-byte multiples the engine first pads them (pad_ab.cu) and hands
+// over tensor maps of the padded copies. With STREAM_K 1 the tiles left over after the last whole wave
 // are shared out by k-tiles (wgmma_stream_k.cu). Parameters are the including kernel's: BM, BN,
 // STAGES, GROUP, SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND, DESC_STEP, STREAM_K, SPLITS where a kernel sets them).
 #pragma once
@@ -213,6 +216,19 @@ template <int n> __device__ __forceinline__ void tma_store_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(n) : "memory");
 }
 
+// C[r][c] and C[r][c + 1] where they are inside C. N even: the pair is 8-byte aligned and both or
+// neither inside, one 8-byte store. N odd: every other row starts at an odd float, so two floats, the
+// second only inside C (slower: each 32-byte sector is written in halves, by two instructions).
+__device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c, float x, float y) {
+    if (r >= M || c >= N) return;
+    if (N % 2 == 0) {
+        *reinterpret_cast<float2 *>(C + (size_t)r * N + c) = make_float2(x, y);
+        return;
+    }
+    C[(size_t)r * N + c] = x;
+    if (c + 1 < N) C[(size_t)r * N + c + 1] = y;
+}
+
 #if STREAM_K
 // STREAM_K's hand-over of partial sums, through WS: a row of kWsRow floats per block, BM x BN
 // floats of sums (float4 j of consumer thread tid at float4 j * 128 + tid of its warpgroup's part:
@@ -263,7 +279,7 @@ __device__ __forceinline__ void take_over(float *WS, float (&d)[kAccs], int c, i
 
 // The whole product, for a grid of CLUSTER x (clusters) blocks of kThreads threads with the ring's
 // (and the staging's) shared bytes: A_map and B_map are the tensor maps of A (M x K) and B (K x N);
-// C is M x N, stored through C (TMA_STORE 0) or through C_map (TMA_STORE 1); WS is STREAM_K's
+// C is M x N, stored through C_map (TMA_STORE 1, N a multiple of 4) or else through C; WS is STREAM_K's
 // hand-over of partial sums (a row per block, see hand_over).
 __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, const CUtensorMap *B_map, float *C,
                                                       const CUtensorMap *C_map, int M, int N, int K,
@@ -340,45 +356,62 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
             // Lane l of warp w holds rows 16 w + l / 4 (+ 8) and columns 8 j + 2 (l % 4) (+ 1) of
             // each 8-column piece j (wgmma's accumulator layout). Meanwhile the producer is already
             // copying the next tile's first k-tiles.
-#if TMA_STORE
-            // A 64 x 32 piece at a time into a staging buffer, laid out as TMA's 128-byte swizzle
-            // wants it (16-byte unit u of row r at u ^ (r % 8): a warp's 8 rows then land on
-            // different banks), then one thread asks for its store; the warpgroup goes on to the
-            // next piece (the other buffer) and, after the last, to the next tile's wgmma, while
-            // the copy engine writes C. It also clips what lies outside C.
-            int rr = 16 * w + lane / 4, q = lane % 4;
-            // The piece's first row in the warpgroup's 64, and the thread that waits and stores.
-            int first = kChunkRows == 64 ? 0 : 16 * w;
-            bool storer = kChunkRows == 64 ? tid == 0 : lane == 0;
-            for (int piece = 0; piece < BN / kChunkCols; piece++) {
-                int which = kChunkRows == 64 ? c * 2 + piece % 2 : (c * 4 + w) * 2 + piece % 2;
-                unsigned char *buf = staging + which * kChunkBytes - first * 128;   // buf + rr * 128: row rr's
-                if (storer) tma_store_wait_read<1>();   // the store that last read buf is done with it
-                if (kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
-                else __syncwarp();
-                for (int p = 0; p < kChunkCols / 8; p++) {
-                    int j = piece * (kChunkCols / 8) + p, unit = 2 * p + q / 2, byte = (2 * q % 4) * 4;
-                    *reinterpret_cast<float2 *>(buf + rr * 128 + ((unit ^ (rr % 8)) * 16) + byte) = make_float2(d[4 * j], d[4 * j + 1]);
-                    *reinterpret_cast<float2 *>(buf + (rr + 8) * 128 + ((unit ^ ((rr + 8) % 8)) * 16) + byte) =
-                        make_float2(d[4 * j + 2], d[4 * j + 3]);
+            if (TMA_STORE) {
+                // A 64 x 32 piece at a time into a staging buffer, laid out as TMA's 128-byte swizzle
+                // wants it (16-byte unit u of row r at u ^ (r % 8): a warp's 8 rows then land on
+                // different banks), then one thread asks for its store; the warpgroup goes on to the
+                // next piece (the other buffer) and, after the last, to the next tile's wgmma, while
+                // the copy engine writes C. It also clips what lies outside C. Where C's rows are not
+                // 16-byte multiples (N not a multiple of 4) no tensor map describes C: each warp then
+                // reads its own 16 rows of the piece back, a row at a time, and its lanes store 32
+                // floats in a row, whole lines, where the accumulators' pairs would write sectors in
+                // halves.
+                bool by_tma = N % 4 == 0;
+                int rr = 16 * w + lane / 4, q = lane % 4;
+                // The piece's first row in the warpgroup's 64, and the thread that waits and stores.
+                int first = kChunkRows == 64 ? 0 : 16 * w;
+                bool storer = kChunkRows == 64 ? tid == 0 : lane == 0;
+                // Unrolled: a piece names its accumulators by number (d[4 * j]), and a loop left
+                // rolled would put them all in local memory.
+#pragma unroll
+                for (int piece = 0; piece < BN / kChunkCols; piece++) {
+                    int which = kChunkRows == 64 ? c * 2 + piece % 2 : (c * 4 + w) * 2 + piece % 2;
+                    unsigned char *buf = staging + which * kChunkBytes - first * 128;   // buf + rr * 128: row rr's
+                    if (by_tma && storer) tma_store_wait_read<1>();   // the store that last read buf is done with it
+                    if (by_tma && kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                    else __syncwarp();
+                    for (int p = 0; p < kChunkCols / 8; p++) {
+                        int j = piece * (kChunkCols / 8) + p, unit = 2 * p + q / 2, byte = (2 * q % 4) * 4;
+                        *reinterpret_cast<float2 *>(buf + rr * 128 + ((unit ^ (rr % 8)) * 16) + byte) = make_float2(d[4 * j], d[4 * j + 1]);
+                        *reinterpret_cast<float2 *>(buf + (rr + 8) * 128 + ((unit ^ ((rr + 8) % 8)) * 16) + byte) =
+                            make_float2(d[4 * j + 2], d[4 * j + 3]);
+                    }
+                    if (by_tma) {
+                        // Ordinary stores that the copy engine reads next: made visible to it, then counted.
+                        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                        if (kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                        else __syncwarp();
+                        if (storer) tma_store(C_map, col0 + piece * kChunkCols, row0 + 64 * c + first, buf + first * 128);
+                    } else {
+                        __syncwarp();   // the warp's 16 rows are in (it wrote them, and only it reads them)
+                        int col = col0 + piece * kChunkCols + lane;
+#pragma unroll 1
+                        for (int i = 0; i < 16; i++) {
+                            int row = 16 * w + i, r = row0 + 64 * c + row;
+                            float v = *reinterpret_cast<const float *>(buf + row * 128 + ((lane / 4) ^ (row % 8)) * 16 + q * 4);
+                            if (r < M && col < N) C[(size_t)r * N + col] = v;
+                        }
+                    }
                 }
-                // Ordinary stores that the copy engine reads next: made visible to it, then counted.
-                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-                if (kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
-                else __syncwarp();
-                if (storer) tma_store(C_map, col0 + piece * kChunkCols, row0 + 64 * c + first, buf + first * 128);
+            } else {
+                // Straight from the accumulators: each lane's pairs of C.
+                int r = row0 + 64 * c + 16 * w + lane / 4;
+                for (int j = 0; j < BN / 8; j++) {
+                    int cc = col0 + 8 * j + 2 * (lane % 4);
+                    store_pair(C, M, N, r, cc, d[4 * j], d[4 * j + 1]);
+                    store_pair(C, M, N, r + 8, cc, d[4 * j + 2], d[4 * j + 3]);
+                }
             }
-#else
-            // N is a multiple of 8 (the contract), so each pair is 8-byte aligned and both or
-            // neither inside C.
-            int r = row0 + 64 * c + 16 * w + lane / 4;
-            for (int j = 0; j < BN / 8; j++) {
-                int cc = col0 + 8 * j + 2 * (lane % 4);
-                if (cc < N && r < M) *reinterpret_cast<float2 *>(C + (size_t)r * N + cc) = make_float2(d[4 * j], d[4 * j + 1]);
-                if (cc < N && r + 8 < M)
-                    *reinterpret_cast<float2 *>(C + (size_t)(r + 8) * N + cc) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-            }
-#endif
         };
         for (int i = cluster; i < whole; i += clusters) multiply(i, 0, ktiles);
 #if STREAM_K

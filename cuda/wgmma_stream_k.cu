@@ -30,8 +30,8 @@
 // 120 at 256 (cuBLAS FP16: 307, 216), and lost from 2048^3 up (511 against 575 there, 624 against 758
 // at 4096^3), so the default stays 256 and BN is the choice to make per size.
 // Needs every block of the grid resident at once (one per SM, as the persistent rungs have): the
-// block that stores a shared tile waits for the others' flags. Not traced, as wgmma_tma. Sizes: any
-// M; K and N multiples of 8, as wgmma_persistent.
+// block that stores a shared tile waits for the others' flags. Not traced, as wgmma_tma. Sizes: any,
+// as wgmma_epilogue.
 #include "contract.cuh"
 
 #ifndef BM
@@ -67,17 +67,16 @@ REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
 // The ring and its mbarriers, the staging buffers of C, room to align it all to 1 KB.
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + kStoreBytes + 1024)
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
-REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
-              "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
 // One block per SM up to SMS, in whole clusters, and at most SPLITS clusters per cluster tile.
 LAUNCH_GRID(CLUSTER * MIN(CDIV(M, kClusterM * BM) * CDIV(N, kClusterN * BN) * SPLITS, SMS / CLUSTER), 1);
 LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(SHARED_BYTES);
 LAUNCH_TMA_BOX(A_map, kBK, kABoxRows);   // (columns, rows): A's tile, rows of one 128-byte swizzle row
 LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
-LAUNCH_TMA_BOX(C_map, kChunkCols, kChunkRows);   // a piece of C: 64 rows of 32 floats
+// A piece of C: 64 rows of 32 floats; no map (an empty box) where N is not a multiple of 4 (see wgmma_epilogue).
+LAUNCH_TMA_BOX(C_map, N % 4 == 0 ? kChunkCols : 0, kChunkRows);
 
 // WS: SMS rows of kWsRow floats (engine/tracing/plan.py makes it), each block's partial sums and flags.
-extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1) wgmma_stream_k(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, float *WS, int M, int N, int K) {
-    wgmma_persistent_gemm(&A_map, &B_map, nullptr, &C_map, M, N, K, WS);
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kThreads, 1) wgmma_stream_k(const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, const __grid_constant__ CUtensorMap C_map, float *C, float *WS, int M, int N, int K) {
+    wgmma_persistent_gemm(&A_map, &B_map, C, &C_map, M, N, K, WS);
 }

@@ -14,8 +14,9 @@
 //     STAGES slots, each with a "full" and an "empty" mbarrier, is the hand-over.
 // Not traced: TMA and wgmma address shared and global memory from descriptors, not from lanes.
 // The machinery (and the product, wgmma_gemm) is in wgmma.cuh, which wgmma_padded.cu shares.
-// Sizes: any M; K and N multiples of 8 (TMA copies rows whose stride is a multiple of 16 bytes).
-// Tiles that overhang A, B or C are zero-filled by TMA and not stored.
+// Sizes: any. TMA copies rows whose stride is a multiple of 16 bytes: where K or N is not a multiple
+// of 8 a first launch pads A and B (pad_ab.cu, timed with the product, as wgmma_padded always does)
+// and the maps read the padded copies. Tiles that overhang A, B or C are zero-filled by TMA and not stored.
 #include "contract.cuh"
 
 #ifndef BM
@@ -33,8 +34,6 @@ REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
         "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + 1024)   // the ring, its mbarriers, room to align it to 1 KB
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");
-REQUIRE_SIZES(K % 8 == 0 && N % 8 == 0, "needs K and N to be multiples of 8 (K={K}, N={N}): TMA copies rows whose "
-              "stride is a multiple of 16 bytes (wgmma_padded takes any size)");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
 LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(SHARED_BYTES);

@@ -1,7 +1,7 @@
 """Tensor cores: the document's WMMA kernel diagnosed from recorded evidence, the tile hierarchy of the
 tensor rungs, which lane holds which element of a fragment (recorded on the GPU, against the PTX ISA),
 ldmatrix's banks without and with the swizzle, the rungs' speed against cuBLAS, and cuBLAS's cliff at
-sizes that are not multiples of 8 beside a rung that has none (recorded)."""
+sizes that are not multiples of 8 beside rungs that have none (recorded)."""
 import streamlit as st
 
 from engine import animations
@@ -203,7 +203,7 @@ elif sizes:
             f"mma_swizzled at wmma_block's {wb.block[0]} × {wb.block[1]} tiles (never timed).")
 
 # ------------------------------------------------------------------ 6. sizes that are not multiples of 8
-st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and a rung without one")
+st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and rungs without one")
 if (cliff_run := benchmark.any_size_run()) is None:
     st.info("No recorded run of the tensor rungs at sizes that are not multiples of 8 ships with this copy.",
             icon=":material/history:")
@@ -217,7 +217,9 @@ st.caption(f"A {speeds.run_label(cliff_prov, False)} ({cliff_run.parent.name}/{c
            "default tiles. It is a run of its own, not section 5's: a kernel at the same size can differ between "
            "the two by the runs' spread, and by its tiles where section 5's ran others (hover there). "
            "TMA, the copy engine of wgmma_tma (and of cuBLAS's Hopper kernel, section 5), copies rows whose byte stride "
-           "is a multiple of 16: FP16 rows of K or N halves need K and N multiples of 8, so wgmma_tma refuses the "
-           "others. wgmma_padded takes any size: a first launch (cuda/pad_ab.cu) copies A and B into rows padded "
-           "with zeros to 64 halves, TMA zero-fills the tiles that overhang, and C is stored inside M × N only. Its "
-           "times include that copy.")
+           "is a multiple of 16: FP16 rows of K or N halves need K and N multiples of 8. At the other sizes every TMA "
+           "rung here first copies A and B into rows padded with zeros to 64 halves (cuda/pad_ab.cu), TMA zero-fills "
+           "the tiles that overhang, and C is stored inside M × N only; its times include that copy. wgmma_padded "
+           "copies at every size, which shows what the copy costs where none is needed."
+           + (" This run is of an earlier build, whose wgmma_tma refused those sizes (\"refused\")."
+              if cliff["wgmma_tma"][~cliff["multiple of 8"]].isna().any() else ""))

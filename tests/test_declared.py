@@ -171,10 +171,10 @@ def test_a_message_quotes_the_values_that_break_the_rule():
     spec = registry.get("mma_pipelined")
     with pytest.raises(EngineError, match=re.escape("mma_pipelined needs at most 227 KB of shared memory, a block's most (it would take 240 KB)")):
         registry.bind(spec, make_problem(256, 256, 256, params={"BN": 256, "STAGES": 5, "BK": 64}))
-    with pytest.raises(EngineError, match=re.escape("wgmma_tma needs K and N to be multiples of 8 (K=4095, N=4096)")):
-        registry.bind(registry.get("wgmma_tma"), make_problem(4096, 4096, 4095))
+    with pytest.raises(EngineError, match=re.escape("wmma_warp needs M, N and K to be multiples of 16 (M=4096, N=4096, K=4095)")):
+        registry.bind(registry.get("wmma_warp"), make_problem(4096, 4096, 4095))
     # what the catalog lists: the rule without the values
-    assert "needs K and N to be multiples of 8" in [r.says for r in registry.get("wgmma_tma").rules]
+    assert "needs M, N and K to be multiples of 16" in [r.says for r in registry.get("wmma_warp").rules]
     assert "needs M, N and K to be multiples of TILE" in [r.says for r in registry.get("tiled_unguarded").rules]
 
 

@@ -87,6 +87,9 @@ def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
     def memset_d32(dst, value, count):
         memory[int(dst)][:4 * count].view(np.uint32)[:] = value
 
+    def memset_d16(dst, value, count):
+        memory[int(dst)][:2 * count].view(np.uint16)[:] = value
+
     def floats(buf, count):
         return memory[int(buf)][:4 * count].view(np.float32)
 
@@ -96,6 +99,9 @@ def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
     computes = {"naive_x_cols": matmul, "wrong_result": lambda *args: matmul(*args, first=1)}  # skips k = 0
 
     def held(arg):
+        if isinstance(arg, np.void):   # a tensor map: the stand-in's (_stand_in_tma), or 128 zero bytes
+            words = np.frombuffer(arg.tobytes(), dtype=np.int64)
+            return {"map": words[:6].tolist()} if words.any() else {"map": None}
         if isinstance(arg, DeviceAllocation):
             data = memory[arg.address]
             return {"bytes": len(data), "sha": hashlib.sha256(data).hexdigest()[:16],
@@ -106,10 +112,13 @@ def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
         def __init__(self, name, traced):
             self.name, self.traced = name, traced
 
-        def __call__(self, *args, block, grid):
+        def set_attribute(self, attribute, value):
+            pass
+
+        def __call__(self, *args, block, grid, shared=0):
             with open(os.environ["STAND_IN_GPU_LOG"], "a") as log:
                 log.write(json.dumps({"kernel": self.name, "traced": self.traced, "block": block, "grid": grid,
-                                      "args": [held(a) for a in args]}) + "\n")
+                                      "shared": shared, "args": [held(a) for a in args]}) + "\n")
             if self.name in computes:
                 a, b, c, m, n, k = args
                 computes[self.name](a, b, floats(c, int(m) * int(n)), int(m), int(n), int(k))
@@ -140,7 +149,8 @@ def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
 
     cuda.Error, cuda.MemoryError, cuda.Device, cuda.init = Error, MemoryError_, Device, init
     cuda.mem_alloc, cuda.to_device, cuda.memcpy_htod, cuda.memcpy_dtoh = mem_alloc, to_device, memcpy_htod, memcpy_dtoh
-    cuda.memset_d32, cuda.Event, cuda.DeviceAllocation = memset_d32, Event, DeviceAllocation
+    cuda.memset_d32, cuda.memset_d16, cuda.Event, cuda.DeviceAllocation = memset_d32, memset_d16, Event, DeviceAllocation
+    cuda.function_attribute = types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES=0)
     # The instrumented build's cubin holds the trace's globals by name.
     cuda.module_from_buffer = lambda data: Module(traced=b"trace_counts" in data)
     cuda.Context = types.SimpleNamespace(synchronize=lambda: None)
@@ -239,6 +249,19 @@ def _stand_in_torch() -> types.ModuleType:
     return torch
 
 
+def _stand_in_tma(gpu) -> None:
+    """TMA's two calls into the driver, stood in: a tensor map is 128 bytes that begin with the
+    buffer's address, its rows and columns, the box's columns and rows and the element size (held()
+    reads them back); the parameters lie back to back, as PyCUDA packs them."""
+    def encode(buf, rows, cols, box, element_bytes):
+        words = np.zeros(16, dtype=np.int64)
+        words[:6] = [int(buf), rows, cols, *box, element_bytes]
+        return np.frombuffer(words.tobytes(), dtype="V128")[0]
+    gpu._encode_tiled = encode
+    gpu.param_layout = lambda cubin, name: []
+    gpu.placed = lambda args, layout: args
+
+
 def _serve(conn, works: bool, memory_works: bool = False, torch: bool = False) -> None:
     package = types.ModuleType("pycuda")
     package.driver = _fake_driver(works, memory_works)
@@ -246,8 +269,9 @@ def _serve(conn, works: bool, memory_works: bool = False, torch: bool = False) -
     # PyTorch only where a test stands one in: None makes `import torch` fail, as where it is missing.
     sys.modules["torch"] = _stand_in_torch() if torch else None
     from engine.bench import timing
-    from engine.devices import gpu_worker
+    from engine.devices import gpu, gpu_worker
     timing.cublas = functools.cache(lambda: timing.Cublas(_StandInCublas(package.driver)))
+    _stand_in_tma(gpu)
     gpu_worker.serve(conn)
 
 
@@ -428,3 +452,35 @@ def test_torch_mm_without_pytorch_is_one_line(worker):
     with pytest.raises(EngineError, match="^PyTorch is not installed on the GPU machine$"):
         worker.call("bench", {"kernel": "torch_mm_fp16", "problem": make_problem(40, 24, 8)}, 120)
     assert worker.alive()
+
+
+@pytest.mark.parametrize("worker", [serve_with_a_working_gpu], indirect=True)
+@pytest.mark.parametrize("kernel", ["wgmma_epilogue", "mma_tma"])
+def test_a_tma_rung_pads_a_and_b_first_only_where_tma_cannot_copy_their_rows(launch_log, kernel, worker):
+    """TMA copies rows whose byte stride is a multiple of 16. Where K or N is not a multiple of 8 a
+    run first launches pad_ab, and the rung's maps of A and B read its padded copies (AP: M x 64, BP:
+    K x 64 here, the rows rounded up to 64 halves) with the rung's boxes; elsewhere the rung alone,
+    its maps over A and B. wgmma_epilogue's map of C: none where N is not a multiple of 4 (it stores
+    C straight from its accumulators there), C itself where it is."""
+    def first_run(m, n, k):
+        worker.call("bench", {"kernel": kernel, "problem": make_problem(m, n, k), "warmup": 1, "reps": 1}, 300)
+        launches = _launches(launch_log)
+        kernels = [t["kernel"] for t in launches]
+        return launches[:kernels.index(kernel) + 1]   # the warm-up's launches, up to the rung's
+
+    pad, rung = first_run(17, 33, 9)
+    assert (pad["kernel"], rung["kernel"]) == ("pad_ab", kernel)
+    a, b, ap, bp = pad["args"][:4]
+    assert (a["bytes"], b["bytes"], ap["bytes"], bp["bytes"]) == (2 * 17 * 9, 2 * 9 * 33, 2 * 17 * 64, 2 * 9 * 64)
+    maps = [arg["map"] for arg in rung["args"] if isinstance(arg, dict) and "map" in arg]
+    # (address, rows, columns, box columns, box rows, bytes an element): the padded copies' shapes,
+    # whole rows of 64 halves, which only AP and BP have.
+    assert maps[0][1:] == [17, 64, 64, 128, 2] and maps[1][1:] == [9, 64, 64, 64, 2]
+    if kernel == "wgmma_epilogue":
+        assert maps[2] is None   # N = 33: C's rows are not 16-byte multiples, no map
+    [alone] = first_run(64, 64, 64)
+    assert alone["kernel"] == kernel
+    maps = [arg["map"] for arg in alone["args"] if isinstance(arg, dict) and "map" in arg]
+    assert maps[0][1:] == [64, 64, 64, 128, 2] and maps[1][1:] == [64, 64, 64, 64, 2]
+    if kernel == "wgmma_epilogue":
+        assert maps[2][1:] == [64, 64, 32, 64, 4]

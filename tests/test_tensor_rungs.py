@@ -65,14 +65,25 @@ def test_the_rungs_that_copy_through_shared_memory_take_any_size(kernel, size):
     registry.bind(registry.get(kernel), make_problem(*size))
 
 
-@pytest.mark.parametrize("kernel", ["mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue",
-                                    "wgmma_stream_k"])
-def test_wgmma_tma_takes_any_m_and_refuses_rows_tma_cannot_copy(kernel):
+TMA_RUNGS = ("mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k")
+
+
+@pytest.mark.parametrize("kernel", TMA_RUNGS)
+@pytest.mark.parametrize("size", ODD_SIZES + [(4095, 4104, 520), (4096, 4095, 4096), (4096, 4096, 4095), (8, 4100, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_the_tma_rungs_take_any_size_padding_a_and_b_first_where_tma_cannot_copy_their_rows(kernel, size):
+    """TMA copies rows whose byte stride is a multiple of 16: FP16 rows of K or N halves need K and N
+    multiples of 8. Elsewhere a run launches pad_ab first and the rung's maps of A and B read AP and
+    BP; where K and N are multiples of 8 (any M) the rung runs alone on A and B."""
     spec = registry.get(kernel)
-    registry.bind(spec, make_problem(4095, 4104, 520))
-    for m, n, k in ((4096, 4095, 4096), (4096, 4096, 4095)):
-        with pytest.raises(EngineError, match="multiples of 8.*wgmma_padded takes any size"):
-            registry.bind(spec, make_problem(m, n, k))
+    p = registry.bind(spec, make_problem(*size))
+    pads = size[1] % 8 != 0 or size[2] % 8 != 0
+    launches = spec.launches_for(p)
+    assert [launch.kernel for launch in launches] == ["pad_ab"] * pads + [kernel]
+    assert launches[-1].maps_read(p) == ({"A": "AP", "B": "BP"} if pads else {})
+    # The rungs that store C by TMA describe C by a map only where its rows are 16-byte multiples.
+    if "C" in launches[-1].tensor_maps(p):
+        assert (launches[-1].tensor_maps(p)["C"][0] == 0) == (size[1] % 4 != 0)
 
 
 @pytest.mark.parametrize("size", [(4096, 4096, 4096), (8192, 8192, 8192), (300, 2056, 72), (128, 256, 64)],

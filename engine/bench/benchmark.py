@@ -328,8 +328,9 @@ def of_run(frame: pd.DataFrame, prov: dict) -> pd.DataFrame:
 
 
 def any_size_run() -> Path | None:
-    """The newest shipped run of ANY_SIZE (by name: GPU, then date), or None."""
-    runs = sorted(ANY_SIZE.glob("*.json"))
+    """The newest shipped run of ANY_SIZE (by the date in its name, gpu-YYYY-MM-DD.json, then by GPU),
+    or None: a newer build's run before an older one's of another GPU."""
+    runs = sorted(ANY_SIZE.glob("*.json"), key=lambda p: (p.stem[-10:], p.stem))
     return runs[-1] if runs else None
 
 

@@ -110,8 +110,9 @@ def tensor_speeds(df: pd.DataFrame, size: int, label: str) -> TensorSpeeds:
 
 # --------------------------------------------------------------------------- sizes that are not multiples of 8
 
-# The kernels of the cliff: cuBLAS FP16, then the rungs it is set beside (wgmma_tma refuses K or N not
-# multiples of 8; wgmma_padded takes any size; mma_pipelined copies such rows half by half).
+# The kernels of the cliff: cuBLAS FP16, then the rungs it is set beside (wgmma_tma pads A and B first
+# where K or N is not a multiple of 8, and refused those sizes in runs recorded before it did;
+# wgmma_padded pads at every size; mma_pipelined copies such rows half by half).
 CLIFF = (REFERENCE, "wgmma_tma", "wgmma_padded", "mma_pipelined")
 
 
@@ -160,6 +161,13 @@ def cliff_story(table: pd.DataFrame) -> str:
     if len(ratios):
         out.append(f"**wgmma_padded**, which first copies A and B into rows padded to 128 bytes, ran "
                    f"{_span(pad[odd.index].dropna())} TFLOP/s there: **{_span(ratios, '{:.1f}')}× cuBLAS FP16**.")
+    if odd["wgmma_tma"].notna().all():
+        out.append(f"wgmma_tma, which pads only at such sizes, ran {_span(tma[odd.index])} there.")
+    best = odd.dropna(subset=["best / cuBLAS"])
+    if len(best):
+        names = ", ".join(dict.fromkeys(best["best rung"]))
+        out.append(f"The fastest rung at each of them ({names}) ran **{_span(best['best / cuBLAS'], '{:.1f}')}× "
+                   f"cuBLAS FP16**.")
     if 4096 in t.index and pd.notna(tma.get(4096)) and pd.notna(pad.get(4096)):
         out.append(f"Where no padding is needed it costs: at 4,096³ wgmma_padded ran {pad[4096]:,.0f} against "
                    f"wgmma_tma's {tma[4096]:,.0f} ({100 * (1 - pad[4096] / tma[4096]):.0f}% less: the copy is one "

@@ -170,11 +170,7 @@ def _calls(launcher: gpu.Launcher, spec: registry.KernelSpec, problem: Problem, 
             return [lambda: cublas().gemm_ex(a, b, c, m, n, k, spec.inputs)]
         tf32 = spec.compute is registry.Precision.TF32
         return [lambda: cublas().sgemm(a, b, c, m, n, k, tf32)]
-    last = len(spec.launches) - 1
-    return [launcher.kernel(source_override if source_override and i == last else launch.file, problem.params,
-                            launch.grid(problem), launch.block(problem), traced=False,
-                            shared=launch.shared_bytes(problem), arch=launch.arch, boxes=launch.tensor_maps(problem))
-            for i, launch in enumerate(spec.launches)]
+    return launcher.launches(spec, problem, source_override)
 
 
 def run_bench(modules: dict, info: dict, kernel: str | registry.KernelSpec, problem: Problem, warmup: int = 2,

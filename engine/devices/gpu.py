@@ -154,25 +154,40 @@ class Launcher:
             fill_nan(self.buffers[name], dtype, rows * cols)
         return self.buffers[name]
 
-    def args(self, params: tuple[tuple[str, str], ...], boxes: dict[str, tuple[int, int]] | None = None) -> list:
+    def args(self, params: tuple[tuple[str, str], ...], boxes: dict[str, tuple[int, int]] | None = None,
+             maps_read: dict[str, str] | None = None) -> list:
         """A kernel's arguments, from its signature's (C type, name) list: each pointer is that array's
-        buffer, each int that size, each `CUtensorMap X_map` array X's tensor map (boxes: X's box)."""
+        buffer, each int that size, each `CUtensorMap X_map` array X's tensor map (boxes: X's box;
+        maps_read: the array it reads instead, {"A": "AP"}, a padded copy a launch before made)."""
         def arg(ctype: str, name: str):
             if "*" in ctype:
                 return self.buffer(name)
             if "CUtensorMap" in ctype:
-                array = name.removesuffix("_map")
+                named = name.removesuffix("_map")
+                array = (maps_read or {}).get(named, named)
                 rows, cols = self.shapes[array]
-                return tensor_map(self.buffer(array), rows, cols, (boxes or {})[array],
+                return tensor_map(self.buffer(array), rows, cols, (boxes or {})[named],
                                   array_dtype(array, self.inputs).itemsize)
             return np.int32(self.ints[name])
         return [arg(ctype, name) for ctype, name in params]
 
+    def launches(self, spec, problem, source_override: str | None = None) -> list[Kernel]:
+        """The plain launches one run of a catalog entry makes for a bound problem, in order: those the
+        problem needs (spec.launches_for), each with its registry geometry, shared memory, tensor maps
+        and the arrays they read. source_override replaces the last one's source (tests)."""
+        launches = spec.launches_for(problem)
+        return [self.kernel(source_override if source_override and launch is launches[-1] else launch.file,
+                            problem.params, launch.grid(problem), launch.block(problem), traced=False,
+                            shared=launch.shared_bytes(problem), arch=launch.arch, boxes=launch.tensor_maps(problem),
+                            maps_read=launch.maps_read(problem))
+                for launch in launches]
+
     def kernel(self, file: str, defines, grid: tuple[int, int], block: tuple[int, int], traced: bool,
-               shared: int = 0, arch: str | None = None, boxes: dict[str, tuple[int, int]] | None = None) -> Kernel:
+               shared: int = 0, arch: str | None = None, boxes: dict[str, tuple[int, int]] | None = None,
+               maps_read: dict[str, str] | None = None) -> Kernel:
         """The launch of a cuda/ source (or a path): its plain build, or the instrumented one (traced);
         shared: its dynamic shared memory; arch: where it needs more than the default; boxes: its
-        tensor maps' boxes (registry Launch.tensor_maps)."""
+        tensor maps' boxes (registry Launch.tensor_maps); maps_read: the arrays they read instead."""
         src = sources.load(file)
         shared = shared or src.dynamic_shared_bytes(defines)   # a traced source's views say it themselves
         cubin = build.build_cubin(file, defines, traced, arch)
@@ -180,7 +195,7 @@ class Launcher:
         function = module.get_function(src.name)
         if shared > 48 * 1024:   # over the default a kernel must ask for it
             function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
-        args = self.args(src.params, boxes)
+        args = self.args(src.params, boxes, maps_read)
         if any("CUtensorMap" in ctype for ctype, _ in src.params):
             args = placed(args, param_layout(cache.checked_bytes(cubin), src.name))
         return Kernel(module, function, args, grid, block, shared)
@@ -219,7 +234,16 @@ def tensor_map(buf, rows: int, cols: int, box: tuple[int, int], element_bytes: i
     """The 128-byte TMA descriptor of a row-major rows x cols array at buf, copied box (columns,
     rows) at a time into 128-byte-swizzled shared memory; outside the array TMA reads zeros. Made by
     the driver (cuTensorMapEncodeTiled), passed to the kernel by value (a __grid_constant__
-    parameter: np.void is how PyCUDA passes bytes by value)."""
+    parameter: np.void is how PyCUDA passes bytes by value). An empty box (a kernel's contract says
+    so where it does not use the map: wgmma_epilogue's C where N is not a multiple of 4) gives 128
+    zero bytes, which the driver is not asked to encode."""
+    if 0 in box:
+        return np.zeros(1, dtype="V128")[0]
+    return _encode_tiled(buf, rows, cols, box, element_bytes)
+
+
+def _encode_tiled(buf, rows: int, cols: int, box: tuple[int, int], element_bytes: int) -> np.void:
+    """tensor_map's call into the driver (the stand-in GPU of tests/test_gpu_worker.py replaces it)."""
     lib = ctypes.CDLL("libcuda.so.1")
     raw = np.zeros(128 + 64, dtype=np.uint8)
     start = -raw.ctypes.data % 64   # the driver wants the map 64-byte aligned

@@ -125,6 +125,27 @@ def _tensor(name: str, title: str, lesson: str, *launches: str | Launch, **field
 # wgmma needs the architecture-specific target (sm_90a), not what the other kernels build for
 # (mma_tma too: setmaxnreg).
 _WGMMA = {"arch": "sm_90a"}
+
+
+def _rows_tma_cannot_copy(p: Problem) -> bool:
+    """TMA copies rows whose byte stride is a multiple of 16: FP16 rows of K (A) or N (B) halves
+    need K and N multiples of 8."""
+    return p.k % 8 != 0 or p.n % 8 != 0
+
+
+def _tma_rung(file: str) -> tuple[Launch, Launch]:
+    """A TMA rung's launches at any size: where TMA cannot copy A's or B's rows, first the padding
+    pass (pad_ab.cu, wgmma_padded's), then the rung with its maps of A and B reading the padded
+    copies (rows of 64 halves, zeros past K and N); elsewhere the rung alone."""
+    return (declared.launch("pad_ab.cu", runs=_rows_tma_cannot_copy),
+            declared.launch(file, maps_read=lambda p: {"A": "AP", "B": "BP"} if _rows_tma_cannot_copy(p) else {},
+                            **_WGMMA))
+
+
+# What the TMA rungs' timings include where their sizes need it.
+_PADS_WHERE_NEEDED = ("Where K or N is not a multiple of 8, its timings include a first launch (pad_ab.cu) that "
+                      "copies A and B into rows padded to 64 halves, one pass over A and B.",)
+
 # What any mma.sync kernel can reach, measured (tests/benchmarks/mma_peak.py; the run is
 # engine/bench/recorded/peak/h100-2026-11-26.json, tests/test_peak.py holds this text to it).
 MMA_SYNC_CEILING = ("mma.sync.m16n8k16 itself runs at 652 TFLOP/s on an H100 (from registers; 641 fed by ldmatrix "
@@ -157,10 +178,11 @@ TENSOR_LADDER = (
             "mma_pipelined's instruction fed as the wgmma rungs are fed: one producer thread copies each k-tile "
             "of a 128 x 256 tile by TMA into a ring, and each consumer warp waits on its slot's mbarrier, "
             "multiplies a 64 x 64 piece (ldmatrix + mma.sync) and hands the slot back on its own.",
-            declared.launch("mma_tma.cu", **_WGMMA), kind=Kind.OPAQUE, notes=(MMA_SYNC_CEILING,)),
+            *_tma_rung("mma_tma.cu"), kind=Kind.OPAQUE, notes=(MMA_SYNC_CEILING, *_PADS_WHERE_NEEDED)),
     _tensor("wgmma_tma", "wgmma with TMA and warp specialisation",
             "Hopper's path: TMA copies whole tiles, wgmma multiplies 64 x BN x 16 from shared memory, a producer "
-            "warpgroup feeds consumer warpgroups.", declared.launch("wgmma_tma.cu", **_WGMMA), kind=Kind.OPAQUE),
+            "warpgroup feeds consumer warpgroups.", *_tma_rung("wgmma_tma.cu"), kind=Kind.OPAQUE,
+            notes=_PADS_WHERE_NEEDED),
     _tensor("wgmma_padded", "wgmma on rows padded to 16 bytes (any size)",
             "wgmma_tma at any M, N and K: a first pass copies A and B into rows padded to 128-byte multiples, "
             "as TMA needs them; cuBLAS FP16 falls off a cliff at the sizes that need it.",
@@ -169,20 +191,24 @@ TENSOR_LADDER = (
     _tensor("wgmma_persistent", "wgmma, persistent, grouped tiles, wgmma in flight",
             "wgmma_tma with one block per SM looping over tiles in grouped order (L2 reuse), the producer copying "
             "the next tile while C is stored, and each k-tile's wgmma left in flight while the next is issued.",
-            declared.launch("wgmma_persistent.cu", **_WGMMA), kind=Kind.OPAQUE),
+            *_tma_rung("wgmma_persistent.cu"), kind=Kind.OPAQUE,
+            notes=_PADS_WHERE_NEEDED),
     _tensor("wgmma_cluster", "wgmma in clusters of 2, B multicast by TMA",
             "wgmma_persistent with two blocks per thread-block cluster on tiles one above the other: each copies "
             "half of the B tile both need, and TMA multicast lands it in both blocks' shared memory.",
-            declared.launch("wgmma_cluster.cu", **_WGMMA), kind=Kind.OPAQUE),
+            *_tma_rung("wgmma_cluster.cu"), kind=Kind.OPAQUE,
+            notes=_PADS_WHERE_NEEDED),
     _tensor("wgmma_epilogue", "wgmma clusters, C stored by TMA from shared memory",
             "wgmma_cluster with C written a 64 x 32 piece at a time into shared memory and stored by the copy "
             "engine, so the tensor cores start the next tile while C is still being written.",
-            declared.launch("wgmma_epilogue.cu", **_WGMMA), kind=Kind.OPAQUE),
+            *_tma_rung("wgmma_epilogue.cu"), kind=Kind.OPAQUE,
+            notes=_PADS_WHERE_NEEDED),
     _tensor("wgmma_stream_k", "wgmma, a partial last wave shared out by k-tiles (stream-K)",
             "wgmma_epilogue with the tiles of a partial last wave cut into k-tiles and dealt out evenly to every "
             "cluster: 3000³ is 2.25 waves of tile pairs for 64 clusters, and takes 2.25 waves' time, not 3; the "
             "cluster that began a shared tile adds the others' partial sums and stores it.",
-            declared.launch("wgmma_stream_k.cu", **_WGMMA), kind=Kind.OPAQUE),
+            *_tma_rung("wgmma_stream_k.cu"), kind=Kind.OPAQUE,
+            notes=_PADS_WHERE_NEEDED),
 )
 TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
 

@@ -94,6 +94,11 @@ class Launch:
     # TMA: for each array X whose tensor map the kernel takes (a `CUtensorMap X_map` parameter), the
     # box one copy moves, (columns, rows); the GPU worker encodes the map with the 128-byte swizzle.
     tensor_maps: Callable[[Problem], dict[str, tuple[int, int]]] = lambda p: {}
+    # Whether a problem needs this launch at all: a padding pass that only some sizes need.
+    runs: Callable[[Problem], bool] = lambda p: True
+    # The arrays its tensor maps read instead of those they are named after, by problem: {"A": "AP",
+    # "B": "BP"} where a padding launch before it made padded copies (TMA: rows of 16-byte multiples).
+    maps_read: Callable[[Problem], dict[str, str]] = lambda p: {}
 
     @property
     def kernel(self) -> str:
@@ -128,6 +133,10 @@ class KernelSpec:
     shows: frozenset[str] = frozenset()      # the views (VIEWS) that list it
     rows_from_block_x: bool = False        # blockIdx.x walks the rows of C (seeds 000 and 001's mapping)
     notes: tuple[str, ...] = field(default=())
+
+    def launches_for(self, problem: Problem) -> tuple[Launch, ...]:
+        """The launches that run for this problem, in order (a padding pass only where it is needed)."""
+        return tuple(launch for launch in self.launches if launch.runs(problem))
 
     @property
     def source_titles(self) -> str:

@@ -318,7 +318,8 @@ def size_label(n: int, multiple_of_8: bool) -> str:
 def cliff_figure(table: pd.DataFrame, note: str) -> go.Figure:
     """TFLOP/s of cuBLAS FP16 and the rungs at each size of the run, grouped by size; the sizes that
     are not multiples of 8 say so under their label; above each size, wgmma_padded's speed over
-    cuBLAS FP16's; a rung with no time at a size (wgmma_tma's refusals) says "refused" there."""
+    cuBLAS FP16's; a rung with no time at a size says "refused" there (wgmma_tma's, in runs of the
+    build that refused rows TMA cannot copy, before it padded them)."""
     st = style.PRESENTER   # in both modes: one figure, which switching modes does not redraw (style.Sizes)
     x = [size_label(int(n), bool(m)) for n, m in zip(table["N"], table["multiple of 8"])]
     fig = go.Figure()

@@ -203,7 +203,7 @@ def _chosen_blocks(blocks: list[tuple[int, int]], grid: tuple[int, int], problem
 def buffer_bytes(problem: Problem, kernel: str) -> int:
     """Device memory a run needs: A, B, C, and BT, AP, BP, CP or WS where its launches name them."""
     spec = registry.get(kernel)
-    names = {name.removesuffix("_map") for launch in spec.launches for _, name in sources.load(launch.file).params
+    names = {name.removesuffix("_map") for launch in spec.launches_for(problem) for _, name in sources.load(launch.file).params
              if name.removesuffix("_map") in GLOBAL_ARRAYS} or {"A", "B", "C"}   # library kernels: A, B and C
     shapes = global_shapes(problem)
     return sum(array_bytes(n, shapes[n], spec.inputs) for n in names)

@@ -56,8 +56,7 @@ def run(kernel: str, m: int, n: int, k: int, params=None, reps: int = 0, inputs=
     launcher = gpu.Launcher({}, global_shapes(p), size_arguments(p), spec.inputs)
     try:
         launcher.upload({"A": a, "B": b})
-        calls = [launcher.kernel(l.file, p.params, l.grid(p), l.block(p), traced=False, shared=l.shared_bytes(p),
-                                 arch=l.arch, boxes=l.tensor_maps(p)) for l in spec.launches]
+        calls = launcher.launches(spec, p)
         for c in calls:
             c()
         cuda.Context.synchronize()
