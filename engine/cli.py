@@ -48,6 +48,8 @@ def cmd_kernels(args) -> int:
         types = f"{k.inputs} inputs, {k.compute} multiply, {k.accumulate} accumulate"
         print(f"{k.name:24} {k.kind:9} {'; '.join(parameters(k))}\n    {k.lesson}\n    {types}; "
               f"shown in: {', '.join(v for v in registry.VIEWS if v in k.shows) or 'none'}\n    from {k.source_titles}")
+        for note in k.notes:
+            print(f"    note: {note}")
     return 0
 
 

@@ -180,7 +180,9 @@ elif sizes:
                f"(the same product: FP16 in, FP32 sums; it ran {tensor_evidence.cublas_fp16_kernel()}, wgmma on Hopper's "
                "tensor cores). Grey: cuBLAS BF16, PyTorch's torch.mm in FP16, and FP32 cuBLAS with and without "
                "TF32. The document's WMMA kernel is not timed: it launches 32 warps per tile of C (section 1), so "
-               "it does 32 times the work." + (f" This run did not time {', '.join(missing)} at {at:,}³." if missing else ""))
+               "it does 32 times the work." + (f" This run did not time {', '.join(missing)} at {at:,}³." if missing else "")
+               + (f" At {at:,}³ the times of {', '.join(padded)} include a first launch that copies A and B into padded "
+                  "rows (section 6)." if (padded := speeds.padded_at(shown, at)) else ""))
     same = speeds.same_tiles(df, tuning.SIZE, f"the {label}")
     if len(same.tflops) == len(speeds.SAME_TILE_RUNGS):
         t, q, wb = same.tflops, same.params, tensor_tiles.hierarchy("wmma_block")

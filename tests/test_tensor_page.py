@@ -394,3 +394,14 @@ def test_the_speed_chart_says_when_its_orange_bar_is_not_the_parameters_set():
     said = [c.value for c in at.caption if c.value.startswith("The orange bar is mma_pipelined as the run timed it")]
     assert said and "BK 64" in said[0], said
     assert any("It is a run of its own, not section 5's" in c.value for c in at.caption)
+
+
+def test_the_speed_caption_names_the_rungs_whose_times_include_a_padding_launch():
+    """Section 5's times at a size: wgmma_padded's include its padding launch at every size, the other
+    TMA rungs' only where the size is not a multiple of 8 (they pad only there), the rest never."""
+    df, _ = benchmark.load_document((benchmark.RECORDED / "h100-tensor-every-size-2026-11-27.json").read_text())
+    tma = ["mma_tma", "wgmma_tma", "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k"]
+    assert speeds.padded_at(speeds.tensor_speeds(df, 4095, "run"), 4095) == tma
+    assert speeds.padded_at(speeds.tensor_speeds(df, 4096, "run"), 4096) == ["wgmma_padded"]
+    text = _texts(open_page(PAGE, {"timed": "4095"}))
+    assert "At 4,095³ the times of wgmma_padded include a first launch" in text

@@ -15,6 +15,7 @@ import pandas as pd
 
 from engine.bench import benchmark
 from engine.kernels import registry
+from engine.kernels.problem import make_problem
 
 
 def square_sizes(df: pd.DataFrame, kernels: Sequence[str]) -> list[int]:
@@ -106,6 +107,14 @@ def tensor_speeds(df: pd.DataFrame, size: int, label: str) -> TensorSpeeds:
                          "pct": (100 * tflops / ref).tolist(),
                          "params": [params_text(p, " ", ", ") for p in best["params"]]})
     return TensorSpeeds(bars, label, size, [r for r in found.missing if r in registry.TENSOR_RUNGS], found.failed)
+
+
+def padded_at(shown: TensorSpeeds, n: int) -> list[str]:
+    """The rungs timed in `shown` whose run at n³ begins with a padding launch (pad_ab.cu): wgmma_padded
+    at every size, the other TMA rungs where n is not a multiple of 8."""
+    p = make_problem(n, n, n)
+    return [k for k in shown.bars["kernel"] if k in registry.TENSOR_RUNGS
+            and "pad_ab" in (launch.kernel for launch in registry.get(k).launches_for(p))]
 
 
 # --------------------------------------------------------------------------- sizes that are not multiples of 8
