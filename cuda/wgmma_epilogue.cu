@@ -25,6 +25,14 @@
 //     of 4 slots then holds 2 fewer k-tiles ahead of the first;
 //   - STORE_ROWS 16: each warp stores its own 16 x 32 pieces of C, no barrier across the
 //     warpgroup: 99.3% at 4096^3 as with 64 rows, 101.8% against 102.3% at 8192^3 (H100).
+//   - C_BY_TMA 0: the staged pieces stored by the warps themselves, each a row of 32 floats per
+//     instruction (what C whose rows are not 16-byte multiples gets): 676 TFLOP/s against 751 at
+//     4096^3 and 742 against 789 at 8192^3 (H100, cuBLAS FP16 754 and 772): the copy engine's stores
+//     are worth 10% at 4096^3;
+//   - STORE_BUFS 4: four staging buffers a warpgroup, so a piece waits for the store of the piece
+//     four before it, not two; only a ring of 3 leaves room for them: 713 against 711 with 2 buffers
+//     at 4096^3, where the ring of 4 runs 750 (H100): the ring's depth, not the stores' buffers,
+//     sets the pace.
 //   - Ping-pong (as CUTLASS's kernel of that name; a probe, not kept): each consumer warpgroup on
 //     64 x 256 tiles of its own, the two taking turns on the tensor cores so that one stores C while
 //     the other multiplies. 624 TFLOP/s against 760 at 4096^3 and 633 against 801 at 8192^3 (H100,
@@ -69,6 +77,12 @@
 #endif
 #ifndef STORE_ROWS
 #define STORE_ROWS 64   // one of: 64 16
+#endif
+#ifndef STORE_BUFS
+#define STORE_BUFS 2   // one of: 2 4
+#endif
+#ifndef C_BY_TMA
+#define C_BY_TMA 1   // one of: 1 0
 #endif
 #define TMA_STORE 1
 #include "wgmma_persistent.cuh"

@@ -44,8 +44,16 @@ constexpr int kABoxRows = BM / kClusterN;   // the rows of A one copy moves: hal
 #ifndef STORE_ROWS
 #define STORE_ROWS 64
 #endif
+// C_BY_TMA 0: the staged pieces are always stored by the warps, a row at a time, never by TMA.
+#ifndef C_BY_TMA
+#define C_BY_TMA 1
+#endif
+// STORE_BUFS: the buffers each (a warpgroup's, or with STORE_ROWS 16 a warp's) pieces take turns in.
+#ifndef STORE_BUFS
+#define STORE_BUFS 2
+#endif
 constexpr int kChunkCols = 32, kChunkRows = STORE_ROWS, kChunkBytes = kChunkRows * kChunkCols * 4;
-constexpr int kStoreBytes = TMA_STORE ? kConsumers * 2 * 64 * kChunkCols * 4 : 0;
+constexpr int kStoreBytes = TMA_STORE ? kConsumers * STORE_BUFS * 64 * kChunkCols * 4 : 0;
 
 // Cluster-wide pieces (PTX ISA: mapa, mbarrier.arrive with .shared::cluster, barrier.cluster,
 // cp.async.bulk.tensor's .multicast::cluster).
@@ -366,7 +374,7 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 // reads its own 16 rows of the piece back, a row at a time, and its lanes store 32
                 // floats in a row, whole lines, where the accumulators' pairs would write sectors in
                 // halves.
-                bool by_tma = N % 4 == 0;
+                bool by_tma = C_BY_TMA && N % 4 == 0;
                 int rr = 16 * w + lane / 4, q = lane % 4;
                 // The piece's first row in the warpgroup's 64, and the thread that waits and stores.
                 int first = kChunkRows == 64 ? 0 : 16 * w;
@@ -375,9 +383,9 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 // rolled would put them all in local memory.
 #pragma unroll
                 for (int piece = 0; piece < BN / kChunkCols; piece++) {
-                    int which = kChunkRows == 64 ? c * 2 + piece % 2 : (c * 4 + w) * 2 + piece % 2;
+                    int which = (kChunkRows == 64 ? c : c * 4 + w) * STORE_BUFS + piece % STORE_BUFS;
                     unsigned char *buf = staging + which * kChunkBytes - first * 128;   // buf + rr * 128: row rr's
-                    if (by_tma && storer) tma_store_wait_read<1>();   // the store that last read buf is done with it
+                    if (by_tma && storer) tma_store_wait_read<STORE_BUFS - 1>();   // the store that last read buf is done with it
                     if (by_tma && kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
                     else __syncwarp();
                     for (int p = 0; p < kChunkCols / 8; p++) {
