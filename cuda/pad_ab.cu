@@ -1,4 +1,4 @@
-// pad_ab.cu: the first step of wgmma_padded. AP = A (M x K) and BP = B (K x N), each row padded
+// pad_ab.cu: the first step of wgmma_padded, and of the other TMA rungs where K or N is not a multiple of 8. AP = A (M x K) and BP = B (K x N), each row padded
 // with zeros to a multiple of 64 halves (AP is M x Kp, BP is K x Np): rows of 128-byte multiples.
 // TMA needs rows of 16-byte multiples, which a K or N not a multiple of 8 does not give, and ran
 // slower on rows of 16-byte but not 128-byte multiples (H100: wgmma_tma took 0.295 ms at 4088^3,

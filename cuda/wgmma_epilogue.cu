@@ -45,7 +45,8 @@
 //     accumulators unused, replaced every wgmma by an empty one; one that staged C in shared memory
 //     but left out the TMA stores ran a few percent faster than this kernel, no more.
 // Not traced, as wgmma_tma. Sizes: any, as wgmma_tma; where N is not a multiple of 4, C's rows are no
-// 16-byte multiples, which a tensor map cannot describe, and C goes straight from the accumulators.
+// 16-byte multiples, which a tensor map cannot describe, and each warp stores its rows of the staged
+// pieces itself (as C_BY_TMA 0 does at every size).
 #include "contract.cuh"
 
 #ifndef BM

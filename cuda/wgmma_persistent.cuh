@@ -37,10 +37,10 @@ constexpr int kClusterM = CLUSTER == 4 ? 2 : CLUSTER, kClusterN = CLUSTER == 4 ?
 // block sharing its B, the one sharing its A), so its empty mbarrier counts their arrivals.
 constexpr int kPeers = CLUSTER == 4 ? 3 : CLUSTER;
 constexpr int kABoxRows = BM / kClusterN;   // the rows of A one copy moves: half the tile where two blocks share it
-// TMA_STORE's staging: per consumer warpgroup two buffers of a 64 x 32 piece of C (128-byte rows,
-// the widest a 128-byte-swizzled box has), one filled while the other's store is still reading it.
-// STORE_ROWS 16 cuts the pieces a warp's 16 rows high instead, two buffers per warp: each warp then
-// fills and stores its own (one thread of it waits and asks), with no barrier across the warpgroup.
+// TMA_STORE's staging: per consumer warpgroup STORE_BUFS buffers of a 64 x 32 piece of C (128-byte
+// rows, the widest a 128-byte-swizzled box has), one filled while the others' stores are still reading
+// them. STORE_ROWS 16 cuts the pieces a warp's 16 rows high instead, STORE_BUFS buffers per warp: each
+// warp then fills and stores its own (one thread of it waits and asks), with no barrier across the warpgroup.
 #ifndef STORE_ROWS
 #define STORE_ROWS 64
 #endif

@@ -102,10 +102,11 @@ TENSOR_ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined"
 def test_tensor_rungs_match_float64_numpy_at_any_size(kernel, size):
     """Zero-filled edges, half-by-half copies where rows are not 16-byte aligned, a float at a time
     where N is odd; the TMA rungs (rows of 16-byte multiples) copy A and B into padded rows first
-    where K or N is not a multiple of 8 (at 1 x 1 x 1 too), and wgmma_epilogue and wgmma_stream_k
-    store C straight from their accumulators where N is not a multiple of 4 (8 x 4102 x 520: even,
-    so pairs). The persistent rungs loop over more tiles than SMs at 4095 x 4104 x 520; at 300 x
-    2056 x 72 wgmma_cluster's last cluster has a block below C."""
+    where K or N is not a multiple of 8 (at 1 x 1 x 1 too), and wgmma_epilogue and wgmma_stream_k,
+    whose C no tensor map describes where N is not a multiple of 4 (8 x 4102 x 520: even, not
+    such a multiple), store C by warps from their staged pieces there. The persistent rungs loop
+    over more tiles than SMs at 4095 x 4104 x 520; at 300 x 2056 x 72 wgmma_cluster's last cluster
+    has a block below C."""
     spec, p = registry.get(kernel), make_problem(*size)
     out = _bench(kernel, p)
     assert out["correct"] and out["rel_error"] < spec.tolerance, out
@@ -124,9 +125,10 @@ def test_mma_tma_in_clusters_of_2_matches_float64(params, size):
 
 @pytest.mark.parametrize("params", [{"CLUSTER": 4}, {"CLUSTER": 4, "SMS": 132, "GROUP": 4}, {"LAG": 2, "SUSPEND": 1},
                                     {"DESC_STEP": 1, "STORE_ROWS": 16}, {"DESC_STEP": 1, "STAGES": 3, "BN": 128},
-                                    {"C_BY_TMA": 0}, {"STAGES": 3, "STORE_BUFS": 4, "STORE_ROWS": 16}],
+                                    {"C_BY_TMA": 0}, {"STAGES": 3, "STORE_BUFS": 4},
+                                    {"STAGES": 3, "STORE_BUFS": 4, "STORE_ROWS": 16}],
                          ids=["cluster4", "cluster4-132", "lag-suspend", "desc-step-warp-stores", "desc-step-bn128",
-                              "warps-store-c", "four-buffers"])
+                              "warps-store-c", "four-buffers", "four-buffers-a-warp"])
 @pytest.mark.parametrize("size", [(300, 2056, 72), (4095, 4104, 520), (128, 256, 8), (520, 776, 136), (301, 2055, 73)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_wgmma_epilogue_choices_match_float64(params, size):

@@ -460,8 +460,8 @@ def test_a_tma_rung_pads_a_and_b_first_only_where_tma_cannot_copy_their_rows(lau
     """TMA copies rows whose byte stride is a multiple of 16. Where K or N is not a multiple of 8 a
     run first launches pad_ab, and the rung's maps of A and B read its padded copies (AP: M x 64, BP:
     K x 64 here, the rows rounded up to 64 halves) with the rung's boxes; elsewhere the rung alone,
-    its maps over A and B. wgmma_epilogue's map of C: none where N is not a multiple of 4 (it stores
-    C straight from its accumulators there), C itself where it is."""
+    its maps over A and B. wgmma_epilogue's map of C: none where N is not a multiple of 4 (its warps
+    store C from the staged pieces there), C itself where it is."""
     def first_run(m, n, k):
         worker.call("bench", {"kernel": kernel, "problem": make_problem(m, n, k), "warmup": 1, "reps": 1}, 300)
         launches = _launches(launch_log)

@@ -304,8 +304,7 @@ def test_the_cliff_section_reads_its_numbers_from_the_recorded_run_at_sizes_not_
     assert f"recorded {prov['gpu']} run of {prov['date'][:10]}" in text
     # This run's build pads where TMA cannot copy the rows: a time for every TMA rung at every size,
     # and the fastest rung at each odd size said against cuBLAS FP16.
-    tma_rungs = ("mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k")
-    assert all((k, n) in tf for k in tma_rungs for n in odd)
+    assert all((k, n) in tf for k in registry.TMA_RUNGS for n in odd)
     best = [max((tf[k, n] for k in registry.TENSOR_RUNGS if (k, n) in tf)) / tf["cublas_gemm_fp16", n] for n in odd]
     assert f"**{min(best):.1f}–{max(best):.1f}× cuBLAS FP16**" in text and "earlier build" not in text
 
@@ -403,5 +402,9 @@ def test_the_speed_caption_names_the_rungs_whose_times_include_a_padding_launch(
     tma = ["mma_tma", "wgmma_tma", "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k"]
     assert speeds.padded_at(speeds.tensor_speeds(df, 4095, "run"), 4095) == tma
     assert speeds.padded_at(speeds.tensor_speeds(df, 4096, "run"), 4096) == ["wgmma_padded"]
-    text = _texts(open_page(PAGE, {"timed": "4095"}))
+    text = _texts(open_page(PAGE, {"timed": "4095"}))   # the H200's run of the build that refused such sizes
     assert "At 4,095³ the times of wgmma_padded include a first launch" in text
+    text = _texts(open_page(PAGE, {"timed": "4095", "run": "h100-tensor-every-size-2026-11-27.json"}))
+    assert f"At 4,095³ the times of {', '.join(tma)} include a first launch" in text
+    text = _texts(open_page(PAGE, {"timed": "4096", "run": "h100-tensor-every-size-2026-11-27.json"}))
+    assert "At 4,096³ the times of wgmma_padded include a first launch" in text

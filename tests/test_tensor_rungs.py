@@ -68,6 +68,10 @@ def test_the_rungs_that_copy_through_shared_memory_take_any_size(kernel, size):
 TMA_RUNGS = ("mma_tma", "wgmma_tma", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k")
 
 
+def test_the_catalog_names_its_tma_rungs_by_how_they_are_built():
+    assert registry.TMA_RUNGS == TMA_RUNGS
+
+
 @pytest.mark.parametrize("kernel", TMA_RUNGS)
 @pytest.mark.parametrize("size", ODD_SIZES + [(4095, 4104, 520), (4096, 4095, 4096), (4096, 4096, 4095), (8, 4100, 4096)],
                          ids=lambda s: "x".join(map(str, s)))

@@ -152,8 +152,9 @@ def _sizes_text(ns) -> str:
 
 def cliff_story(table: pd.DataFrame) -> str:
     """What a cliff table (cliff()) says, in numbers from its rows: cuBLAS FP16 at the sizes that are
-    and are not multiples of 8, wgmma_padded against it at the latter, what padding costs where none
-    is needed, and what mma_pipelined's half-by-half copies cost. Markdown."""
+    and are not multiples of 8, wgmma_padded against it at the latter, wgmma_tma there where it has
+    times (it pads only there), the fastest rung at each of them, what padding costs where none is
+    needed, and what mma_pipelined's half-by-half copies cost. Markdown."""
     t = table.set_index("N")
     odd, even = t[~t["multiple of 8"]], t[t["multiple of 8"]]
     ref, pad, tma, mma = (t[k].astype(float) for k in (REFERENCE, "wgmma_padded", "wgmma_tma", "mma_pipelined"))
@@ -171,7 +172,7 @@ def cliff_story(table: pd.DataFrame) -> str:
         out.append(f"**wgmma_padded**, which first copies A and B into rows padded to 128 bytes, ran "
                    f"{_span(pad[odd.index].dropna())} TFLOP/s there: **{_span(ratios, '{:.1f}')}× cuBLAS FP16**.")
     if odd["wgmma_tma"].notna().all():
-        out.append(f"wgmma_tma, which pads only at such sizes, ran {_span(tma[odd.index])} there.")
+        out.append(f"wgmma_tma, which pads only at such sizes, ran {_span(tma[odd.index])} TFLOP/s there.")
     best = odd.dropna(subset=["best / cuBLAS"])
     if len(best):
         names = ", ".join(dict.fromkeys(best["best rung"]))

@@ -184,8 +184,9 @@ TENSOR_LADDER = (
             "warpgroup feeds consumer warpgroups.", *_tma_rung("wgmma_tma.cu"), kind=Kind.OPAQUE,
             notes=_PADS_WHERE_NEEDED),
     _tensor("wgmma_padded", "wgmma on rows padded to 16 bytes (any size)",
-            "wgmma_tma at any M, N and K: a first pass copies A and B into rows padded to 128-byte multiples, "
-            "as TMA needs them; cuBLAS FP16 falls off a cliff at the sizes that need it.",
+            "wgmma_tma with its padding at every size: a first pass copies A and B into rows padded to 128-byte "
+            "multiples, as TMA needs them where K or N is not a multiple of 8, and it shows what the copy costs "
+            "where it is not needed; cuBLAS FP16 falls off a cliff at the sizes that need it.",
             "pad_ab.cu", declared.launch("wgmma_padded.cu", **_WGMMA), kind=Kind.OPAQUE,
             notes=("Its timings include the padding launch (pad_ab.cu): one pass over A and B.",)),
     _tensor("wgmma_persistent", "wgmma, persistent, grouped tiles, wgmma in flight",
@@ -211,6 +212,8 @@ TENSOR_LADDER = (
             notes=_PADS_WHERE_NEEDED),
 )
 TENSOR_RUNGS = tuple(k.name for k in TENSOR_LADDER)
+# The rungs that pad A and B first only where TMA cannot copy their rows (_tma_rung).
+TMA_RUNGS = tuple(k.name for k in TENSOR_LADDER if k.launches[0].runs is _rows_tma_cannot_copy)
 
 
 def _transposes_read_by(p: Problem, blocks: np.ndarray) -> np.ndarray:

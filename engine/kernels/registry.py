@@ -23,6 +23,7 @@ from engine.kernels.catalog import (
     TENSOR_LADDER,
     TENSOR_RUNGS,
     TILES,
+    TMA_RUNGS,
 )
 from engine.kernels.contract import (
     INPUT_TYPES,
@@ -43,7 +44,7 @@ __all__ = [
     "get", "showing", "traceable", "previous_rung", "registered", "bind",
     # the catalog's lists
     "CATALOG", "LADDER", "LADDER_RUNGS", "FP32_RUNGS", "TENSOR_LADDER", "TENSOR_RUNGS", "SWEEP_DEFAULT", "NAIVE_BLOCKS", "TILES",
-    "TENSOR_K",
+    "TENSOR_K", "TMA_RUNGS",
     # the contract's types and tables
     "KernelSpec", "Launch", "Kind", "Precision", "INPUT_TYPES", "TOLERANCE", "VIEWS", "TRACED_VIEWS",
 ]

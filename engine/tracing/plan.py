@@ -165,10 +165,11 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
     if not spec.traceable:
         raise EngineError(f"{kernel} is not one of the explorer's CUDA sources ({spec.kind}): it has no trace")
     problem = registry.bind(spec, problem)
-    last = spec.launches[-1]
+    runs = spec.launches_for(problem)
+    last = runs[-1]
     main_blocks = all_blocks(last.grid(problem)) if blocks is None else _chosen_blocks(blocks, last.grid(problem), problem)
     launches = []
-    for launch in spec.launches:
+    for launch in runs:
         main = launch is last
         if main:
             chosen = main_blocks
@@ -183,7 +184,7 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
                                    chosen, traced=main or blocks is None, defines=problem.params))
     shapes = array_shapes(launches, problem)
     estimate = sum(lp.threads * launch.records_per_thread(problem)
-                   for lp, launch in zip(launches, spec.launches) if lp.traced)
+                   for lp, launch in zip(launches, runs) if lp.traced)
     if estimate > cap:
         raise EngineError(
             f"this trace would hold up to {estimate:,} records, over the cap of {cap:,}: "

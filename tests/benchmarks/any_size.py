@@ -1,7 +1,7 @@
 """The tensor rungs and cuBLAS FP16 at sizes around 4096 and 8192 that are and are not multiples of 8
-(run on the device): prints, per size, cuBLAS FP16, wgmma_tma (A and B padded first where K or N
-is not a multiple of 8), wgmma_padded (padded at every size) and mma_pipelined in TFLOP/s, and every
-other tensor rung is timed too; then the fastest rung over
+(run on the device): times every tensor rung but the two WMMA ones that need multiples of 16; prints,
+per size, cuBLAS FP16, wgmma_tma (A and B padded first where K or N is not a multiple of 8),
+wgmma_padded (padded at every size) and mma_pipelined in TFLOP/s, and the fastest rung over
 cuBLAS FP16, then writes the run as the benchmark export the Tensor cores page's section 6 reads
 (engine/bench/recorded/any_size/). The speed target it checks: at 4095³, 4097³ and 8191³ the best
 tensor rung at 3x cuBLAS FP16 or more.

@@ -134,9 +134,8 @@ def main() -> int:
             a, b = make_inputs(p)
             launcher = gpu.Launcher({}, global_shapes(p), size_arguments(p), spec.inputs)
             launcher.upload({"A": a, "B": b})
-            l = spec.launches[0]
-            launcher.kernel(str(variant), p.params, l.grid(p), l.block(p), traced=False, shared=l.shared_bytes(p),
-                            arch=l.arch, boxes=l.tensor_maps(p))()
+            for call in launcher.launches(spec, p, source_override=str(variant)):
+                call()
             cuda.Context.synchronize()
             got = launcher.download("C")
             launcher.free()
