@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One device call: GPU tests, golden traces, engine benchmarks, ncu comparison. Logs go to $OUT.
-#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tensor tunemma tensorrecord wgmma wgmmarecord ncuwgmma ncutensor tests ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
+#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tensor tunemma tensorrecord wgmma wgmmarecord ncuwgmma ncutensor tests testsgpu testsrest ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
+# The whole GPU suite ("tests") takes about 575 s on an H100, near a device call's 600: "testsgpu"
+# (tests/test_gpu.py, about 520 s) and "testsrest" (the other GPU tests) run it in two calls.
 set -uo pipefail
 source .gpu/activate.sh || exit 1
 export PYTHONUNBUFFERED=1 MATMUL_EXPLORER_CACHE=/tmp/mmx-cache
@@ -12,6 +14,8 @@ for step in $steps; do
     info) nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
           python3 -m engine info ;;
     tests) python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -25 ;;
+    testsgpu) python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-a.log" | tail -25 ;;
+    testsrest) python3 -m pytest -q -m gpu tests --ignore=tests/test_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-b.log" | tail -25 ;;
     ladder) python3 -m pytest -q -m gpu tests/test_gpu.py -k "ladder or every_kernel" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-ladder.log" | tail -15 ;;
     tune) python3 tests/benchmarks/tune_ladder.py "$OUT/tuning.json" ${TUNE_ARGS:-} 2>&1 | tee "$OUT/tune.log" ;;
     tunemma) python3 tests/benchmarks/tune_ladder.py "$OUT/tuning-mma.json" --kernels mma_pipelined --reference cublas_gemm_fp16 --top 8 2>&1 | tee "$OUT/tune-mma.log" ;;
