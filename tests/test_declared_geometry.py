@@ -42,7 +42,7 @@ def observe(spec: registry.KernelSpec) -> dict[str, object]:
                 continue
             out[f"{key} {size} {block}"] = [
                 [list(l.grid(p)), list(l.block(p)), l.shared_bytes(p), l.records_per_thread(p)]
-                for l in spec.launches]
+                for l in spec.launches_for(p)]
     return out
 
 
