@@ -14,7 +14,7 @@ from tests.test_pages import open_page
 PAGE = "pages/tensor_cores.py"
 # The page's speed section opens on the newest recorded run of the tensor rungs: every rung, the
 # persistent wgmma ones too where the run has them.
-TENSOR_RUN, TENSOR_RUN_DATE = "h200-tensor-every-size-2026-11-26.json", "2026-11-26"
+TENSOR_RUN, TENSOR_RUN_DATE = "h200-tensor-every-size-2026-11-27.json", "2026-11-27"
 
 
 def _texts(at) -> str:
@@ -402,9 +402,11 @@ def test_the_speed_caption_names_the_rungs_whose_times_include_a_padding_launch(
     tma = ["mma_tma", "wgmma_tma", "wgmma_padded", "wgmma_persistent", "wgmma_cluster", "wgmma_epilogue", "wgmma_stream_k"]
     assert speeds.padded_at(speeds.tensor_speeds(df, 4095, "run"), 4095) == tma
     assert speeds.padded_at(speeds.tensor_speeds(df, 4096, "run"), 4096) == ["wgmma_padded"]
-    text = _texts(open_page(PAGE, {"timed": "4095"}))   # the H200's run of the build that refused such sizes
+    # The H200's run of the build that refused such sizes: only wgmma_padded has a time there.
+    text = _texts(open_page(PAGE, {"timed": "4095", "run": "h200-tensor-every-size-2026-11-26.json"}))
     assert "At 4,095³ the times of wgmma_padded include a first launch" in text
-    text = _texts(open_page(PAGE, {"timed": "4095", "run": "h100-tensor-every-size-2026-11-27.json"}))
-    assert f"At 4,095³ the times of {', '.join(tma)} include a first launch" in text
+    for run in ("h100-tensor-every-size-2026-11-27.json", TENSOR_RUN):
+        text = _texts(open_page(PAGE, {"timed": "4095", "run": run}))
+        assert f"At 4,095³ the times of {', '.join(tma)} include a first launch" in text
     text = _texts(open_page(PAGE, {"timed": "4096", "run": "h100-tensor-every-size-2026-11-27.json"}))
     assert "At 4,096³ the times of wgmma_padded include a first launch" in text
