@@ -137,7 +137,11 @@ def faster_or_slower(speed: float, other: float, name: str) -> str:
 
 def percent_axis(fig: go.Figure, top: float, reference: float, title: str) -> None:
     """A right axis that reads the same bars as a % of `reference`: the left axis's 0..top is
-    0..100 * top / reference there (the Ladder and Tensor cores speed charts)."""
-    fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 100 * top / reference], "showgrid": False,
-                              "title": title, "tick0": 0, "dtick": 20, "ticksuffix": "%"})
+    0..100 * top / reference there (the Ladder and Tensor cores speed charts). A tick every 20% up
+    to about 150%, wider steps above: at 4,095³ the rungs reach 390% of cuBLAS FP16, and ticks every
+    20% ran into each other there."""
+    span = 100 * top / reference
+    step = 20 if span <= 160 else 50 if span <= 400 else 100
+    fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, span], "showgrid": False,
+                              "title": title, "tick0": 0, "dtick": step, "ticksuffix": "%"})
     fig.add_trace(go.Scatter(x=[], y=[], yaxis="y2", showlegend=False))   # draws the right axis
