@@ -204,6 +204,24 @@ elif sizes:
             "wavefronts (it pads its rows by 8 halves instead; no Nsight Compute profile of it is recorded), and "
             f"mma_swizzled at wmma_block's {wb.block[0]} × {wb.block[1]} tiles (never timed).")
 
+# What three things cost mma_pipelined, each taken out of its source (recorded: tests/benchmarks/mma_costs.py).
+if (costs_run := benchmark.costs_run()) is not None:
+    try:
+        costs, costs_fig = cached.page_part(("tc-costs", *cached.file_version(costs_run)), lambda: (
+            (c := speeds.costs_from_file(costs_run)),
+            tensor_figures.costs_figure(c, f"recorded ({costs_run.name}), not measured now")))
+    except EngineError as exc:
+        st.warning(str(exc), icon=":material/warning:")
+    else:
+        sizes_timed = sorted(set(costs.table["size"]))
+        st.markdown(speeds.costs_story(costs, 4096 if 4096 in sizes_timed else sizes_timed[0]))
+        st.plotly_chart(costs_fig, width="stretch", config=CHART, key="tc-costs")
+        st.caption("Each bar: mma_pipelined's own source with one thing left out, timed as section 5's bars are "
+                   "(CUDA events, the GPU idle between points), beside cuBLAS FP16 timed in the same run. "
+                   "As written the k-loop copies the next tiles, waits at a barrier once per k-tile, and at the end "
+                   "each block stores its C and leaves. The instruction's own ceiling, measured apart: "
+                   + " ".join(registry.get("mma_pipelined").notes))
+
 # ------------------------------------------------------------------ 6. sizes that are not multiples of 8
 st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and rungs without one")
 if (cliff_run := benchmark.any_size_run()) is None:

@@ -264,3 +264,31 @@ def test_the_hierarchy_labels_stay_inside_their_figure(server, page, rung, prese
             .map(([t]) => t); }""")
     assert outside == []
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("presenter", ["", "&presenter=1"])
+def test_what_mma_pipelineds_costs_are_is_drawn_with_every_label_inside(server, page, shots, presenter):
+    """Section 5's last chart as drawn at 1280x720, in both modes: each variant's TFLOP/s and share of cuBLAS
+    FP16 from the shipped run of tests/benchmarks/mma_costs.py over its bar, every label inside the figure,
+    the six variants named under the bars."""
+    import json
+
+    from engine.bench import benchmark, speeds
+    costs = speeds.mma_costs(json.loads(benchmark.costs_run().read_text()))
+    page.goto(f"{server}/tensor_cores?{presenter.lstrip('&')}")
+    ready(page)
+    page.get_by_text("Where mma_pipelined's time goes").first.scroll_into_view_if_needed()
+    gd = page.locator(".js-plotly-plot", has_text="three costs taken out")
+    gd.scroll_into_view_if_needed()
+    browser.wait_idle(page)
+    page.screenshot(path=str(shots / f"tensor-costs{'-presenter' if presenter else ''}-1280x720.png"))
+    drawn = gd.evaluate("""gd => { const box = gd.getBoundingClientRect();
+        const texts = Array.from(gd.querySelectorAll('.bartext')).map(t => [t.textContent, t.getBoundingClientRect()]);
+        return {texts: texts.map(t => t[0]),
+                inside: texts.every(([_, r]) => r.top >= box.top && r.bottom <= box.bottom && r.left >= box.left && r.right <= box.right),
+                ticks: Array.from(gd.querySelectorAll('.xtick text')).map(t => t.textContent)}; }""")
+    want = [f"{v:,.0f}{p:.0f}%" for v, p in zip(costs.table["tflops"], costs.table["pct"])]   # the <br> drawn as two lines
+    assert sorted(drawn["texts"]) == sorted(want), drawn["texts"]
+    assert drawn["ticks"] == list(speeds.COST_VARIANTS)
+    assert drawn["inside"], drawn["texts"]
+    assert not page.errors, page.errors

@@ -45,6 +45,9 @@ TUNING = RECORDED / "tuning"
 # multiples of 8 (the Tensor cores page's cliff); a folder of its own, so the Benchmarks page's list
 # of full runs (recorded_runs) stays as it was.
 ANY_SIZE = RECORDED / "any_size"
+# What mma_pipelined's barrier, copies and stores of C cost it, each taken out of its source and the
+# kernel timed without it (tests/benchmarks/mma_costs.py): the Tensor cores page, section 5.
+COSTS = RECORDED / "costs"
 
 
 @dataclass
@@ -327,11 +330,21 @@ def of_run(frame: pd.DataFrame, prov: dict) -> pd.DataFrame:
                         cublas=charts.cublas_text(prov), toolkit=charts.toolkit_text(prov))
 
 
-def any_size_run() -> Path | None:
-    """The newest shipped run of ANY_SIZE (by the date in its name, gpu-YYYY-MM-DD.json, then by GPU),
-    or None: a newer build's run before an older one's of another GPU."""
-    runs = sorted(ANY_SIZE.glob("*.json"), key=lambda p: (p.stem[-10:], p.stem))
+def _newest(folder: Path) -> Path | None:
+    """The newest run in folder (by the date in its name, gpu-YYYY-MM-DD.json, then by GPU), or None:
+    a newer build's run before an older one's of another GPU."""
+    runs = sorted(folder.glob("*.json"), key=lambda p: (p.stem[-10:], p.stem))
     return runs[-1] if runs else None
+
+
+def any_size_run() -> Path | None:
+    """The newest shipped run of ANY_SIZE, or None."""
+    return _newest(ANY_SIZE)
+
+
+def costs_run() -> Path | None:
+    """The newest shipped run of tests/benchmarks/mma_costs.py (COSTS), or None."""
+    return _newest(COSTS)
 
 
 # The run the Benchmarks page opens on: the FP32 kernels and cuBLAS on the H200, the run the

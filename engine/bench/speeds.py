@@ -7,13 +7,16 @@ them; plain data, drawn by engine/plots/ladder_figures.py and tensor_figures.py;
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from engine.bench import benchmark
+from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
 
@@ -266,3 +269,73 @@ def same_tiles(df: pd.DataFrame, size: int, shown: str = "the run shown") -> Sam
                 tflops[kernel], source[kernel] = found, name
                 break
     return SameTiles(params, size, tflops, source)
+
+
+# --------------------------------------------------------------------------- where mma_pipelined's time goes
+
+# tests/benchmarks/mma_costs.py's variants, in the order the chart draws them: mma_pipelined as written,
+# then with each of the three things mma_tma does another way taken out of its source, then all three,
+# then mma_tma itself.
+COSTS_FORMAT = "cuda-matmul-explorer mma costs 1"
+COST_VARIANTS = ("as written", "no barrier", "no stores", "no copies", "none of the three", "mma_tma")
+
+
+@dataclass(frozen=True)
+class Costs:
+    """A run of tests/benchmarks/mma_costs.py as a table: per size and variant (COST_VARIANTS order) its
+    label, TFLOP/s, share of cuBLAS FP16 at that size (pct, the faster of cuBLAS's times before and
+    after) and its speed over mma_pipelined as written, less one (gain)."""
+    table: pd.DataFrame
+    gpu: str
+    params: dict
+
+
+def costs_from_file(path) -> Costs:
+    """mma_costs of a recorded run's file; EngineError (one line) where it is not such a run or is damaged."""
+    try:
+        run = json.loads(Path(path).read_text())
+        if run.get("format") != COSTS_FORMAT:
+            raise ValueError(f"not a run of tests/benchmarks/mma_costs.py (format {run.get('format')!r})")
+        costs = mma_costs(run)
+        missing = {(n, v) for n in set(costs.table["size"]) for v in COST_VARIANTS} - set(zip(costs.table["size"], costs.table["variant"]))
+        if missing:
+            raise ValueError(f"no row for {', '.join(f'{v} at {n}' for n, v in sorted(missing))}")
+        return costs
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise EngineError(f"{Path(path).name} could not be read: {exc}") from None
+
+
+def mma_costs(run: dict) -> Costs:
+    rows = []
+    for r in run["rows"]:
+        ref = max(run["cublas_fp16_tflops"][str(r["size"])].values())
+        rows.append({"size": r["size"], "variant": r["variant"], "label": r["label"], "tflops": r["tflops"],
+                     "pct": 100 * r["tflops"] / ref, "cublas": ref})
+    t = pd.DataFrame(rows)
+    t["order"] = t["variant"].map(COST_VARIANTS.index)
+    t = t.sort_values(["size", "order"]).drop(columns="order").reset_index(drop=True)
+    written = t[t["variant"] == "as written"].set_index("size")["tflops"]
+    t["gain"] = t["tflops"] / t["size"].map(written) - 1
+    return Costs(t, run["provenance"].get("gpu") or "GPU", dict(run.get("params", {})))
+
+
+def costs_story(c: Costs, size: int) -> str:
+    """What a Costs table says at one size, in its own numbers. Markdown."""
+    t = c.table[c.table["size"] == size].set_index("variant")
+
+    def gain(v: str) -> str:
+        return f"{100 * t.loc[v, 'gain']:+.0f}%"
+
+    tiles = f"{c.params.get('BM')} × {c.params.get('BN')} tiles, a ring of {c.params.get('STAGES')}" if c.params else "its tiles"
+    return (f"**Where mma_pipelined's time goes.** mma_tma, the next rung, does three things another way: its "
+            f"copies are the copy engine's (TMA), not every thread's between its multiplies; no barrier stops the "
+            f"whole block at every k-tile (each warp waits on its own slot's mbarrier); and its blocks stay on the "
+            f"SMs, so each block's stores of C overlap the next tile's copies instead of ending the block. "
+            f"Here each is taken out of mma_pipelined's own source and the kernel timed without it "
+            f"({tiles}; the results may then be wrong: only the times count). At {size:,}³ on the {c.gpu}: "
+            f"as written **{t.loc['as written', 'tflops']:,.0f} TFLOP/s** ({t.loc['as written', 'pct']:.0f}% "
+            f"of cuBLAS FP16); without the barrier in its k-loop {gain('no barrier')}, without its stores of C "
+            f"{gain('no stores')}, without the copies in its k-loop **{gain('no copies')}**; without all three "
+            f"{t.loc['none of the three', 'tflops']:,.0f} ({t.loc['none of the three', 'pct']:.0f}%): what is "
+            f"left, ldmatrix and mma.sync at these tiles, is as far as they go. mma_tma ran "
+            f"{t.loc['mma_tma', 'tflops']:,.0f} ({t.loc['mma_tma', 'pct']:.0f}%).")

@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.bench.speeds import BASELINES, CLIFF, REFERENCE, TensorSpeeds
+from engine.bench.speeds import BASELINES, CLIFF, REFERENCE, Costs, TensorSpeeds
 from engine.metrics.ldmatrix_banks import LdmatrixRows
 from engine.metrics.recorded_fragments import OPERANDS
 from engine.metrics.tensor_evidence import RECORDED_INPUTS, ZERO_MEAN_INPUTS, SeedEvidence, SeedFault
@@ -301,6 +301,34 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str) -> go.Figure:
                        yaxis={"title": "TFLOP/s", "range": [0, top]}, xaxis={"type": "category", "automargin": True, "tickangle": style.UPRIGHT},
                        margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": 8, "l": 8, "r": 8},
                        showlegend=False)
+
+
+def costs_figure(c: Costs, note: str) -> go.Figure:
+    """mma_pipelined as written, without each of its barrier, stores of C and copies, without all three,
+    and mma_tma: each as a share of cuBLAS FP16 at its size (bars grouped by size, TFLOP/s and share on
+    each), up to cuBLAS FP16's own 100%, drawn as a red line."""
+    st = style.PRESENTER   # in both modes, as the speed chart
+    fig = go.Figure()
+    for i, (size, t) in enumerate(c.table.groupby("size", sort=True)):
+        fig.add_trace(go.Bar(x=list(t["variant"]), y=t["pct"].tolist(), name=f"{size:,}³",
+                             marker_color=(style.BLUE, style.GREEN, style.PALETTE[3])[i % 3],
+                             text=[f"{v:,.0f}<br>{p:.0f}%" for v, p in zip(t["tflops"], t["pct"])],
+                             textposition="outside", cliponaxis=False, textfont={"size": st.base - 1},
+                             customdata=[[lb, v, 100 * g] for lb, v, g in zip(t["label"], t["tflops"], t["gain"])],
+                             hovertemplate=f"{size:,}³<br>%{{customdata[0]}}<br>%{{customdata[1]:,.0f}} TFLOP/s, "
+                                           "%{y:.1f}% of cuBLAS FP16<br>%{customdata[2]:+.1f}% over as written<extra></extra>"))
+    fig.add_hline(y=100, line={"color": style.RED, "dash": "dash"}, annotation_text="cuBLAS FP16",
+                  annotation_position="top left", annotation_font={"color": style.RED, "size": st.base})
+    title = style.with_note(f"mma_pipelined with each of three costs taken out · over each bar: TFLOP/s, % of cuBLAS FP16 · {c.gpu}", note, st)
+    font = st.chart
+    ticks_px, legend_px = 2 * 1.3 * font + 12, 1.5 * font + 8
+    return style.apply(fig, font, height=460 * st.scale + legend_px, barmode="group",
+                       title={"text": title, "x": 0, "xanchor": "left"},
+                       yaxis={"title": "% of cuBLAS FP16", "range": [0, 112], "ticksuffix": "%", "dtick": 20},
+                       xaxis={"type": "category"},
+                       legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0},
+                       margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": round(ticks_px + legend_px),
+                               "l": 8, "r": 8})
 
 
 # --------------------------------------------------------------------------- 6. sizes that are not multiples of 8
