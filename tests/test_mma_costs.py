@@ -53,7 +53,7 @@ def test_every_variant_builds_at_the_tiles_it_is_timed_with(tmp_path):
 
 
 def test_the_tiles_timed_are_the_sweeps_best_on_both_gpus():
-    for gpu in ("h100-2026-11-26", "h200-2026-11-27"):
+    for gpu in ("h100-2026-11-26", "h100-2026-11-27", "h200-2026-11-27"):
         run = json.loads((benchmark.TUNING / f"{gpu}-tensor-mma-4096.json").read_text())
         best = max((r for r in run["results"] if r["kernel"] == "mma_pipelined" and r["status"] == "ok"),
                    key=lambda r: r["gflops"])
@@ -63,6 +63,14 @@ def test_the_tiles_timed_are_the_sweeps_best_on_both_gpus():
 
 def _run() -> dict:
     return json.loads(benchmark.costs_run().read_text())
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_a_run_on_each_gpu_ships_and_reads(gpu):
+    """Both GPUs' runs read as tables, each with its own GPU named; the page shows the newest."""
+    costs = speeds.costs_from_file(benchmark.COSTS / f"{gpu}-2026-11-27.json")
+    assert gpu.upper() in costs.gpu and set(costs.table["size"]) == {4096, 8192}
+    assert benchmark.costs_run().name == "h200-2026-11-27.json"   # the same day: by GPU name
 
 
 def test_the_table_is_the_runs_own_numbers():
@@ -135,3 +143,27 @@ def test_the_page_says_a_damaged_run_in_one_line_and_goes_on(cpu_mode, tmp_path,
     warning = next(w.value for w in at.warning if "h200-2099-01-01.json" in w.value)
     assert "could not be read" in warning and "\n" not in warning
     assert "6. Sizes that are not multiples of 8: cuBLAS's cliff, and rungs without one" in [s.value for s in at.subheader]
+
+
+def test_the_readme_table_is_the_runs_figures():
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| 4096³ / 8192³ | H100 | H200 |"):]
+    table = table[:table.index("\n\n")]
+    runs = {g: speeds.mma_costs(json.loads((benchmark.COSTS / f"{g}-2026-11-27.json").read_text())).table
+            for g in ("h100", "h200")}
+    names = {"as written": "as written", "no barrier": "no barrier in the k-loop", "no stores": "no stores of C",
+             "no copies": "no copies in the k-loop", "none of the three": "none of the three", "mma_tma": "`mma_tma`"}
+    for variant, name in names.items():
+        line = next(row.strip() for row in table.splitlines() if row.strip().startswith(f"| {name} |"))
+        cells = []
+        for g in ("h100", "h200"):
+            t = runs[g][runs[g]["variant"] == variant].set_index("size")
+            # A variant's gain over as written; the others' share of cuBLAS FP16.
+            share = {n: f"{100 * t.loc[n, 'gain']:+.1f}%" if variant.startswith("no ") else f"{t.loc[n, 'pct']:.1f}%"
+                     for n in (4096, 8192)}
+            cells.append(" / ".join(f"{t.loc[n, 'tflops']:.1f} ({share[n]})" for n in (4096, 8192)))
+        assert line == f"| {name} | {cells[0]} | {cells[1]} |"
+    # The peak run's figure for 64 x 64 warp tiles at 8 warps an SM, which the README sets beside them.
+    peak = json.loads((benchmark.RECORDED / "peak" / "h100-2026-11-26.json").read_text())
+    tiles = next(r for r in peak["rows"] if r["config"] == "mma_smem 64x64 8 warps/SM")
+    assert f"beside the {tiles['tflops']:.0f} that the ceiling run above measured" in " ".join(readme.split())
