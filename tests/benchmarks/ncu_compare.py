@@ -83,7 +83,7 @@ def main(out_path: str | None) -> None:
         t = tracer.trace(kernel, p, None, "gpu")
         summary = analysis.summarize(t, sass.memory_instructions(spec.launches[-1].file, t.problem.params))
         key = f"{kernel} {m}x{n}x{k} tile {tile} pad {pad} block {block[0]}x{block[1]}"
-        for launch in spec.launches:
+        for launch in spec.launches_for(t.problem):   # those this size runs
             hw = ncu(launch.kernel, case)
             reference.setdefault(key, {})[launch.kernel] = {k2: int(v) for k2, v in hw.items() if v}
             for metric in METRICS:

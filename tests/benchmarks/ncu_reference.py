@@ -126,7 +126,7 @@ def prebuild(group: str) -> None:
     for kernel, size, params, block in cases(group):
         spec = registry.get(kernel)
         bound = registry.bind(spec, make_problem(*size, block=block, params=params))
-        for launch in spec.launches:
+        for launch in spec.launches_for(bound):   # those this size runs (a padding pass only where needed)
             jobs.add((launch.file, tuple(sorted(bound.params.items()))))
     with ThreadPoolExecutor(12) as pool:
         list(pool.map(lambda j: build.build_cubin(j[0], dict(j[1]), traced=False), jobs))
@@ -141,7 +141,7 @@ def builds(group: str) -> dict[str, dict[str, str]]:
         spec = registry.get(kernel)
         bound = registry.bind(spec, make_problem(*size, block=block, params=params))
         key = ncu_reference.case_key(kernel, size, bound.params, block)
-        listed = {launch.kernel: sass.memory_instructions(launch.file, bound.params) for launch in spec.launches}
+        listed = {launch.kernel: sass.memory_instructions(launch.file, bound.params) for launch in spec.launches_for(bound)}
         missing = [name for name, info in listed.items() if not info.get("available")]
         if missing:
             sys.exit(f"{key}: no SASS listing of {', '.join(missing)} ({listed[missing[0]]['note']}): nvdisasm is needed")
