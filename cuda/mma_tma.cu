@@ -12,6 +12,20 @@
 //   - barriers: no barrier across the block. Each consumer warp waits on the slot's mbarrier, loads
 //     its fragments (ldmatrix, the next k step's while this one's mma.sync run) and hands the slot
 //     back on its own, so a slow warp holds up no other until the ring runs dry.
+//   - the first mma.sync of a k-tile waiting for its ldmatrix: the next k-tile's first fragments are
+//     read (after its slot's mbarrier says it is full) while this k-tile's last step multiplies, as
+//     mma_pipelined reads its next tile's (H200: 496.7 -> 503.2 TFLOP/s at 4096^3, 64.4% -> 65.2% of
+//     cuBLAS FP16; 529.2 -> 535.0 at 8192^3).
+// A slot goes back to the producer after the mma.sync that read its last fragments. In the earlier
+// build, which read each k-tile's first fragments after its own wait, that raced: the source handed
+// the slot back after the last step's mma.sync, but ptxas had moved six of that step's ldmatrix down
+// next to the mma.sync that use them, past the mbarrier arrive (cuobjdump -sass), and an arrive does
+// not wait for an ldmatrix in flight, so the copy engine refilled the slot under their reads: a few
+// hundred elements of C wrong in every launch at 4096 x 4096 x 512 (H200), with C's relative error
+// still about 1e-4, under FP16's tolerance. Here a slot's last reads are issued before the wait for
+// the next slot, a loop ptxas does not move them across, and each is read by an mma.sync before the
+// arrive (this build's SASS: the only ldmatrix in flight at an arrive read the next slot).
+// tests/test_gpu.py checks C element by element at those sizes.
 // The block's 8 consumer warps each multiply a 64 x 64 piece of C (2 warpgroups of 4, as the wgmma
 // rungs' consumers, with setmaxnreg giving them the producer's registers); C is stored straight
 // from the registers. The producer, the ring and the grouped tile order are wgmma_persistent.cuh's.
@@ -110,24 +124,33 @@ extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(kTh
             for (int x = 0; x < 4; x++)
 #pragma unroll
                 for (int y = 0; y < 8; y++) d[x][y][0] = d[x][y][1] = d[x][y][2] = d[x][y][3] = 0.0f;
+            // The slot of the warp's it-th k-tile: A's rows of this warpgroup, B's box of this warp.
+            auto a_rows_of = [&](int at) { return smem(ring + at % STAGES * kStageBytes + c * 64 * 128); };
+            auto b_box_of = [&](int at) { return smem(ring + at % STAGES * kStageBytes + kABytes + w * kBBoxBytes); };
+            Frags f[2];
+            bar_wait(&full[it % STAGES], (it / STAGES) & 1);
+            load_frags(f[0], a_rows_of(it), b_box_of(it), 0, lane);
             for (int t = 0; t < ktiles; t++, it++) {
                 int s = it % STAGES;
-                bar_wait(&full[s], (it / STAGES) & 1);
-                uint32_t a_rows = smem(ring + s * kStageBytes + c * 64 * 128);
-                uint32_t b_box = smem(ring + s * kStageBytes + kABytes + w * kBBoxBytes);
-                Frags f[2];
-                load_frags(f[0], a_rows, b_box, 0, lane);
+                uint32_t a_rows = a_rows_of(it), b_box = b_box_of(it);
 #pragma unroll
                 for (int kk = 0; kk < kBK / 16; kk++) {
-                    if (kk + 1 < kBK / 16) load_frags(f[(kk + 1) % 2], a_rows, b_box, kk + 1, lane);
+                    if (kk + 1 < kBK / 16) {
+                        load_frags(f[(kk + 1) % 2], a_rows, b_box, kk + 1, lane);
+                    } else if (t + 1 < ktiles) {
+                        // The next k-tile's first fragments, read while this last step multiplies:
+                        // otherwise every k-tile's first mma.sync waits for its ldmatrix.
+                        bar_wait(&full[(it + 1) % STAGES], ((it + 1) / STAGES) & 1);
+                        load_frags(f[(kk + 1) % 2], a_rows_of(it + 1), b_box_of(it + 1), 0, lane);
+                    }
 #pragma unroll
                     for (int x = 0; x < 4; x++)
 #pragma unroll
                         for (int y = 0; y < 8; y++)
                             mma16816(d[x][y], f[kk % 2].a[x], f[kk % 2].b[y / 2][(y % 2) * 2], f[kk % 2].b[y / 2][(y % 2) * 2 + 1]);
                 }
-                // Every lane's fragments of this slot are in registers: the warp hands it back,
-                // lane r telling block r of the cluster.
+                // This slot's last fragments have been used by the mma.sync above (see the header):
+                // the warp hands it back, lane r telling block r of the cluster.
                 __syncwarp();
                 if (lane < CLUSTER) {
                     if (CLUSTER == 1) bar_arrive(&empty[s]);

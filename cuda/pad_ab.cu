@@ -20,9 +20,14 @@ __device__ __forceinline__ unsigned pick(unsigned w0, unsigned w1, bool odd) {
     return odd ? __funnelshift_r(w0, w1, 16) : w0;
 }
 
-// The n (1 or more) halves from element i of src on, at most 8, zeros after: 16-byte loads only,
-// the aligned chunk holding element i and, where the 8 run past it, the next one.
+// The n halves from element i of src on, at most 8, zeros after: 16-byte loads only, the aligned
+// chunk holding element i and, where the 8 run past it, the next one. n of 0 or less (a chunk
+// wholly in a row's padding, where a row's 64-half padding holds more than 8 halves past its end)
+// reads nothing: element i is then past the row, and for the last row past the matrix. It was read,
+// and at 4095 x 4097 x 4095 B ends 2 bytes short of 32 MiB, so its last row's padding chunks read
+// past B's allocation: an illegal address (wgmma_tma, mma_tma, wgmma_padded alike).
 __device__ __forceinline__ uint4 chunk(const __half *src, long long i, long long n) {
+    if (n <= 0) return make_uint4(0, 0, 0, 0);
     const uint4 *at = reinterpret_cast<const uint4 *>(src) + i / 8;
     int shift = i % 8;
     uint4 lo = at[0], hi = shift + n > 8 ? at[1] : make_uint4(0, 0, 0, 0);

@@ -112,6 +112,29 @@ def test_tensor_rungs_match_float64_numpy_at_any_size(kernel, size):
     assert out["correct"] and out["rel_error"] < spec.tolerance, out
 
 
+@pytest.mark.parametrize("kernel", registry.TMA_RUNGS + ("wgmma_padded",))
+def test_the_padding_pass_reads_nothing_past_a_and_b(kernel):
+    """pad_ab copies A and B into rows padded to 64 halves, 16 bytes a thread; a chunk wholly in a row's
+    padding read its 16 bytes anyway, past the row, and for B's last row past B: at 4095 x 4097 x 4095
+    B is 2 bytes short of 32 MiB, and every rung that pads faulted there (an illegal address)."""
+    out = _bench(kernel, make_problem(4095, 4097, 4095))
+    assert out["correct"] and out["rel_error"] < registry.get(kernel).tolerance, out
+
+
+@pytest.mark.parametrize("size", [(4096, 4096, 512), (256, 65280, 512), (4095, 4097, 511)], ids=lambda s: "x".join(map(str, s)))
+def test_mma_tma_hands_a_slot_back_only_after_reading_it(size):
+    """mma_tma's warps hand a ring slot back to the producer (an mbarrier arrive) once they have read
+    their fragments of it. ptxas had moved the last step's ldmatrix down next to the mma.sync that
+    use them, past the arrive, which does not wait for an ldmatrix in flight: the copy engine
+    refilled the slot under the reads, and a few hundred of C's elements came out wrong in every
+    launch at 4096 x 4096 x 512 (8 k-tiles a tile, 4 tiles a block: the ring turns over fast),
+    each off by 1% or more while C's relative error stayed near 1e-4, under FP16's tolerance. The
+    gate now also checks element by element; at 256 rows it checks every row."""
+    for _ in range(3):
+        out = _bench("mma_tma", make_problem(*size))
+        assert out["correct"] and out["worst_error"] < 1e-3, out   # the wrong ones were 1e-2 and more
+
+
 @pytest.mark.parametrize("params", [{"CLUSTER": 2, "SMS": 128, "STAGES": 3}, {"CLUSTER": 2, "SMS": 132, "GROUP": 8}],
                          ids=["cluster2-128", "cluster2-132"])
 @pytest.mark.parametrize("size", [(300, 2056, 72), (4095, 4104, 520), (128, 256, 8)], ids=lambda s: "x".join(map(str, s)))

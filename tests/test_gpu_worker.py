@@ -96,7 +96,12 @@ def _fake_driver(works: bool, memory_works: bool = False) -> types.ModuleType:
     def matmul(a, b, c, m, n, k, first=0):
         c[:] = (floats(a, m * k).reshape(m, k)[:, first:] @ floats(b, k * n).reshape(k, n)[first:]).ravel()
 
-    computes = {"naive_x_cols": matmul, "wrong_result": lambda *args: matmul(*args, first=1)}  # skips k = 0
+    def one_element_off(a, b, c, m, n, k):
+        matmul(a, b, c, m, n, k)
+        c[m // 2 * n + n // 2] *= 1.001
+
+    computes = {"naive_x_cols": matmul, "wrong_result": lambda *args: matmul(*args, first=1),  # skips k = 0
+                "one_element_off": one_element_off}
 
     def held(arg):
         if isinstance(arg, np.void):   # a tensor map: the stand-in's (_stand_in_tma), or 128 zero bytes
@@ -386,6 +391,21 @@ def test_timing_reports_a_wrong_kernel_as_wrong_and_never_a_time(launch_log, wor
     # A kernel that writes nothing leaves C as NaN: wrong, never fast.
     out = worker.call("bench", {"kernel": "tiled_guarded", "problem": p, "warmup": 1, "reps": 5}, 120)
     assert not out["correct"] and out["times_ms"] == [] and np.isnan(out["rel_error"])
+
+
+@pytest.mark.parametrize("worker", [serve_with_a_working_gpu], indirect=True)
+def test_timing_reports_one_wrong_element_as_wrong_though_the_whole_is_within_tolerance(launch_log, worker):
+    """One element of 960 off by 0.1%: C's relative error (3e-5) is under FP32's 1e-4, and the gate
+    passed it before it looked element by element; mma_tma's race garbled a few hundred of 16 million
+    elements that way (its relative error 1e-4, under FP16's 5e-3)."""
+    p = make_problem(40, 24, 8)
+    off = str(Path(__file__).parent / "cuda" / "one_element_off.cu")
+    out = worker.call("bench", {"kernel": "naive_x_cols", "problem": p, "warmup": 1, "reps": 5,
+                                "source_override": off}, 120)
+    assert out["rel_error"] < out["tolerance"] < out["worst_error"]
+    assert not out["correct"] and out["times_ms"] == []
+    good = worker.call("bench", {"kernel": "naive_x_cols", "problem": p, "warmup": 1, "reps": 2}, 120)
+    assert good["correct"] and good["worst_error"] < 1e-6
 
 
 @pytest.mark.parametrize("worker", [serve_with_a_working_gpu], indirect=True)

@@ -169,7 +169,11 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
                 "starved_samples": out.get("starved_samples", 0),
                 "flush_l2": settings.flush_l2, **out.get("telemetry", {})})
     if not out["correct"]:
-        row["error"] = f"relative error {out['rel_error']:.2e} over the tolerance {out['tolerance']:.0e}: not timed"
+        worst = out.get("worst_error", 0.0)
+        row["error"] = (f"relative error {out['rel_error']:.2e} over the tolerance {out['tolerance']:.0e}: not timed"
+                        if not out["rel_error"] <= out["tolerance"] else
+                        f"an element off by {worst:.2e} of C's largest, over the tolerance {out['tolerance']:.0e} "
+                        f"(relative error {out['rel_error']:.2e}): not timed")
         return row
     median = statistics.median(times)
     flops = 2.0 * m * n * k

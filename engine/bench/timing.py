@@ -205,7 +205,11 @@ def run_bench(modules: dict, info: dict, kernel: str | registry.KernelSpec, prob
         err = reference.relative_error(c[rows], expected)
         if not np.isfinite(c).all():
             err = float("nan")
-        ok = bool(np.isfinite(err) and err <= spec.tolerance)
+        # And element by element: a few hundred wrong elements of 16 million move the whole's relative
+        # error less than rounding does (mma_tma's race on its ring, before it was mended, at 4096 x
+        # 4096 x 512: 1e-4, under FP16's 5e-3), but each is off by 1% or more of C's largest.
+        worst = reference.worst_error(c[rows], expected)
+        ok = bool(np.isfinite(err) and err <= spec.tolerance and worst <= spec.tolerance)
         times, inner, hold_ms, retaken, starved_kept = [], 1, CALIBRATION_HOLD_MS, 0, 0
         if ok:
             timer = gpu.HeldEventTimer(modules, hold_ms)
@@ -241,7 +245,7 @@ def run_bench(modules: dict, info: dict, kernel: str | registry.KernelSpec, prob
                     starved_kept += 1   # the third try was short of its hold too: kept, and counted
                 times.append(timer.ms[-1] / inner)
         return {"kernel": kernel, "times_ms": times, "launches_per_sample": inner, "hold_ms": hold_ms,
-                "retaken_samples": retaken, "starved_samples": starved_kept, "rel_error": err, "correct": ok,
+                "retaken_samples": retaken, "starved_samples": starved_kept, "rel_error": err, "worst_error": worst, "correct": ok,
                 "tolerance": spec.tolerance, "checked_rows": int(len(rows)), "telemetry": telemetry()}
     finally:
         launcher.free()

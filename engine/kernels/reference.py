@@ -18,6 +18,19 @@ def relative_error(result: np.ndarray, expected: np.ndarray) -> float:
     return float(np.linalg.norm(result - expected) / (denom if denom else 1.0))
 
 
+def worst_error(result: np.ndarray, expected: np.ndarray) -> float:
+    """The largest |result - expected| of any element, over the largest |expected|: what a few wrong
+    elements show that the whole's relative error hides. NaN-aware as relative_error; 0 for empty."""
+    result = np.asarray(result, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    if not np.isfinite(result).all():
+        return float("nan")
+    if not expected.size:
+        return 0.0
+    scale = float(np.abs(expected).max())
+    return float(np.abs(result - expected).max() / (scale if scale else 1.0))
+
+
 _OPERAND = 2**22   # float64 elements of one operand of a partial product (32 MiB)
 
 

@@ -319,7 +319,8 @@ def costs_figure(c: Costs, note: str) -> go.Figure:
                                            "%{y:.1f}% of cuBLAS FP16<br>%{customdata[2]:+.1f}% over as written<extra></extra>"))
     fig.add_hline(y=100, line={"color": style.RED, "dash": "dash"}, annotation_text="cuBLAS FP16",
                   annotation_position="top left", annotation_font={"color": style.RED, "size": st.base})
-    title = style.with_note(f"mma_pipelined with each of three costs taken out · over each bar: TFLOP/s, % of cuBLAS FP16 · {c.gpu}", note, st)
+    gpu = c.gpu.replace("NVIDIA ", "").split(" ")[0]   # "H100", not the whole of nvidia-smi's name: one line at 1280 px
+    title = style.with_note(f"mma_pipelined with three costs taken out · TFLOP/s, % of cuBLAS FP16 · {gpu}", note, st)
     font = st.chart
     ticks_px, legend_px = 2 * 1.3 * font + 12, 1.5 * font + 8
     return style.apply(fig, font, height=460 * st.scale + legend_px, barmode="group",
