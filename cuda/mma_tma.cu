@@ -12,20 +12,21 @@
 //   - barriers: no barrier across the block. Each consumer warp waits on the slot's mbarrier, loads
 //     its fragments (ldmatrix, the next k step's while this one's mma.sync run) and hands the slot
 //     back on its own, so a slow warp holds up no other until the ring runs dry.
-//   - the first mma.sync of a k-tile waiting for its ldmatrix: the next k-tile's first fragments are
-//     read (after its slot's mbarrier says it is full) while this k-tile's last step multiplies, as
-//     mma_pipelined reads its next tile's (H200: 496.7 -> 503.2 TFLOP/s at 4096^3, 64.4% -> 65.2% of
-//     cuBLAS FP16; 529.2 -> 535.0 at 8192^3).
-// A slot goes back to the producer after the mma.sync that read its last fragments. In the earlier
-// build, which read each k-tile's first fragments after its own wait, that raced: the source handed
-// the slot back after the last step's mma.sync, but ptxas had moved six of that step's ldmatrix down
+// Like mma_pipelined, it reads the next k-tile's first fragments (once that slot's mbarrier says it
+// is full) while this k-tile's last step multiplies, so no k-tile's first mma.sync waits for its
+// ldmatrix (an A/B of the two sources on an H200, not shipped: 496.7 -> 503.2 TFLOP/s at 4096^3,
+// 529.2 -> 535.0 at 8192^3).
+// A slot goes back to the producer after the mma.sync that read its last fragments. The build before,
+// which read each k-tile's first fragments after its own wait, raced there: the source handed the
+// slot back after the last step's mma.sync, but ptxas had moved six of that step's ldmatrix down
 // next to the mma.sync that use them, past the mbarrier arrive (cuobjdump -sass), and an arrive does
 // not wait for an ldmatrix in flight, so the copy engine refilled the slot under their reads: a few
 // hundred elements of C wrong in every launch at 4096 x 4096 x 512 (H200), with C's relative error
-// still about 1e-4, under FP16's tolerance. Here a slot's last reads are issued before the wait for
-// the next slot, a loop ptxas does not move them across, and each is read by an mma.sync before the
-// arrive (this build's SASS: the only ldmatrix in flight at an arrive read the next slot).
-// tests/test_gpu.py checks C element by element at those sizes.
+// still about 1e-4, under FP16's tolerance. In this build's SASS (CUDA 13.0) every ldmatrix of a slot
+// is issued before the wait for the next slot and read by an mma.sync before the arrive, on a tile's
+// last k-tile too (the same loop body, the wait skipped); the only ldmatrix in flight at an arrive
+// read the next slot. That is ptxas's schedule, not a dependency in the code: tests/test_gpu.py
+// checks C element by element at the sizes that showed the race.
 // The block's 8 consumer warps each multiply a 64 x 64 piece of C (2 warpgroups of 4, as the wgmma
 // rungs' consumers, with setmaxnreg giving them the producer's registers); C is stored straight
 // from the registers. The producer, the ring and the grouped tile order are wgmma_persistent.cuh's.
@@ -65,6 +66,8 @@ LAUNCH_SHARED(SHARED_BYTES);
 LAUNCH_TMA_BOX(A_map, kBK, BM);   // (columns, rows): A's tile, BM rows of one 128-byte swizzle row
 LAUNCH_TMA_BOX(B_map, 64, kBK);   // one of B's BN / 64 boxes of 64 k x 64 n
 constexpr int kWarps = 4 * kConsumers;   // consumer warps: each hands a slot back on its own
+// The next k-tile's first fragments go into set (kBK / 16) % 2, and its first step reads set 0.
+static_assert(kBK / 16 % 2 == 0, "an even number of k steps a k-tile");
 
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"

@@ -259,8 +259,15 @@ def listing(saved: Saved, problem: Problem) -> dict:
 
 def time_on_gpu(saved: Saved, problem: Problem) -> dict:
     """Its median time on the GPU, timed as the Benchmarks page times the catalog's kernels, in a
-    sandbox of its own (a GPU machine only): {'gpu', 'times_ms', 'correct', 'rel_error', 'tolerance'}."""
-    return runs.time_on_gpu(saved.path, saved.kernel, problem)
+    sandbox of its own (a GPU machine only): {'gpu', 'times_ms', 'correct', 'rel_error', 'worst_error',
+    'tolerance'}. A wrong result is an EngineError saying how wrong: the gate times nothing then, and
+    the page had taken the median of no times."""
+    out = runs.time_on_gpu(saved.path, saved.kernel, problem)
+    if not out["correct"]:
+        raise EngineError(f"its result on the {out['gpu']} is wrong (relative error {out['rel_error']:.1e}, "
+                          f"worst element off by {out['worst_error']:.1e} × max |C|; the tolerance is "
+                          f"{out['tolerance']:.0e}), so it was not timed")
+    return out
 
 
 def status() -> tuple[bool, str]:

@@ -1,7 +1,8 @@
 """Tensor cores: the document's WMMA kernel diagnosed from recorded evidence, the tile hierarchy of the
 tensor rungs, which lane holds which element of a fragment (recorded on the GPU, against the PTX ISA),
-ldmatrix's banks without and with the swizzle, the rungs' speed against cuBLAS, and cuBLAS's cliff at
-sizes that are not multiples of 8 beside rungs that have none (recorded)."""
+ldmatrix's banks without and with the swizzle, the rungs' speed against cuBLAS and where mma_pipelined's
+time goes (recorded), and cuBLAS's cliff at sizes that are not multiples of 8 beside rungs that have
+none (recorded)."""
 import streamlit as st
 
 from engine import animations
@@ -19,7 +20,7 @@ CHART = {"displaylogo": False, "displayModeBar": False}
 rungs = list(registry.TENSOR_RUNGS)
 operands = list(recorded_fragments.OPERANDS)
 # Every figure at a projector's sizes in both modes (each fits 1280x720 with the sidebar open): one
-# figure for either mode, so that switching presenter mode redraws none of the page's six (~1.4 s).
+# figure for either mode, so that switching presenter mode redraws none of the page's seven (~1.4 s).
 PROJECTOR = True
 with ui.controls():
     c0, c1, c2, c3 = st.columns([2.6, 2.6, 0.9, 1.1])
@@ -216,8 +217,9 @@ if (costs_run := benchmark.costs_run()) is not None:
         sizes_timed = sorted(set(costs.table["size"]))
         st.markdown(speeds.costs_story(costs, 4096 if 4096 in sizes_timed else sizes_timed[0]))
         st.plotly_chart(costs_fig, width="stretch", config=CHART, key="tc-costs")
-        st.caption("Each bar: mma_pipelined's own source with one thing left out, timed as section 5's bars are "
-                   "(CUDA events, the GPU idle between points), beside cuBLAS FP16 timed in the same run. "
+        st.caption("Each bar: mma_pipelined's own source with one thing left out, timed in short bursts with CUDA "
+                   "events, the GPU idle between points, beside cuBLAS FP16 timed in the same run. Section 5's bars "
+                   "come from other runs, timed a little differently: the same kernel can differ by a few percent. "
                    "As written the k-loop copies the next tiles, waits at a barrier once per k-tile, and at the end "
                    "each block stores its C and leaves. The instruction's own ceiling, measured apart: "
                    + " ".join(registry.get("mma_pipelined").notes))

@@ -124,6 +124,24 @@ def test_a_damaged_run_is_one_line(tmp_path, damage):
     assert "\n" not in str(exc.value) and bad.name in str(exc.value)
 
 
+@pytest.mark.parametrize("damage", ["a row twice", "cuBLAS at 0", "no rows key"])
+def test_a_run_damaged_in_its_numbers_is_one_line_too(tmp_path, damage):
+    """A row twice made the story format a column, not a number (TypeError, outside the page's except);
+    cuBLAS at 0 divided by zero."""
+    run = _run()
+    if damage == "a row twice":
+        run["rows"].append(dict(run["rows"][0]))
+    elif damage == "cuBLAS at 0":
+        run["cublas_fp16_tflops"]["4096"] = {"before": 0.0, "after": 0.0}
+    else:
+        del run["rows"]
+    bad = tmp_path / "h200-2026-11-27.json"
+    bad.write_text(json.dumps(run))
+    with pytest.raises(EngineError) as exc:
+        speeds.costs_from_file(bad)
+    assert "\n" not in str(exc.value) and bad.name in str(exc.value)
+
+
 def test_the_page_shows_the_story_and_the_chart(cpu_mode):
     at = open_page("pages/tensor_cores.py")
     costs = speeds.mma_costs(_run())
@@ -166,4 +184,7 @@ def test_the_readme_table_is_the_runs_figures():
     # The peak run's figure for 64 x 64 warp tiles at 8 warps an SM, which the README sets beside them.
     peak = json.loads((benchmark.RECORDED / "peak" / "h100-2026-11-26.json").read_text())
     tiles = next(r for r in peak["rows"] if r["config"] == "mma_smem 64x64 8 warps/SM")
-    assert f"beside the {tiles['tflops']:.0f} that the ceiling run above measured" in " ".join(readme.split())
+    cublas = max(peak["cublas_fp16_tflops"]["4096"].values())
+    said = " ".join(readme.split())
+    assert (f"the ceiling run above measured {tiles['tflops']:.0f} for such warp tiles alone, "
+            f"{100 * tiles['tflops'] / cublas:.0f}% of its cuBLAS FP16 ({cublas:.0f}," in said)

@@ -173,3 +173,20 @@ def test_students_sources_stay_within_their_budget_least_recently_used_first(tmp
     monkeypatch.setenv(playground.BUDGET_ENV, "-1")
     with pytest.raises(EngineError, match="MATMUL_EXPLORER_PLAYGROUND_CACHE_MB must be a positive number"):
         playground.evict()
+
+
+def test_a_wrong_result_on_the_gpu_is_one_line_not_a_median_of_no_times(tmp_path, monkeypatch):
+    """The gate times nothing when a kernel's result is wrong; the page then took the median of no
+    times (StatisticsError). Now it is an EngineError saying how wrong, the worst element too: a few
+    wrong elements fail it though the whole's relative error passes."""
+    from engine.sandbox import runs
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    saved = playground.save(playground.starter_source("tiled_guarded"))
+    problem = playground.problem_for(playground.spec_of(saved), 64, 64, 64, {})
+    monkeypatch.setattr(runs, "time_on_gpu", lambda *a, **k: {
+        "gpu": "NVIDIA H200", "times_ms": [], "correct": False, "rel_error": 3e-5, "worst_error": 2e-2,
+        "tolerance": 1e-4})
+    with pytest.raises(EngineError) as exc:
+        playground.time_on_gpu(saved, problem)
+    said = str(exc.value)
+    assert "\n" not in said and "wrong" in said and "2.0e-02" in said and "3.0e-05" in said and "not timed" in said

@@ -172,7 +172,7 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
         worst = out.get("worst_error", 0.0)
         row["error"] = (f"relative error {out['rel_error']:.2e} over the tolerance {out['tolerance']:.0e}: not timed"
                         if not out["rel_error"] <= out["tolerance"] else
-                        f"an element off by {worst:.2e} of C's largest, over the tolerance {out['tolerance']:.0e} "
+                        f"an element off by {worst:.2e} × max |C|, over the tolerance {out['tolerance']:.0e} "
                         f"(relative error {out['rel_error']:.2e}): not timed")
         return row
     median = statistics.median(times)

@@ -297,11 +297,16 @@ def costs_from_file(path) -> Costs:
         if run.get("format") != COSTS_FORMAT:
             raise ValueError(f"not a run of tests/benchmarks/mma_costs.py (format {run.get('format')!r})")
         costs = mma_costs(run)
-        missing = {(n, v) for n in set(costs.table["size"]) for v in COST_VARIANTS} - set(zip(costs.table["size"], costs.table["variant"]))
+        had = set(zip(costs.table["size"], costs.table["variant"]))
+        missing = {(n, v) for n in set(costs.table["size"]) for v in COST_VARIANTS} - had
         if missing:
             raise ValueError(f"no row for {', '.join(f'{v} at {n}' for n, v in sorted(missing))}")
+        if not (costs.table["tflops"] > 0).all() or not (costs.table["cublas"] > 0).all():
+            raise ValueError("a speed that is not a positive number")
         return costs
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except KeyError as exc:
+        raise EngineError(f"{Path(path).name} could not be read: it has no {exc}") from None
+    except (OSError, ValueError, TypeError, AttributeError, ZeroDivisionError) as exc:
         raise EngineError(f"{Path(path).name} could not be read: {exc}") from None
 
 
@@ -312,6 +317,10 @@ def mma_costs(run: dict) -> Costs:
         rows.append({"size": r["size"], "variant": r["variant"], "label": r["label"], "tflops": r["tflops"],
                      "pct": 100 * r["tflops"] / ref, "cublas": ref})
     t = pd.DataFrame(rows)
+    if t.duplicated(["size", "variant"]).any():
+        raise ValueError("two rows for one variant at one size")
+    if unknown := set(t["variant"]) - set(COST_VARIANTS):
+        raise ValueError(f"a variant it does not know ({', '.join(sorted(map(str, unknown)))})")
     t["order"] = t["variant"].map(COST_VARIANTS.index)
     t = t.sort_values(["size", "order"]).drop(columns="order").reset_index(drop=True)
     written = t[t["variant"] == "as written"].set_index("size")["tflops"]
@@ -336,6 +345,6 @@ def costs_story(c: Costs, size: int) -> str:
             f"as written **{t.loc['as written', 'tflops']:,.0f} TFLOP/s** ({t.loc['as written', 'pct']:.0f}% "
             f"of cuBLAS FP16); without the barrier in its k-loop {gain('no barrier')}, without its stores of C "
             f"{gain('no stores')}, without the copies in its k-loop **{gain('no copies')}**; without all three "
-            f"{t.loc['none of the three', 'tflops']:,.0f} ({t.loc['none of the three', 'pct']:.0f}%): what is "
-            f"left, ldmatrix and mma.sync at these tiles, is as far as they go. mma_tma ran "
+            f"{t.loc['none of the three', 'tflops']:,.0f} ({t.loc['none of the three', 'pct']:.0f}%), which is what "
+            f"ldmatrix and mma.sync at these warp tiles do alone. mma_tma ran "
             f"{t.loc['mma_tma', 'tflops']:,.0f} ({t.loc['mma_tma', 'pct']:.0f}%).")

@@ -6,7 +6,8 @@ repetition (a batch of back-to-back launches for short kernels, queued while the
 hold kernel, so the host's submission time is never timed), after warm-up launches; optionally
 an L2 flush (a memset over twice the L2) before each repetition, outside the timed region.
 Correctness gate: the result is checked against float64 numpy (NaN-aware: outputs start as NaN)
-before any time is reported; a wrong kernel comes back as wrong, never as fast.
+before any time is reported, the relative error of the checked rows and each of their elements
+within the kernel's tolerance; a wrong kernel comes back as wrong, never as fast.
 
 Library entries: cuBLAS through ctypes on the launcher's buffers; torch.mm (Kind.TORCH) on PyTorch's
 own tensors made from the same host inputs, where the GPU machine has PyTorch (imported here only,
@@ -205,9 +206,10 @@ def run_bench(modules: dict, info: dict, kernel: str | registry.KernelSpec, prob
         err = reference.relative_error(c[rows], expected)
         if not np.isfinite(c).all():
             err = float("nan")
-        # And element by element: a few hundred wrong elements of 16 million move the whole's relative
-        # error less than rounding does (mma_tma's race on its ring, before it was mended, at 4096 x
-        # 4096 x 512: 1e-4, under FP16's 5e-3), but each is off by 1% or more of C's largest.
+        # And each element of the checked rows: a few hundred wrong elements of 16 million hardly move
+        # the whole's relative error (mma_tma's race on its ring, before it was mended, at 4096 x 4096
+        # x 512: 1e-4 against rounding's 2e-5, both under FP16's 5e-3), but each is off by 1% or more
+        # of C's largest.
         worst = reference.worst_error(c[rows], expected)
         ok = bool(np.isfinite(err) and err <= spec.tolerance and worst <= spec.tolerance)
         times, inner, hold_ms, retaken, starved_kept = [], 1, CALIBRATION_HOLD_MS, 0, 0

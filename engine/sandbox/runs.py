@@ -149,6 +149,7 @@ def time_on_gpu(file: Path, name: str, problem, warmup: int = 2, reps: int = 20,
         out = meta["timing"]
         times = [float(t) for t in out["times_ms"]]
         return {"gpu": str(meta["gpu"])[:100], "times_ms": times, "correct": bool(out["correct"]),
-                "rel_error": float(out["rel_error"]), "tolerance": float(out["tolerance"])}
+                "rel_error": float(out["rel_error"]), "worst_error": float(out.get("worst_error", 0.0)),
+                "tolerance": float(out["tolerance"])}
     except (KeyError, ValueError, TypeError):
         raise EngineError("the sandbox's timing is not readable") from None

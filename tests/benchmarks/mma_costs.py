@@ -6,7 +6,8 @@ the kernel timed without it at its sweep's best tiles:
 
   - "no barrier": the SYNC() inside the k-loop is left out (the one before it stays). Warps may then
     read a slot before another thread's copy into it has landed, or copy over one still being read:
-    the result is right only by luck; what the time shows is what waiting at the barrier costs;
+    the result is wrong (the recorded runs: relative error 1.3e-3, 55 times the kernel's own); what
+    the time shows is what waiting at the barrier costs;
   - "no copies": the k-loop copies nothing (the ring's first STAGES - 1 tiles are copied as before,
     and the later k-tiles multiply whatever those slots hold): the product is wrong, and the time is
     the multiplies', the fragments' reads and the barrier's without a copy in flight;
@@ -124,22 +125,27 @@ def main() -> int:
         calls["mma_tma"] = tma_launcher.launches(tma, pt)
         sample = np.random.default_rng(1).choice(n, min(n, 256), replace=False)
         expected = a[sample].astype(np.float16).astype(np.float64) @ b.astype(np.float16).astype(np.float64)
-        errors = {}
+        errors, worst = {}, {}
         for name, cs in calls.items():
             owner = tma_launcher if name == "mma_tma" else launcher
             gpu.fill_nan(owner.buffer("C"), np.dtype(np.float32), n * n)   # C of this variant, not the last one's
             timed(cs, 1, 1)   # loads, and a first run whose C is checked
             cuda.Context.synchronize()
             c = owner.download("C")
-            errors[name] = float(reference.relative_error(c[sample], expected)) if np.isfinite(c[sample]).all() else float("inf")
-            if name in ("as written", "mma_tma") and not errors[name] <= pipelined.tolerance:
-                print(f"{name} at {n}^3: relative error {errors[name]:.2e}, over {pipelined.tolerance:.0e}: stopped")
+            # NaN where C was not written (no stores): JSON's null, not the non-standard NaN.
+            errors[name] = reference.relative_error(c[sample], expected)
+            worst[name] = reference.worst_error(c[sample], expected)
+            # The benchmark's gate (engine/bench/timing.py): the whole and each element within tolerance.
+            if name in ("as written", "mma_tma") and not (errors[name] <= pipelined.tolerance and
+                                                           worst[name] <= pipelined.tolerance):
+                print(f"{name} at {n}^3: relative error {errors[name]:.2e}, worst element {worst[name]:.2e}, "
+                      f"over {pipelined.tolerance:.0e}: stopped")
                 return 1
         # As the engine's benchmark times (engine/bench/timing.py): short bursts, a few samples of about
         # a millisecond of work after a warm launch, with the GPU idle between points, so that every
         # figure here compares with the recorded runs' and with cuBLAS's. Run back to back for seconds,
         # the card reaches its power limit and lowers its clocks: a first version of this script, timing
-        # 0.1 s samples without a pause, had mma_pipelined at 409 TFLOP/s at 4096^3 (H200), not 452.
+        # 0.1 s samples without a pause, had mma_pipelined at 409 TFLOP/s at 4096^3 (H200), not about 450.
         launches = max(1, int(np.ceil(1e-3 / (2.0 * n ** 3 / 500e12))))
         per_round = {name: [] for name in calls}
         for _ in range(args.rounds):   # in turn: the clocks' drift falls on every variant alike
@@ -156,15 +162,18 @@ def main() -> int:
         for name, times in per_round.items():
             ms = statistics.median(times)
             tflops = 2.0 * n ** 3 / ms / 1e9
+            finite = bool(np.isfinite(errors[name]))
             rows.append({"variant": name, "label": labels[name], "size": n, "ms": ms, "tflops": tflops,
-                         "rounds_ms": times, "rel_error": errors[name], "correct": errors[name] <= pipelined.tolerance})
+                         "rounds_ms": times, "rel_error": errors[name] if finite else None,
+                         "worst_error": worst[name] if finite else None,
+                         "correct": finite and errors[name] <= pipelined.tolerance and worst[name] <= pipelined.tolerance})
             print(f"{n:>5}³ {labels[name]:38} {tflops:7.1f} TFLOP/s {100 * tflops / ref:5.1f}% of cuBLAS FP16 "
-                  f"(rel error {errors[name]:.1e})", flush=True)
+                  f"(rel error {errors[name]:.1e}, worst element {worst[name]:.1e})", flush=True)
         print(f"{n:>5}³ cuBLAS FP16 before/after: {cublas[str(n)]['before']:.1f} / {cublas[str(n)]['after']:.1f}", flush=True)
     out = {"format": FORMAT, "provenance": benchmark.provenance(status.info, settings), "params": params,
            "cublas_fp16_tflops": cublas, "rows": rows, "source": "tests/benchmarks/mma_costs.py",
            "date": dt.date.today().isoformat()}
-    Path(args.out).write_text(json.dumps(out, indent=1))
+    Path(args.out).write_text(json.dumps(out, indent=1, allow_nan=False))   # standard JSON: jq and browsers read it
     print(f"wrote {args.out}")
     return 0
 

@@ -161,8 +161,10 @@ def available(metrics: list[str], ncu: str) -> list[str]:
 def profile(group: str, ncu: str, metrics: list[str]) -> dict:
     expected = []
     for kernel, size, params, block in cases(group):
-        for r in range(REPEATS):
-            expected += [(kernel, size, params, block, r, launch.kernel) for launch in registry.get(kernel).launches]
+        spec = registry.get(kernel)
+        bound = registry.bind(spec, make_problem(*size, block=block, params=params))
+        for r in range(REPEATS):   # the launches this size runs, as prebuild builds and the target launches
+            expected += [(kernel, size, params, block, r, launch.kernel) for launch in spec.launches_for(bound)]
     names = sorted({e[-1] for e in expected})
     cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "-k", f"regex:^({'|'.join(names)})$",
            "--metrics", ",".join(metrics), "--csv", sys.executable, str(Path(__file__).resolve()), "--target", group]

@@ -33,10 +33,11 @@ from engine.kernels.problem import Problem  # noqa: E402
 
 def candidates(spec: registry.KernelSpec) -> list[dict[str, int]]:
     if spec.name == "mma_pipelined":   # block tiles of 128 x 128 or more, a ring of 3 slots or more
-        # 16 warps too: their warp tiles (32 x 64, 64 x 32) hold half the accumulators, so 128
-        # registers a thread fit and a block fills an SM's 64 warps' worth of registers with twice
-        # the warps to hide ldmatrix and barrier waits. A ring of 2 never won (about 400 TFLOP/s
-        # against 449 at 4096^3 on an H100).
+        # 4, 8 or 16 warps, any warp tiles the rules allow: 16 warps of 32 x 64 or 64 x 32 tiles hold
+        # half the accumulators of 64 x 64, so at 128 registers a thread twice the warps hide ldmatrix
+        # and barrier waits (at 4096^3 none beat 8 warps of 64 x 64: at best 410 TFLOP/s against 457 on
+        # an H100; 256 x 256 blocks of 64 x 64 spill and run at 6 to 8). A ring of 2 never won (at most
+        # 422 against 449 at 4096^3 on an H100).
         block = spec.launches[-1].block
         return [q for q in spec.combinations() if block(Problem(1, 1, 1, params=q))[0] // 32 in (4, 8, 16)
                 and min(q["BM"], q["BN"]) >= 128 and q["STAGES"] >= 3]
