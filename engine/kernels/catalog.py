@@ -150,8 +150,8 @@ _PADS_WHERE_NEEDED = ("Where K or N is not a multiple of 8, its timings include 
 # engine/bench/recorded/peak/h100-2026-11-26.json, tests/test_peak.py holds this text to it).
 MMA_SYNC_CEILING = ("mma.sync.m16n8k16 itself runs at 652 TFLOP/s on an H100 (from registers; 641 fed by ldmatrix "
                     "from shared memory), against 853 for wgmma and 719 for cuBLAS FP16 at 4096³ in the same run: "
-                    "no mma.sync kernel passes about 91% of cuBLAS FP16 there, and 65% is 72% of the instruction's "
-                    "own ceiling.")
+                    "no mma.sync kernel passes about 91% of cuBLAS FP16 there, and 65% of cuBLAS FP16 (the aim for an "
+                    "mma.sync rung) is 72% of the instruction's own ceiling.")
 
 TENSOR_LADDER = (
     _tensor("wmma_seed", "WMMA as the document writes it",
