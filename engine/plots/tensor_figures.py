@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from engine.bench.speeds import BASELINES, CLIFF, REFERENCE, Costs, TensorSpeeds
 from engine.metrics.ldmatrix_banks import LdmatrixRows
+from engine.metrics.ncu_reference import short_gpu
 from engine.metrics.recorded_fragments import OPERANDS
 from engine.metrics.tensor_evidence import RECORDED_INPUTS, ZERO_MEAN_INPUTS, SeedEvidence, SeedFault
 from engine.metrics.tensor_tiles import Hierarchy
@@ -319,8 +320,9 @@ def costs_figure(c: Costs, note: str) -> go.Figure:
                                            "%{y:.1f}% of cuBLAS FP16<br>%{customdata[2]:+.1f}% over as written<extra></extra>"))
     fig.add_hline(y=100, line={"color": style.RED, "dash": "dash"}, annotation_text="cuBLAS FP16",
                   annotation_position="top left", annotation_font={"color": style.RED, "size": st.base})
-    gpu = c.gpu.replace("NVIDIA ", "").split(" ")[0]   # "H100", not the whole of nvidia-smi's name: one line at 1280 px
-    title = style.with_note(f"mma_pipelined with three costs taken out · TFLOP/s, % of cuBLAS FP16 · {gpu}", note, st)
+    # "H100", not the whole of nvidia-smi's name: one line at 1280 px.
+    title = style.with_note(f"mma_pipelined with three costs taken out · TFLOP/s, % of cuBLAS FP16 · {short_gpu(c.gpu)}",
+                            note, st)
     font = st.chart
     ticks_px, legend_px = 2 * 1.3 * font + 12, 1.5 * font + 8
     return style.apply(fig, font, height=460 * st.scale + legend_px, barmode="group",

@@ -105,9 +105,9 @@ def main() -> int:
         print(f"no GPU: {status.reason}")
         return 1
     work = Path(tempfile.mkdtemp())
-    files = {}
-    for name, (_, text) in variants((ROOT / "cuda" / "mma_pipelined.cu").read_text()).items():
-        files[name] = work / f"mma_pipelined_{name.replace(' ', '_')}.cu"
+    files, labels = {}, {"mma_tma": "mma_tma (TMA, mbarriers, persistent)"}
+    for name, (label, text) in variants((ROOT / "cuda" / "mma_pipelined.cu").read_text()).items():
+        files[name], labels[name] = work / f"mma_pipelined_{name.replace(' ', '_')}.cu", label
         files[name].write_text(text)
     pipelined, tma = registry.get("mma_pipelined"), registry.get("mma_tma")
     settings = benchmark.Settings(warmup=1, reps=5, seconds_per_point=1.0)
@@ -156,8 +156,6 @@ def main() -> int:
         launcher.free()
         tma_launcher.free()
         cublas[str(n)]["after"] = benchmark.measure("cublas_gemm_fp16", n, n, n, settings)["gflops"] / 1e3
-        labels = {name: label for name, (label, _) in variants((ROOT / "cuda" / "mma_pipelined.cu").read_text()).items()}
-        labels["mma_tma"] = "mma_tma (TMA, mbarriers, persistent)"
         ref = max(cublas[str(n)].values())
         for name, times in per_round.items():
             ms = statistics.median(times)
