@@ -19,7 +19,9 @@
 //   - CLUSTER 4: clusters of 2 x 2 blocks, A's tile shared by multicast along rows as B's is along
 //     columns, so each block reads a quarter less from L2 per k-tile (1.26 -> 1.03 GB at 4096^3),
 //     yet 406 TFLOP/s against 773 (H200), about two waves' time: by that, fewer clusters of 4
-//     blocks of 225 KB of shared memory fit on the GPU at once than the grid's 32 (not queried);
+//     blocks of 225 KB of shared memory fit on the GPU at once than the grid's 32 (not queried). On
+//     120 SMs (30 clusters) 633 TFLOP/s at 4096^3 and 743 at 8192^3 against the default's 773 and 810
+//     (H200): the 30 fit at once, but C's 128 squares of tiles then take 5 rounds, not 4;
 //   - LAG 2: the second consumer warpgroup runs 2 k-tiles behind the first, so their epilogues (no
 //     wgmma issued) fall at different times: 99.0% against 99.4% (H200); likely because the ring
 //     of 4 slots then holds 2 fewer k-tiles ahead of the first;
@@ -33,6 +35,18 @@
 //     four before it, not two; only a ring of 3 leaves room for them: 713 against 711 with 2 buffers
 //     at 4096^3, where the ring of 4 runs 750 (H100): the ring's depth, not the stores' buffers,
 //     sets the pace.
+//   - STAGE_IN_RING 1 (the default): a tile's pieces of C staged in the slot of the ring its last
+//     k-tile used as well as in the warpgroup's own 2 buffers, so only the sixth piece on waits for a
+//     store to have read its buffer (the store five before it, not two); the slot goes back to the
+//     producer at the next tile's first k-tile, once the stores have read it. Medians of 7 rounds,
+//     each variant timed in turn beside cuBLAS FP16 (H200, TFLOP/s): 772.7 -> 773.5 at 4096^3 (99.6 ->
+//     99.7% of 775.9), 706.9 -> 709.0 at 4096 x 4096 x 2048 (99.1 -> 99.4%), 598.7 -> 599.1 at 4096 x
+//     4096 x 1024 (99.1 -> 99.2%), 810.3 -> 810.7 at 8192^3 (another run: 775.1 -> 775.7 at 4096^3,
+//     709.1 -> 712.1 at K = 2048). So the epilogue's waits for its stores were worth 0.1-0.4%, and
+//     what 4096^3 still lacks (0.3%) is not there: it is about as large at K = 2048 and 1024
+//     (0.5-0.8%), where a cost per tile would weigh two and four times as much. Prefetching the
+//     tensor maps (prefetch.tensormap) while the mbarriers are made: no change (772.4). LAG 1: 773.9
+//     against 775.1 (the other run).
 //   - Ping-pong (as CUTLASS's kernel of that name; a probe, not kept): each consumer warpgroup on
 //     64 x 256 tiles of its own, the two taking turns on the tensor cores so that one stores C while
 //     the other multiplies. 624 TFLOP/s against 760 at 4096^3 and 633 against 801 at 8192^3 (H100,
@@ -71,7 +85,7 @@
 #define SUSPEND 1   // one of: 0 1
 #endif
 #ifndef LAG
-#define LAG 0   // one of: 0 2
+#define LAG 0   // one of: 0 1 2
 #endif
 #ifndef DESC_STEP
 #define DESC_STEP 1   // one of: 0 1
@@ -85,12 +99,17 @@
 #ifndef C_BY_TMA
 #define C_BY_TMA 1   // one of: 1 0
 #endif
+#ifndef STAGE_IN_RING
+#define STAGE_IN_RING 1   // one of: 1 0
+#endif
 #define TMA_STORE 1
 #include "wgmma_persistent.cuh"
 
 REQUIRE(BM == 128 && (BN == 128 || BN == 256) && STAGES >= 2,
         "needs BM 128, BN 128 or 256 and 2 or more STAGES: the shapes wgmma.cuh is written for");
 REQUIRE(LAG < STAGES, "needs LAG below STAGES: the first consumer runs ahead only as far as the ring holds");
+REQUIRE(!STAGE_IN_RING || (STORE_ROWS == 64 && LAG == 0),
+        "needs pieces of C 64 rows high and no LAG to stage C in the ring: its slot is shared by both consumers");
 // The ring and its mbarriers, the staging buffers of C, room to align it all to 1 KB.
 #define SHARED_BYTES (STAGES * (kStageBytes + 16) + kStoreBytes + 1024)
 REQUIRE(SHARED_BYTES <= 227 * 1024, "needs at most 227 KB of shared memory, a block's most (it would take {SHARED_BYTES / 1024} KB)");

@@ -54,6 +54,19 @@ constexpr int kABoxRows = BM / kClusterN;   // the rows of A one copy moves: hal
 #endif
 constexpr int kChunkCols = 32, kChunkRows = STORE_ROWS, kChunkBytes = kChunkRows * kChunkCols * 4;
 constexpr int kStoreBytes = TMA_STORE ? kConsumers * STORE_BUFS * 64 * kChunkCols * 4 : 0;
+// STAGE_IN_RING 1: a tile's pieces of C are also staged in the ring slot its last k-tile used (each
+// consumer warpgroup its share of the slot), which is handed back to the producer only once the
+// stores have read it, at the next tile's first k-tile. With 2 buffers of its own a warpgroup waits,
+// from its third piece on, for the store two pieces back to have read its buffer; with the slot's 3
+// more (BN 256) only its sixth piece on waits, for the store five back (BN 128: no piece waits).
+#ifndef STAGE_IN_RING
+#define STAGE_IN_RING 0
+#endif
+static_assert(!STAGE_IN_RING || (TMA_STORE && STORE_ROWS == 64 && !LAG && !STREAM_K),
+              "STAGE_IN_RING needs TMA_STORE, pieces of 64 rows, no LAG and no STREAM_K");
+constexpr int kSlotPieces = STAGE_IN_RING ? kStageBytes / kConsumers / kChunkBytes : 0;   // a warpgroup's share of a slot
+constexpr int kStoreBufs = STORE_BUFS + kSlotPieces;   // buffers a warpgroup's pieces take turns in
+static_assert(kStageBytes / kConsumers % 1024 == 0, "a warpgroup's share of a slot starts where the 128-byte swizzle does");
 
 // Cluster-wide pieces (PTX ISA: mapa, mbarrier.arrive with .shared::cluster, barrier.cluster,
 // cp.async.bulk.tensor's .multicast::cluster).
@@ -212,6 +225,12 @@ __device__ __forceinline__ void release(uint64_t *bar, int rank, int tid) {
     else bar_arrive_at(bar, tid == 0 ? rank : rank ^ tid);
 }
 
+// The same hand-back, every peer's share of it from one thread (STAGE_IN_RING: the thread that
+// waited for the stores reading the slot).
+__device__ __forceinline__ void release_all(uint64_t *bar, int rank) {
+    for (int t = 0; t < kPeers; t++) release(bar, rank, t);
+}
+
 // TMA_STORE's pieces (PTX ISA: cp.async.bulk.tensor from shared to global, bulk async-groups):
 // the box at (x, y) of the tensor map, from shared memory at src; a group of them; waiting until
 // at most `n` groups still read shared memory.
@@ -314,6 +333,9 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
         int c = wg - 1;   // this consumer's rows: 64 c .. 64 c + 63 of the tile
         int w = tid / 32, lane = tid % 32;
         int it = 0;
+        // STAGE_IN_RING: the slot of the last tile's last k-tile, holding pieces of C that its
+        // stores may still be reading (-1: none).
+        int held = -1;
         // LAG: the second consumer starts once the first has issued LAG k-tiles, and stays about
         // that far behind, so that one's epilogue (no wgmma) falls while the other still multiplies
         // (named barrier 3: consumer 0 arrives, consumer 1 waits).
@@ -350,10 +372,21 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (t > k0 && tid < kPeers)
                     release(&empty[ring_slot(it + STAGES - 1)], rank, tid);
+                else if (t == k0 && held >= 0) {   // the last tile's slot, once its stores are done reading it
+                    if (tid == 0) {
+                        tma_store_wait_read<0>();
+                        release_all(&empty[held], rank);
+                    }
+                    held = -1;
+                }
                 if (LAG && c == 0 && it == LAG - 1) asm volatile("bar.arrive 3, 256;" ::: "memory");
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            if (k1 > k0 && tid < kPeers) release(&empty[(it + STAGES - 1) % STAGES], rank, tid);
+            // With STAGE_IN_RING (and C stored by TMA) the last k-tile's slot stays this warpgroup's
+            // until the stores of the pieces staged in it have read them (the next tile's first k-tile).
+            bool by_tma = C_BY_TMA && N % 4 == 0;
+            if (k1 > k0 && STAGE_IN_RING && by_tma) held = (it + STAGES - 1) % STAGES;
+            else if (k1 > k0 && tid < kPeers) release(&empty[(it + STAGES - 1) % STAGES], rank, tid);
 #if STREAM_K
             if (k0 > 0) {   // a run that began inside the tile: the cluster that began the tile stores it
                 hand_over(WS, d, c, tid);
@@ -374,7 +407,6 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 // reads its own 16 rows of the piece back, a row at a time, and its lanes store 32
                 // floats in a row, whole lines, where the accumulators' pairs would write sectors in
                 // halves.
-                bool by_tma = C_BY_TMA && N % 4 == 0;
                 int rr = 16 * w + lane / 4, q = lane % 4;
                 // The piece's first row in the warpgroup's 64, and the thread that waits and stores.
                 int first = kChunkRows == 64 ? 0 : 16 * w;
@@ -385,8 +417,18 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
                 for (int piece = 0; piece < BN / kChunkCols; piece++) {
                     int which = (kChunkRows == 64 ? c : c * 4 + w) * STORE_BUFS + piece % STORE_BUFS;
                     unsigned char *buf = staging + which * kChunkBytes - first * 128;   // buf + rr * 128: row rr's
-                    if (by_tma && storer) tma_store_wait_read<STORE_BUFS - 1>();   // the store that last read buf is done with it
-                    if (by_tma && kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+                    // STAGE_IN_RING: buffer b of the warpgroup's kStoreBufs, its own STORE_BUFS and then
+                    // its share of the held slot; a piece's first turn in a buffer waits for no store
+                    // (the last tile's were done before its slot went back).
+                    int b = piece % kStoreBufs;
+                    if (STAGE_IN_RING && by_tma)
+                        buf = b < STORE_BUFS ? staging + (c * STORE_BUFS + b) * kChunkBytes
+                                             : ring + held * kStageBytes + c * (kStageBytes / kConsumers) + (b - STORE_BUFS) * kChunkBytes;
+                    if (by_tma && storer && (!STAGE_IN_RING || piece >= kStoreBufs))
+                        tma_store_wait_read<kStoreBufs - 1>();   // the store that last read buf is done with it
+                    if (STAGE_IN_RING && by_tma && piece == STORE_BUFS)   // first into the slot: every consumer is past its wgmma
+                        asm volatile("bar.sync 4, %0;" :: "n"(kConsumers * 128) : "memory");
+                    else if (by_tma && kChunkRows == 64) asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
                     else __syncwarp();
                     for (int p = 0; p < kChunkCols / 8; p++) {
                         int j = piece * (kChunkCols / 8) + p, unit = 2 * p + q / 2, byte = (2 * q % 4) * 4;
@@ -427,6 +469,10 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
             multiply(r.tile, r.k0, r.k1);
 #endif
         if (LAG && c == 0 && it < LAG) asm volatile("bar.arrive 3, 256;" ::: "memory");   // fewer k-tiles than LAG
+        if (held >= 0 && tid == 0) {   // the last tile's slot goes back too, as any other
+            tma_store_wait_read<0>();
+            release_all(&empty[held], rank);
+        }
         // The last stores finish reading shared memory before the block leaves it.
         if (TMA_STORE && (kChunkRows == 64 ? tid == 0 : tid % 32 == 0)) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }

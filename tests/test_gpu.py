@@ -146,12 +146,14 @@ def test_mma_tma_in_clusters_of_2_matches_float64(params, size):
     assert out["correct"] and out["rel_error"] < registry.get("mma_tma").tolerance, out
 
 
-@pytest.mark.parametrize("params", [{"CLUSTER": 4}, {"CLUSTER": 4, "SMS": 132, "GROUP": 4}, {"LAG": 2, "SUSPEND": 1},
-                                    {"DESC_STEP": 1, "STORE_ROWS": 16}, {"DESC_STEP": 1, "STAGES": 3, "BN": 128},
+@pytest.mark.parametrize("params", [{"CLUSTER": 4}, {"CLUSTER": 4, "SMS": 132, "GROUP": 4}, {"LAG": 2, "SUSPEND": 1, "STAGE_IN_RING": 0},
+                                    {"DESC_STEP": 1, "STORE_ROWS": 16, "STAGE_IN_RING": 0}, {"DESC_STEP": 1, "STAGES": 3, "BN": 128},
                                     {"C_BY_TMA": 0}, {"STAGES": 3, "STORE_BUFS": 4},
-                                    {"STAGES": 3, "STORE_BUFS": 4, "STORE_ROWS": 16}],
+                                    {"STAGES": 3, "STORE_BUFS": 4, "STORE_ROWS": 16, "STAGE_IN_RING": 0}, {"LAG": 1, "STAGE_IN_RING": 0},
+                                    {"STAGE_IN_RING": 0}, {"BN": 128}, {"CLUSTER": 4, "SMS": 120}, {"STAGES": 3}],
                          ids=["cluster4", "cluster4-132", "lag-suspend", "desc-step-warp-stores", "desc-step-bn128",
-                              "warps-store-c", "four-buffers", "four-buffers-a-warp"])
+                              "warps-store-c", "four-buffers", "four-buffers-a-warp", "lag1", "c-not-in-ring",
+                              "c-in-ring-bn128", "cluster4-120", "c-in-ring-of-3"])
 @pytest.mark.parametrize("size", [(300, 2056, 72), (4095, 4104, 520), (128, 256, 8), (520, 776, 136), (301, 2055, 73)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_wgmma_epilogue_choices_match_float64(params, size):
@@ -161,7 +163,10 @@ def test_wgmma_epilogue_choices_match_float64(params, size):
     held LAG k-tiles behind (more than there are at K = 8); descriptors stepped by adds (BN 128: the
     other B stride) and C stored a warp's 16 rows at a time; at 301 x 2055 x 73, A and B padded
     first and C's rows, not 16-byte multiples, stored by each warp from its staged pieces, as
-    C_BY_TMA 0 stores them at every size; four staging buffers, taken in turn."""
+    C_BY_TMA 0 stores them at every size; four staging buffers, taken in turn; C staged partly in the
+    slot of the ring its last k-tile used, held until the stores have read it (at 4095 x 4104 x 520
+    each block stores several tiles, so the next tile's copies wait on that slot; at K = 8 a tile's
+    one k-tile is both its first and its last)."""
     out = _bench("wgmma_epilogue", make_problem(*size, params=params))
     assert out["correct"] and out["rel_error"] < registry.get("wgmma_epilogue").tolerance, out
 
