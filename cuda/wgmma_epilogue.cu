@@ -38,15 +38,16 @@
 //   - STAGE_IN_RING 1 (the default): a tile's pieces of C staged in the slot of the ring its last
 //     k-tile used as well as in the warpgroup's own 2 buffers, so only the sixth piece on waits for a
 //     store to have read its buffer (the store five before it, not two); the slot goes back to the
-//     producer at the next tile's first k-tile, once the stores have read it. Medians of 7 rounds,
-//     each variant timed in turn beside cuBLAS FP16 (H200, TFLOP/s): 772.7 -> 773.5 at 4096^3 (99.6 ->
-//     99.7% of 775.9), 706.9 -> 709.0 at 4096 x 4096 x 2048 (99.1 -> 99.4%), 598.7 -> 599.1 at 4096 x
-//     4096 x 1024 (99.1 -> 99.2%), 810.3 -> 810.7 at 8192^3 (another run: 775.1 -> 775.7 at 4096^3,
-//     709.1 -> 712.1 at K = 2048). So the epilogue's waits for its stores were worth 0.1-0.4%, and
-//     what 4096^3 still lacks (0.3%) is not there: it is about as large at K = 2048 and 1024
-//     (0.5-0.8%), where a cost per tile would weigh two and four times as much. Prefetching the
-//     tensor maps (prefetch.tensormap) while the mbarriers are made: no change (772.4). LAG 1: 773.9
-//     against 775.1 (the other run).
+//     producer at the next tile's first k-tile, once the stores have read it. Medians of 5 rounds,
+//     every configuration and cuBLAS FP16 timed in turn each round (wgmma_beyond.py --rounds 5, an
+//     H200): 779.4 -> 782.2 TFLOP/s at 4096^3 (99.7 -> 100.1% of cuBLAS's 781.4), 712.6 -> 715.0 at
+//     4096 x 4096 x 2048 (99.4 -> 99.8%). Probes the same way the same day: H200 4096^3 +0.1% twice,
+//     K = 2048 +0.3% and +0.4%, K = 1024 +0.1%, 8192^3 +0.05%; H100 4096^3 764.2 -> 762.7 (99.5 ->
+//     99.4% of 767.7), K = 2048 +0.3%, 8192^3 +0.1%. So the epilogue's waits for its stores cost
+//     0.1-0.4%, and what 4096^3 lacks against cuBLAS (0-0.6% by run and card) is mostly not there: it
+//     is as large at K = 2048 and 1024, where a cost per tile would weigh two and four times as much.
+//     Prefetching the tensor maps (prefetch.tensormap) while the mbarriers are made: no change (772.4
+//     against 772.7, H200). LAG 1: 773.9 against 775.1 (H200).
 //   - Ping-pong (as CUTLASS's kernel of that name; a probe, not kept): each consumer warpgroup on
 //     64 x 256 tiles of its own, the two taking turns on the tensor cores so that one stores C while
 //     the other multiplies. 624 TFLOP/s against 760 at 4096^3 and 633 against 801 at 8192^3 (H100,

@@ -14,7 +14,8 @@
 // and where their rows are not 16-byte multiples the engine first pads them (pad_ab.cu) and hands
 // over tensor maps of the padded copies. With STREAM_K 1 the tiles left over after the last whole wave
 // are shared out by k-tiles (wgmma_stream_k.cu). Parameters are the including kernel's: BM, BN,
-// STAGES, GROUP, SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND, DESC_STEP, STREAM_K, SPLITS where a kernel sets them).
+// STAGES, GROUP, SMS, CLUSTER, TMA_STORE (and LAG, SUSPEND, DESC_STEP, STREAM_K, SPLITS, STAGE_IN_RING where
+// a kernel sets them).
 #pragma once
 #include "wgmma.cuh"
 

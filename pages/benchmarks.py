@@ -110,11 +110,20 @@ CLAIM_FORMATS = {"A100 TFLOP/s": "%g", "% of peak": "%g", "peak that % implies":
                  claim_checks.SPEED: "%,.1f", claim_checks.OF_4096: "%.1f", claim_checks.TORCH_SPEED: "%,.1f", claim_checks.TORCH_SHARE: "%.1f"}
 
 
-def measuring(df: pd.DataFrame, kernels: list[str], shown: list[str], size: int | None = None) -> tuple[pd.DataFrame, str]:
+def _cubes(rows: pd.DataFrame, cubes: tuple[int, ...] | None) -> int:
+    """How many of the sizes N³ in cubes (None: how many sizes at all) rows hold."""
+    if cubes is None:
+        return len(rows[["m", "n", "k"]].drop_duplicates())
+    return rows.loc[(rows["m"] == rows["n"]) & (rows["n"] == rows["k"]) & rows["m"].isin(cubes), "m"].nunique()
+
+
+def measuring(df: pd.DataFrame, kernels: list[str], shown: list[str], size: int | None = None,
+              cubes: tuple[int, ...] | None = None) -> tuple[pd.DataFrame, str]:
     """The rows a claim is measured from: the runs shown (file names `shown`), and for each of the
-    claim's kernels none of them timed, its rows from the first shipped run on the same GPU that did
-    (runs are recorded per topic: the FP32 run shown by default has no cuBLAS FP16), so that a claim
-    whose measurement ships shows it by default; with the words that name that run. With size (a claim
+    claim's kernels none of them timed, its rows from the shipped run on the same GPU that timed it at
+    the most of the claim's sizes N³, `cubes` (None: at the most sizes), since runs are recorded per
+    topic (the FP32 run shown by default has no cuBLAS FP16): a claim whose measurement ships shows it
+    by default, with the words that name that run. With size (a claim
     that quotes each kernel at size³ on its own, not a comparison within one run), a kernel's rows
     there are its run of record's (claim_checks.run_of_record), the run the other pages quote."""
     parts, names, of_record = [df], [], {}
@@ -130,12 +139,14 @@ def measuring(df: pd.DataFrame, kernels: list[str], shown: list[str], size: int 
             continue
         if (df["kernel"] == kernel).any():
             continue
-        for path in benchmark.recorded_runs(holding=[kernel]):
-            run, _ = cached.recorded(path)
-            if run["gpu"].iloc[0] in set(df["gpu"]):
-                parts.append(run[run["kernel"] == kernel])
-                names.append(f"{kernel} from {path.name}, a recorded run not selected above")
-                break
+        # Of the runs on the same GPU, the one that timed it at the most of the claim's sizes (the first
+        # of those in name order): a run of two sizes that sorts first would leave the others blank.
+        runs = [(path, cached.recorded(path)[0]) for path in benchmark.recorded_runs(holding=[kernel])]
+        runs = [(path, run[run["kernel"] == kernel]) for path, run in runs if run["gpu"].iloc[0] in set(df["gpu"])]
+        if runs:
+            path, rows = max(runs, key=lambda r: _cubes(r[1], cubes))
+            parts.append(rows)
+            names.append(f"{kernel} from {path.name}, a recorded run not selected above")
     for name, ks in of_record.items():
         listed = (", ".join(ks[:-1]) + " and " if len(ks) > 1 else "") + ks[-1]
         names.append(f"{listed} from {name}, the newest recorded run that timed {'them' if len(ks) > 1 else 'it'} at "
@@ -156,7 +167,8 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
     st.caption("The same kernels here: " + claim_checks.cuda_table_kernels() + " % of this GPU's peak: FP32 from its "
                "attributes, TF32 and FP16 (dense, on tensor cores) from NVIDIA's datasheet. Peaks in TFLOP/s."
                + "".join(f"  \n{line}." for line in table.missing) + added)
-    df, added = measuring(all_rows, [claim_checks.DIVISIBLE_KERNEL, claim_checks.TORCH_KERNEL], shown)
+    df, added = measuring(all_rows, [claim_checks.DIVISIBLE_KERNEL, claim_checks.TORCH_KERNEL], shown,
+                          cubes=claim_checks.DIVISIBLE_SIZES)
     sizes = claim_checks.divisible(df)
     st.markdown(f"- *{claim_texts.MEASURED['divisible']}*" +
                 (f"  \n  {claim_checks.divisible_here(sizes, schema.plain)}" if len(sizes.table) else ""))

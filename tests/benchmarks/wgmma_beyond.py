@@ -7,14 +7,18 @@ Prints, per size, the best configurations of each rung in TFLOP/s and % of cuBLA
 writes each size's sweep as a benchmark export (the Benchmarks page's sweeps).
 
     python3 tests/benchmarks/wgmma_beyond.py OUT_DIR [--sizes 4096,8192] [--kernels a,b] [--no-check]
-                                             [--only BN=256,STAGES=4,GROUP=4/8]
+                                             [--only BN=256,STAGES=4,GROUP=4/8] [--rounds N]
 
 --only keeps the configurations whose parameters take the values named (a/b: either), where the
 whole product of a rung's choices is more than one device run can compile, check and time.
+--rounds N times every configuration and cuBLAS FP16 N times over, each round all of them in turn,
+and prints each one's median (and its range): an A/B of choices a few tenths of a percent apart,
+which one timing of each, minutes apart as the clocks drift, cannot tell.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -55,6 +59,15 @@ def only(text: str) -> dict[str, set[int]]:
     return keep
 
 
+def medians(rows: list[dict]) -> dict[tuple, tuple[float, tuple[float, float]]]:
+    """Each (kernel, configuration)'s median GFLOP/s over its correct rows, with their lowest and highest."""
+    by: dict[tuple, list[float]] = {}
+    for r in rows:
+        if r["status"] == "ok":
+            by.setdefault((r["kernel"], tuple(sorted(r["params"].items()))), []).append(r["gflops"])
+    return {key: (statistics.median(g), (min(g), max(g))) for key, g in by.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -62,6 +75,7 @@ def main() -> int:
     ap.add_argument("--kernels", default=",".join(RUNGS))
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--only", default="", help="NAME=V[/V...],...: only the configurations with these values")
+    ap.add_argument("--rounds", type=int, default=1, help="time everything this many times over, in turn")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -90,17 +104,23 @@ def main() -> int:
     for m, n, k in benchmark.parse_sizes(args.sizes):
         # The rungs not swept at their defaults, beside the swept ones' every configuration.
         fixed = ["mma_pipelined", "wgmma_tma", *(r for r in RUNGS if r not in {s.name for s in specs})]
-        rows = [benchmark.measure(r, m, n, k, settings) for r in ["cublas_gemm_fp16", *fixed]]
-        rows += [benchmark.measure(spec.name, m, n, k, settings, params) for spec, params in work]
+        rows = []
+        for _ in range(args.rounds):
+            rows += [benchmark.measure(r, m, n, k, settings) for r in ["cublas_gemm_fp16", *fixed]]
+            rows += [benchmark.measure(spec.name, m, n, k, settings, params) for spec, params in work]
         rows.append(benchmark.measure("cublas_gemm_fp16", m, n, k, settings))
-        cublas = max(r["gflops"] for r in rows if r["kernel"] == "cublas_gemm_fp16" and r["status"] == "ok")
+        timed = medians(rows)
+        cublas = max(g for (kernel, _), (g, _) in timed.items() if kernel == "cublas_gemm_fp16")
         print(f"== {m}x{n}x{k} on {status.name}: cuBLAS FP16 " + ", ".join(
-            f"{r['gflops'] / 1000:.1f}" for r in rows if r["kernel"] == "cublas_gemm_fp16") + " TFLOP/s (before, after)")
+            f"{r['gflops'] / 1000:.1f}" for r in rows if r["kernel"] == "cublas_gemm_fp16")
+            + " TFLOP/s (each round's, and after)" + (f": median {cublas / 1000:.1f}" if args.rounds > 1 else ""))
         for name in [*fixed, *(s.name for s in specs)]:
-            ok = sorted((r for r in rows if r["kernel"] == name and r["status"] == "ok"), key=lambda r: -r["gflops"])
+            ok = sorted(((g, spread, dict(params)) for (kernel, params), (g, spread) in timed.items() if kernel == name),
+                        key=lambda t: -t[0])
             bad = [r for r in rows if r["kernel"] == name and r["status"] != "ok"]
-            for r in ok[:4]:
-                print(f"   {name:17} {r['gflops'] / 1000:7.1f} TFLOP/s {100 * r['gflops'] / cublas:6.1f}%  {r['params']}")
+            for g, spread, params in ok[:4]:
+                print(f"   {name:17} {g / 1000:7.1f} TFLOP/s {100 * g / cublas:6.1f}%  {params}"
+                      + (f"  ({spread[0] / 1000:.1f}-{spread[1] / 1000:.1f})" if args.rounds > 1 else ""))
             for r in bad[:3]:
                 print(f"   {name:17} {r['status']}: {r.get('error', '')[:200]}")
         prov = benchmark.provenance(status.info, settings)
