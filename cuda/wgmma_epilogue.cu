@@ -21,10 +21,12 @@
 //     yet 406 TFLOP/s against 773 (H200), about two waves' time: by that, fewer clusters of 4
 //     blocks of 225 KB of shared memory fit on the GPU at once than the grid's 32 (not queried). On
 //     120 SMs (30 clusters) 633 TFLOP/s at 4096^3 and 743 at 8192^3 against the default's 773 and 810
-//     (H200): the 30 fit at once, but C's 128 squares of tiles then take 5 rounds, not 4;
+//     (H200): by that the 30 fit at once (not queried either), but C's 128 squares of tiles then take
+//     5 rounds, not 4;
 //   - LAG 2: the second consumer warpgroup runs 2 k-tiles behind the first, so their epilogues (no
 //     wgmma issued) fall at different times: 99.0% against 99.4% (H200); likely because the ring
-//     of 4 slots then holds 2 fewer k-tiles ahead of the first;
+//     of 4 slots then holds 2 fewer k-tiles ahead of the first. LAG 1: 773.9 TFLOP/s against 775.1
+//     at 4096^3 (H200, probe);
 //   - STORE_ROWS 16: each warp stores its own 16 x 32 pieces of C, no barrier across the
 //     warpgroup: 99.3% at 4096^3 as with 64 rows, 101.8% against 102.3% at 8192^3 (H100).
 //   - C_BY_TMA 0: the staged pieces stored by the warps themselves, each a row of 32 floats per
@@ -36,18 +38,18 @@
 //     at 4096^3, where the ring of 4 runs 750 (H100): the ring's depth, not the stores' buffers,
 //     sets the pace.
 //   - STAGE_IN_RING 1 (the default): a tile's pieces of C staged in the slot of the ring its last
-//     k-tile used as well as in the warpgroup's own 2 buffers, so only the sixth piece on waits for a
-//     store to have read its buffer (the store five before it, not two); the slot goes back to the
-//     producer at the next tile's first k-tile, once the stores have read it. Medians of 5 rounds,
-//     every configuration and cuBLAS FP16 timed in turn each round (wgmma_beyond.py --rounds 5, an
-//     H200): 779.4 -> 782.2 TFLOP/s at 4096^3 (99.7 -> 100.1% of cuBLAS's 781.4), 712.6 -> 715.0 at
-//     4096 x 4096 x 2048 (99.4 -> 99.8%). Probes the same way the same day: H200 4096^3 +0.1% twice,
-//     K = 2048 +0.3% and +0.4%, K = 1024 +0.1%, 8192^3 +0.05%; H100 4096^3 764.2 -> 762.7 (99.5 ->
-//     99.4% of 767.7), K = 2048 +0.3%, 8192^3 +0.1%. So the epilogue's waits for its stores cost
-//     0.1-0.4%, and what 4096^3 lacks against cuBLAS (0-0.6% by run and card) is mostly not there: it
-//     is as large at K = 2048 and 1024, where a cost per tile would weigh two and four times as much.
-//     Prefetching the tensor maps (prefetch.tensormap) while the mbarriers are made: no change (772.4
-//     against 772.7, H200). LAG 1: 773.9 against 775.1 (H200).
+//     k-tile used as well as in the warpgroup's own 2 buffers, so only its sixth to eighth pieces wait
+//     for a store to have read their buffer (the store five before, not two); the slot goes back to
+//     the producer at the next tile's first k-tile, once the stores have read it. Medians of 5
+//     rounds, every configuration and cuBLAS FP16 timed in turn each round (wgmma_beyond.py --rounds
+//     5, an H200): 779.4 -> 782.2 TFLOP/s at 4096^3 (99.7 -> 100.1% of cuBLAS's 781.4), 712.6 -> 715.0
+//     at 4096 x 4096 x 2048 (99.4 -> 99.8%). Probes timed the same way (not shipped): on the H200
+//     4096^3 +0.1% twice, K = 2048 +0.3% and +0.4%, K = 1024 +0.1%, 8192^3 +0.05%; on an H100 4096^3
+//     764.2 -> 762.7 (-0.2%), K = 2048 +0.3%, 8192^3 +0.1%. So the epilogue's waits for its stores
+//     cost up to 0.4%, and 4096^3 still falls short of cuBLAS in most runs (by up to 0.8%, H100). What
+//     is left grows as K shrinks (0.3, 0.6 and 0.8% at K = 4096, 2048 and 1024 in the probe, H200),
+//     at 1024 more slowly than a cost per tile would: where it goes is not settled. Prefetching the tensor maps
+//     (prefetch.tensormap) while the mbarriers are made: no change (772.4 against 772.7, H200, probe).
 //   - Ping-pong (as CUTLASS's kernel of that name; a probe, not kept): each consumer warpgroup on
 //     64 x 256 tiles of its own, the two taking turns on the tensor cores so that one stores C while
 //     the other multiplies. 624 TFLOP/s against 760 at 4096^3 and 633 against 801 at 8192^3 (H100,

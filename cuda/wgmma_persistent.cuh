@@ -59,7 +59,10 @@ constexpr int kStoreBytes = TMA_STORE ? kConsumers * STORE_BUFS * 64 * kChunkCol
 // consumer warpgroup its share of the slot), which is handed back to the producer only once the
 // stores have read it, at the next tile's first k-tile. With 2 buffers of its own a warpgroup waits,
 // from its third piece on, for the store two pieces back to have read its buffer; with the slot's 3
-// more (BN 256) only its sixth piece on waits, for the store five back (BN 128: no piece waits).
+// more (BN 256) only its sixth to eighth pieces wait, each for the store five back (BN 128: none).
+// Where C is stored by the warps (C_BY_TMA 0, or N not a multiple of 4) nothing is held: it does
+// nothing; where the warpgroup's own buffers hold all its pieces (BN 128, STORE_BUFS 4) it holds the
+// slot without staging in it.
 #ifndef STAGE_IN_RING
 #define STAGE_IN_RING 0
 #endif
@@ -67,7 +70,8 @@ static_assert(!STAGE_IN_RING || (TMA_STORE && STORE_ROWS == 64 && !LAG && !STREA
               "STAGE_IN_RING needs TMA_STORE, pieces of 64 rows, no LAG and no STREAM_K");
 constexpr int kSlotPieces = STAGE_IN_RING ? kStageBytes / kConsumers / kChunkBytes : 0;   // a warpgroup's share of a slot
 constexpr int kStoreBufs = STORE_BUFS + kSlotPieces;   // buffers a warpgroup's pieces take turns in
-static_assert(kStageBytes / kConsumers % 1024 == 0, "a warpgroup's share of a slot starts where the 128-byte swizzle does");
+static_assert(!STAGE_IN_RING || kStageBytes / kConsumers % 1024 == 0,
+              "a warpgroup's share of a slot starts where the 128-byte swizzle does");
 
 // Cluster-wide pieces (PTX ISA: mapa, mbarrier.arrive with .shared::cluster, barrier.cluster,
 // cp.async.bulk.tensor's .multicast::cluster).

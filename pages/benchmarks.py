@@ -111,7 +111,8 @@ CLAIM_FORMATS = {"A100 TFLOP/s": "%g", "% of peak": "%g", "peak that % implies":
 
 
 def _cubes(rows: pd.DataFrame, cubes: tuple[int, ...] | None) -> int:
-    """How many of the sizes N³ in cubes (None: how many sizes at all) rows hold."""
+    """How many of the sizes N³ in cubes (None: how many sizes at all) rows hold timed."""
+    rows = rows[rows["status"] == "ok"]   # what the claims read
     if cubes is None:
         return len(rows[["m", "n", "k"]].drop_duplicates())
     return rows.loc[(rows["m"] == rows["n"]) & (rows["n"] == rows["k"]) & rows["m"].isin(cubes), "m"].nunique()
@@ -240,8 +241,10 @@ def autotuning_sweep() -> None:
     if not shown:
         st.warning(f"The sweeps on the {schema.plain(gpu)} hold no row of a ladder or tensor rung.")
     for family, ranked in shown:
-        sweep_family(family, ranked, df, [(name, prov) for name, d, prov in runs if d["kernel"].isin(family.rungs).any()],
-                     files)
+        # The files with a row of the family at the size it is ranked at: not a sweep of another size beside it.
+        n = tuning.sweep_size(df, family.rungs)
+        sweep_family(family, ranked, df, [(name, prov) for name, d, prov in runs if (
+            d["kernel"].isin(family.rungs) & (d["m"] == n) & (d["n"] == n) & (d["k"] == n)).any()], files)
 
 
 def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, runs: list[tuple[str, dict]],

@@ -344,6 +344,17 @@ def test_every_rung_the_tensor_page_calls_swept_is_in_a_sweep_shown_here(page):
     assert set(swept) <= tabs
 
 
+def test_a_sweeps_caption_names_only_the_files_at_the_size_it_draws(page):
+    """The H200's tensor sweep is drawn at 4096³; wgmma_beyond.py's A/B of wgmma_epilogue shipped a file at
+    4096³ and one at 4096 x 4096 x 2048 beside it. Before, the caption named both as sources of the figure."""
+    choice = next((s for s in page.selectbox if s.label == "Swept on"), None)
+    at = choice.set_value("NVIDIA H200").run() if choice else page   # a test before may have chosen the H100
+    captions = [text for c in at.caption if "h200-2026-11-27-tensor-mma-4096.json" in (text := str(c.value).replace("\\", ""))]
+    assert len(captions) == 1, captions
+    assert "wgmma-epilogue-c-in-ring-4096.json" in captions[0]
+    assert "c-in-ring-4096x4096x2048" not in captions[0]
+
+
 def test_without_a_sweep_the_section_says_where_one_goes(monkeypatch, tmp_path):
     at = _open_over(monkeypatch, tmp_path, synthetic_runs.SQUARE)
     assert "Autotuning sweep" in [s.value for s in at.subheader]

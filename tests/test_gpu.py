@@ -154,8 +154,8 @@ def test_mma_tma_in_clusters_of_2_matches_float64(params, size):
                          ids=["cluster4", "cluster4-132", "lag-suspend", "desc-step-warp-stores", "desc-step-bn128",
                               "warps-store-c", "four-buffers", "four-buffers-a-warp", "lag1", "c-not-in-ring",
                               "c-in-ring-bn128", "cluster4-120", "c-in-ring-of-3"])
-@pytest.mark.parametrize("size", [(300, 2056, 72), (4095, 4104, 520), (128, 256, 8), (520, 776, 136), (301, 2055, 73)],
-                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("size", [(300, 2056, 72), (4095, 4104, 520), (128, 256, 8), (520, 776, 136), (301, 2055, 73),
+                                  (4095, 4104, 8)], ids=lambda s: "x".join(map(str, s)))
 def test_wgmma_epilogue_choices_match_float64(params, size):
     """wgmma_epilogue's other choices: in clusters of 4 a block copies half of A's tile into its
     neighbour as well as half of B's (at 300 x 2056 the last clusters have blocks below and right of
@@ -165,8 +165,8 @@ def test_wgmma_epilogue_choices_match_float64(params, size):
     first and C's rows, not 16-byte multiples, stored by each warp from its staged pieces, as
     C_BY_TMA 0 stores them at every size; four staging buffers, taken in turn; C staged partly in the
     slot of the ring its last k-tile used, held until the stores have read it (at 4095 x 4104 x 520
-    each block stores several tiles, so the next tile's copies wait on that slot; at K = 8 a tile's
-    one k-tile is both its first and its last)."""
+    each block stores several tiles, so the next tile's copies wait on that slot; at 4095 x 4104 x 8
+    it does so too, and a tile's one k-tile is both its first and its last)."""
     out = _bench("wgmma_epilogue", make_problem(*size, params=params))
     assert out["correct"] and out["rel_error"] < registry.get("wgmma_epilogue").tolerance, out
 
