@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine.bench import benchmark, claim_checks, export, schema, selection, tuning
+from engine.bench import benchmark, claim_checks, export, schema, selection, speeds, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
@@ -115,7 +115,7 @@ def _cubes(rows: pd.DataFrame, cubes: tuple[int, ...] | None) -> int:
     rows = rows[rows["status"] == "ok"]   # what the claims read
     if cubes is None:
         return len(rows[["m", "n", "k"]].drop_duplicates())
-    return rows.loc[(rows["m"] == rows["n"]) & (rows["n"] == rows["k"]) & rows["m"].isin(cubes), "m"].nunique()
+    return len(set(speeds.square_sizes(rows, rows["kernel"].unique())) & set(cubes))
 
 
 def measuring(df: pd.DataFrame, kernels: list[str], shown: list[str], size: int | None = None,
