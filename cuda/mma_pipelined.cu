@@ -25,6 +25,19 @@
 // around, 3 issued off), and Nsight Compute's instruction count moved with it. Read, every build
 // issues all 8 with their wavefronts, as the trace records them: one k step's ldmatrix more per
 // warp in the whole kernel. The slot read holds no copy in flight: no tile after the last is copied.
+// Where in a tile's k steps its thread issues the copies of tile t + STAGES - 1 (COPY_AT): 0, all
+// before the first step's fragment reads; 1 (the default), all behind the first step's multiplies,
+// so the next step's fragment reads go ahead of them and the tensor cores have that step's
+// multiplies to work through while they are issued. Tried and not offered: in shares, one behind each
+// step's multiplies but the last's. Medians of 3 rounds (wgmma_beyond.py; TFLOP/s, before / behind /
+// in shares), 128 x 256 tiles, STAGES 4: H200 456.7 / 460.0 / 415.2 at 4096^3 and 489.0 / 493.1 /
+// 440.1 at 8192^3; H100 454.2 / 459.3 / 414.5 and 491.9 / 494.4 / 442.6. On both cards and at both
+// sizes behind beat before by 0.5 to 1.5% in 5 of the 6 tile shapes that fit (128 x 128 at STAGES 4
+// the exception, 1.0 to 1.5% slower; 256 x 256 runs at 7 to 9 whichever: 16 warps leave a thread 128
+// registers, what its accumulators take), and in shares lost 7 to 24% to before (with 7% more SASS
+// instructions in the kernel; where the rest goes was not looked into). A percent of the ~60% of
+// cuBLAS FP16 this rung reaches: what holds it there is the ring itself, a barrier and every
+// thread's copies each tile (tests/benchmarks/mma_costs.py).
 #include "trace.cuh"
 
 #ifndef BM
@@ -44,6 +57,9 @@
 #endif
 #ifndef BK
 #define BK 64   // one of: 32 64
+#endif
+#ifndef COPY_AT
+#define COPY_AT 1   // one of: 0 1
 #endif
 
 constexpr int kWarpsN = BN / WN;
@@ -99,7 +115,7 @@ __device__ __forceinline__ void store_pair(float *C, int M, int N, int r, int c,
 // zero fill: every lane takes part, none predicated off; outside the matrix it reads nothing and
 // writes 16 zero bytes, so the edges cost no store of zeros, no predicate and no branch. The choice is
 // made once per matrix, outside its loop, so each loop unrolls into one straight run of copies.
-template <bool kCopies> __device__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * BK][BN], const __half *A,
+template <bool kCopies> __device__ __forceinline__ void copy_tiles(__half (&As)[STAGES * BM][BK], __half (&Bs)[STAGES * BK][BN], const __half *A,
                            const __half *B, int M, int N, int K, int row0, int col0, int kt, int s) {
     constexpr int kPassRowsA = kThreads / (BK / 8), kPassRowsB = kThreads / (BN / 8);
     static_assert(kPassRowsA % 8 == 0 && BM % kPassRowsA == 0 && BK % kPassRowsB == 0, "whole passes");
@@ -186,11 +202,17 @@ template <bool kCopies> __device__ __forceinline__ void multiply(const __half *A
     for (int t = 0; t < tiles; t++) {
         int s = t % STAGES;
         _Pragma("unroll") for (int step = 0; step < kSteps; step++) {
-            if (step == 0) {   // every thread commits every time: group n is tile n
-                int next = t + STAGES - 1;   // into the slot tile t - 1 used, freed at the last barrier
+            // Tile t + STAGES - 1's copies, into the slot tile t - 1 used, freed at the last barrier:
+            // with COPY_AT 0 here, before this step's fragment reads; with 1 behind its multiplies,
+            // below (see the header).
+            int next = t + STAGES - 1;
+            auto copy_next = [&]() {
                 if (next < tiles) copy_tiles<kCopies>(As, Bs, A, B, M, N, K, row0, col0, next, next % STAGES);
-                CP_ASYNC_COMMIT();
-            }
+            };
+            if (COPY_AT == 0 && step == 0) copy_next();
+            // Every thread commits once a tile, copies or none: group n is tile n. With the copies
+            // behind the multiplies, at the last step, before the wait that counts the groups.
+            if (step == (COPY_AT == 0 ? 0 : kSteps - 1)) CP_ASYNC_COMMIT();
             // Before the last step's multiplies: tile t + 1 has landed (at most STAGES - 2 younger
             // groups in flight), and the barrier makes every thread's copies of it visible, so its
             // first fragments can be read now, under this step's multiplies. Every warp is past its
@@ -205,6 +227,7 @@ template <bool kCopies> __device__ __forceinline__ void multiply(const __half *A
             else fragments((step + 1) % 2, (t + 1) % STAGES, 0);
             _Pragma("unroll") for (int i = 0; i < kTilesM; i++)
                 _Pragma("unroll") for (int j = 0; j < kTilesN; j++) MMA_16816(acc[i][j], a[step % 2][i], b[step % 2][j]);
+            if (COPY_AT == 1 && step == 0) copy_next();
         }
     }
     // Unrolled: a loop left rolled would index acc at run time and put it in local memory.

@@ -52,12 +52,22 @@ def test_every_variant_builds_at_the_tiles_it_is_timed_with(tmp_path):
         assert build.build_cubin(str(f), mma_costs.BEST, traced=False).stat().st_size > 0
 
 
+def _best(sweep: str) -> dict:
+    run = json.loads((benchmark.TUNING / sweep).read_text())
+    return max((r for r in run["results"] if r["kernel"] == "mma_pipelined" and r["status"] == "ok"),
+               key=lambda r: r["gflops"])["params"]
+
+
 def test_the_tiles_timed_are_the_sweeps_best_on_both_gpus():
+    """The tiles: the tile sweeps' best (made before COPY_AT was a choice); where the copies go: the
+    COPY_AT sweeps' best, at those tiles, on both GPUs and at both sizes."""
+    tiles = {k: v for k, v in mma_costs.BEST.items() if k != "COPY_AT"}
     for gpu in ("h100-2026-11-26", "h100-2026-11-27", "h200-2026-11-27"):
-        run = json.loads((benchmark.TUNING / f"{gpu}-tensor-mma-4096.json").read_text())
-        best = max((r for r in run["results"] if r["kernel"] == "mma_pipelined" and r["status"] == "ok"),
-                   key=lambda r: r["gflops"])
-        assert best["params"] == mma_costs.BEST, gpu
+        assert _best(f"{gpu}-tensor-mma-4096.json") == tiles, gpu
+    for gpu in ("h100", "h200"):
+        for n in (4096, 8192):
+            best = _best(f"{gpu}-2026-11-27-mma-pipelined-copy-at-{n}.json")
+            assert best["COPY_AT"] == mma_costs.BEST["COPY_AT"] == registry.get("mma_pipelined").default_params()["COPY_AT"]
     assert registry.get("mma_pipelined").takes(mma_costs.BEST) == mma_costs.BEST
 
 
@@ -68,9 +78,9 @@ def _run() -> dict:
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_a_run_on_each_gpu_ships_and_reads(gpu):
     """Both GPUs' runs read as tables, each with its own GPU named; the page shows the newest."""
-    costs = speeds.costs_from_file(benchmark.COSTS / f"{gpu}-2026-11-27.json")
+    costs = speeds.costs_from_file(benchmark.COSTS / f"{gpu}-copy-at-2026-11-27.json")
     assert gpu.upper() in costs.gpu and set(costs.table["size"]) == {4096, 8192}
-    assert benchmark.costs_run().name == "h200-2026-11-27.json"   # the same day: by GPU name
+    assert benchmark.costs_run().name == "h200-copy-at-2026-11-27.json"   # the same day: by name
 
 
 def test_the_table_is_the_runs_own_numbers():
@@ -88,7 +98,10 @@ def test_the_table_is_the_runs_own_numbers():
         assert r["tflops"] == pytest.approx(2 * r["size"] ** 3 / r["ms"] / 1e9) and r["ms"] in r["rounds_ms"]
     # What was timed as written and as mma_tma came out right; the variants are allowed not to.
     assert all(r["correct"] for r in run["rows"] if r["variant"] in ("as written", "mma_tma"))
-    assert costs.gpu == run["provenance"]["gpu"] and costs.params == mma_costs.BEST
+    # What ran: the source's defaults where the run named no value (its COPY_AT, the source's default
+    # then, was named only by later runs).
+    ran = {**registry.get("mma_pipelined").default_params(), **costs.params}
+    assert costs.gpu == run["provenance"]["gpu"] and ran == {**ran, **mma_costs.BEST}
 
 
 def test_the_story_says_the_runs_figures_at_the_size_asked():
@@ -167,7 +180,7 @@ def test_the_readme_table_is_the_runs_figures():
     readme = (ROOT / "README.md").read_text()
     table = readme[readme.index("| 4096³ / 8192³ | H100 | H200 |"):]
     table = table[:table.index("\n\n")]
-    runs = {g: speeds.mma_costs(json.loads((benchmark.COSTS / f"{g}-2026-11-27.json").read_text())).table
+    runs = {g: speeds.mma_costs(json.loads((benchmark.COSTS / f"{g}-copy-at-2026-11-27.json").read_text())).table
             for g in ("h100", "h200")}
     names = {"as written": "as written", "no barrier": "no barrier in the k-loop", "no stores": "no stores of C",
              "no copies": "no copies in the k-loop", "none of the three": "none of the three", "mma_tma": "`mma_tma`"}

@@ -143,7 +143,7 @@ def test_bank_conflicts_that_mirror_contention_wavefronts_are_explained_and_no_o
     wavefront beyond a request's first as a conflict, so the conflicts are the wavefronts' excess
     counted again. Conflicts over the trace without that wavefront excess stay unexplained. (The
     H200's prefetched at the same size showed it once, then varied launch to launch when measured again.)"""
-    key = "mma_pipelined 131x67x77 BK=64 BM=128 BN=64 STAGES=3 WM=64 WN=64 block 16x16"
+    key = "mma_pipelined 131x67x77 BK=64 BM=128 BN=64 COPY_AT=1 STAGES=3 WM=64 WN=64 block 16x16"
     kernel, size, totals, scale = totals_for(key)
     conflicts = analysis.NCU_METRICS["shared", "load", "bank_conflicts"]
     wavefronts = analysis.NCU_METRICS["shared", "load", "wavefronts"]

@@ -103,9 +103,10 @@ FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 
 # The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_padded.cu): FP16 inputs, FP32 accumulate.
 # Defaults: the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*;
-# the persistent wgmma rungs': h200-2026-11-26-wgmma-*). mma_pipelined's default stays: in its sweep
+# the persistent wgmma rungs': h200-2026-11-26-wgmma-*). mma_pipelined's tiles stay: in its sweep
 # since its fragments come in two sets (h200-2026-11-26-tensor-mma-4096) it is within 3% of the
-# winner (128 x 256, STAGES 4), and a new default would change the golden traces of the cases run at it.
+# winner (128 x 256, STAGES 4), and new tiles would change the golden traces of the cases run at them;
+# its COPY_AT 1 won at every tile size but one (h200-2026-11-27-mma-pipelined-copy-at-*).
 # mma_tma's: the winner of its sweep on an H100 at 4096^3 and 8192^3 alike (h100-2026-11-26-mma-tma-*).
 # wgmma_stream_k's (SMS 128, CLUSTER 2, SPLITS 4): not swept; of the choices tests/benchmarks/stream_k.py times
 # beside the default, none was more than 0.3% faster where it shares tiles out, on an H100 or an H200

@@ -46,8 +46,9 @@ from engine.tracing.plan import global_shapes, size_arguments  # noqa: E402
 
 FORMAT = "cuda-matmul-explorer mma costs 1"   # engine/bench/speeds.py COSTS_FORMAT reads it
 PAUSE_S = 0.25   # the GPU idle before each point, as between the engine benchmark's points
-# The sweep's best tiles on both GPUs at 4096^3 (engine/bench/recorded/tuning/*-tensor-mma-4096.json).
-BEST = {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "BK": 64}
+# The sweep's best tiles on both GPUs at 4096^3 (engine/bench/recorded/tuning/*-tensor-mma-4096.json),
+# and its best place for the copies (*-mma-pipelined-copy-at-*.json), named so the file says so.
+BEST = {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "BK": 64, "COPY_AT": 1}
 
 # The three pieces of the source each variant leaves out; the script stops if the source no longer has them.
 BARRIER = "                CP_ASYNC_WAIT(STAGES - 2);\n                SYNC();\n"

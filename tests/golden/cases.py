@@ -41,20 +41,23 @@ CASES = [
      {"SPLITK": 3}),
     # The traced tensor-core rungs (FP16 in, FP32 out): multiples of 16 with partial block tiles, so
     # the zero-filled copies and the unstored overhang are covered. mma_pipelined at pinned
-    # parameters (a tuned default may move): its old 48 KB ring, and a 192 KB one in dynamic shared memory.
+    # parameters (a tuned default may move): its old 48 KB ring, and a 192 KB one in dynamic shared
+    # memory, each with its copies where they were when recorded (COPY_AT 0); then at its defaults
+    # (the copies behind the first k step's multiplies).
     ("mma_ldmatrix_partial", "mma_ldmatrix", 208, 144, 272, 16, 0, (16, 16), None),
     ("mma_swizzled_partial", "mma_swizzled", 208, 144, 272, 16, 0, (16, 16), None),
     ("mma_pipelined_48k", "mma_pipelined", 208, 144, 272, 16, 0, (16, 16), None,
-     {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 32}),
+     {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "STAGES": 3, "BK": 32, "COPY_AT": 0}),
     ("mma_pipelined_dynamic", "mma_pipelined", 144, 272, 208, 16, 0, (16, 16), None,
-     {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "BK": 64}),
+     {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "STAGES": 4, "BK": 64, "COPY_AT": 0}),
+    ("mma_pipelined_copies_behind", "mma_pipelined", 208, 144, 272, 16, 0, (16, 16), None),
     # At any size: K and N not multiples of 8 (rows off 16-byte boundaries: half-by-half copies, C
     # stored a float at a time where N is odd), one of them only, and a single element.
     ("mma_ldmatrix_odd", "mma_ldmatrix", 150, 135, 37, 16, 0, (16, 16), None),
     ("mma_swizzled_odd", "mma_swizzled", 17, 33, 9, 16, 0, (16, 16), None),
     ("mma_pipelined_odd", "mma_pipelined", 150, 135, 37, 16, 0, (16, 16), None),
     ("mma_pipelined_odd_n", "mma_pipelined", 37, 45, 40, 16, 0, (16, 16), None,
-     {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "STAGES": 2, "BK": 32}),
+     {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "STAGES": 2, "BK": 32, "COPY_AT": 0}),
     ("mma_pipelined_1x1x1", "mma_pipelined", 1, 1, 1, 16, 0, (16, 16), None),
 ]
 
