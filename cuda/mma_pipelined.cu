@@ -28,16 +28,18 @@
 // Where in a tile's k steps its thread issues the copies of tile t + STAGES - 1 (COPY_AT): 0, all
 // before the first step's fragment reads; 1 (the default), all behind the first step's multiplies,
 // so the next step's fragment reads go ahead of them and the tensor cores have that step's
-// multiplies to work through while they are issued. Tried and not offered: in shares, one behind each
-// step's multiplies but the last's. Medians of 3 rounds (wgmma_beyond.py; TFLOP/s, before / behind /
-// in shares), 128 x 256 tiles, STAGES 4: H200 456.7 / 460.0 / 415.2 at 4096^3 and 489.0 / 493.1 /
-// 440.1 at 8192^3; H100 454.2 / 459.3 / 414.5 and 491.9 / 494.4 / 442.6. On both cards and at both
-// sizes behind beat before by 0.5 to 1.5% in 5 of the 6 tile shapes that fit (128 x 128 at STAGES 4
-// the exception, 1.0 to 1.5% slower; 256 x 256 runs at 7 to 9 whichever: 16 warps leave a thread 128
-// registers, what its accumulators take), and in shares lost 7 to 24% to before (with 7% more SASS
-// instructions in the kernel; where the rest goes was not looked into). A percent of the ~60% of
-// cuBLAS FP16 this rung reaches: what holds it there is the ring itself, a barrier and every
-// thread's copies each tile (tests/benchmarks/mma_costs.py).
+// multiplies to work through while they are issued. Tried and not offered: in shares, one behind
+// each step's multiplies but the last's (slower, and for its build the trace read as compiled and
+// Nsight Compute disagreed on the shared-load instructions, not understood). Medians of 3 rounds
+// (wgmma_beyond.py; TFLOP/s, before / behind / in shares), 128 x 256 tiles, STAGES 4: H200 456.7 /
+// 460.0 / 415.2 at 4096^3 and 489.0 / 493.1 / 440.1 at 8192^3; H100 454.2 / 459.3 / 414.5 and 491.9
+// / 494.4 / 442.6. On both cards and at both sizes behind beat before by 0.5 to 1.5% in 5 of the 6
+// tile shapes that fit (128 x 128 at STAGES 4 the exception, 1.0 to 1.5% slower; 256 x 256 runs at
+// 7 to 9 whichever: 16 warps leave a thread at most 128 registers, as many as its accumulators
+// take), and in shares lost 7 to 24% to before (with 7% more SASS instructions in the kernel; where
+// the rest goes was not looked into). A percent of the ~60% of cuBLAS FP16 this rung reaches: what
+// holds it there is the ring itself, a barrier and every thread's copies each tile
+// (tests/benchmarks/mma_costs.py).
 #include "trace.cuh"
 
 #ifndef BM

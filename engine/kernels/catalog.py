@@ -106,7 +106,7 @@ FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 # the persistent wgmma rungs': h200-2026-11-26-wgmma-*). mma_pipelined's tiles stay: in its sweep
 # since its fragments come in two sets (h200-2026-11-26-tensor-mma-4096) it is within 3% of the
 # winner (128 x 256, STAGES 4), and new tiles would change the golden traces of the cases run at them;
-# its COPY_AT 1 won at every tile size but one (h200-2026-11-27-mma-pipelined-copy-at-*).
+# its COPY_AT 1 won in 5 of the 6 tile shapes on both GPUs (<gpu>-2026-11-27-mma-pipelined-copy-at-*).
 # mma_tma's: the winner of its sweep on an H100 at 4096^3 and 8192^3 alike (h100-2026-11-26-mma-tma-*).
 # wgmma_stream_k's (SMS 128, CLUSTER 2, SPLITS 4): not swept; of the choices tests/benchmarks/stream_k.py times
 # beside the default, none was more than 0.3% faster where it shares tiles out, on an H100 or an H200
