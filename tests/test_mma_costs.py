@@ -12,7 +12,7 @@ from engine.bench import benchmark, speeds
 from engine.errors import EngineError
 from engine.kernels import build, registry
 from engine.plots import tensor_figures
-from tests.benchmarks import mma_costs
+from tests.benchmarks import mma_costs, tensor_record
 from tests.test_pages import open_page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,9 +53,7 @@ def test_every_variant_builds_at_the_tiles_it_is_timed_with(tmp_path):
 
 
 def _best(sweep: str) -> dict:
-    run = json.loads((benchmark.TUNING / sweep).read_text())
-    return max((r for r in run["results"] if r["kernel"] == "mma_pipelined" and r["status"] == "ok"),
-               key=lambda r: r["gflops"])["params"]
+    return tensor_record.winner(benchmark.TUNING / sweep, "mma_pipelined")
 
 
 def test_the_tiles_timed_are_the_sweeps_best_on_both_gpus():
