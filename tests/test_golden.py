@@ -54,6 +54,27 @@ def test_re_recording_some_cases_keeps_the_others_as_they_were_recorded(golden, 
     assert all(np.array_equal(merged[f], golden[f]) for f in golden.files if f != "meta")
 
 
+def test_cases_recorded_apart_are_put_onto_the_file_without_a_gpu(golden, tmp_path):
+    """record_golden.py --from PART --onto golden_traces.npz: the whole file is more than the GPU
+    machine hands back at once, so the cases a change touches come back on their own; theirs (meta and
+    columns) replace the file's, every other case stays as it was recorded."""
+    import subprocess
+    import sys
+    meta = json.loads(str(golden["meta"]))
+    case = "mma_pipelined_odd"
+    part_meta = {case: {**meta[case], "device": "NVIDIA H100 80GB HBM3", "records": 1}}
+    part = {f: golden[f][:1] for f in golden.files if f.startswith(f"{case}/")}
+    np.savez_compressed(tmp_path / "part.npz", meta=np.array(json.dumps(part_meta)), **part)
+    out = tmp_path / "merged.npz"
+    subprocess.run([sys.executable, str(GOLDEN.parent / "record_golden.py"), str(out), "--from", str(tmp_path / "part.npz"),
+                    "--onto", str(GOLDEN)], check=True, capture_output=True, timeout=300)
+    merged = np.load(out)
+    assert json.loads(str(merged["meta"])) == {**meta, **part_meta}
+    assert list(json.loads(str(merged["meta"]))) == list(meta)   # in the cases' order
+    assert sorted(merged.files) == sorted(golden.files)
+    assert all(np.array_equal(merged[f], part[f] if f in part else golden[f]) for f in golden.files if f != "meta")
+
+
 def test_the_cpu_mode_banner_names_the_gpu_the_golden_traces_were_recorded_on(golden):
     """The CPU-mode banner (pages/lib/ui.py) tells a student what the CPU traces are checked against:
     a case re-recorded on another GPU must change what it says."""
