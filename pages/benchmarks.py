@@ -191,22 +191,31 @@ CHOICE_FORMATS = {"TFLOP/s": "%.1f", "cuBLAS TFLOP/s": "%.1f", "% of cuBLAS": "%
 
 
 def size_choice() -> None:
-    """Per GPU and size swept, the fastest FP32 kernel and configuration, and why (engine/bench/selection.py)."""
+    """Per GPU, family and size swept, the fastest kernel and configuration, and why (engine/bench/selection.py)."""
     st.subheader("Which configuration at which size")
     swept = selection.gpus()
     if not swept:
         st.info("No size sweep recorded yet (tests/benchmarks/size_sweep.py, kept in engine/bench/recorded/selection/).",
                 icon=":material/tune:")
         return
-    gpu = st.selectbox("Sizes swept on", swept, key="choice-gpu") if len(swept) > 1 else swept[0]
-    table = selection.table(gpu=gpu)
+    cols = st.columns(2)
+    gpu = cols[0].selectbox("Sizes swept on", swept, key="choice-gpu") if len(swept) > 1 else swept[0]
+    family = cols[1].radio("Family", ("FP32", "Tensor cores"), horizontal=True, key="choice-family")
+    table = selection.table(gpu=gpu, family="fp32" if family == "FP32" else "tensor")
+    if table.empty:
+        st.info(f"No {family} size sweep recorded on the {gpu}.", icon=":material/tune:")
+        return
     ui.fitting_table(table, ("size", "kernel", "% of cuBLAS", "why"), hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in CHOICE_FORMATS.items()})
     st.caption(schema.plain(
-        f"From the recorded size sweeps on the {gpu} ({table['SMs'].iloc[0]} SMs): at each size the fastest of the "
-        "ladder's top rungs and of split_k's block tiles times SPLITK. Where C's tiles are fewer than the SMs, "
-        "splitting K fills them; where N or K is not a multiple of 4, split_k_padded's padded rows keep the float4 "
-        "loads. A run that names no split_k parameters takes the choice of the nearest size swept."))
+        f"From the recorded size sweeps on the {gpu} ({table['SMs'].iloc[0]} SMs): at each size the fastest of "
+        + ("the ladder's top rungs and of split_k's block tiles times SPLITK, against cuBLAS SGEMM. Where C's tiles "
+           "are fewer than the SMs, splitting K fills them; where N or K is not a multiple of 4, split_k_padded's "
+           "padded rows keep the float4 loads. A run that names no split_k parameters takes the choice of the "
+           "nearest size swept." if family == "FP32" else
+           "the top tensor rungs at their defaults and of wgmma_stream_k's block tiles, splits, clusters and blocks, "
+           "against cuBLAS FP16. Where C's tiles of 128 x 256 are fewer than the SMs, tiles of 128 x 128 fill more of "
+           "them; a run of wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept.")))
 
 
 SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",

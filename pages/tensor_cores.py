@@ -6,7 +6,7 @@ none (recorded)."""
 import streamlit as st
 
 from engine import animations
-from engine.bench import benchmark, schema, speeds, tuning
+from engine.bench import benchmark, schema, selection, speeds, tuning
 from engine.errors import EngineError
 from engine.kernels import documents, registry
 from engine.kernels.problem import make_problem
@@ -223,6 +223,19 @@ if (costs_run := benchmark.costs_run()) is not None:
                    "As written the k-loop copies the next tiles, waits at a barrier once per k-tile, and at the end "
                    "each block stores its C and leaves. The instruction's own ceiling, measured apart: "
                    + " ".join(registry.get("mma_pipelined").notes))
+
+# One tile shape cannot serve every size: the recorded size sweeps' fastest tensor rung per size (engine/bench/selection.py).
+if swept := [g for g in selection.gpus() if len(selection.table(gpu=g, family="tensor"))]:
+    st.markdown("**Which configuration at which size.**")
+    on = st.selectbox("Sizes swept on", swept, key="tc-choice-gpu") if len(swept) > 1 else swept[0]
+    choice = selection.table(gpu=on, family="tensor")
+    ui.fitting_table(choice, ("size", "kernel", "% of cuBLAS", "why"), hide_index=True, width="stretch",
+                     column_config={"% of cuBLAS": st.column_config.NumberColumn(format="%.0f")})
+    st.caption(f"From the recorded size sweeps on the {on} ({choice['SMs'].iloc[0]} SMs): at each size the fastest of "
+               "the top tensor rungs at their defaults and of wgmma_stream_k's block tiles (128 x 128 or 128 x 256), "
+               "splits, clusters and blocks, against cuBLAS FP16 in the same sweep. Where C has fewer tiles of "
+               "128 x 256 than the GPU has SMs (1024³: 32), tiles of 128 x 128 fill twice as many; a run of "
+               "wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept.")
 
 # ------------------------------------------------------------------ 6. sizes that are not multiples of 8
 st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and rungs without one")

@@ -189,6 +189,26 @@ def test_wgmma_stream_k_matches_float64(params, size):
     assert out["correct"] and out["rel_error"] < registry.get("wgmma_stream_k").tolerance, out
 
 
+def _stream_k_chosen() -> list[dict]:
+    """Every configuration of wgmma_stream_k the shipped size sweeps choose, at any size swept on any GPU."""
+    from engine.bench import selection
+    df = selection.load()
+    rows = df[(df["kernel"] == "wgmma_stream_k") & (df["status"] == "ok")] if len(df) else df
+    chosen = {tuple(sorted(selection.chosen("wgmma_stream_k", int(m), int(n), int(k), df, gpu).items()))
+              for (gpu, m, n, k), _ in rows.groupby(["gpu", "m", "n", "k"])} if len(rows) else set()
+    return [dict(c) for c in sorted(chosen)]
+
+
+@pytest.mark.parametrize("params", _stream_k_chosen(), ids=lambda p: f"BN{p['BN']}-S{p['SPLITS']}-C{p['CLUSTER']}-{p['SMS']}")
+@pytest.mark.parametrize("size", [(1, 1, 1), (17, 33, 9), (1000, 1000, 1000), (4095, 4097, 511)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_stream_k_is_right_at_every_configuration_the_sweeps_choose(params, size):
+    """A run that names none of its parameters takes the sweeps' choice for its size (selection.chosen):
+    each such configuration against float64 at tiny, odd and small sizes."""
+    out = _bench("wgmma_stream_k", make_problem(*size, params=params))
+    assert out["correct"] and out["rel_error"] < registry.get("wgmma_stream_k").tolerance, out
+
+
 def test_wgmma_stream_k_gives_the_same_bits_on_every_run():
     """The partial sums are added in a fixed order (the runs' order), not by atomics: one result run
     to run (its error against float64, to the last bit, stands for C)."""

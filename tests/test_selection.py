@@ -12,7 +12,7 @@ def test_every_size_swept_has_its_fastest_fp32_kernel_and_a_reason():
     df = selection.load()
     table = selection.table(df)
     ok = df[df["status"] == "ok"]
-    assert len(table) == len(ok.groupby(["gpu", "m", "n", "k"]))
+    assert len(table) == len(ok[ok["kernel"].isin(selection.FP32_KERNELS)].groupby(["gpu", "m", "n", "k"]))
     for row in table.itertuples():
         m, n, k = map(int, row.size.split("x"))
         here = ok[(ok["gpu"] == row.GPU) & (ok["m"] == m) & (ok["n"] == n) & (ok["k"] == k)]
@@ -60,3 +60,63 @@ def test_the_pages_show_which_configuration_ran_at_which_size_and_why(page):
     shown = pd.concat([d.value for d in at.dataframe if "why" in d.value.columns])
     assert (shown["kernel"] == "split_k").any() and shown["why"].str.contains("blocks").any()
     assert shown["why"].str.contains("rows padded").any()
+
+
+def test_every_size_swept_has_its_fastest_tensor_rung_against_cublas_fp16():
+    """The tensor sweeps (size_sweep.py --tensor) on both GPUs: at 1024³, 32 tiles of 128 x 256 leave most
+    of 132 SMs idle, and the choice is wgmma_stream_k at 128 x 128; at 8192³ (2,048 tiles) it is 256."""
+    df = selection.load()
+    tensor = selection.table(df, family="tensor")
+    ok = df[df["status"] == "ok"]
+    assert len(tensor) == len(ok[ok["kernel"].isin(registry.TENSOR_RUNGS)].groupby(["gpu", "m", "n", "k"]))
+    assert set(tensor["kernel"]) <= set(registry.TENSOR_RUNGS)
+    for row in tensor.itertuples():
+        m, n, k = map(int, row.size.split("x"))
+        here = ok[(ok["gpu"] == row.GPU) & (ok["m"] == m) & (ok["n"] == n) & (ok["k"] == k)]
+        assert row._6 * 1e3 == pytest.approx(here[here["kernel"].isin(registry.TENSOR_RUNGS)]["gflops"].max())
+        assert row._7 * 1e3 == pytest.approx(here[here["kernel"] == "cublas_gemm_fp16"]["gflops"].max())
+    swept = [g for g in selection.gpus(df) if len(selection.table(df, g, "tensor"))]
+    assert {"NVIDIA H100 80GB HBM3", "NVIDIA H200"} <= set(swept)
+    for gpu in swept:
+        mine = selection.table(df, gpu, "tensor").set_index("size")
+        small = mine.loc["1024x1024x1024"]
+        assert small["kernel"] == "wgmma_stream_k" and small["why"].startswith("64 tiles of 128 x 128 on")
+        assert "BN=128" in small["parameters"] and small["% of cuBLAS"] > 60
+        assert selection.chosen("wgmma_stream_k", 1024, 1024, 1024, df, gpu)["BN"] == 128
+        assert selection.chosen("wgmma_stream_k", 8192, 8192, 8192, df, gpu)["BN"] == 256
+        assert "padded first" in mine.loc["4097x4097x4097", "why"]   # rows TMA cannot copy
+
+
+def test_a_tensor_run_naming_no_stream_k_parameter_takes_the_sweeps_choice():
+    chosen = selection.chosen("wgmma_stream_k", 1000, 1000, 1000)
+    assert chosen["BN"] == 128 and chosen != registry.get("wgmma_stream_k").default_params()
+    assert benchmark.measure("wgmma_stream_k", 1000, 1000, 1000, benchmark.Settings())["params"] == chosen
+    # The other tensor rungs keep their defaults.
+    assert selection.chosen("wgmma_epilogue", 1000, 1000, 1000) == {}
+
+
+@pytest.mark.parametrize("run", ["h100-tensor-sizes-chosen-2026-11-27.json", "h200-tensor-sizes-chosen-2026-11-27.json"])
+def test_the_recorded_tensor_runs_timed_the_chosen_configurations(run):
+    """The runs recorded after the tensor sweeps: wgmma_stream_k ran, at each size, its GPU's choice."""
+    df, prov = benchmark.load_document((benchmark.RECORDED / run).read_bytes())
+    sweeps = selection.load()
+    rows = df[(df["kernel"] == "wgmma_stream_k") & (df["status"] == "ok")]
+    assert len(rows) >= 12
+    for r in rows.itertuples():
+        assert dict(r.params) == {**registry.get("wgmma_stream_k").default_params(),
+                                  **selection.chosen("wgmma_stream_k", r.m, r.n, r.k, sweeps, prov["gpu"])}
+    at = df[(df["m"] == 1024) & (df["n"] == 1024) & (df["k"] == 1024) & (df["status"] == "ok")].set_index("kernel")["gflops"]
+    assert at["wgmma_stream_k"] > 1.4 * at["wgmma_epilogue"]   # 128 x 128 tiles against 128 x 256 at 1024³
+
+
+@pytest.mark.usefixtures("cpu_mode")
+def test_the_benchmarks_page_shows_the_tensor_choice_and_the_tensor_page_too():
+    at = open_page("pages/benchmarks.py")
+    at.radio(key="choice-family").set_value("Tensor cores").run()
+    shown = pd.concat([d.value for d in at.dataframe if "why" in d.value.columns])
+    assert (shown["kernel"] == "wgmma_stream_k").any() and shown["why"].str.contains("tiles of 128 x 128").any()
+    assert any("wgmma\\_stream\\_k\\'s block tiles" in c.value for c in at.caption)   # schema.plain escapes Markdown
+    tc = open_page("pages/tensor_cores.py")
+    assert any(m.value == "**Which configuration at which size.**" for m in tc.markdown)
+    shown = pd.concat([d.value for d in tc.dataframe if "why" in d.value.columns])
+    assert shown.loc[shown["size"] == "1024x1024x1024", "kernel"].eq("wgmma_stream_k").all()

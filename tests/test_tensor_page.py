@@ -14,7 +14,7 @@ from tests.test_pages import open_page
 PAGE = "pages/tensor_cores.py"
 # The page's speed section opens on the newest recorded run of the tensor rungs: every rung, the
 # persistent wgmma ones too where the run has them.
-TENSOR_RUN, TENSOR_RUN_DATE = "h200-tensor-every-size-2026-11-27.json", "2026-11-27"
+TENSOR_RUN, TENSOR_RUN_DATE = "h200-tensor-sizes-chosen-2026-11-27.json", "2026-11-27"
 
 
 def _texts(at) -> str:

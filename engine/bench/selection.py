@@ -1,8 +1,10 @@
-"""The size-aware choice, as cuBLAS's heuristics make it: which FP32 kernel and configuration was
-fastest at each size of the recorded size sweeps (engine/bench/recorded/selection/, written on a GPU
-by tests/benchmarks/size_sweep.py), with the reason in words, and split_k's configuration for any
-size: the winner at the nearest size swept, since one block tile and one SPLITK cannot serve both
-1024³ (32 tiles of 128 x 256 for 132 SMs: split K four ways) and 8192³ (2,048 tiles: barely split).
+"""The size-aware choice, as cuBLAS's heuristics make it: which kernel and configuration was fastest
+at each size of the recorded size sweeps (engine/bench/recorded/selection/, written on a GPU by
+tests/benchmarks/size_sweep.py), per family (FP32 against cuBLAS SGEMM, the tensor rungs against
+cuBLAS FP16), with the reason in words; and split_k's and wgmma_stream_k's configuration for any
+size: the winner at the nearest size swept, since one block tile and one split cannot serve both
+1024³ (32 tiles of 128 x 256 for 132 SMs: split K four ways, or for the tensor cores tiles of
+128 x 128) and 8192³ (2,048 tiles: barely split).
 
 The FP32 runs recorded with these choices (every rung, split_k and split_k_padded at their chosen
 configurations, and cuBLAS, at the issue's sizes) are kept beside the sweeps in recorded/every_size/:
@@ -25,8 +27,10 @@ from engine.kernels import registry
 
 SELECTION = benchmark.RECORDED / "selection"
 # The kernels whose configuration the sweeps choose per size, when a caller pins none of its parameters.
-CHOSEN_PER_SIZE = ("split_k", "split_k_padded")
+CHOSEN_PER_SIZE = ("split_k", "split_k_padded", "wgmma_stream_k")
 FP32_KERNELS = tuple(k.name for k in registry.FP32_RUNGS)
+# Per family: its kernels, and the cuBLAS entry its table measures them against.
+FAMILIES = {"fp32": (FP32_KERNELS, "cublas_sgemm"), "tensor": (registry.TENSOR_RUNGS, "cublas_gemm_fp16")}
 
 
 def sweeps(folder: Path | None = None) -> list[Path]:
@@ -75,14 +79,24 @@ def chosen(kernel: str, m: int, n: int, k: int, df: pd.DataFrame | None = None,
 
 def why(kernel: str, params: dict, m: int, n: int, k: int) -> str:
     """In words, short enough for a table's column: the blocks the tiles and slices make (against the
-    GPU's SMs, which the page says), and the rows where N or K is not a multiple of 4."""
+    GPU's SMs, which the page says), and the rows where N or K is not a multiple of 4 (FP32's float4
+    loads) or of 8 (the rows TMA copies)."""
     bm, bn = params.get("BM"), params.get("BN")
     said = []
     if bm and bn:
         tiles = -(-m // bm) * -(-n // bn)
-        splits = params.get("SPLITK", 1)
-        said.append(f"{tiles:,} tiles x{splits} = {tiles * splits:,} blocks" if splits > 1 else f"{tiles:,} tiles, K not split")
-    if n % 4 or k % 4:   # rows of A or B off 16-byte boundaries
+        if kernel == "wgmma_stream_k":   # its header: whole waves go whole, a partial last one is shared out by k
+            cluster, splits = params.get("CLUSTER", 1), params.get("SPLITS", 1)
+            said.append(f"{tiles:,} tiles of {bm} x {bn} on {params.get('SMS')} blocks"
+                        + (", in pairs" if cluster == 2 else "")
+                        + (f"; a partial last wave's tiles shared by up to {splits}" if splits > 1 else "; tiles whole"))
+        else:
+            splits = params.get("SPLITK", 1)
+            said.append(f"{tiles:,} tiles x{splits} = {tiles * splits:,} blocks" if splits > 1 else f"{tiles:,} tiles, K not split")
+    if kernel in registry.TENSOR_RUNGS:
+        if (n % 8 or k % 8) and kernel in registry.TMA_RUNGS:   # rows TMA cannot copy (16-byte strides)
+            said.append("A and B padded first")
+    elif n % 4 or k % 4:   # rows of A or B off 16-byte boundaries
         said.append("rows padded" if kernel == "split_k_padded" else "float4 loads fall back")
     return "; ".join(said) or kernel
 
@@ -93,19 +107,20 @@ def gpus(df: pd.DataFrame | None = None) -> list[str]:
     return list(dict.fromkeys(df["gpu"])) if len(df) else []
 
 
-def table(df: pd.DataFrame | None = None, gpu: str | None = None) -> pd.DataFrame:
-    """Per size swept (on gpu, else every GPU's): the fastest FP32 kernel, its % of cuBLAS SGEMM, why
-    that configuration (the choice a size-aware library would make there), the configuration itself,
-    the speeds and the GPU with its SMs."""
+def table(df: pd.DataFrame | None = None, gpu: str | None = None, family: str = "fp32") -> pd.DataFrame:
+    """Per size swept (on gpu, else every GPU's): the family's fastest kernel (fp32: against cuBLAS
+    SGEMM; tensor: against cuBLAS FP16), its % of cuBLAS, why that configuration (the choice a
+    size-aware library would make there), the configuration itself, the speeds and the GPU with its SMs."""
     df = load() if df is None else df
+    kernels, reference = FAMILIES[family]
     out = []
     if df.empty:
         return pd.DataFrame()
     ok = df[(df["status"] == "ok") & ((df["gpu"] == gpu) if gpu else True)]
     for (swept, m, n, k), here in ok.groupby(["gpu", "m", "n", "k"], sort=False):
-        cublas = here.loc[here["kernel"] == "cublas_sgemm", "gflops"].max()
-        ours = here[here["kernel"].isin(FP32_KERNELS)]
-        if ours.empty:
+        cublas = here.loc[here["kernel"] == reference, "gflops"].max()
+        ours = here[here["kernel"].isin(kernels)]
+        if ours.empty or pd.isna(cublas):
             continue
         best = ours.loc[ours["gflops"].idxmax()]
         params = dict(best["params"])

@@ -5,6 +5,11 @@ size, the fastest of each kernel as % of cuBLAS, and writes the whole sweep as a
 the selection table (engine/bench/selection.py) is read from it.
 
     python3 tests/benchmarks/size_sweep.py OUT.json [--sizes 1000,1024,...] [--reps 10] [--defaults-only]
+    python3 tests/benchmarks/size_sweep.py OUT.json --tensor [--sizes ...]
+
+--tensor sweeps the tensor cores' family instead: cuBLAS FP16 (before and after), the top tensor rungs
+at their defaults, and wgmma_stream_k at both block tiles times SPLITS, CLUSTER and SMS (the
+configuration its header says is to be chosen per size: BN 128 for a C of few tiles, 256 above).
 
 --defaults-only times only cuBLAS and the ladder's top rungs at their defaults, after a change to one
 of them: shipped beside the full sweep of the same GPU, it replaces their rows (selection.load keeps
@@ -31,6 +36,54 @@ TILES = ({"BM": 128, "BN": 256, "BK": 16, "WM": 32, "WN": 128, "WNITER": 2, "TM"
          {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 128, "WNITER": 2, "TM": 8, "TN": 4},
          {"BM": 64, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 8, "TN": 4})
 DEFAULTS = ("warptile", "double_buffered", "prefetched")
+TENSOR_DEFAULTS = ("mma_tma", "wgmma_tma", "wgmma_epilogue")
+TENSOR_CHOSEN = "wgmma_stream_k"
+
+
+def tensor_configs() -> list[dict[str, int]]:
+    """wgmma_stream_k's block tiles (BN) times how far a tile's K is shared out (SPLITS), clusters of
+    one block or two (CLUSTER) and the blocks launched (SMS), its other parameters at their defaults."""
+    spec = registry.get(TENSOR_CHOSEN)
+    return [{**spec.default_params(), "BN": bn, "SPLITS": splits, "CLUSTER": cluster, "SMS": sms}
+            for bn in spec.params["BN"] for splits in spec.params["SPLITS"] for cluster in spec.params["CLUSTER"]
+            for sms in (128, 132)]
+
+
+def tensor_main(args, sizes) -> int:
+    start = time.perf_counter()
+    configs = tensor_configs()
+    build_all([(registry.get(TENSOR_CHOSEN), c) for c in configs] +
+              [(registry.get(name), registry.get(name).default_params()) for name in TENSOR_DEFAULTS])
+    print(f"compiled {len(configs)} {TENSOR_CHOSEN} configurations in {time.perf_counter() - start:.0f} s", flush=True)
+    status = gpu_client.status()
+    if not status.available:
+        print(f"no GPU: {status.reason}")
+        return 1
+    settings = benchmark.Settings(warmup=1, reps=args.reps, seconds_per_point=1.0)
+    rows = []
+    for m, n, k in sizes:
+        here = [benchmark.measure("cublas_gemm_fp16", m, n, k, settings)]
+        here += [benchmark.measure(name, m, n, k, settings) for name in TENSOR_DEFAULTS]
+        here += [benchmark.measure(TENSOR_CHOSEN, m, n, k, settings, c) for c in configs]
+        here.append(benchmark.measure("cublas_gemm_fp16", m, n, k, settings))   # clocks drift: before and after
+        rows += here
+        ok = [r for r in here if r["status"] == "ok"]
+        cublas = max(r["gflops"] for r in ok if r["kernel"] == "cublas_gemm_fp16")
+        line = []
+        for name in (*TENSOR_DEFAULTS, TENSOR_CHOSEN):
+            best = max((r for r in ok if r["kernel"] == name), key=lambda r: r["gflops"], default=None)
+            if best:
+                p = best["params"]
+                extra = f" BN {p['BN']} S{p['SPLITS']} C{p['CLUSTER']} SMS {p['SMS']}" if name == TENSOR_CHOSEN else ""
+                line.append(f"{name} {best['gflops'] / 1e3:.1f} ({100 * best['gflops'] / cublas:.0f}%{extra})")
+        wrong = [r for r in here if r["status"] != "ok"]
+        print(f"{m}x{n}x{k}: cuBLAS FP16 {cublas / 1e3:.1f} TF | " + " | ".join(line) +
+              (f" | {len(wrong)} not ok: {wrong[0].get('error', wrong[0]['status'])}" if wrong else ""), flush=True)
+    print(f"timed in {time.perf_counter() - start:.0f} s")
+    prov = benchmark.provenance(status.info, settings)
+    prov["sweep"] = f"{TENSOR_CHOSEN}'s block tiles, SPLITS, CLUSTER and SMS, and the top tensor rungs, at sizes of every shape"
+    print(f"wrote {export.write_json(rows, prov, Path(args.out))}")
+    return 0
 
 
 def split_configs(m: int, n: int, k: int) -> list[dict[str, int]]:
@@ -51,8 +104,11 @@ def main() -> int:
     ap.add_argument("--sizes", default=SIZES)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--defaults-only", action="store_true", help="cuBLAS and the ladder's top rungs only")
+    ap.add_argument("--tensor", action="store_true", help="the tensor cores' family: wgmma_stream_k's configurations")
     args = ap.parse_args()
     sizes = benchmark.parse_sizes(args.sizes)
+    if args.tensor:
+        return tensor_main(args, sizes)
     start = time.perf_counter()
     configs = set() if args.defaults_only else {tuple(sorted(c.items())) for size in sizes for c in split_configs(*size)}
     build_all([(spec, {**spec.default_params(), **dict(c)}) for c in configs
