@@ -10,7 +10,7 @@ from engine.bench import benchmark, schema, selection, speeds, tuning
 from engine.errors import EngineError
 from engine.kernels import documents, registry
 from engine.kernels.problem import make_problem
-from engine.metrics import ldmatrix_banks, recorded_fragments, tensor_evidence, tensor_tiles
+from engine.metrics import ldmatrix_banks, recorded_fragments, stalls, tensor_evidence, tensor_tiles
 from engine.plots import charts, listing, style, tensor_figures
 from pages.lib import cached, settings, speed_runs, ui, view_state
 
@@ -223,6 +223,22 @@ if (costs_run := benchmark.costs_run()) is not None:
                    "As written the k-loop copies the next tiles, waits at a barrier once per k-tile, and at the end "
                    "each block stores its C and leaves. The instruction's own ceiling, measured apart: "
                    + " ".join(registry.get("mma_pipelined").notes))
+
+# Why, as Nsight Compute sees it: where the warps of mma_pipelined wait (recorded: tests/benchmarks/mma_stalls.py).
+if (stalls_file := benchmark.stalls_run()) is not None:
+    try:
+        waits, waits_fig = cached.page_part(("tc-stalls", *cached.file_version(stalls_file)), lambda: (
+            (w := stalls.load(stalls_file)),
+            tensor_figures.stalls_figure(w, f"recorded ({stalls_file.name}), not measured now")))
+    except EngineError as exc:
+        st.warning(str(exc), icon=":material/warning:")
+    else:
+        st.markdown(stalls.story(waits))
+        st.plotly_chart(waits_fig, width="stretch", config=CHART, key="tc-stalls")
+        st.caption(f"Nsight Compute {waits.ncu}'s warp-state sampling (WarpStateStats and SourceCounters, the GPU's own "
+                   f"clocks), {waits.date}: each bar is the cycles between two instructions a warp issues, split "
+                   "by why it was not issuing (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio); "
+                   "hover for each reason's share. The same tiles as the costs above.")
 
 # One tile shape cannot serve every size: the recorded size sweeps' fastest tensor rung per size (engine/bench/selection.py).
 if swept := [g for g in selection.gpus() if len(selection.table(gpu=g, family="tensor"))]:

@@ -292,3 +292,34 @@ def test_what_mma_pipelineds_costs_are_is_drawn_with_every_label_inside(server, 
     assert drawn["ticks"] == list(speeds.COST_VARIANTS)
     assert drawn["inside"], drawn["texts"]
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("presenter", ["", "&presenter=1"])
+def test_where_mma_pipelineds_warps_wait_is_drawn_with_every_label_inside(server, page, shots, presenter):
+    """Section 5's warp-stall chart as drawn at 1280x720, in both modes: one bar per kernel of the shipped
+    run of tests/benchmarks/mma_stalls.py, named at its left, its total cycles per issued instruction at
+    its end, every label inside the figure, and the story above it naming the instructions."""
+    from engine.bench import benchmark
+    from engine.metrics import stalls
+    s = stalls.load(benchmark.stalls_run())
+    page.goto(f"{server}/tensor_cores?{presenter.lstrip('&')}")
+    ready(page)
+    gd = page.locator(".js-plotly-plot", has_text="warps wait")
+    gd.scroll_into_view_if_needed()
+    browser.wait_idle(page)
+    page.screenshot(path=str(shots / f"tensor-stalls{'-presenter' if presenter else ''}-1280x720.png"))
+    drawn = gd.evaluate("""gd => { const box = gd.getBoundingClientRect();
+        const texts = Array.from(gd.querySelectorAll('.textpoint text, .ytick text, .legendtext'))
+            .map(t => [t.textContent.trim(), t.getBoundingClientRect()]);
+        return {totals: Array.from(gd.querySelectorAll('.textpoint text')).map(t => t.textContent.trim()),
+                ticks: Array.from(gd.querySelectorAll('.ytick text')).map(t => t.textContent),
+                outside: texts.filter(([_, r]) => r.top < box.top || r.bottom > box.bottom || r.left < box.left - 1
+                                                  || r.right > box.right + 1).map(t => t[0])}; }""")
+    totals = {k["label"]: sum(k["stalls"].values()) for k in s.kernels}
+    assert sorted(drawn["ticks"]) == sorted(totals)
+    assert sorted(drawn["totals"]) == sorted(f"{v:.2f}" for v in totals.values())
+    assert drawn["outside"] == [], drawn["outside"]
+    text = page.locator("[data-testid='stMarkdownContainer']", has_text="Where its warps wait.").first.inner_text()
+    for t in (t for k in s.kernels if k["name"] == "as written" for t in k["top"] if t.get("copy_reading")):
+        assert t["sass"] in text and t["copy_reading"] in text
+    assert not page.errors, page.errors

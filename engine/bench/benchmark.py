@@ -48,6 +48,9 @@ ANY_SIZE = RECORDED / "any_size"
 # What mma_pipelined's barrier, copies and stores of C cost it, each taken out of its source and the
 # kernel timed without it (tests/benchmarks/mma_costs.py): the Tensor cores page, section 5.
 COSTS = RECORDED / "costs"
+# Where mma_pipelined's warps wait, by Nsight Compute's warp-state sampling (tests/benchmarks/mma_stalls.py):
+# the Tensor cores page, section 5, beside the costs.
+STALLS = RECORDED / "stalls"
 
 
 @dataclass
@@ -349,6 +352,11 @@ def any_size_run() -> Path | None:
 def costs_run() -> Path | None:
     """The newest shipped run of tests/benchmarks/mma_costs.py (COSTS), or None."""
     return _newest(COSTS)
+
+
+def stalls_run() -> Path | None:
+    """The newest shipped run of tests/benchmarks/mma_stalls.py (STALLS), or None."""
+    return _newest(STALLS)
 
 
 # The run the Benchmarks page opens on: the FP32 kernels and cuBLAS on the H200, the run the

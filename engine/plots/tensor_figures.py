@@ -12,9 +12,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from engine.bench.speeds import BASELINES, CLIFF, REFERENCE, Costs, TensorSpeeds
+from engine.metrics import stalls
 from engine.metrics.ldmatrix_banks import LdmatrixRows
 from engine.metrics.ncu_reference import short_gpu
 from engine.metrics.recorded_fragments import OPERANDS
+from engine.metrics.stalls import Stalls
 from engine.metrics.tensor_evidence import RECORDED_INPUTS, ZERO_MEAN_INPUTS, SeedEvidence, SeedFault
 from engine.metrics.tensor_tiles import Hierarchy
 from engine.plots import listing, style
@@ -331,6 +333,45 @@ def costs_figure(c: Costs, note: str) -> go.Figure:
                        xaxis={"type": "category"},
                        legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0},
                        margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": round(ticks_px + legend_px),
+                               "l": 8, "r": 8})
+
+
+# Each reason in one colour across the kernels: the ones that differ between them (the long scoreboard,
+# the barrier) in the strong colours, the tensor pipe busy in green (the state to want).
+STALL_COLORS = {"issuing": style.PALETTE[7], "tensor pipe busy": style.GREEN, "fixed-latency wait": style.PALETTE[5],
+                "long scoreboard": style.RED, "barrier": style.PALETTE[4], "another warp issued": style.PALETTE[8],
+                "short scoreboard": style.PALETTE[3], "dispatch": style.PALETTE[6], "MIO queue full": style.BLUE,
+                "other": style.PALETTE[16]}
+
+
+def stalls_figure(s: Stalls, note: str) -> go.Figure:
+    """One horizontal bar per kernel: the cycles between two instructions a warp issues, stacked by the
+    reason it was not issuing (Nsight Compute's warp-state sampling), the total at the bar's end."""
+    st = style.PRESENTER   # in both modes, as the speed chart
+    t = stalls.by_words(s)
+    kernels = list(dict.fromkeys(t["label"]))[::-1]   # the first kernel on top
+    fig = go.Figure()
+    for words in STALL_COLORS:
+        part = t[t["words"] == words].set_index("label").reindex(kernels)
+        if part["cycles"].fillna(0).max() <= 0:
+            continue
+        fig.add_trace(go.Bar(y=kernels, x=part["cycles"].fillna(0).tolist(), name=words, orientation="h",
+                             marker_color=STALL_COLORS[words],
+                             hovertemplate=f"%{{y}}<br>{words}: %{{x:.2f}} cycles per issued instruction<extra></extra>"))
+    totals = t.groupby("label", sort=False)["cycles"].sum().reindex(kernels)
+    fig.add_trace(go.Scatter(y=kernels, x=totals.tolist(), mode="text", text=[f"  {v:.2f}" for v in totals],
+                             textposition="middle right", showlegend=False, hoverinfo="skip",
+                             textfont={"size": st.base}))
+    title = style.with_note(f"Where mma_pipelined's warps wait · cycles per issued instruction · {s.size:,}³ · "
+                            f"{short_gpu(s.gpu)}", note, st)
+    font = st.chart
+    legend_px = 2 * (1.5 * font + 8)
+    return style.apply(fig, font, height=300 * st.scale + legend_px, barmode="stack",
+                       title={"text": title, "x": 0, "xanchor": "left"},
+                       xaxis={"title": "cycles between two issued instructions, by reason", "range": [0, 1.15 * totals.max()]},
+                       yaxis={"type": "category"},
+                       legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0},
+                       margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": round(2 * font + 24 + legend_px),
                                "l": 8, "r": 8})
 
 
