@@ -215,7 +215,10 @@ def size_choice() -> None:
            "nearest size swept." if family == "FP32" else
            "the top tensor rungs at their defaults and of wgmma_stream_k's block tiles, splits, clusters and blocks, "
            "against cuBLAS FP16. Where C's tiles of 128 x 256 are fewer than the SMs, tiles of 128 x 128 fill more of "
-           "them; a run of wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept.")))
+           "them. Pairs: clusters of two blocks sharing B's tiles; split ≤ S: the tiles of a partial last wave shared "
+           "out by k among up to S clusters; padded: A and B first copied into rows TMA can read (N or K not a "
+           "multiple of 8). A run of wgmma_stream_k that names none of those parameters takes the choice of the "
+           "nearest size swept.")))
 
 
 SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",

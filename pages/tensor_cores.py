@@ -206,39 +206,29 @@ elif sizes:
             f"mma_swizzled at wmma_block's {wb.block[0]} × {wb.block[1]} tiles (never timed).")
 
 # What three things cost mma_pipelined, each taken out of its source (recorded: tests/benchmarks/mma_costs.py).
-if (costs_run := benchmark.costs_run()) is not None:
-    try:
-        costs, costs_fig = cached.page_part(("tc-costs", *cached.file_version(costs_run)), lambda: (
-            (c := speeds.costs_from_file(costs_run)),
-            tensor_figures.costs_figure(c, f"recorded ({costs_run.name}), not measured now")))
-    except EngineError as exc:
-        st.warning(str(exc), icon=":material/warning:")
-    else:
-        sizes_timed = sorted(set(costs.table["size"]))
-        st.markdown(speeds.costs_story(costs, 4096 if 4096 in sizes_timed else sizes_timed[0]))
-        st.plotly_chart(costs_fig, width="stretch", config=CHART, key="tc-costs")
-        st.caption("Each bar: mma_pipelined's own source with one thing left out, timed in short bursts with CUDA "
-                   "events, the GPU idle between points, beside cuBLAS FP16 timed in the same run. Section 5's bars "
-                   "come from other runs, timed a little differently: the same kernel can differ by a few percent. "
-                   "As written the k-loop copies the next tiles, waits at a barrier once per k-tile, and at the end "
-                   "each block stores its C and leaves. The instruction's own ceiling, measured apart: "
-                   + " ".join(registry.get("mma_pipelined").notes))
+if (costs_run := benchmark.costs_run()) is not None and (
+        part := cached.recorded_part("tc-costs", costs_run, speeds.costs_from_file, tensor_figures.costs_figure)):
+    costs, costs_fig = part
+    sizes_timed = sorted(set(costs.table["size"]))
+    st.markdown(speeds.costs_story(costs, 4096 if 4096 in sizes_timed else sizes_timed[0]))
+    st.plotly_chart(costs_fig, width="stretch", config=CHART, key="tc-costs")
+    st.caption("Each bar: mma_pipelined's own source with one thing left out, timed in short bursts with CUDA "
+               "events, the GPU idle between points, beside cuBLAS FP16 timed in the same run. Section 5's bars "
+               "come from other runs, timed a little differently: the same kernel can differ by a few percent. "
+               "As written the k-loop copies the next tiles, waits at a barrier once per k-tile, and at the end "
+               "each block stores its C and leaves. The instruction's own ceiling, measured apart: "
+               + " ".join(registry.get("mma_pipelined").notes))
 
 # Why, as Nsight Compute sees it: where the warps of mma_pipelined wait (recorded: tests/benchmarks/mma_stalls.py).
-if (stalls_file := benchmark.stalls_run()) is not None:
-    try:
-        waits, waits_fig = cached.page_part(("tc-stalls", *cached.file_version(stalls_file)), lambda: (
-            (w := stalls.load(stalls_file)),
-            tensor_figures.stalls_figure(w, f"recorded ({stalls_file.name}), not measured now")))
-    except EngineError as exc:
-        st.warning(str(exc), icon=":material/warning:")
-    else:
-        st.markdown(stalls.story(waits))
-        st.plotly_chart(waits_fig, width="stretch", config=CHART, key="tc-stalls")
-        st.caption(f"Nsight Compute {waits.ncu}'s warp-state sampling (WarpStateStats and SourceCounters, the GPU's own "
-                   f"clocks), {waits.date}: each bar is the cycles between two instructions a warp issues, split "
-                   "by why it was not issuing (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio); "
-                   "hover for each reason's share. The same tiles as the costs above.")
+if (stalls_file := benchmark.stalls_run()) is not None and (
+        part := cached.recorded_part("tc-stalls", stalls_file, stalls.load, tensor_figures.stalls_figure)):
+    waits, waits_fig = part
+    st.markdown(stalls.story(waits))
+    st.plotly_chart(waits_fig, width="stretch", config=CHART, key="tc-stalls")
+    st.caption(f"Nsight Compute {waits.ncu}'s warp-state sampling (WarpStateStats and SourceCounters, the GPU's own "
+               f"clocks), {waits.date}: each bar is the cycles between two instructions a warp issues, split "
+               "by why it was not issuing (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio); "
+               "hover for each reason's share. The same tiles as the costs above.")
 
 # One tile shape cannot serve every size: the recorded size sweeps' fastest tensor rung per size (engine/bench/selection.py).
 if swept := [g for g in selection.gpus() if len(selection.table(gpu=g, family="tensor"))]:
@@ -250,8 +240,10 @@ if swept := [g for g in selection.gpus() if len(selection.table(gpu=g, family="t
     st.caption(f"From the recorded size sweeps on the {on} ({choice['SMs'].iloc[0]} SMs): at each size the fastest of "
                "the top tensor rungs at their defaults and of wgmma_stream_k's block tiles (128 x 128 or 128 x 256), "
                "splits, clusters and blocks, against cuBLAS FP16 in the same sweep. Where C has fewer tiles of "
-               "128 x 256 than the GPU has SMs (1024³: 32), tiles of 128 x 128 fill twice as many; a run of "
-               "wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept.")
+               "128 x 256 than the GPU has SMs (1024³: 32), tiles of 128 x 128 fill twice as many. Pairs: clusters of "
+               "two blocks sharing B's tiles; split ≤ S: the tiles of a partial last wave shared out by k among up to "
+               "S clusters; padded: A and B first copied into rows TMA can read (N or K not a multiple of 8). A run "
+               "of wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept.")
 
 # ------------------------------------------------------------------ 6. sizes that are not multiples of 8
 st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and rungs without one")

@@ -80,11 +80,11 @@ def test_every_size_swept_has_its_fastest_tensor_rung_against_cublas_fp16():
     for gpu in swept:
         mine = selection.table(df, gpu, "tensor").set_index("size")
         small = mine.loc["1024x1024x1024"]
-        assert small["kernel"] == "wgmma_stream_k" and small["why"].startswith("64 tiles of 128 x 128 on")
+        assert small["kernel"] == "wgmma_stream_k" and small["why"].startswith("64 tiles 128x128, ")
         assert "BN=128" in small["parameters"] and small["% of cuBLAS"] > 60
         assert selection.chosen("wgmma_stream_k", 1024, 1024, 1024, df, gpu)["BN"] == 128
         assert selection.chosen("wgmma_stream_k", 8192, 8192, 8192, df, gpu)["BN"] == 256
-        assert "padded first" in mine.loc["4097x4097x4097", "why"]   # rows TMA cannot copy
+        assert mine.loc["4097x4097x4097", "why"].endswith("; padded")   # rows TMA cannot copy
 
 
 def test_a_tensor_run_naming_no_stream_k_parameter_takes_the_sweeps_choice():
@@ -114,9 +114,22 @@ def test_the_benchmarks_page_shows_the_tensor_choice_and_the_tensor_page_too():
     at = open_page("pages/benchmarks.py")
     at.radio(key="choice-family").set_value("Tensor cores").run()
     shown = pd.concat([d.value for d in at.dataframe if "why" in d.value.columns])
-    assert (shown["kernel"] == "wgmma_stream_k").any() and shown["why"].str.contains("tiles of 128 x 128").any()
+    assert (shown["kernel"] == "wgmma_stream_k").any() and shown["why"].str.contains("tiles 128x128").any()
     assert any("wgmma\\_stream\\_k\\'s block tiles" in c.value for c in at.caption)   # schema.plain escapes Markdown
     tc = open_page("pages/tensor_cores.py")
     assert any(m.value == "**Which configuration at which size.**" for m in tc.markdown)
     shown = pd.concat([d.value for d in tc.dataframe if "why" in d.value.columns])
     assert shown.loc[shown["size"] == "1024x1024x1024", "kernel"].eq("wgmma_stream_k").all()
+
+
+@pytest.mark.parametrize("family", ["fp32", "tensor"])
+def test_the_reason_fits_beside_the_size_kernel_and_share_at_1280_px(family):
+    """The table's four lead columns show at 1280 px with the sidebar open (ui.fitting_table): the tensor
+    reasons first written in full sentences ("64 tiles of 128 x 128 on 128 blocks; a partial last wave's
+    tiles shared by up to 4") pushed "why" into the expander."""
+    from pages.lib import ui
+    for gpu in selection.gpus():
+        table = selection.table(gpu=gpu, family=family)
+        if len(table):
+            lead = ("size", "kernel", "% of cuBLAS", "why")
+            assert sum(ui._column_px(table, c) for c in lead) <= ui.TABLE_PX, (gpu, table["why"].tolist())

@@ -78,24 +78,25 @@ def chosen(kernel: str, m: int, n: int, k: int, df: pd.DataFrame | None = None,
 
 
 def why(kernel: str, params: dict, m: int, n: int, k: int) -> str:
-    """In words, short enough for a table's column: the blocks the tiles and slices make (against the
-    GPU's SMs, which the page says), and the rows where N or K is not a multiple of 4 (FP32's float4
-    loads) or of 8 (the rows TMA copies)."""
+    """In words, short enough for a table's column at 1280 px (ui.fitting_table): the blocks the tiles
+    and slices make (against the GPU's SMs, which the page says; wgmma_stream_k's "pairs": clusters of 2,
+    "split ≤4": the tiles of a partial last wave shared out by k among up to 4), and the rows where N or
+    K is not a multiple of 4 (FP32's float4 loads) or of 8 ("padded": A and B first copied into rows TMA
+    can read)."""
     bm, bn = params.get("BM"), params.get("BN")
     said = []
     if bm and bn:
         tiles = -(-m // bm) * -(-n // bn)
-        if kernel == "wgmma_stream_k":   # its header: whole waves go whole, a partial last one is shared out by k
+        if kernel == "wgmma_stream_k":   # its header: whole waves go whole, a partial last one is split by k
             cluster, splits = params.get("CLUSTER", 1), params.get("SPLITS", 1)
-            said.append(f"{tiles:,} tiles of {bm} x {bn} on {params.get('SMS')} blocks"
-                        + (", in pairs" if cluster == 2 else "")
-                        + (f"; a partial last wave's tiles shared by up to {splits}" if splits > 1 else "; tiles whole"))
+            said.append(f"{tiles:,} tiles {bm}x{bn}, {params.get('SMS')} blocks" + (", pairs" if cluster == 2 else "")
+                        + (f", split ≤{splits}" if splits > 1 else ""))
         else:
             splits = params.get("SPLITK", 1)
             said.append(f"{tiles:,} tiles x{splits} = {tiles * splits:,} blocks" if splits > 1 else f"{tiles:,} tiles, K not split")
     if kernel in registry.TENSOR_RUNGS:
         if (n % 8 or k % 8) and kernel in registry.TMA_RUNGS:   # rows TMA cannot copy (16-byte strides)
-            said.append("A and B padded first")
+            said.append("padded")
     elif n % 4 or k % 4:   # rows of A or B off 16-byte boundaries
         said.append("rows padded" if kernel == "split_k_padded" else "float4 loads fall back")
     return "; ".join(said) or kernel

@@ -225,6 +225,17 @@ def page_part(key: tuple, build):
     return FIGURES.get(("page_part", *key), build)
 
 
+def recorded_part(key: str, path: Path, load, figure):
+    """A recorded file's data and its figure (figure(data, note)), built once per version of the file
+    (page_part); None, said in one line on the page, where the file cannot be read."""
+    try:
+        return page_part((key, *file_version(path)), lambda: (
+            (data := load(path)), figure(data, f"recorded ({path.name}), not measured now")))
+    except EngineError as exc:
+        st.warning(str(exc), icon=":material/warning:")
+        return None
+
+
 def _weigh_part(value) -> int:
     """A plotly figure by the dict it hands out, anything else by memo.nbytes."""
     if hasattr(value, "to_plotly_json"):

@@ -49,43 +49,6 @@ def tensor_configs() -> list[dict[str, int]]:
             for sms in (128, 132)]
 
 
-def tensor_main(args, sizes) -> int:
-    start = time.perf_counter()
-    configs = tensor_configs()
-    build_all([(registry.get(TENSOR_CHOSEN), c) for c in configs] +
-              [(registry.get(name), registry.get(name).default_params()) for name in TENSOR_DEFAULTS])
-    print(f"compiled {len(configs)} {TENSOR_CHOSEN} configurations in {time.perf_counter() - start:.0f} s", flush=True)
-    status = gpu_client.status()
-    if not status.available:
-        print(f"no GPU: {status.reason}")
-        return 1
-    settings = benchmark.Settings(warmup=1, reps=args.reps, seconds_per_point=1.0)
-    rows = []
-    for m, n, k in sizes:
-        here = [benchmark.measure("cublas_gemm_fp16", m, n, k, settings)]
-        here += [benchmark.measure(name, m, n, k, settings) for name in TENSOR_DEFAULTS]
-        here += [benchmark.measure(TENSOR_CHOSEN, m, n, k, settings, c) for c in configs]
-        here.append(benchmark.measure("cublas_gemm_fp16", m, n, k, settings))   # clocks drift: before and after
-        rows += here
-        ok = [r for r in here if r["status"] == "ok"]
-        cublas = max(r["gflops"] for r in ok if r["kernel"] == "cublas_gemm_fp16")
-        line = []
-        for name in (*TENSOR_DEFAULTS, TENSOR_CHOSEN):
-            best = max((r for r in ok if r["kernel"] == name), key=lambda r: r["gflops"], default=None)
-            if best:
-                p = best["params"]
-                extra = f" BN {p['BN']} S{p['SPLITS']} C{p['CLUSTER']} SMS {p['SMS']}" if name == TENSOR_CHOSEN else ""
-                line.append(f"{name} {best['gflops'] / 1e3:.1f} ({100 * best['gflops'] / cublas:.0f}%{extra})")
-        wrong = [r for r in here if r["status"] != "ok"]
-        print(f"{m}x{n}x{k}: cuBLAS FP16 {cublas / 1e3:.1f} TF | " + " | ".join(line) +
-              (f" | {len(wrong)} not ok: {wrong[0].get('error', wrong[0]['status'])}" if wrong else ""), flush=True)
-    print(f"timed in {time.perf_counter() - start:.0f} s")
-    prov = benchmark.provenance(status.info, settings)
-    prov["sweep"] = f"{TENSOR_CHOSEN}'s block tiles, SPLITS, CLUSTER and SMS, and the top tensor rungs, at sizes of every shape"
-    print(f"wrote {export.write_json(rows, prov, Path(args.out))}")
-    return 0
-
-
 def split_configs(m: int, n: int, k: int) -> list[dict[str, int]]:
     """Every tile at every SPLITK, but where the tiles alone give several waves only the small splits."""
     splits = registry.get("split_k").params["SPLITK"]
@@ -98,6 +61,43 @@ def kernels_at(m: int, n: int, k: int) -> tuple[str, ...]:
     return ("split_k", "split_k_padded") if n % 4 or k % 4 else ("split_k",)
 
 
+def sweep(args, sizes, reference: str, defaults: tuple[str, ...], swept_at, detail, what: str) -> int:
+    """At each size: the reference before and after (clocks drift), the defaults, and the configurations
+    swept there (swept_at(m, n, k): (kernel, params) pairs, compiled first); prints each kernel's fastest
+    as % of the reference (detail(kernel, params): its configuration in a few words) and writes the export."""
+    start = time.perf_counter()
+    work = {(name, tuple(sorted(c.items()))) for size in sizes for name, c in swept_at(*size)}
+    build_all([(registry.get(name), {**registry.get(name).default_params(), **dict(c)}) for name, c in work])
+    print(f"compiled {len(work)} configurations in {time.perf_counter() - start:.0f} s", flush=True)
+    status = gpu_client.status()
+    if not status.available:
+        print(f"no GPU: {status.reason}")
+        return 1
+    settings = benchmark.Settings(warmup=1, reps=args.reps, seconds_per_point=1.0)
+    rows = []
+    for m, n, k in sizes:
+        here = [benchmark.measure(reference, m, n, k, settings)]
+        here += [benchmark.measure(name, m, n, k, settings) for name in defaults]
+        here += [benchmark.measure(name, m, n, k, settings, c) for name, c in swept_at(m, n, k)]
+        here.append(benchmark.measure(reference, m, n, k, settings))
+        rows += here
+        ok = [r for r in here if r["status"] == "ok"]
+        ref = max(r["gflops"] for r in ok if r["kernel"] == reference)
+        line = []
+        for name in dict.fromkeys([*defaults, *(name for name, _ in swept_at(m, n, k))]):
+            best = max((r for r in ok if r["kernel"] == name), key=lambda r: r["gflops"], default=None)
+            if best:
+                line.append(f"{name} {best['gflops'] / 1e3:.1f} ({100 * best['gflops'] / ref:.0f}%{detail(name, best['params'])})")
+        wrong = [r for r in here if r["status"] != "ok"]
+        print(f"{m}x{n}x{k}: {reference} {ref / 1e3:.1f} TF | " + " | ".join(line) +
+              (f" | {len(wrong)} not ok: {wrong[0].get('error', wrong[0]['status'])}" if wrong else ""), flush=True)
+    print(f"timed in {time.perf_counter() - start:.0f} s")
+    prov = benchmark.provenance(status.info, settings)
+    prov["sweep"] = what
+    print(f"wrote {export.write_json(rows, prov, Path(args.out))}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -108,40 +108,16 @@ def main() -> int:
     args = ap.parse_args()
     sizes = benchmark.parse_sizes(args.sizes)
     if args.tensor:
-        return tensor_main(args, sizes)
-    start = time.perf_counter()
-    configs = set() if args.defaults_only else {tuple(sorted(c.items())) for size in sizes for c in split_configs(*size)}
-    build_all([(spec, {**spec.default_params(), **dict(c)}) for c in configs
-               for spec in (registry.get("split_k"), registry.get("split_k_padded"))])
-    print(f"compiled {len(configs)} split-K configurations in {time.perf_counter() - start:.0f} s", flush=True)
-    status = gpu_client.status()
-    if not status.available:
-        print(f"no GPU: {status.reason}")
-        return 1
-    settings = benchmark.Settings(warmup=1, reps=args.reps, seconds_per_point=1.0)
-    rows = []
-    for m, n, k in sizes:
-        here = [benchmark.measure("cublas_sgemm", m, n, k, settings)]
-        here += [benchmark.measure(name, m, n, k, settings) for name in DEFAULTS]
-        here += [] if args.defaults_only else [benchmark.measure(name, m, n, k, settings, c)
-                                               for name in kernels_at(m, n, k) for c in split_configs(m, n, k)]
-        here.append(benchmark.measure("cublas_sgemm", m, n, k, settings))   # clocks drift: before and after
-        rows += here
-        ok = [r for r in here if r["status"] == "ok"]
-        cublas = max(r["gflops"] for r in ok if r["kernel"] == "cublas_sgemm")
-        line = []
-        for name in DEFAULTS if args.defaults_only else (*DEFAULTS, *kernels_at(m, n, k)):
-            best = max((r for r in ok if r["kernel"] == name), key=lambda r: r["gflops"], default=None)
-            if best:
-                extra = f" S{best['params']['SPLITK']} {best['params']['BM']}x{best['params']['BN']}" if name.startswith("split_k") else ""
-                line.append(f"{name} {best['gflops'] / 1e3:.1f} ({100 * best['gflops'] / cublas:.0f}%{extra})")
-        print(f"{m}x{n}x{k}: cuBLAS {cublas / 1e3:.1f} TF | " + " | ".join(line), flush=True)
-    print(f"timed in {time.perf_counter() - start:.0f} s")
-    prov = benchmark.provenance(status.info, settings)
-    prov["sweep"] = ("the FP32 ladder's top rungs at their defaults, at sizes of every shape" if args.defaults_only else
-                     "split_k's block tiles and SPLITK, and the FP32 ladder's top rungs, at sizes of every shape")
-    print(f"wrote {export.write_json(rows, prov, Path(args.out))}")
-    return 0
+        configs = tensor_configs()
+        return sweep(args, sizes, "cublas_gemm_fp16", TENSOR_DEFAULTS, lambda m, n, k: [(TENSOR_CHOSEN, c) for c in configs],
+                     lambda name, p: f" BN {p['BN']} S{p['SPLITS']} C{p['CLUSTER']} SMS {p['SMS']}" if name == TENSOR_CHOSEN else "",
+                     f"{TENSOR_CHOSEN}'s block tiles, SPLITS, CLUSTER and SMS, and the top tensor rungs, at sizes of every shape")
+    return sweep(args, sizes, "cublas_sgemm", DEFAULTS,
+                 lambda m, n, k: [] if args.defaults_only else [(name, c) for name in kernels_at(m, n, k)
+                                                                 for c in split_configs(m, n, k)],
+                 lambda name, p: f" S{p['SPLITK']} {p['BM']}x{p['BN']}" if name.startswith("split_k") else "",
+                 "the FP32 ladder's top rungs at their defaults, at sizes of every shape" if args.defaults_only else
+                 "split_k's block tiles and SPLITK, and the FP32 ladder's top rungs, at sizes of every shape")
 
 
 if __name__ == "__main__":
