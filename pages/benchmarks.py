@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine.bench import benchmark, claim_checks, export, schema, selection, speeds, tuning
+from engine.bench import benchmark, claim_checks, export, schema, speeds, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
-from pages.lib import cached, claim_texts, settings, ui, view_state
+from pages.lib import cached, choice, claim_texts, settings, ui, view_state
 from pages.lib.slots import LINE, heavy
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
@@ -187,38 +187,11 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
         st.caption("  \n".join(f"{line}." for line in headline.missing))
 
 
-CHOICE_FORMATS = {"TFLOP/s": "%.1f", "cuBLAS TFLOP/s": "%.1f", "% of cuBLAS": "%.0f"}
-
-
 def size_choice() -> None:
     """Per GPU, family and size swept, the fastest kernel and configuration, and why (engine/bench/selection.py)."""
     st.subheader("Which configuration at which size")
-    swept = selection.gpus()
-    if not swept:
-        st.info("No size sweep recorded yet (tests/benchmarks/size_sweep.py, kept in engine/bench/recorded/selection/).",
-                icon=":material/tune:")
-        return
-    cols = st.columns(2)
-    gpu = cols[0].selectbox("Sizes swept on", swept, key="choice-gpu") if len(swept) > 1 else swept[0]
-    family = cols[1].radio("Family", ("FP32", "Tensor cores"), horizontal=True, key="choice-family")
-    table = selection.table(gpu=gpu, family="fp32" if family == "FP32" else "tensor")
-    if table.empty:
-        st.info(f"No {family} size sweep recorded on the {gpu}.", icon=":material/tune:")
-        return
-    ui.fitting_table(table, ("size", "kernel", "% of cuBLAS", "why"), hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in CHOICE_FORMATS.items()})
-    st.caption(schema.plain(
-        f"From the recorded size sweeps on the {gpu} ({table['SMs'].iloc[0]} SMs): at each size the fastest of "
-        + ("the ladder's top rungs and of split_k's block tiles times SPLITK, against cuBLAS SGEMM. Where C's tiles "
-           "are fewer than the SMs, splitting K fills them; where N or K is not a multiple of 4, split_k_padded's "
-           "padded rows keep the float4 loads. A run that names no split_k parameters takes the choice of the "
-           "nearest size swept." if family == "FP32" else
-           "the top tensor rungs at their defaults and of wgmma_stream_k's block tiles, splits, clusters and blocks, "
-           "against cuBLAS FP16. Where C's tiles of 128 x 256 are fewer than the SMs, tiles of 128 x 128 fill more of "
-           "them. Pairs: clusters of two blocks sharing B's tiles; split ≤ S: the tiles of a partial last wave shared "
-           "out by k among up to S clusters; padded: A and B first copied into rows TMA can read (N or K not a "
-           "multiple of 8). A run of wgmma_stream_k that names none of those parameters takes the choice of the "
-           "nearest size swept.")))
+    family = st.radio("Family", ("FP32", "Tensor cores"), horizontal=True, key="choice-family")
+    choice.size_choice("fp32" if family == "FP32" else "tensor", "choice-gpu")
 
 
 SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",

@@ -2,11 +2,11 @@
 counts that explains its speed, and how fast it ran against cuBLAS."""
 import streamlit as st
 
-from engine.bench import schema, selection, speeds
+from engine.bench import schema, speeds
 from engine.kernels import registry
 from engine.metrics import rung_counts, rung_diff
 from engine.plots import charts, ladder_figures
-from pages.lib import cached, server, settings, speed_runs, ui, view_state
+from pages.lib import cached, choice, server, settings, speed_runs, ui, view_state
 
 ui.setup_page("ladder", "The FP32 ladder", "From the tiled kernel towards cuBLAS one fix at a time: each rung's "
               "source against the rung before, what one block's trace counts, and the measured speed.")
@@ -123,12 +123,8 @@ if run:
 
 # ------------------------------------------------------------------ past the ladder: the choice per size
 st.subheader("Past the ladder: which configuration at which size")
-swept = selection.gpus()
-if swept:
-    gpu = st.selectbox("Sizes swept on", swept, key="choice-gpu") if len(swept) > 1 else swept[0]
-    ui.fitting_table(selection.table(gpu=gpu), ("size", "kernel", "% of cuBLAS", "why"), hide_index=True,
-                     width="stretch", column_config={"% of cuBLAS": st.column_config.NumberColumn(format="%.0f")})
+choice.size_choice("fp32", "choice-gpu")
 st.caption("One tile shape cannot serve every size: where C has fewer tiles than the GPU has SMs (132 on the H100 "
            "and H200), split_k gives each tile's K to several blocks and sums their partials in a fixed order; "
-           "where N or K is not a multiple of 4, split_k_padded pads the rows first. From the recorded size "
-           "sweeps; the Benchmarks page has the same table.")
+           "where N or K is not a multiple of 4, split_k_padded pads the rows first. The Benchmarks page has the "
+           "same table, and the tensor cores' beside it.")

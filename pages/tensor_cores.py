@@ -6,13 +6,13 @@ none (recorded)."""
 import streamlit as st
 
 from engine import animations
-from engine.bench import benchmark, schema, selection, speeds, tuning
+from engine.bench import benchmark, schema, speeds, tuning
 from engine.errors import EngineError
 from engine.kernels import documents, registry
 from engine.kernels.problem import make_problem
 from engine.metrics import ldmatrix_banks, recorded_fragments, stalls, tensor_evidence, tensor_tiles
 from engine.plots import charts, listing, style, tensor_figures
-from pages.lib import cached, settings, speed_runs, ui, view_state
+from pages.lib import cached, choice, settings, speed_runs, ui, view_state
 
 ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 × 16 per instruction: what the "
               "document's WMMA kernel gets wrong, how the faster rungs split the work, and who holds which element.")
@@ -231,19 +231,8 @@ if (stalls_file := benchmark.stalls_run()) is not None and (
                "hover for each reason's share. The same tiles as the costs above.")
 
 # One tile shape cannot serve every size: the recorded size sweeps' fastest tensor rung per size (engine/bench/selection.py).
-if swept := [g for g in selection.gpus() if len(selection.table(gpu=g, family="tensor"))]:
-    st.markdown("**Which configuration at which size.**")
-    on = st.selectbox("Sizes swept on", swept, key="tc-choice-gpu") if len(swept) > 1 else swept[0]
-    choice = selection.table(gpu=on, family="tensor")
-    ui.fitting_table(choice, ("size", "kernel", "% of cuBLAS", "why"), hide_index=True, width="stretch",
-                     column_config={"% of cuBLAS": st.column_config.NumberColumn(format="%.0f")})
-    st.caption(f"From the recorded size sweeps on the {on} ({choice['SMs'].iloc[0]} SMs): at each size the fastest of "
-               "the top tensor rungs at their defaults and of wgmma_stream_k's block tiles (128 x 128 or 128 x 256), "
-               "splits, clusters and blocks, against cuBLAS FP16 in the same sweep. Where C has fewer tiles of "
-               "128 x 256 than the GPU has SMs (1024³: 32), tiles of 128 x 128 fill twice as many. Pairs: clusters of "
-               "two blocks sharing B's tiles; split ≤ S: the tiles of a partial last wave shared out by k among up to "
-               "S clusters; padded: A and B first copied into rows TMA can read (N or K not a multiple of 8). A run "
-               "of wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept.")
+st.markdown("**Which configuration at which size.**")
+choice.size_choice("tensor", "tc-choice-gpu")
 
 # ------------------------------------------------------------------ 6. sizes that are not multiples of 8
 st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and rungs without one")

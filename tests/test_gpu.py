@@ -204,7 +204,8 @@ def _stream_k_chosen() -> list[dict]:
                          ids=lambda s: "x".join(map(str, s)))
 def test_wgmma_stream_k_is_right_at_every_configuration_the_sweeps_choose(params, size):
     """A run that names none of its parameters takes the sweeps' choice for its size (selection.chosen):
-    each such configuration against float64 at tiny, odd and small sizes."""
+    each such configuration against float64 at tiny, odd and small sizes (the list is not empty:
+    test_selection.py checks that the tensor sweeps ship)."""
     out = _bench("wgmma_stream_k", make_problem(*size, params=params))
     assert out["correct"] and out["rel_error"] < registry.get("wgmma_stream_k").tolerance, out
 

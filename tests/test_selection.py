@@ -133,3 +133,30 @@ def test_the_reason_fits_beside_the_size_kernel_and_share_at_1280_px(family):
         if len(table):
             lead = ("size", "kernel", "% of cuBLAS", "why")
             assert sum(ui._column_px(table, c) for c in lead) <= ui.TABLE_PX, (gpu, table["why"].tolist())
+
+
+def test_the_gpu_tests_have_the_chosen_stream_k_configurations_to_run():
+    """tests/test_gpu.py runs every configuration the sweeps choose; an empty list would run none, silently."""
+    from tests.test_gpu import _stream_k_chosen
+    chosen = _stream_k_chosen()
+    assert len(chosen) >= 4 and {c["BN"] for c in chosen} == {128, 256}
+
+
+def test_a_size_no_kernel_takes_or_a_gpu_with_fewer_sms_gets_no_choice():
+    """Sizes of 0 or below had raised ZeroDivisionError in the distance between sizes; a GPU with fewer
+    SMs than a configuration launches blocks for (wgmma_stream_k needs them all resident) is not given it."""
+    assert selection.chosen("wgmma_stream_k", 0, 8, 8) == {} and selection.chosen("split_k", -1, 8, 8) == {}
+    assert benchmark.measure("wgmma_stream_k", 0, 8, 8, benchmark.Settings())["status"] == "error"
+    small = selection.chosen("wgmma_stream_k", 1024, 1024, 1024, sm_count=130)
+    assert small and small["SMS"] <= 130
+    assert selection.chosen("wgmma_stream_k", 1024, 1024, 1024, sm_count=100) == {}
+
+
+def test_a_live_run_times_the_chosen_rung_with_the_settings_on_screen_even_at_its_defaults():
+    """Left at its defaults on the Tensor cores page, wgmma_stream_k had been timed with the sweeps' choice
+    for the size (BN 128 at 1024³), not the BN 256 the settings showed."""
+    from pages.lib.speed_runs import own_params
+    stream_k, pipelined = (registry.get(k).default_params() for k in ("wgmma_stream_k", "mma_pipelined"))
+    assert own_params({"wgmma_stream_k": stream_k}) == {"wgmma_stream_k": stream_k}
+    assert own_params({"mma_pipelined": pipelined}) == {}   # at its defaults: timed with the others
+    assert own_params({"mma_pipelined": {**pipelined, "BK": 32}}) == {"mma_pipelined": {**pipelined, "BK": 32}}

@@ -153,7 +153,8 @@ def measure(kernel: str, m: int, n: int, k: int, settings: Settings, params: Map
     from engine.bench import selection  # here, not above: selection reads its sweeps through this module
     spec = registry.get(kernel)
     block = block or spec.default_block
-    taken = spec.takes(params or {}) or selection.chosen(kernel, m, n, k, gpu=gpu_client.status().name)
+    here = gpu_client.status()
+    taken = spec.takes(params or {}) or selection.chosen(kernel, m, n, k, gpu=here.name, sm_count=here.info.get("sm_count"))
     row = {"kernel": kernel, "title": spec.title, "precision": str(spec.precision), "m": m, "n": n, "k": k,
            "params": {**spec.default_params(), **taken},
            "block": "x".join(map(str, block)) if spec.block_shapes else None}

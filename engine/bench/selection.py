@@ -23,7 +23,9 @@ from pathlib import Path
 import pandas as pd
 
 from engine.bench import benchmark, tuning
+from engine.errors import EngineError
 from engine.kernels import registry
+from engine.kernels.problem import make_problem
 
 SELECTION = benchmark.RECORDED / "selection"
 # The kernels whose configuration the sweeps choose per size, when a caller pins none of its parameters.
@@ -52,29 +54,52 @@ def load(folder: Path | None = None) -> pd.DataFrame:
     return _load(tuple(sweeps(folder)))
 
 
-def _distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+def _distance(a: tuple[int, int, int], b: tuple[int, int, int], multiple: int = 4) -> float:
     """How far apart two sizes are for choosing a configuration: the ratios of M, N and K (a tile
-    count and a K length scale with them), and whether the float4 paths hold at both."""
+    count and a K length scale with them), and whether the wide paths hold at both (N and K multiples
+    of 4 for FP32's float4 loads, of 8 for the rows TMA copies)."""
     ratio = sum(abs(math.log(x / y)) for x, y in zip(a, b))
-    return ratio + (0.5 if (a[1] % 4 == 0 and a[2] % 4 == 0) != (b[1] % 4 == 0 and b[2] % 4 == 0) else 0.0)
+    whole = [s[1] % multiple == 0 and s[2] % multiple == 0 for s in (a, b)]
+    return ratio + (0.5 if whole[0] != whole[1] else 0.0)
 
 
 def chosen(kernel: str, m: int, n: int, k: int, df: pd.DataFrame | None = None,
-           gpu: str | None = None) -> dict[str, int]:
+           gpu: str | None = None, sm_count: int | None = None) -> dict[str, int]:
     """The configuration the sweeps choose for kernel at m x n x k (its fastest at the nearest size
-    swept, on gpu where that GPU was swept); {} for a kernel chosen by its defaults."""
-    df = load() if df is None else df
-    if kernel not in CHOSEN_PER_SIZE or df.empty:
+    swept, on gpu where that GPU was swept); {} for a kernel chosen by its defaults, for a size no
+    kernel takes (its run says why), or where the sweeps cannot be read (the pages say so). sm_count:
+    the SMs of the GPU it will run on; a configuration that launches more blocks than that (SMS) is
+    not chosen there, since wgmma_stream_k needs all its blocks resident at once."""
+    if kernel not in CHOSEN_PER_SIZE or min(m, n, k) < 1:
+        return {}
+    try:
+        df = load() if df is None else df
+    except EngineError:
+        return {}
+    if df.empty:
         return {}
     rows = df[(df["kernel"] == kernel) & (df["status"] == "ok")]
+    if sm_count:
+        rows = rows[[dict(p).get("SMS", 0) <= sm_count for p in rows["params"]]]
     if gpu is not None and (rows["gpu"] == gpu).any():
         rows = rows[rows["gpu"] == gpu]
     if rows.empty:
         return {}
+    multiple = 8 if kernel in registry.TENSOR_RUNGS else 4
     sizes = {(int(r.m), int(r.n), int(r.k)) for r in rows.itertuples()}
-    near = min(sorted(sizes), key=lambda s: _distance(s, (m, n, k)))
+    near = min(sorted(sizes), key=lambda s: _distance(s, (m, n, k), multiple))
     at = rows[(rows["m"] == near[0]) & (rows["n"] == near[1]) & (rows["k"] == near[2])]
     return dict(at.loc[at["gflops"].idxmax(), "params"])
+
+
+def blocks(kernel: str, params: dict, m: int, n: int, k: int) -> int:
+    """The blocks the kernel's last launch starts at m x n x k with params: its source's LAUNCH_GRID,
+    read through the registry (wgmma_stream_k: whole clusters, at most SPLITS per cluster's tiles and
+    at most SMS, so 64 tiles at SPLITS 1 are 64 blocks whatever SMS says)."""
+    spec = registry.get(kernel)
+    p = registry.bind(spec, make_problem(m, n, k, params=params))
+    x, y = spec.launches_for(p)[-1].grid(p)
+    return x * y
 
 
 def why(kernel: str, params: dict, m: int, n: int, k: int) -> str:
@@ -89,7 +114,7 @@ def why(kernel: str, params: dict, m: int, n: int, k: int) -> str:
         tiles = -(-m // bm) * -(-n // bn)
         if kernel == "wgmma_stream_k":   # its header: whole waves go whole, a partial last one is split by k
             cluster, splits = params.get("CLUSTER", 1), params.get("SPLITS", 1)
-            said.append(f"{tiles:,} tiles {bm}x{bn}, {params.get('SMS')} blocks" + (", pairs" if cluster == 2 else "")
+            said.append(f"{tiles:,} tiles {bm}x{bn}, {blocks(kernel, params, m, n, k)} blocks" + (", pairs" if cluster == 2 else "")
                         + (f", split ≤{splits}" if splits > 1 else ""))
         else:
             splits = params.get("SPLITK", 1)
@@ -100,6 +125,20 @@ def why(kernel: str, params: dict, m: int, n: int, k: int) -> str:
     elif n % 4 or k % 4:   # rows of A or B off 16-byte boundaries
         said.append("rows padded" if kernel == "split_k_padded" else "float4 loads fall back")
     return "; ".join(said) or kernel
+
+
+# What each family's table is, in the words under it (after "at each size the fastest of ").
+CHOICE_WORDS = {
+    "fp32": "the ladder's top rungs and of split_k's block tiles times SPLITK, against cuBLAS SGEMM. Where C's tiles "
+            "are fewer than the SMs, splitting K fills them; where N or K is not a multiple of 4, split_k_padded's "
+            "padded rows keep the float4 loads. A run that names no split_k parameters takes the choice of the "
+            "nearest size swept.",
+    "tensor": "the top tensor rungs at their defaults and of wgmma_stream_k's block tiles (128 x 128 or 128 x 256), "
+              "splits, clusters and blocks, against cuBLAS FP16 in the same sweep. Where C's tiles of 128 x 256 are "
+              "fewer than the SMs (1024³: 32), tiles of 128 x 128 make twice as many. Pairs: clusters of two blocks "
+              "sharing B's tiles; split ≤ S: the tiles of a partial last wave shared out by k among up to S clusters; "
+              "padded: A and B first copied into rows TMA can read (N or K not a multiple of 8). A run of "
+              "wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept."}
 
 
 def gpus(df: pd.DataFrame | None = None) -> list[str]:

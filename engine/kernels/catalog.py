@@ -108,9 +108,11 @@ FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 # winner (128 x 256, STAGES 4), and new tiles would change the golden traces of the cases run at them;
 # its COPY_AT 1 won in 5 of the 6 tile shapes on both GPUs (<gpu>-2026-11-27-mma-pipelined-copy-at-*).
 # mma_tma's: the winner of its sweep on an H100 at 4096^3 and 8192^3 alike (h100-2026-11-26-mma-tma-*).
-# wgmma_stream_k's (SMS 128, CLUSTER 2, SPLITS 4): not swept; of the choices tests/benchmarks/stream_k.py times
-# beside the default, none was more than 0.3% faster where it shares tiles out, on an H100 or an H200
-# (h100-stream-k-2026-11-26.json).
+# wgmma_stream_k's (SMS 128, CLUSTER 2, SPLITS 4): of the choices tests/benchmarks/stream_k.py times beside
+# the default, none was more than 0.3% faster where it shares tiles out, on an H100 or an H200
+# (h100-stream-k-2026-11-26.json). A run that names none of its parameters takes the size sweeps' choice
+# for its size instead (engine/bench/selection.py; selection/<gpu>-2026-11-27-tensor-sizes.json: BN 128
+# for a C of few tiles, 1024^3).
 TENSOR_VIEWS = frozenset({"tensor_cores", "benchmarks"})
 # The K step of mma_ldmatrix's and mma_swizzled's shared tiles (kBK in their sources), which the
 # Tensor cores page draws.

@@ -10,6 +10,7 @@ Imports no Streamlit.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,26 +38,52 @@ class Stalls:
     kernels: list[dict]   # the file's own, with the top instructions
 
 
+# What story() and the figure read of each kernel: the file is checked for them when it is loaded.
+NEEDED = {"name": str, "label": str, "stalls": dict, "top": list, "cycles_per_issue": (int, float),
+          "hmma_pct": (int, float), "instructions": (int, float), "duration_us": (int, float), "registers": (int, float)}
+TOP_NEEDED = {"sass": str, "samples": int, "share": (int, float), "reasons": dict}
+
+
+def _checked(doc) -> list[dict]:
+    """The file's kernels, each with what the page reads, as plain numbers: ValueError for what is missing."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"format {doc.get('format') if isinstance(doc, dict) else type(doc).__name__!r}")
+    kernels = doc.get("kernels")
+    if not isinstance(kernels, list) or not {"as written", "no copies"} <= {k.get("name") for k in kernels if isinstance(k, dict)}:
+        raise ValueError('no "as written" and "no copies" kernels')
+    for k in kernels:
+        for field, kind in NEEDED.items():
+            if not isinstance(k.get(field), kind) or isinstance(k.get(field), bool):
+                raise ValueError(f"kernel {k.get('name')!r} has no {field}")
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in k["stalls"].values()):
+            raise ValueError(f"kernel {k['name']!r} has a stall that is not a number")
+        for t in k["top"]:
+            if not isinstance(t, dict) or any(not isinstance(t.get(f), kind) for f, kind in TOP_NEEDED.items()):
+                raise ValueError(f"kernel {k['name']!r} has an instruction without {', '.join(TOP_NEEDED)}")
+    return kernels
+
+
 def load(path: Path) -> Stalls:
     """A recorded mma_stalls.py run; EngineError (one line) for a file that is not one."""
     try:
         doc = json.loads(path.read_text())
-        if doc.get("format") != FORMAT:
-            raise ValueError(f"format {doc.get('format')!r}")
-        rows = [{"kernel": k["name"], "label": k["label"], "reason": reason,
-                 "words": REASONS.get(reason, "other"), "cycles": float(v)}
-                for k in doc["kernels"] for reason, v in k["stalls"].items()]
-        version = re.search(r"\d+(\.\d+)+", doc.get("ncu", ""))   # "Version 2025.3.1.0 (build ...)": the number
-        return Stalls(doc["gpu"], doc["date"], int(doc["size"]), version.group(0) if version else "version not recorded",
-                      pd.DataFrame(rows), doc["kernels"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        kernels = _checked(doc)
+        rows = [{"kernel": k["name"], "label": k["label"], "reason": reason, "words": REASONS.get(reason, "other"),
+                 "cycles": float(v)} for k in kernels for reason, v in k["stalls"].items()]
+        version = re.search(r"\d+(\.\d+)+", str(doc.get("ncu", "")))   # "Version 2025.3.1.0 (build ...)": the number
+        return Stalls(str(doc["gpu"]), str(doc["date"]), int(doc["size"]),
+                      version.group(0) if version else "version not recorded", pd.DataFrame(rows), kernels)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EngineError(f"{path.name} is not a recorded warp-stall run: {exc}") from exc
 
 
 def by_words(s: Stalls) -> pd.DataFrame:
     """Cycles per issued instruction, per kernel and reason in the chart's words (the small ones as
-    "other"), kernels in the file's order."""
-    grouped = s.table.groupby(["kernel", "label", "words"], sort=False, as_index=False)["cycles"].sum()
+    "other"), with Nsight Compute's names of the reasons each holds and its share of the kernel's
+    cycles, kernels in the file's order."""
+    grouped = s.table[s.table["cycles"] > 0].groupby(["kernel", "label", "words"], sort=False).agg(
+        cycles=("cycles", "sum"), reasons=("reason", lambda r: ", ".join(r))).reset_index()
+    grouped["share"] = grouped["cycles"] / grouped.groupby("kernel")["cycles"].transform("sum")
     order = {k["name"]: i for i, k in enumerate(s.kernels)}
     return grouped.sort_values("kernel", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
 
@@ -74,35 +101,48 @@ def _reads(copy: str, register: int) -> str:
     return "the shared-memory address that copy writes"
 
 
+def _written(sass: str) -> int | None:
+    """The register an instruction writes: its first operand, where that is one."""
+    found = re.match(r"^(?:@!?U?P\w+\s+)?\S+\s+R(\d+)\b", sass.strip())
+    return int(found.group(1)) if found else None
+
+
 def story(s: Stalls) -> str:
     """What the sampling says of mma_pipelined as written, from the file's figures."""
     mine, none = _kernel(s, "as written"), _kernel(s, "no copies")
     tma = next((k for k in s.kernels if k["name"] == "mma_tma"), None)
     st = mine["stalls"]
-    waits = [t for t in mine["top"] if t.get("copy_reading")]
+    waits = [t for t in mine["top"] if t.get("copy_reading") and _written(t["sass"]) is not None]
     said = (f"**Where its warps wait.** Nsight Compute sampled the warps of mma_pipelined as written at {s.size:,}³ "
-            f"on the {s.gpu}: a warp waits {mine['cycles_per_issue']:.2f} cycles between two instructions it issues, "
-            f"{st.get('long_scoreboard', 0):.2f} of them on the long scoreboard and {st.get('barrier', 0):.2f} at the "
-            f"barrier, against {none['stalls'].get('long_scoreboard', 0):.2f} and {none['stalls'].get('barrier', 0):.2f} "
-            "without the k-loop's copies.")
+            f"on the {s.gpu}: a warp issues an instruction every {mine['cycles_per_issue']:.2f} cycles, one issuing "
+            f"and the rest waiting, {st.get('long_scoreboard', 0):.2f} of them on the long scoreboard and "
+            f"{st.get('barrier', 0):.2f} at the barrier, against {none['stalls'].get('long_scoreboard', 0):.2f} and "
+            f"{none['stalls'].get('barrier', 0):.2f} without the k-loop's copies.")
     if waits:
         parts = []
         for t in waits:
-            reg = int(re.search(r"\bR(\d+)\b", t["sass"]).group(1))   # the first operand: what it writes
+            reg = _written(t["sass"])
             parts.append(f"`{t['sass']}` ({100 * t['share']:.1f}% of all samples, {t['reasons'].get('long_sb', 0):,} of "
                          f"its {t['samples']:,} on the long scoreboard) writes R{reg}, which `{t['copy_reading']}` "
                          f"before it still has to read: {_reads(t['copy_reading'], reg)}")
-        said += (f" Among the instructions with the most samples, {COUNT.get(len(parts), len(parts))} wait mostly on the long scoreboard: "
-                 + "; ".join(parts) + ". A cp.async reads its registers only when the load/store unit takes it, "
-                 "behind the copies and ldmatrix ahead of it in the queue, and until then no instruction may "
-                 f"overwrite them; at {mine['registers']:.0f} registers a thread (the most there is) the compiler "
-                 "gives them to the next instruction that needs one.")
+        said += (f" Among the instructions with the most samples, {COUNT.get(len(parts), len(parts))} wait mostly on "
+                 "the long scoreboard: " + "; ".join(parts) + ". A cp.async reads its registers only when the "
+                 "load/store unit takes it, behind the copies and ldmatrix ahead of it in the queue, and until then "
+                 f"no instruction may overwrite them; at {mine['registers']:.0f} registers a thread (the most there is) "
+                 "the compiler gives them to the next instruction that needs one.")
     barrier = [t for t in mine["top"] if t["reasons"].get("barrier", 0) > t["samples"] / 2]
     if barrier:
         said += (f" The barrier's waits fall on `{barrier[0]['sass']}` ({100 * barrier[0]['share']:.1f}% of all "
                  "samples): the warps that reach the barrier first wait there for the block's others.")
     said += (f" The tensor pipe is busy {mine['hmma_pct']:.1f}% of the time, against {none['hmma_pct']:.1f}% without "
              "the copies" + (f" and {tma['hmma_pct']:.1f}% in mma_tma, whose copies no thread issues" if tma else "") + ".")
+    polls = [t for t in (tma or {}).get("top", [])
+             if re.search(r"\bBRA\b", t["sass"]) and t["reasons"].get("long_sb", 0) > t["samples"] / 2]
+    if tma and polls:
+        said += (f" mma_tma waits on the long scoreboard too ({tma['stalls'].get('long_scoreboard', 0):.2f}), for "
+                 f"another thing: {sum(t['reasons']['long_sb'] for t in polls):,} of those samples fall on "
+                 + " and ".join(f"`{t['sass']}`" for t in polls) + ", the branches of its waits on an mbarrier, "
+                 "which wait for the barrier's test: for a tile to land, or a slot to be free.")
     said += (f" A longer bar is not a slower kernel: without the copies the warps issue {none['instructions'] / 1e6:,.1f} "
              f"million instructions in all against {mine['instructions'] / 1e6:,.1f} million, so they wait longer "
              f"between two ({none['cycles_per_issue']:.2f} cycles)"

@@ -357,7 +357,10 @@ def stalls_figure(s: Stalls, note: str) -> go.Figure:
             continue
         fig.add_trace(go.Bar(y=kernels, x=part["cycles"].fillna(0).tolist(), name=words, orientation="h",
                              marker_color=STALL_COLORS[words],
-                             hovertemplate=f"%{{y}}<br>{words}: %{{x:.2f}} cycles per issued instruction<extra></extra>"))
+                             customdata=[[r if isinstance(r, str) else "", 0.0 if pd.isna(f) else 100 * f]
+                                         for r, f in zip(part["reasons"], part["share"])],
+                             hovertemplate=f"%{{y}}<br>{words} (Nsight Compute: %{{customdata[0]}})<br>%{{x:.2f}} cycles "
+                                           "per issued instruction, %{customdata[1]:.1f}% of the bar<extra></extra>"))
     totals = t.groupby("label", sort=False)["cycles"].sum().reindex(kernels)
     fig.add_trace(go.Scatter(y=kernels, x=totals.tolist(), mode="text", text=[f"  {v:.2f}" for v in totals],
                              textposition="middle right", showlegend=False, hoverinfo="skip",

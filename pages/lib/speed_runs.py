@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.bench import benchmark, schema, speeds
+from engine.bench import benchmark, schema, selection, speeds
 from engine.kernels import registry
 from pages.lib import cached, ui, view_state
 
@@ -21,7 +21,7 @@ def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key:
         with st.spinner("Timing"):
             # The kernels at their defaults in one sweep; one set to other parameters on its own, since a
             # sweep's parameters go to every kernel that declares them (the rungs share BM, BN, ...).
-            own = {k: p for k, p in (params or {}).items() if p != registry.get(k).default_params()}
+            own = own_params(params)
             rows = list(benchmark.sweep([k for k in rungs + baselines if k not in own], [(size, size, size)], settings))
             for kernel, chosen in own.items():
                 rows += list(benchmark.sweep([kernel], [(size, size, size)], settings, chosen))
@@ -38,3 +38,11 @@ def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key:
     chosen = st.selectbox("Recorded run", names, key=view_state.state("run", names[-1], names)) if len(names) > 1 else names[0]
     df, prov = cached.recorded(benchmark.RECORDED / chosen)   # read once, not on every rerun
     return df, prov, speeds.run_label(prov, False), False
+
+
+def own_params(params: dict | None) -> dict:
+    """The kernels a live run times on their own, with the parameters on screen: those set away from their
+    defaults, and a kernel chosen per size (selection.CHOSEN_PER_SIZE) whatever its settings say, since
+    named with no parameters it would run the size sweeps' choice, not the defaults shown."""
+    return {k: p for k, p in (params or {}).items()
+            if p != registry.get(k).default_params() or k in selection.CHOSEN_PER_SIZE}

@@ -104,7 +104,7 @@ def hot_instructions(rows: list[dict[str, str]], top: int = TOP) -> list[dict]:
     reasons = [c for c in rows[0] if c.startswith("stall_") and "Not Issued" not in c] if rows else []
     ranked = sorted(range(len(rows)), key=lambda i: -number(rows[i]["Warp Stall Sampling (All Samples)"]))[:top]
     out = []
-    for i in sorted(ranked, key=lambda i: -number(rows[i]["Warp Stall Sampling (All Samples)"])):
+    for i in ranked:
         r = rows[i]
         by = {c.removeprefix("stall_"): int(number(r[c])) for c in reasons if number(r[c]) > 0}
         item = {"sass": r["Source"].strip(), "samples": int(number(r["Warp Stall Sampling (All Samples)"])),
@@ -182,6 +182,12 @@ def main() -> int:
                                   check=True).stdout)
     if len(raw) != 2 * len(KERNELS):
         print(f"expected {2 * len(KERNELS)} launches in the report, found {len(raw)}")
+        return 1
+    # A counter ncu could not give (n/a) is said now, by name, not when the JSON is written.
+    missing = [f"{KERNELS[i // 2][0]}: {name}" for i in range(1, len(raw), 2) for name, v in summary(raw[i]).items()
+               if name != "stalls" and v != v]
+    if missing:
+        print(f"ncu gave no value for {', '.join(missing)} (the report: {rep})")
         return 1
     kernels = []
     for i, (name, label) in enumerate(KERNELS):

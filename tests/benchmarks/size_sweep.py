@@ -82,7 +82,7 @@ def sweep(args, sizes, reference: str, defaults: tuple[str, ...], swept_at, deta
         here.append(benchmark.measure(reference, m, n, k, settings))
         rows += here
         ok = [r for r in here if r["status"] == "ok"]
-        ref = max(r["gflops"] for r in ok if r["kernel"] == reference)
+        ref = max((r["gflops"] for r in ok if r["kernel"] == reference), default=float("nan"))   # NaN: no % this size
         line = []
         for name in dict.fromkeys([*defaults, *(name for name, _ in swept_at(m, n, k))]):
             best = max((r for r in ok if r["kernel"] == name), key=lambda r: r["gflops"], default=None)

@@ -27,7 +27,9 @@ RUNG = "wgmma_stream_k"
 CHECK_SIZES = ((1, 8, 8), (17, 40, 24), (300, 2056, 72), (4095, 4104, 520), (1024, 1024, 1024), (256, 256, 4096),
                (128, 512, 8192), (4096, 4096, 4096), (1000, 1000, 8192), (3000, 3000, 3000), (4095, 4104, 4096),
                (300, 2056, 2048), (2000, 3000, 704))
-CHOICES = ({}, {"SPLITS": 2}, {"CLUSTER": 1}, {"SMS": 132})
+# The defaults named in full: a run of wgmma_stream_k that names none of its parameters takes the size
+# sweeps' choice for its size (engine/bench/selection.py), not its defaults.
+CHOICES = (registry.get("wgmma_stream_k").default_params(), {"SPLITS": 2}, {"CLUSTER": 1}, {"SMS": 132})
 SIZES = "4096,8192,3000,1000x1000x8192,4095x4104x4096,256x256x4096,2048,1024"
 
 
