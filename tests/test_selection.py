@@ -160,3 +160,16 @@ def test_a_live_run_times_the_chosen_rung_with_the_settings_on_screen_even_at_it
     assert own_params({"wgmma_stream_k": stream_k}) == {"wgmma_stream_k": stream_k}
     assert own_params({"mma_pipelined": pipelined}) == {}   # at its defaults: timed with the others
     assert own_params({"mma_pipelined": {**pipelined, "BK": 32}}) == {"mma_pipelined": {**pipelined, "BK": 32}}
+
+
+@pytest.mark.usefixtures("cpu_mode")
+def test_a_damaged_sweep_file_is_one_line_on_the_pages_that_show_the_choice(tmp_path, monkeypatch):
+    """selection.gpus() had been called unguarded: a sweep file that is not an export took the Tensor
+    cores page down below section 5 (its section 6 too)."""
+    (tmp_path / "h200-2026-11-27-tensor-sizes.json").write_text('{"format": "not ours"}')
+    monkeypatch.setattr(selection, "SELECTION", tmp_path)
+    for page in ("pages/tensor_cores.py", "pages/benchmarks.py", "pages/ladder.py"):
+        at = open_page(page)
+        said = [w.value for w in at.warning if "h200-2026-11-27-tensor-sizes.json" in w.value]
+        assert said and all("\n" not in w for w in said), page
+    assert selection.chosen("wgmma_stream_k", 1024, 1024, 1024) == {}   # a run takes the defaults, and says so in its row

@@ -40,8 +40,16 @@ def sweeps(folder: Path | None = None) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=8)
+def _read(path: Path):
+    """One sweep, or EngineError naming its file (the pages say it in one line)."""
+    try:
+        return benchmark.load_document(path.read_bytes())
+    except (EngineError, OSError) as exc:
+        raise EngineError(f"The size sweep {path.name} cannot be read: {str(exc).splitlines()[0]}") from exc
+
+
 def _load(paths: tuple[Path, ...]) -> pd.DataFrame:
-    runs = [benchmark.load_document(p.read_bytes()) for p in paths]
+    runs = [_read(p) for p in paths]
     gpus = {prov["gpu"]: prov.get("sm_count") for _, prov in runs}
     # Each GPU's sweeps combined on their own: a configuration is timed once per GPU.
     parts = [tuning.combine([(df, prov) for df, prov in runs if prov["gpu"] == gpu]) for gpu in gpus]
