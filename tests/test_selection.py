@@ -30,7 +30,9 @@ def test_every_size_swept_has_its_fastest_fp32_kernel_and_a_reason():
 
 def test_a_run_naming_no_split_k_parameter_takes_the_sweeps_choice_for_its_size():
     """Before the table, split_k ran its defaults (128 x 256, SPLITK 4) at every size."""
-    chosen = selection.chosen("split_k", 4097, 4097, 4097)
+    from engine.devices import gpu_client
+    here = gpu_client.status()   # on a GPU machine: that GPU's own sweep (the H100's and the H200's differ)
+    chosen = selection.chosen("split_k", 4097, 4097, 4097, gpu=here.name, sm_count=here.info.get("sm_count"))
     assert chosen != registry.get("split_k").default_params()
     row = benchmark.measure("split_k", 4097, 4097, 4097, benchmark.Settings())   # no GPU: an error row, its params
     assert row["params"] == chosen
@@ -88,7 +90,9 @@ def test_every_size_swept_has_its_fastest_tensor_rung_against_cublas_fp16():
 
 
 def test_a_tensor_run_naming_no_stream_k_parameter_takes_the_sweeps_choice():
-    chosen = selection.chosen("wgmma_stream_k", 1000, 1000, 1000)
+    from engine.devices import gpu_client
+    here = gpu_client.status()   # on a GPU machine: that GPU's own sweep
+    chosen = selection.chosen("wgmma_stream_k", 1000, 1000, 1000, gpu=here.name, sm_count=here.info.get("sm_count"))
     assert chosen["BN"] == 128 and chosen != registry.get("wgmma_stream_k").default_params()
     assert benchmark.measure("wgmma_stream_k", 1000, 1000, 1000, benchmark.Settings())["params"] == chosen
     # The other tensor rungs keep their defaults.
