@@ -190,8 +190,10 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
 def size_choice() -> None:
     """Per GPU, family and size swept, the fastest kernel and configuration, and why (engine/bench/selection.py)."""
     st.subheader("Which configuration at which size")
-    family = st.radio("Family", ("FP32", "Tensor cores"), horizontal=True, key="choice-family")
-    choice.size_choice("fp32" if family == "FP32" else "tensor", "choice-gpu")
+    families = ("FP32", "Tensor cores")
+    family = st.radio("Family", families, horizontal=True, key=view_state.state("family", families[0], families))
+    view_state.remember(family=family)
+    choice.size_choice("fp32" if family == "FP32" else "tensor", "choice")
 
 
 SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",

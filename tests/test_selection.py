@@ -116,7 +116,7 @@ def test_the_recorded_tensor_runs_timed_the_chosen_configurations(run):
 @pytest.mark.usefixtures("cpu_mode")
 def test_the_benchmarks_page_shows_the_tensor_choice_and_the_tensor_page_too():
     at = open_page("pages/benchmarks.py")
-    at.radio(key="choice-family").set_value("Tensor cores").run()
+    next(r for r in at.radio if r.label == "Family").set_value("Tensor cores").run()
     shown = pd.concat([d.value for d in at.dataframe if "why" in d.value.columns])
     assert (shown["kernel"] == "wgmma_stream_k").any() and shown["why"].str.contains("tiles 128x128").any()
     assert any("wgmma\\_stream\\_k\\'s block tiles" in c.value for c in at.caption)   # schema.plain escapes Markdown
@@ -136,7 +136,7 @@ def test_the_reason_fits_beside_the_size_kernel_and_share_at_1280_px(family):
         table = selection.table(gpu=gpu, family=family)
         if len(table):
             lead = ("size", "kernel", "% of cuBLAS", "why")
-            assert sum(ui._column_px(table, c) for c in lead) <= ui.TABLE_PX, (gpu, table["why"].tolist())
+            assert sum(ui.column_px(table, c) for c in lead) <= ui.TABLE_PX, (gpu, table["why"].tolist())
 
 
 def test_the_gpu_tests_have_the_chosen_stream_k_configurations_to_run():
@@ -177,3 +177,19 @@ def test_a_damaged_sweep_file_is_one_line_on_the_pages_that_show_the_choice(tmp_
         said = [w.value for w in at.warning if "h200-2026-11-27-tensor-sizes.json" in w.value]
         assert said and all("\n" not in w for w in said), page
     assert selection.chosen("wgmma_stream_k", 1024, 1024, 1024) == {}   # a run takes the defaults, and says so in its row
+
+
+@pytest.mark.usefixtures("cpu_mode")
+def test_the_choice_table_sizes_its_columns_to_their_own_text_in_either_family():
+    """Switched from FP32 to the tensor cores, the table had kept the FP32 columns' widths and cut the
+    longest reason off at 1280 px ("...; pad"): each lead column now says its own width."""
+    import json as js
+
+    from pages.lib import ui
+    at = open_page("pages/benchmarks.py")
+    for family in ("FP32", "Tensor cores"):
+        next(r for r in at.radio if r.label == "Family").set_value(family).run()
+        grid = next(d for d in at.dataframe if "why" in d.value.columns)
+        widths = {name: c.get("width") for name, c in js.loads(grid.proto.columns).items()}
+        for column in ("size", "kernel", "% of cuBLAS", "why"):
+            assert widths[column] == round(ui.column_px(grid.value, column)), (family, column)

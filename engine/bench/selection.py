@@ -124,6 +124,8 @@ def why(kernel: str, params: dict, m: int, n: int, k: int) -> str:
             cluster, splits = params.get("CLUSTER", 1), params.get("SPLITS", 1)
             said.append(f"{tiles:,} tiles {bm}x{bn}, {blocks(kernel, params, m, n, k)} blocks" + (", pairs" if cluster == 2 else "")
                         + (f", split ≤{splits}" if splits > 1 else ""))
+        elif kernel in registry.TENSOR_RUNGS:   # a tile per block or per persistent block's turn
+            said.append(f"{tiles:,} tiles {bm}x{bn}, K not split")
         else:
             splits = params.get("SPLITK", 1)
             said.append(f"{tiles:,} tiles x{splits} = {tiles * splits:,} blocks" if splits > 1 else f"{tiles:,} tiles, K not split")
@@ -145,8 +147,9 @@ CHOICE_WORDS = {
               "splits, clusters and blocks, against cuBLAS FP16 in the same sweep. Where C's tiles of 128 x 256 are "
               "fewer than the SMs (1024³: 32), tiles of 128 x 128 make twice as many. Pairs: clusters of two blocks "
               "sharing B's tiles; split ≤ S: the tiles of a partial last wave shared out by k among up to S clusters; "
-              "padded: A and B first copied into rows TMA can read (N or K not a multiple of 8). A run of "
-              "wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept."}
+              "padded: A and B first copied into rows TMA can read (N or K not a multiple of 8). There cuBLAS FP16 "
+              "itself falls off a cliff (the Tensor cores page, section 6): hence shares of several hundred percent. "
+              "A run of wgmma_stream_k that names none of those parameters takes the choice of the nearest size swept."}
 
 
 def gpus(df: pd.DataFrame | None = None) -> list[str]:

@@ -97,8 +97,8 @@ def _reads(copy: str, register: int) -> str:
     the shared-memory address it writes."""
     glob = re.search(r"\]\[R(\d+)\.64", copy)
     if glob and int(glob.group(1)) in (register, register - 1):
-        return "the global address that copy reads"
-    return "the shared-memory address that copy writes"
+        return "the global address it reads from"
+    return "the shared-memory address it writes to"
 
 
 def _written(sass: str) -> int | None:
@@ -107,46 +107,55 @@ def _written(sass: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _shown(sass: str) -> str:
+    """An instruction as the story quotes it: a branch's absolute target (an address of this one launch)
+    left out, spaces as one."""
+    return re.sub(r"\s+", " ", re.sub(r"\s*0x[0-9a-f]{9,}\b", "", sass)).strip()
+
+
 def story(s: Stalls) -> str:
-    """What the sampling says of mma_pipelined as written, from the file's figures."""
+    """What the sampling says of mma_pipelined as written, from the file's figures: a lead, then one
+    point per finding (Markdown)."""
     mine, none = _kernel(s, "as written"), _kernel(s, "no copies")
     tma = next((k for k in s.kernels if k["name"] == "mma_tma"), None)
     st = mine["stalls"]
-    waits = [t for t in mine["top"] if t.get("copy_reading") and _written(t["sass"]) is not None]
-    said = (f"**Where its warps wait.** Nsight Compute sampled the warps of mma_pipelined as written at {s.size:,}³ "
+    lead = (f"**Where its warps wait.** Nsight Compute sampled the warps of mma_pipelined as written at {s.size:,}³ "
             f"on the {s.gpu}: a warp issues an instruction every {mine['cycles_per_issue']:.2f} cycles, one issuing "
             f"and the rest waiting, {st.get('long_scoreboard', 0):.2f} of them on the long scoreboard and "
             f"{st.get('barrier', 0):.2f} at the barrier, against {none['stalls'].get('long_scoreboard', 0):.2f} and "
-            f"{none['stalls'].get('barrier', 0):.2f} without the k-loop's copies.")
-    if waits:
-        parts = []
-        for t in waits:
-            reg = _written(t["sass"])
-            parts.append(f"`{t['sass']}` ({100 * t['share']:.1f}% of all samples, {t['reasons'].get('long_sb', 0):,} of "
-                         f"its {t['samples']:,} on the long scoreboard) writes R{reg}, which `{t['copy_reading']}` "
-                         f"before it still has to read: {_reads(t['copy_reading'], reg)}")
-        said += (f" Among the instructions with the most samples, {COUNT.get(len(parts), len(parts))} wait mostly on "
-                 "the long scoreboard: " + "; ".join(parts) + ". A cp.async reads its registers only when the "
-                 "load/store unit takes it, behind the copies and ldmatrix ahead of it in the queue, and until then "
-                 f"no instruction may overwrite them; at {mine['registers']:.0f} registers a thread (the most there is) "
-                 "the compiler gives them to the next instruction that needs one.")
+            f"{none['stalls'].get('barrier', 0):.2f} without the k-loop's copies. A wait is counted on the "
+            "instruction that cannot issue yet.")
+    points = []
+    for t in (t for t in mine["top"] if t.get("copy_reading") and _written(t["sass"]) is not None):
+        reg = _written(t["sass"])
+        points.append(f"`{_shown(t['sass'])}` ({100 * t['share']:.1f}% of all samples, {t['reasons'].get('long_sb', 0):,} "
+                      f"of its {t['samples']:,} on the long scoreboard) would overwrite R{reg}, which holds, for the "
+                      f"cp.async `{_shown(t['copy_reading'])}` issued before it, {_reads(t['copy_reading'], reg)}: "
+                      "it waits until that copy has read it.")
+    if points:
+        points.append("A cp.async reads its registers only when the load/store unit takes it, behind the copies and "
+                      "ldmatrix ahead of it in the queue; at "
+                      f"{mine['registers']:.0f} registers a thread (the most there is) the compiler hands them to the "
+                      "next instruction that needs one.")
     barrier = [t for t in mine["top"] if t["reasons"].get("barrier", 0) > t["samples"] / 2]
     if barrier:
-        said += (f" The barrier's waits fall on `{barrier[0]['sass']}` ({100 * barrier[0]['share']:.1f}% of all "
-                 "samples): the warps that reach the barrier first wait there for the block's others.")
-    said += (f" The tensor pipe is busy {mine['hmma_pct']:.1f}% of the time, against {none['hmma_pct']:.1f}% without "
-             "the copies" + (f" and {tma['hmma_pct']:.1f}% in mma_tma, whose copies no thread issues" if tma else "") + ".")
+        points.append(f"The barrier's waits are counted on the instruction after it, `{_shown(barrier[0]['sass'])}` "
+                      f"({100 * barrier[0]['share']:.1f}% of all samples): the warps that reach the barrier first wait "
+                      "there for the block's others.")
+    points.append(f"The tensor pipe is busy {mine['hmma_pct']:.1f}% of the time, against {none['hmma_pct']:.1f}% without "
+                  "the copies" + (f" and {tma['hmma_pct']:.1f}% in mma_tma, whose copies no thread issues" if tma else "")
+                  + ".")
     polls = [t for t in (tma or {}).get("top", [])
              if re.search(r"\bBRA\b", t["sass"]) and t["reasons"].get("long_sb", 0) > t["samples"] / 2]
     if tma and polls:
-        said += (f" mma_tma waits on the long scoreboard too ({tma['stalls'].get('long_scoreboard', 0):.2f}), for "
-                 f"another thing: {sum(t['reasons']['long_sb'] for t in polls):,} of those samples fall on "
-                 + " and ".join(f"`{t['sass']}`" for t in polls) + ", the branches of its waits on an mbarrier, "
-                 "which wait for the barrier's test: for a tile to land, or a slot to be free.")
-    said += (f" A longer bar is not a slower kernel: without the copies the warps issue {none['instructions'] / 1e6:,.1f} "
-             f"million instructions in all against {mine['instructions'] / 1e6:,.1f} million, so they wait longer "
-             f"between two ({none['cycles_per_issue']:.2f} cycles)"
-             + (", the largest part of it for the busy tensor pipe," if max(none["stalls"], key=none["stalls"].get)
-                == "math_pipe_throttle" else "")
-             + f" and finish sooner ({none['duration_us']:,.0f} µs against {mine['duration_us']:,.0f}).")
-    return said
+        points.append(f"mma_tma waits on the long scoreboard too ({tma['stalls'].get('long_scoreboard', 0):.2f}), for "
+                      f"another thing: {sum(t['reasons']['long_sb'] for t in polls):,} of those samples fall on "
+                      f"{COUNT.get(len(polls), len(polls))} branches (`{_shown(polls[0]['sass'])}`) of its waits on an "
+                      "mbarrier, which wait for the barrier's test: for a tile to land, or a slot to be free.")
+    points.append(f"A longer bar is not a slower kernel: without the copies the warps issue "
+                  f"{none['instructions'] / 1e6:,.1f} million instructions in all against {mine['instructions'] / 1e6:,.1f} "
+                  f"million, so they wait longer between two ({none['cycles_per_issue']:.2f} cycles)"
+                  + (", the largest part of it for the busy tensor pipe," if max(none["stalls"], key=none["stalls"].get)
+                     == "math_pipe_throttle" else "")
+                  + f" and finish sooner ({none['duration_us']:,.0f} µs against {mine['duration_us']:,.0f}).")
+    return lead + "\n\n" + "\n".join(f"- {p}" for p in points)

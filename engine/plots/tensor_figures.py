@@ -373,7 +373,9 @@ def stalls_figure(s: Stalls, note: str) -> go.Figure:
                        title={"text": title, "x": 0, "xanchor": "left"},
                        xaxis={"title": "cycles between two issued instructions, by reason", "range": [0, 1.15 * totals.max()]},
                        yaxis={"type": "category"},
-                       legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0},
+                       # In the bars' order, left to right (stacked bars list their legend the other way round).
+                       legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0,
+                               "traceorder": "normal"},
                        margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": round(2 * font + 24 + legend_px),
                                "l": 8, "r": 8})
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine.bench import schema, selection
 from engine.errors import EngineError
-from pages.lib import cached, ui
+from pages.lib import cached, ui, view_state
 
 FORMATS = {"TFLOP/s": "%.1f", "cuBLAS TFLOP/s": "%.1f", "% of cuBLAS": "%.0f"}
 
@@ -20,7 +20,7 @@ def _tables(family: str) -> dict:
 
 
 def size_choice(family: str, key: str) -> None:
-    """The family's table ("fp32" or "tensor") on the GPU chosen (widget key: key)."""
+    """The family's table ("fp32" or "tensor") on the GPU chosen (key: the page's name for the widgets)."""
     try:
         tables = _tables(family)
     except EngineError as exc:
@@ -30,9 +30,19 @@ def size_choice(family: str, key: str) -> None:
         st.info("No size sweep of this family recorded yet (tests/benchmarks/size_sweep.py, kept in "
                 "engine/bench/recorded/selection/).", icon=":material/tune:")
         return
-    gpu = st.selectbox("Sizes swept on", list(tables), key=key) if len(tables) > 1 else next(iter(tables))
+    gpus = list(tables)
+    if len(gpus) > 1:   # kept in the URL (?swept=), so a shared link opens on the same GPU's sweeps
+        gpu = st.selectbox("Sizes swept on", gpus, key=view_state.state("swept", gpus[0], gpus, scope=key))
+        view_state.remember(swept=gpu)
+    else:
+        gpu = gpus[0]
     table = tables[gpu]
-    ui.fitting_table(table, ("size", "kernel", "% of cuBLAS", "why"), hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in FORMATS.items()})
+    lead = ("size", "kernel", "% of cuBLAS", "why")
+    # Each lead column as wide as its own text: switched from the FP32 table to the tensor one, the grid had
+    # kept the FP32 widths and cut the longest reason off ("...; pad").
+    widths = {c: round(ui.column_px(table, c)) for c in lead}
+    config = {c: st.column_config.TextColumn(c, width=widths[c]) for c in ("size", "kernel", "why")}
+    config |= {c: st.column_config.NumberColumn(c, format=f, width=widths.get(c)) for c, f in FORMATS.items()}
+    ui.fitting_table(table, lead, key=f"{key}-{family}-{gpu}", hide_index=True, width="stretch", column_config=config)
     st.caption(schema.plain(f"From the recorded size sweeps on the {gpu} ({table['SMs'].iloc[0]} SMs): at each size "
                             f"the fastest of {selection.CHOICE_WORDS[family]}"))
