@@ -193,3 +193,10 @@ def test_the_choice_table_sizes_its_columns_to_their_own_text_in_either_family()
         widths = {name: c.get("width") for name, c in js.loads(grid.proto.columns).items()}
         for column in ("size", "kernel", "% of cuBLAS", "why"):
             assert widths[column] == round(ui.column_px(grid.value, column)), (family, column)
+
+
+def test_the_sweeps_are_read_once_for_every_caller():
+    """Every benchmark.measure of a kernel chosen per size asks selection.chosen, which reads the sweeps:
+    read anew each time (a decorator had slipped onto the helper that reads one file), a size sweep of
+    hundreds of points reread all of them before each point."""
+    assert selection.load() is selection.load()

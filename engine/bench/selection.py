@@ -39,7 +39,6 @@ def sweeps(folder: Path | None = None) -> list[Path]:
     return sorted((folder or SELECTION).glob("*.json"))
 
 
-@functools.lru_cache(maxsize=8)
 def _read(path: Path):
     """One sweep, or EngineError naming its file (the pages say it in one line)."""
     try:
@@ -48,6 +47,7 @@ def _read(path: Path):
         raise EngineError(f"The size sweep {path.name} cannot be read: {str(exc).splitlines()[0]}") from exc
 
 
+@functools.lru_cache(maxsize=8)
 def _load(paths: tuple[Path, ...]) -> pd.DataFrame:
     runs = [_read(p) for p in paths]
     gpus = {prov["gpu"]: prov.get("sm_count") for _, prov in runs}
