@@ -101,10 +101,27 @@ def _reads(copy: str, register: int) -> str:
     return "the shared-memory address it writes to"
 
 
-def _written(sass: str) -> int | None:
-    """The register an instruction writes: its first operand, where that is one."""
-    found = re.match(r"^(?:@!?U?P\w+\s+)?\S+\s+R(\d+)\b", sass.strip())
-    return int(found.group(1)) if found else None
+def registers(sass: str) -> set[int]:
+    """The general registers a SASS instruction names (R4.64 names R4 and R5)."""
+    found = set()
+    for m in re.finditer(r"\bR(\d+)(\.64)?\b", sass):
+        found |= {int(m.group(1))} | ({int(m.group(1)) + 1} if m.group(2) else set())
+    return found
+
+
+def written(sass: str) -> set[int]:
+    """The registers a SASS instruction writes: its first operand, where that is a register (not for a
+    store, a copy to shared memory or a branch, whose first operand is an address or a target)."""
+    body = re.sub(r"^@!?U?P\w+\s+", "", sass.strip())
+    op, _, rest = body.partition(" ")
+    if op.startswith(("ST", "LDGSTS", "BRA", "BAR", "RED", "ATOM")) or not rest:
+        return set()
+    first = rest.split(",")[0].strip()
+    m = re.match(r"R(\d+)$", first)
+    if not m:
+        return set()
+    wide = 2 if (".64" in op or op.startswith(("CS2R", "LDC.64")) or "WIDE" in op) else 4 if op.startswith(("LDSM", "HMMA")) else 1
+    return set(range(int(m.group(1)), int(m.group(1)) + wide))
 
 
 def _shown(sass: str) -> str:
@@ -126,8 +143,8 @@ def story(s: Stalls) -> str:
             f"{none['stalls'].get('barrier', 0):.2f} without the k-loop's copies. A wait is counted on the "
             "instruction that cannot issue yet.")
     points = []
-    for t in (t for t in mine["top"] if t.get("copy_reading") and _written(t["sass"]) is not None):
-        reg = _written(t["sass"])
+    for t in (t for t in mine["top"] if t.get("copy_reading") and written(t["sass"])):
+        reg = min(written(t["sass"]))
         points.append(f"`{_shown(t['sass'])}` ({100 * t['share']:.1f}% of all samples, {t['reasons'].get('long_sb', 0):,} "
                       f"of its {t['samples']:,} on the long scoreboard) would overwrite R{reg}, which holds, for the "
                       f"cp.async `{_shown(t['copy_reading'])}` issued before it, {_reads(t['copy_reading'], reg)}: "

@@ -39,10 +39,11 @@ def size_choice(family: str, key: str) -> None:
     table = tables[gpu]
     lead = ("size", "kernel", "% of cuBLAS", "why")
     # Each lead column as wide as its own text: switched from the FP32 table to the tensor one, the grid had
-    # kept the FP32 widths and cut the longest reason off ("...; pad").
+    # kept the FP32 widths and cut the longest reason off ("...; pad"); a key of its own per table did not
+    # change that, widths said outright do.
     widths = {c: round(ui.column_px(table, c)) for c in lead}
     config = {c: st.column_config.TextColumn(c, width=widths[c]) for c in ("size", "kernel", "why")}
     config |= {c: st.column_config.NumberColumn(c, format=f, width=widths.get(c)) for c, f in FORMATS.items()}
-    ui.fitting_table(table, lead, key=f"{key}-{family}-{gpu}", hide_index=True, width="stretch", column_config=config)
+    ui.fitting_table(table, lead, hide_index=True, width="stretch", column_config=config)
     st.caption(schema.plain(f"From the recorded size sweeps on the {gpu} ({table['SMs'].iloc[0]} SMs): at each size "
                             f"the fastest of {selection.CHOICE_WORDS[family]}"))

@@ -105,24 +105,22 @@ def column_px(df, column) -> float:
     return 7.5 * longest + 22
 
 
-def fitting_table(df, lead: tuple[str, ...] = (), key: str | None = None, **kwargs) -> None:
+def fitting_table(df, lead: tuple[str, ...] = (), **kwargs) -> None:
     """A table whose columns all show on a 1280 px screen with the sidebar open: the columns named in
     `lead` (those that are there), then the others in order, as many as fit; where some do not, every
     column in an expander under it (there the table scrolls sideways). Drawn whole, the last columns
-    were out of sight ('253…', the V100 table's last). key: the table's identity (see below)."""
+    were out of sight ('253…', the V100 table's last)."""
     keep, used = [], 0.0
     for column in [c for c in lead if c in df.columns] + [c for c in df.columns if c not in lead]:
         used += column_px(df, column)
         if used > TABLE_PX and keep:
             break
         keep.append(column)
-    # key: a table that shows other data under the same widgets (another family, another GPU) is a new
-    # element, sized to its own columns; under one identity Streamlit kept the first data's widths.
-    st.dataframe(df[keep], key=key, **kwargs)
+    st.dataframe(df[keep], **kwargs)
     if len(keep) < len(df.columns):
         with st.expander(f"Every column ({len(df.columns)}, {len(df.columns) - len(keep)} more: the table scrolls "
                          "sideways)"):
-            st.dataframe(df, key=f"{key}-all" if key else None, **kwargs)
+            st.dataframe(df, **kwargs)
 
 
 def figure_first():

@@ -29,7 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-FORMAT = "cuda-matmul-explorer mma stalls 1"   # engine/metrics/stalls.py reads it
+# The file's format and the SASS reading are the reader's (engine/metrics/stalls.py), so the two agree.
+from engine.metrics.stalls import FORMAT, registers, written  # noqa: E402
+
 # What each launch is, in the order the target launches them (twice each: the second is read).
 KERNELS = [("as written", "mma_pipelined as written"), ("no copies", "mma_pipelined without the copies in the k-loop"),
            ("mma_tma", "mma_tma (copies by TMA)")]
@@ -66,29 +68,6 @@ def summary(row: dict[str, tuple[str, str]]) -> dict:
         out[name] = number(value) * (SCALE[unit.lower()] if name in ("duration_us", "sm_ghz") else 1.0)
     out["stalls"] = {m.group(1): number(v) for k, (v, _) in row.items() if (m := STALL.match(k))}
     return out
-
-
-def registers(sass: str) -> set[int]:
-    """The general registers an instruction names (R4.64 names R4 and R5)."""
-    found = set()
-    for m in re.finditer(r"\bR(\d+)(\.64)?\b", sass):
-        found |= {int(m.group(1))} | ({int(m.group(1)) + 1} if m.group(2) else set())
-    return found
-
-
-def written(sass: str) -> set[int]:
-    """The registers an instruction writes: its first operand, where that is a register (not for a
-    store, a copy to shared memory or a branch, whose first operand is an address or a target)."""
-    body = re.sub(r"^@!?U?P\w+\s+", "", sass.strip())
-    op, _, rest = body.partition(" ")
-    if op.startswith(("ST", "LDGSTS", "BRA", "BAR", "RED", "ATOM")) or not rest:
-        return set()
-    first = rest.split(",")[0].strip()
-    m = re.match(r"R(\d+)$", first)
-    if not m:
-        return set()
-    wide = 2 if (".64" in op or op.startswith(("CS2R", "LDC.64")) or "WIDE" in op) else 4 if op.startswith(("LDSM", "HMMA")) else 1
-    return set(range(int(m.group(1)), int(m.group(1)) + wide))
 
 
 def source_rows(text: str) -> list[dict[str, str]]:
