@@ -20,11 +20,14 @@ def ready(page) -> None:
     browser.wait_idle(page)
 
 
-def headline(page) -> str:
-    """The fragment figure's headline as drawn now."""
-    return page.evaluate("""(i) => Array.from(document.querySelectorAll('.js-plotly-plot')[i]
-        .querySelectorAll('.scatterlayer .textpoint text')).map(t => t.textContent).find(t => /^lane \\d+ of 32/.test(t))""",
-                         FRAGMENT)
+def headline(page, timeout_ms: int = 30000) -> str | None:
+    """The fragment figure's headline as drawn now, once one is drawn: a chart Streamlit is replacing
+    (a rerun that began just after the page looked idle) has none for a moment, and reading it then
+    gave None under CI's load."""
+    found = page.wait_for_function("""(i) => { const gd = document.querySelectorAll('.js-plotly-plot')[i];
+        return gd && Array.from(gd.querySelectorAll('.scatterlayer .textpoint text')).map(t => t.textContent)
+            .find(t => /^lane \\d+ of 32/.test(t)); }""", arg=FRAGMENT, timeout=timeout_ms)
+    return found.json_value()
 
 
 def settled(page) -> str:
