@@ -187,13 +187,14 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
         st.caption("  \n".join(f"{line}." for line in headline.missing))
 
 
-def size_choice() -> None:
-    """Per GPU, family and size swept, the fastest kernel and configuration, and why (engine/bench/selection.py)."""
+def size_choice(beside: str | None) -> None:
+    """Per GPU, family and size swept, the fastest kernel and configuration, and why (engine/bench/selection.py);
+    opened on `beside`'s sweeps (this GPU, or the first recorded run's) where it was swept."""
     st.subheader("Which configuration at which size")
     families = ("FP32", "Tensor cores")
     family = st.radio("Family", families, horizontal=True, key=view_state.state("family", families[0], families))
     view_state.remember(family=family)
-    choice.size_choice("fp32" if family == "FP32" else "tensor", "choice")
+    choice.size_choice("fp32" if family == "FP32" else "tensor", "choice", beside)
 
 
 SWEEP_FORMATS = {"GFLOP/s": "%,.0f", "% of the winner": "%.1f", "% of cuBLAS": "%.1f", "rank": "%d",
@@ -387,5 +388,5 @@ else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "
             "to see its charts and table.", icon=":material/arrow_upward:")
 
-size_choice()
+size_choice(status.name if status.available else provs[0].get("gpu") if provs else None)
 autotuning_sweep()

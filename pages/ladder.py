@@ -123,7 +123,7 @@ if run:
 
 # ------------------------------------------------------------------ past the ladder: the choice per size
 st.subheader("Past the ladder: which configuration at which size")
-choice.size_choice("fp32", "choice")
+choice.size_choice("fp32", "choice", run[1]["gpu"] if run else None)
 st.caption("One tile shape cannot serve every size: where C has fewer tiles than the GPU has SMs (132 on the H100 "
            "and H200), split_k gives each tile's K to several blocks and sums their partials in a fixed order; "
            "where N or K is not a multiple of 4, split_k_padded pads the rows first. The Benchmarks page has the "

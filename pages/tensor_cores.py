@@ -232,7 +232,7 @@ if (stalls_file := benchmark.stalls_run()) is not None and (
 
 # One tile shape cannot serve every size: the recorded size sweeps' fastest tensor rung per size (engine/bench/selection.py).
 st.markdown("**Which configuration at which size.**")
-choice.size_choice("tensor", "choice")
+choice.size_choice("tensor", "choice", prov["gpu"] if prov else None)
 
 # ------------------------------------------------------------------ 6. sizes that are not multiples of 8
 st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and rungs without one")

@@ -1,5 +1,7 @@
 """The size-aware choice (engine/bench/selection.py): read from the recorded size sweeps, used when a
 run names none of split_k's parameters, and shown with its reason on the Ladder and Benchmarks pages."""
+import json
+
 import pandas as pd
 import pytest
 
@@ -200,3 +202,19 @@ def test_the_sweeps_are_read_once_for_every_caller():
     read anew each time (a decorator had slipped onto the helper that reads one file), a size sweep of
     hundreds of points reread all of them before each point."""
     assert selection.load() is selection.load()
+
+
+@pytest.mark.usefixtures("cpu_mode")
+@pytest.mark.parametrize("page, family", [("pages/tensor_cores.py", None), ("pages/ladder.py", None),
+                                          ("pages/benchmarks.py", "FP32"), ("pages/benchmarks.py", "Tensor cores")])
+def test_the_choice_opens_on_the_gpu_of_the_run_shown_beside_it(page, family):
+    """The table had opened on the first GPU by name (the H100's sweeps) under the H200's speed chart."""
+    at = open_page(page)
+    if family:
+        next(r for r in at.radio if r.label == "Family").set_value(family).run()
+        shown = benchmark.opening_runs(benchmark.recorded_runs())[0]
+    else:
+        shown = next(s for s in at.selectbox if s.label == "Recorded run").value
+    gpu = json.loads((benchmark.RECORDED / shown).read_text())["provenance"]["gpu"]
+    swept = next(s for s in at.selectbox if s.label == "Sizes swept on")
+    assert gpu in selection.gpus() and swept.value == gpu, (shown, swept.value)

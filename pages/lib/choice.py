@@ -19,8 +19,11 @@ def _tables(family: str) -> dict:
         gpu: t for gpu in selection.gpus() if len(t := selection.table(gpu=gpu, family=family))})
 
 
-def size_choice(family: str, key: str) -> None:
-    """The family's table ("fp32" or "tensor") on the GPU chosen (key: the page's name for the widgets)."""
+def size_choice(family: str, key: str, beside: str | None = None) -> None:
+    """The family's table ("fp32" or "tensor") on the GPU chosen (key: the page's name for the widgets).
+    beside: the GPU of the run the page shows next to it, which the table opens on where that GPU was
+    swept (else this machine's GPU, else the first swept): opened on the first by name, the H100's
+    choices had sat under the H200's speed chart."""
     try:
         tables = _tables(family)
     except EngineError as exc:
@@ -32,7 +35,9 @@ def size_choice(family: str, key: str) -> None:
         return
     gpus = list(tables)
     if len(gpus) > 1:   # kept in the URL (?swept=), so a shared link opens on the same GPU's sweeps
-        gpu = st.selectbox("Sizes swept on", gpus, key=view_state.state("swept", gpus[0], gpus, scope=key))
+        here = ui.device_status()
+        first = next((g for g in (beside, here.name if here.available else None) if g in gpus), gpus[0])
+        gpu = st.selectbox("Sizes swept on", gpus, key=view_state.state("swept", first, gpus, scope=key))
         view_state.remember(swept=gpu)
     else:
         gpu = gpus[0]
