@@ -119,7 +119,7 @@ if run:
                 said += (f" The speeds are of the parameters the run timed ({'; '.join(other)}), the counts of those "
                          "chosen above: the run did not time the choice counted.")
             st.markdown(f"**From {prev} to {rung}** (speeds at {at:,}³, counts of one block at {dims}): {said}")
-            st.dataframe(table, hide_index=True, width="stretch")
+            ui.table(table, hide_index=True, width="stretch")
 
 # ------------------------------------------------------------------ past the ladder: the choice per size
 st.subheader("Past the ladder: which configuration at which size")

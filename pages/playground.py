@@ -163,7 +163,7 @@ elif show == "tile phases":
 else:
     summary, shared, listing = ui.or_stop(f"Tracing the whole of {saved.kernel} and reading its SASS",
                                           cached.playground_counts, saved, spec, problem)
-    st.dataframe(views.global_accesses({saved.kernel: summary}), hide_index=True, width="stretch")
+    ui.table(views.global_accesses({saved.kernel: summary}), hide_index=True, width="stretch")
     if len(shared.table):
         ui.fitting_table(shared.table, hide_index=True, width="stretch")
     for note in shared.notes:
@@ -173,7 +173,7 @@ else:
                + listing["note"] + ".")
     if listing.get("available"):
         lines = saved.text.splitlines()
-        st.dataframe([{"line": ln, "source": lines[ln - 1].strip() if 0 < ln <= len(lines) else "",
+        ui.table([{"line": ln, "source": lines[ln - 1].strip() if 0 < ln <= len(lines) else "",
                        "SASS memory instructions": ", ".join(f"{n} x {op}" for op, n in ops.items())}
                       for ln, ops in listing["by_line"].items()], hide_index=True, width="stretch")
 
@@ -205,4 +205,4 @@ if status.available:
                   for r in rows]
         for row in table:
             row["GFLOP/s"] = flops / row["median (ms)"] / 1e6 if row["median (ms)"] else None
-        st.dataframe(table, hide_index=True, width="stretch")
+        ui.table(table, hide_index=True, width="stretch")

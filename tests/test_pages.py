@@ -146,6 +146,41 @@ def test_presenter_mode_makes_text_bigger():
     assert big > small
 
 
+def test_presenter_mode_draws_small_tables_as_static_tables_a_room_can_read():
+    """The grid (st.dataframe) draws on a canvas at 14 px, which presenter mode's styles never reached."""
+    args = {"m": "32", "n": "32", "k": "16", "block": "16x16"}
+    normal, shown = (open_page("pages/coalescing.py", {**args, "presenter": p}) for p in ("0", "1"))
+    assert any("sectors" in d.value.columns for d in normal.dataframe)
+    assert not any("sectors" in t.value.columns for t in normal.table)
+    assert any("sectors" in t.value.columns for t in shown.table)
+    assert not any("sectors" in d.value.columns for d in shown.dataframe)
+
+
+def _presenter_table():   # an AppTest script: its source is run on its own
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path.cwd()))
+    import streamlit as st
+
+    from pages.lib import ui
+    st.session_state["presenter_mode"] = True
+    ui.table({"GPU": ["![x](http://example.com/x.png)"], "GFLOP/s": [12345.6], "error": [2.4e-5],
+              "median (ms)": [0.12345], "SMs": [132], "ok": [True]}, hide_index=True,
+             column_config={"GFLOP/s": st.column_config.NumberColumn("GFLOP/s", format="%,.0f")})
+    ui.table({"n": list(range(ui.PRESENTER_ROWS + 1))})   # longer than a screen: stays a scrolling grid
+
+
+def test_a_presenter_table_shows_the_grids_formats_and_text_as_itself():
+    import pyarrow as pa
+    at = AppTest.from_function(_presenter_table).run()
+    assert not at.exception and len(at.table) == 1 and len(at.dataframe) == 1
+    shown = pa.ipc.open_stream(at.table[0].proto.arrow_data.styler.display_values).read_pandas().iloc[0]
+    assert shown["GFLOP/s"] == "12,346" and shown["error"] == "2.4e-05" and shown["median (ms)"] == "0.1235"
+    assert shown["SMs"] == "132"
+    # A static table's cells are Markdown: an uploaded GPU name must not become an image every screen fetches.
+    assert shown["GPU"].startswith("\\!\\[x\\]") and "](" not in shown["GPU"]
+
+
 def test_bad_input_gets_a_message_and_the_page_keeps_running():
     at = open_page("pages/tile_phases.py", {"kernel": "tiled_unguarded", "m": "40", "n": "40", "k": "40"})
     assert any("multiples of TILE" in str(e.value) for e in at.error)

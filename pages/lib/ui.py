@@ -10,8 +10,10 @@ import re
 import time
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
+from engine.bench import schema
 from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import registry
@@ -116,11 +118,49 @@ def fitting_table(df, lead: tuple[str, ...] = (), **kwargs) -> None:
         if used > TABLE_PX and keep:
             break
         keep.append(column)
-    st.dataframe(df[keep], **kwargs)
+    table(df[keep], **kwargs)
     if len(keep) < len(df.columns):
         with st.expander(f"Every column ({len(df.columns)}, {len(df.columns) - len(keep)} more: the table scrolls "
                          "sideways)"):
-            st.dataframe(df, **kwargs)
+            table(df, **kwargs)
+
+
+# A table of more rows than this stays a scrolling grid in presenter mode: drawn whole it would push
+# everything under it off the projector's screen.
+PRESENTER_ROWS = 40
+
+
+def table(data, column_config: dict | None = None, hide_index: bool = False, **kwargs) -> None:
+    """st.dataframe, but in presenter mode a static table of the same values, as the grid formats them:
+    the grid draws its text on a canvas at 14 px that no style reaches, too small for a room to read,
+    while a static table's cells take presenter mode's size. A static table reads its cells and headers
+    as Markdown: text is shown as itself (schema.plain), so an uploaded run's GPU name cannot become an
+    image fetched from elsewhere on every screen in the room."""
+    df = pd.DataFrame(data)
+    if not view_state.presenter() or len(df) > PRESENTER_ROWS:
+        st.dataframe(data, column_config=column_config, hide_index=hide_index, **kwargs)
+        return
+    formats = {c: (cfg.get("type_config") or {}).get("format") for c, cfg in (column_config or {}).items()
+               if isinstance(cfg, dict)}
+    numbers = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    cells = {c: _printf(formats.get(c)) if c in numbers else (lambda v: "" if v is None else schema.plain(v))
+             for c in df.columns}
+    styled = df.style.format(cells).format_index(schema.plain, axis=1)
+    st.table(styled, hide_index=hide_index)
+
+
+def _printf(spec: str | None):
+    """A cell formatter for a grid column's printf format ("%.1f", "%,.0f", "%d", "%g"), or for none: the
+    grid's own (up to four decimals, thousands apart; tiny values in significant digits); empty for no value."""
+    def cell(v) -> str:
+        if v is None or pd.isna(v):
+            return ""
+        if spec:
+            return format(v, spec[1:]) if "," in spec else spec % v
+        if v and abs(v) < 1e-4:
+            return f"{v:.3g}"
+        return f"{v:,.4f}".rstrip("0").rstrip(".")
+    return cell
 
 
 def figure_first():
