@@ -263,12 +263,13 @@ def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, 
         if not tab.open:
             continue
         part = ranked[ranked["kernel"] == v.rung]
-        tab.dataframe(pd.DataFrame({
-            "rank": part["rank"], "configuration": part["label"], "": part["winner"].map({True: "★ winner", False: ""})
-            + part["default"].map({True: " ○ registry default", False: ""}), "GFLOP/s": part["gflops"],
-            "% of the winner": part["pct_of_winner"], "% of cuBLAS": part.get("pct_cublas"), "status": part["status"]}),
-            hide_index=True, width="stretch",
-            column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
+        with tab:
+            ui.table(pd.DataFrame({
+                "rank": part["rank"], "configuration": part["label"], "": part["winner"].map({True: "★ winner", False: ""})
+                + part["default"].map({True: " ○ registry default", False: ""}), "GFLOP/s": part["gflops"],
+                "% of the winner": part["pct_of_winner"], "% of cuBLAS": part.get("pct_cublas"), "status": part["status"]}),
+                hide_index=True, width="stretch",
+                column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
 
 
 # ------------------------------------------------------------------ live, on this machine's GPU

@@ -156,6 +156,19 @@ def test_presenter_mode_draws_small_tables_as_static_tables_a_room_can_read():
     assert not any("sectors" in d.value.columns for d in shown.dataframe)
 
 
+@pytest.mark.usefixtures("cpu_mode")
+def test_presenter_mode_keeps_the_every_column_table_and_long_tables_as_grids_and_draws_the_sweep_tab():
+    """A static table of every column ran past the screen's edge (the expander's table scrolls sideways, a
+    grid's way); the autotuning tab's table had been drawn as a grid outside ui.table."""
+    at = open_page("pages/ladder.py", {"presenter": "1"})
+    assert any("why" in d.value.columns and "parameters" in d.value.columns for d in at.dataframe)   # every column
+    assert any("why" in t.value.columns and "parameters" not in t.value.columns for t in at.table)   # the lead ones
+    bench = open_page("pages/benchmarks.py", {"presenter": "1"})
+    tabs = [t for t in bench.table if "configuration" in t.value.columns]
+    assert tabs and all(len(t.value) <= 40 for t in tabs)
+    assert all(len(d.value) > 40 for d in bench.dataframe if "configuration" in d.value.columns)
+
+
 def _presenter_table():   # an AppTest script: its source is run on its own
     import sys
     from pathlib import Path
@@ -165,7 +178,7 @@ def _presenter_table():   # an AppTest script: its source is run on its own
     from pages.lib import ui
     st.session_state["presenter_mode"] = True
     ui.table({"GPU": ["![x](http://example.com/x.png)"], "GFLOP/s": [12345.6], "error": [2.4e-5],
-              "median (ms)": [0.12345], "SMs": [132], "ok": [True]}, hide_index=True,
+              "median (ms)": [0.12345], "sectors": [16384], "ok": [True]}, hide_index=True,
              column_config={"GFLOP/s": st.column_config.NumberColumn("GFLOP/s", format="%,.0f")})
     ui.table({"n": list(range(ui.PRESENTER_ROWS + 1))})   # longer than a screen: stays a scrolling grid
 
@@ -176,7 +189,7 @@ def test_a_presenter_table_shows_the_grids_formats_and_text_as_itself():
     assert not at.exception and len(at.table) == 1 and len(at.dataframe) == 1
     shown = pa.ipc.open_stream(at.table[0].proto.arrow_data.styler.display_values).read_pandas().iloc[0]
     assert shown["GFLOP/s"] == "12,346" and shown["error"] == "2.4e-05" and shown["median (ms)"] == "0.1235"
-    assert shown["SMs"] == "132"
+    assert shown["sectors"] == "16384"   # as the grid shows a count with no format: no thousands separator
     # A static table's cells are Markdown: an uploaded GPU name must not become an image every screen fetches.
     assert shown["GPU"].startswith("\\!\\[x\\]") and "](" not in shown["GPU"]
 

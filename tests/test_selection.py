@@ -218,3 +218,22 @@ def test_the_choice_opens_on_the_gpu_of_the_run_shown_beside_it(page, family):
     gpu = json.loads((benchmark.RECORDED / shown).read_text())["provenance"]["gpu"]
     swept = next(s for s in at.selectbox if s.label == "Sizes swept on")
     assert gpu in selection.gpus() and swept.value == gpu, (shown, swept.value)
+
+
+@pytest.mark.usefixtures("cpu_mode")
+@pytest.mark.parametrize("page", ["pages/ladder.py", "pages/tensor_cores.py"])
+def test_the_choice_follows_a_run_of_another_gpu_and_keeps_the_users_choice_across_pages(page):
+    """Only a page's first view had opened on the run's GPU: a run of the H100 chosen after left the H200's
+    choices under its chart. And a GPU chosen for the table was lost on leaving the page and coming back
+    (kept under the scoped name, looked for under another)."""
+    at = open_page(page)
+    runs = next(s for s in at.selectbox if s.label == "Recorded run")
+    other = next(r for r in runs.options if r.startswith("h100"))
+    runs.set_value(other).run()
+    swept = next(s for s in at.selectbox if s.label == "Sizes swept on")
+    assert swept.value == "NVIDIA H100 80GB HBM3"
+    swept.set_value("NVIDIA H200").run()   # the user's own choice, beside the same run, stays
+    assert next(s for s in at.selectbox if s.label == "Sizes swept on").value == "NVIDIA H200"
+    at.switch_page("pages/home.py").run()
+    at.switch_page(page).run()
+    assert next(s for s in at.selectbox if s.label == "Sizes swept on").value == "NVIDIA H200"

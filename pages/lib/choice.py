@@ -37,8 +37,16 @@ def size_choice(family: str, key: str, beside: str | None = None) -> None:
     if len(gpus) > 1:   # kept in the URL (?swept=), so a shared link opens on the same GPU's sweeps
         here = ui.device_status()
         first = next((g for g in (beside, here.name if here.available else None) if g in gpus), gpus[0])
-        gpu = st.selectbox("Sizes swept on", gpus, key=view_state.state("swept", first, gpus, scope=key))
+        widget = view_state.state("swept", first, gpus, scope=key)
+        # A run of another GPU chosen above takes the table to that GPU's sweeps (the H200's choices had
+        # stayed under an H100 run's chart); otherwise what the user or their link chose stays.
+        shown_beside = view_state.page_key(f"{key}.beside")
+        if st.session_state.get(shown_beside, beside) != beside and beside in gpus:
+            st.session_state[widget] = beside
+        st.session_state[shown_beside] = beside
+        gpu = st.selectbox("Sizes swept on", gpus, key=widget)
         view_state.remember(swept=gpu)
+        view_state.keep(**{f"{key}.swept": gpu})   # a scoped control's own, so coming back to the page keeps it
     else:
         gpu = gpus[0]
     table = tables[gpu]

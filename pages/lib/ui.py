@@ -78,6 +78,12 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                ".stCode code {font-size: 1.2rem !important;}"
                # st.table's cells and captions stay at the app's 14 px otherwise: too small on a projector
                "[data-testid='stTable'] td, [data-testid='stTable'] th {font-size: 1.15rem !important;}"
+               # ...but where the sidebar is opened (a column of 818 px, not presenter mode's ~1120) at normal
+               # mode's 14 px, for which the tables' columns were chosen (fitting_table): at 1.15rem they ran
+               # past the screen's edge. Broken anywhere instead, names and numbers split mid-word.
+               "[data-testid='stMainBlockContainer'] {container-type: inline-size;}"
+               "@container (max-width: 1000px) {[data-testid='stTable'] td, [data-testid='stTable'] th "
+               "{font-size: 0.875rem !important;}}"
                "[data-testid='stCaptionContainer'] {font-size: 1.05rem !important;}"
                # inline code is drawn smaller than its text (12 px in a caption): not on a projector
                "[data-testid='stMain'] code {font-size: max(0.9em, 14px) !important;}" if on else
@@ -122,7 +128,7 @@ def fitting_table(df, lead: tuple[str, ...] = (), **kwargs) -> None:
     if len(keep) < len(df.columns):
         with st.expander(f"Every column ({len(df.columns)}, {len(df.columns) - len(keep)} more: the table scrolls "
                          "sideways)"):
-            table(df, **kwargs)
+            st.dataframe(df, **kwargs)   # a grid in either mode: a static table of every column ran off the screen
 
 
 # A table of more rows than this stays a scrolling grid in presenter mode: drawn whole it would push
@@ -151,7 +157,7 @@ def table(data, column_config: dict | None = None, hide_index: bool = False, **k
 
 def _printf(spec: str | None):
     """A cell formatter for a grid column's printf format ("%.1f", "%,.0f", "%d", "%g"), or for none: the
-    grid's own (up to four decimals, thousands apart; tiny values in significant digits); empty for no value."""
+    grid's own (up to four decimals, no thousands separator; tiny values in significant digits); empty for no value."""
     def cell(v) -> str:
         if v is None or pd.isna(v):
             return ""
@@ -159,7 +165,7 @@ def _printf(spec: str | None):
             return format(v, spec[1:]) if "," in spec else spec % v
         if v and abs(v) < 1e-4:
             return f"{v:.3g}"
-        return f"{v:,.4f}".rstrip("0").rstrip(".")
+        return f"{v:.4f}".rstrip("0").rstrip(".")
     return cell
 
 
