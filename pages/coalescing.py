@@ -74,7 +74,7 @@ if panels:
 st.subheader("Whole kernel, as Nsight Compute counts it")
 whole = {name: ui.trace_or_stop(name, m, n, k, params[name], block) for name in chosen}
 ui.table(views.global_accesses({name: cached.site_summary(name, m, n, k, params[name], block)
-                                    for name in chosen}), hide_index=True, width="stretch")
+                                for name in chosen}), hide_index=True, width="stretch")
 t0 = whole[first][0]
 st.caption(f"Traced {len(t0):,} accesses of {first} on {t0.device} ({t0.source.upper()} mode); "
            f"result checked against float64 numpy: relative error {t0.rel_error:.1e}. "

@@ -174,8 +174,8 @@ else:
     if listing.get("available"):
         lines = saved.text.splitlines()
         ui.table([{"line": ln, "source": lines[ln - 1].strip() if 0 < ln <= len(lines) else "",
-                       "SASS memory instructions": ", ".join(f"{n} x {op}" for op, n in ops.items())}
-                      for ln, ops in listing["by_line"].items()], hide_index=True, width="stretch")
+                   "SASS memory instructions": ", ".join(f"{n} x {op}" for op, n in ops.items())}
+                  for ln, ops in listing["by_line"].items()], hide_index=True, width="stretch")
 
 # On a GPU machine: its time against cuBLAS and the kernel it started from, timed as the Benchmarks
 # page times the catalog's (the student's in a sandbox of its own, with the GPU's device files).

@@ -173,12 +173,14 @@ def _presenter_table():   # an AppTest script: its source is run on its own
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path.cwd()))
+    import pandas as pd
     import streamlit as st
 
     from pages.lib import ui
     st.session_state["presenter_mode"] = True
     ui.table({"GPU": ["![x](http://example.com/x.png)"], "GFLOP/s": [12345.6], "error": [2.4e-5],
-              "median (ms)": [0.12345], "sectors": [16384], "ok": [True]}, hide_index=True,
+              "median (ms)": [0.12345], "sectors": [16384], "ok": [True], "note": pd.Series([float("nan")], dtype=object)},
+             hide_index=True,
              column_config={"GFLOP/s": st.column_config.NumberColumn("GFLOP/s", format="%,.0f")})
     ui.table({"n": list(range(ui.PRESENTER_ROWS + 1))})   # longer than a screen: stays a scrolling grid
 
@@ -190,6 +192,7 @@ def test_a_presenter_table_shows_the_grids_formats_and_text_as_itself():
     shown = pa.ipc.open_stream(at.table[0].proto.arrow_data.styler.display_values).read_pandas().iloc[0]
     assert shown["GFLOP/s"] == "12,346" and shown["error"] == "2.4e-05" and shown["median (ms)"] == "0.1235"
     assert shown["sectors"] == "16384"   # as the grid shows a count with no format: no thousands separator
+    assert shown["note"] == ""
     # A static table's cells are Markdown: an uploaded GPU name must not become an image every screen fetches.
     assert shown["GPU"].startswith("\\!\\[x\\]") and "](" not in shown["GPU"]
 

@@ -80,7 +80,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                "[data-testid='stTable'] td, [data-testid='stTable'] th {font-size: 1.15rem !important;}"
                # ...but where the sidebar is opened (a column of 818 px, not presenter mode's ~1120) at normal
                # mode's 14 px, for which the tables' columns were chosen (fitting_table): at 1.15rem they ran
-               # past the screen's edge. Broken anywhere instead, names and numbers split mid-word.
+               # past the screen's edge (letting text break anywhere instead split names and numbers mid-word).
                "[data-testid='stMainBlockContainer'] {container-type: inline-size;}"
                "@container (max-width: 1000px) {[data-testid='stTable'] td, [data-testid='stTable'] th "
                "{font-size: 0.875rem !important;}}"
@@ -149,10 +149,14 @@ def table(data, column_config: dict | None = None, hide_index: bool = False, **k
     formats = {c: (cfg.get("type_config") or {}).get("format") for c, cfg in (column_config or {}).items()
                if isinstance(cfg, dict)}
     numbers = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
-    cells = {c: _printf(formats.get(c)) if c in numbers else (lambda v: "" if v is None else schema.plain(v))
-             for c in df.columns}
+    cells = {c: _printf(formats.get(c)) if c in numbers else _text for c in df.columns}
     styled = df.style.format(cells).format_index(schema.plain, axis=1)
     st.table(styled, hide_index=hide_index)
+
+
+def _text(v) -> str:
+    """A text cell as itself; empty for no value (None, or NaN in a column of text), as the grid leaves it."""
+    return "" if v is None or (isinstance(v, float) and v != v) else schema.plain(v)
 
 
 def _printf(spec: str | None):
