@@ -21,9 +21,9 @@ def ready(page) -> None:
 
 
 def headline(page, timeout_ms: int = 30000) -> str | None:
-    """The fragment figure's headline as drawn now, once one is drawn: a chart Streamlit is replacing
-    (a rerun that began just after the page looked idle) has none for a moment, and reading it then
-    gave None under CI's load."""
+    """The fragment figure's headline as drawn now, once one is drawn: read once, right after the page
+    looked idle, it gave None on CI (its five charts drawn, the third without its headline at that
+    instant; what was redrawing it was not found, and it did not happen here in 3 runs)."""
     found = page.wait_for_function("""(i) => { const gd = document.querySelectorAll('.js-plotly-plot')[i];
         return gd && Array.from(gd.querySelectorAll('.scatterlayer .textpoint text')).map(t => t.textContent)
             .find(t => /^lane \\d+ of 32/.test(t)); }""", arg=FRAGMENT, timeout=timeout_ms)
