@@ -20,7 +20,7 @@ def ready(page) -> None:
     browser.wait_idle(page)
 
 
-def headline(page, timeout_ms: int = 30000) -> str | None:
+def headline(page, timeout_ms: int = 30000) -> str:
     """The fragment figure's headline as drawn now, once one is drawn: read once, right after the page
     looked idle, it gave None on CI (its five charts drawn, the third without its headline at that
     instant; what was redrawing it was not found, and it did not happen here in 3 runs)."""

@@ -170,31 +170,38 @@ def test_presenter_mode_keeps_the_every_column_table_and_long_tables_as_grids_an
 
 
 def _presenter_table():   # an AppTest script: its source is run on its own
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path.cwd()))
     import pandas as pd
     import streamlit as st
 
     from pages.lib import ui
     st.session_state["presenter_mode"] = True
+    number = st.column_config.NumberColumn
     ui.table({"GPU": ["![x](http://example.com/x.png)"], "GFLOP/s": [12345.6], "error": [2.4e-5],
-              "median (ms)": [0.12345], "sectors": [16384], "ok": [True], "note": pd.Series([float("nan")], dtype=object)},
-             hide_index=True,
-             column_config={"GFLOP/s": st.column_config.NumberColumn("GFLOP/s", format="%,.0f")})
+              "median (ms)": [0.12345], "sectors": [16384], "ok": [False], "note": pd.Series([pd.NA], dtype=object),
+              "time": [2.345], "share": [0.5], "secret": [1], "n": [3.9]}, hide_index=True,
+             column_config={"GFLOP/s": number("GFLOP/s", format="%,.0f"), "time": number("time", format="%.1f ms"),
+                            "share": number("share", format="percent"),   # a named format: the default, not an error
+                            "secret": None, "n": number("count", format="%d")})
     ui.table({"n": list(range(ui.PRESENTER_ROWS + 1))})   # longer than a screen: stays a scrolling grid
 
 
 def test_a_presenter_table_shows_the_grids_formats_and_text_as_itself():
+    """Formats the grid takes (printf with text around it, Streamlit's named ones) had raised or been ignored;
+    a hidden column shown, a label not; NA in a text column shown as "<NA>"."""
     import pyarrow as pa
     at = AppTest.from_function(_presenter_table).run()
     assert not at.exception and len(at.table) == 1 and len(at.dataframe) == 1
-    shown = pa.ipc.open_stream(at.table[0].proto.arrow_data.styler.display_values).read_pandas().iloc[0]
-    assert shown["GFLOP/s"] == "12,346" and shown["error"] == "2.4e-05" and shown["median (ms)"] == "0.1235"
-    assert shown["sectors"] == "16384"   # as the grid shows a count with no format: no thousands separator
-    assert shown["note"] == ""
+    shown = pa.ipc.open_stream(at.table[0].proto.arrow_data.styler.display_values).read_pandas()
+    row = shown.iloc[0].rename(lambda c: c.replace("\\", ""))
+    assert row["GFLOP/s"] == "12,346" and row["error"] == "2.4e-05" and row["median (ms)"] == "0.1235"
+    assert row["sectors"] == "16384"   # as the grid shows a count with no format: no thousands separator
+    assert row["time"] == "2.3 ms" and row["share"] == "0.5" and row["count"] == "3"   # %d truncates, as the grid's does
+    assert row["ok"] == "✗" and row["note"] == ""
+    assert "secret" not in shown.columns and "1" not in set(row)
     # A static table's cells are Markdown: an uploaded GPU name must not become an image every screen fetches.
-    assert shown["GPU"].startswith("\\!\\[x\\]") and "](" not in shown["GPU"]
+    assert row["GPU"].startswith("\\!\\[x\\]") and "](" not in row["GPU"]
+    assert "count" in shown.columns and "n" not in shown.columns   # the grid's label for column n
+    assert "GFLOP/s" not in shown.columns and "GFLOP\\/s" in shown.columns   # headers are Markdown too: escaped
 
 
 def test_bad_input_gets_a_message_and_the_page_keeps_running():

@@ -224,16 +224,28 @@ def test_the_choice_opens_on_the_gpu_of_the_run_shown_beside_it(page, family):
 @pytest.mark.parametrize("page", ["pages/ladder.py", "pages/tensor_cores.py"])
 def test_the_choice_follows_a_run_of_another_gpu_and_keeps_the_users_choice_across_pages(page):
     """Only a page's first view had opened on the run's GPU: a run of the H100 chosen after left the H200's
-    choices under its chart. And a GPU chosen for the table was lost on leaving the page and coming back
-    (kept under the scoped name, looked for under another)."""
+    choices under its chart. A GPU chosen for the table was lost on leaving the page and coming back (kept
+    under one name, looked for under another), and so was the recorded run (never kept)."""
+    def swept(at):
+        return next(s for s in at.selectbox if s.label == "Sizes swept on")
     at = open_page(page)
-    runs = next(s for s in at.selectbox if s.label == "Recorded run")
-    other = next(r for r in runs.options if r.startswith("h100"))
-    runs.set_value(other).run()
-    swept = next(s for s in at.selectbox if s.label == "Sizes swept on")
-    assert swept.value == "NVIDIA H100 80GB HBM3"
-    swept.set_value("NVIDIA H200").run()   # the user's own choice, beside the same run, stays
-    assert next(s for s in at.selectbox if s.label == "Sizes swept on").value == "NVIDIA H200"
+    assert swept(at).value == "NVIDIA H200"   # beside the newest run, an H200's
+    swept(at).set_value("NVIDIA H100 80GB HBM3").run()   # the user's own choice, beside the same run, stays
     at.switch_page("pages/home.py").run()
     at.switch_page(page).run()
-    assert next(s for s in at.selectbox if s.label == "Sizes swept on").value == "NVIDIA H200"
+    assert swept(at).value == "NVIDIA H100 80GB HBM3"
+    swept(at).set_value("NVIDIA H200").run()
+    runs = next(s for s in at.selectbox if s.label == "Recorded run")
+    runs.set_value(next(r for r in runs.options if r.startswith("h100"))).run()
+    assert swept(at).value == "NVIDIA H100 80GB HBM3"   # a run of another GPU: the table goes with it
+    at.switch_page("pages/home.py").run()
+    at.switch_page(page).run()
+    assert next(s for s in at.selectbox if s.label == "Recorded run").value.startswith("h100")
+    assert swept(at).value == "NVIDIA H100 80GB HBM3"
+
+
+@pytest.mark.usefixtures("cpu_mode")
+@pytest.mark.parametrize("page", ["pages/ladder.py", "pages/tensor_cores.py", "pages/benchmarks.py"])
+def test_a_shared_link_opens_on_its_own_gpus_sweeps_beside_another_gpus_run(page):
+    at = open_page(page, {"swept": "NVIDIA H100 80GB HBM3"})
+    assert next(s for s in at.selectbox if s.label == "Sizes swept on").value == "NVIDIA H100 80GB HBM3"

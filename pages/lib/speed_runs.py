@@ -36,6 +36,7 @@ def speed_run(rungs: list[str], baselines: list[str], size: int, what: str, key:
         st.info("No recorded benchmark run of these kernels ships with this copy.", icon=":material/history:")
         return None
     chosen = st.selectbox("Recorded run", names, key=view_state.state("run", names[-1], names)) if len(names) > 1 else names[0]
+    view_state.remember(run=chosen)   # a shared link, and coming back to the page, open on the same run
     df, prov = cached.recorded(benchmark.RECORDED / chosen)   # read once, not on every rerun
     return df, prov, speeds.run_label(prov, False), False
 

@@ -131,45 +131,85 @@ def fitting_table(df, lead: tuple[str, ...] = (), **kwargs) -> None:
             st.dataframe(df, **kwargs)   # a grid in either mode: a static table of every column ran off the screen
 
 
-# A table of more rows than this stays a scrolling grid in presenter mode: drawn whole it would push
-# everything under it off the projector's screen.
+# In presenter mode a table of more rows than PRESENTER_ROWS stays a grid (sorting, search), and a static
+# one of more than SCREEN_ROWS scrolls inside SCREEN_PX, its header kept in view: drawn whole at 1.15rem,
+# 31 rows (an autotuning tab) took some 1,200 px and pushed everything under it off a 720 px screen.
 PRESENTER_ROWS = 40
+SCREEN_ROWS, SCREEN_PX = 12, 500
 
 
-def table(data, column_config: dict | None = None, hide_index: bool = False, **kwargs) -> None:
+def table(data, column_config: dict | None = None, hide_index: bool | None = None, **kwargs) -> None:
     """st.dataframe, but in presenter mode a static table of the same values, as the grid formats them:
     the grid draws its text on a canvas at 14 px that no style reaches, too small for a room to read,
     while a static table's cells take presenter mode's size. A static table reads its cells and headers
     as Markdown: text is shown as itself (schema.plain), so an uploaded run's GPU name cannot become an
-    image fetched from elsewhere on every screen in the room."""
-    df = pd.DataFrame(data)
-    if not view_state.presenter() or len(df) > PRESENTER_ROWS:
+    image fetched from elsewhere on every screen in the room. column_config: the grid's formats, labels
+    and hidden columns (None) are the static table's too; its other settings (widths) are the grid's only."""
+    if not view_state.presenter():
         st.dataframe(data, column_config=column_config, hide_index=hide_index, **kwargs)
         return
-    formats = {c: (cfg.get("type_config") or {}).get("format") for c, cfg in (column_config or {}).items()
-               if isinstance(cfg, dict)}
-    numbers = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
-    cells = {c: _printf(formats.get(c)) if c in numbers else _text for c in df.columns}
-    styled = df.style.format(cells).format_index(schema.plain, axis=1)
-    st.table(styled, hide_index=hide_index)
+    df = pd.DataFrame(data)
+    if len(df) > PRESENTER_ROWS:
+        st.dataframe(data, column_config=column_config, hide_index=hide_index, **kwargs)
+        return
+    config = column_config or {}
+    df = df[[c for c in df.columns if not (c in config and config[c] is None)]]
+    formats = {c: (cfg.get("type_config") or {}).get("format") for c, cfg in config.items() if isinstance(cfg, dict)}
+    labels = {c: cfg["label"] for c, cfg in config.items() if isinstance(cfg, dict) and cfg.get("label")}
+
+    def kind(c):
+        if pd.api.types.is_bool_dtype(df[c]):
+            return _tick
+        return _printf(formats.get(c)) if pd.api.types.is_numeric_dtype(df[c]) else _text
+    cells = [kind(c) for c in df.columns]
+    # Headers are Markdown too, and the table reads them from the frame (a Styler's format_index is not sent).
+    df = df.set_axis([schema.plain(labels.get(c, c)) for c in df.columns], axis=1)
+    styled = df.style.format(dict(zip(df.columns, cells)))
+    st.table(styled, hide_index=hide_index, **({"height": SCREEN_PX} if len(df) > SCREEN_ROWS else {}))
+
+
+def _missing(v) -> bool:
+    return v is None or (pd.api.types.is_scalar(v) and pd.isna(v))
 
 
 def _text(v) -> str:
-    """A text cell as itself; empty for no value (None, or NaN in a column of text), as the grid leaves it."""
-    return "" if v is None or (isinstance(v, float) and v != v) else schema.plain(v)
+    """A text cell as itself; empty for no value (None, NaN, NA, NaT), as the grid leaves it."""
+    return "" if _missing(v) else schema.plain(v)
+
+
+def _tick(v) -> str:
+    """A yes/no cell, which the grid draws as a checkbox: ✓ or ✗ (a "correct" column's False must show)."""
+    return "" if _missing(v) else ("✓" if v else "✗")
+
+
+# A grid column's printf format as Streamlit takes it (sprintf-js): text around one %-spec, a "," for
+# thousands, flags, width, precision, the type.
+_PRINTF = re.compile(r"(?P<pre>[^%]*)%(?P<comma>,?)(?P<flags>[-+ 0#]*)(?P<width>\d*)(?P<prec>(?:\.\d+)?)(?P<type>[dfeEgGi])(?P<post>[^%]*)")
 
 
 def _printf(spec: str | None):
-    """A cell formatter for a grid column's printf format ("%.1f", "%,.0f", "%d", "%g"), or for none: the
-    grid's own (up to four decimals, no thousands separator; tiny values in significant digits); empty for no value."""
-    def cell(v) -> str:
-        if v is None or pd.isna(v):
-            return ""
-        if spec:
-            return format(v, spec[1:]) if "," in spec else spec % v
+    """A cell formatter for a grid column's printf format ("%.1f", "%,.0f", "%d", "%g", "%.1f ms"), or for
+    none, or for one of Streamlit's named formats ("percent", "compact", ...) it does not follow: the grid's
+    default (up to four decimals, no thousands separator; tiny values in significant digits). Empty for no
+    value. Never raises: a format it cannot apply falls back to the default, not an error in front of a class."""
+    m = _PRINTF.fullmatch(spec or "")
+
+    def plain(v) -> str:
         if v and abs(v) < 1e-4:
             return f"{v:.3g}"
         return f"{v:.4f}".rstrip("0").rstrip(".")
+
+    def cell(v) -> str:
+        if _missing(v):
+            return ""
+        if m:
+            kind = "d" if m["type"] in "di" else m["type"]
+            try:
+                value = int(v) if kind == "d" else float(v)   # %d truncates, as sprintf-js's parseInt does
+                return m["pre"] + format(value, f"{m['flags']}{m['width']}{m['comma']}{m['prec']}{kind}") + m["post"]
+            except (TypeError, ValueError, OverflowError):
+                pass
+        return plain(v)
     return cell
 
 
