@@ -71,6 +71,34 @@ def test_editing_a_header_a_kernel_includes_rebuilds_the_kernel(tmp_path, monkey
     assert first != second and first.exists() and second.exists()
 
 
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_editing_a_header_a_kernel_reaches_through_another_header_rebuilds_the_kernel(tmp_path, monkeypatch):
+    """wgmma_epilogue.cu includes wgmma_persistent.cuh, which includes wgmma.cuh: a key made of the
+    headers the kernel names itself handed out the build of wgmma.cuh as it was."""
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "inner.cuh").write_text("#define SCALE_BY 2.0f\n")
+    (tmp_path / "outer.cuh").write_text('#pragma once\n#include "inner.cuh"\n')
+    kernel = tmp_path / "scaled.cu"
+    kernel.write_text('#include "trace.cuh"\n#include "outer.cuh"\n\nextern "C" __global__ void scaled(const float *A, '
+                      'float *C, int M, int N, int K) {\n    int i = threadIdx.x;\n    if (i < M) STG(C, i, LDG(A, i) * '
+                      'SCALE_BY);\n}\n')
+    first = build.build_cpu_library(str(kernel), {})
+    (tmp_path / "inner.cuh").write_text("#define SCALE_BY 3.0f\n")
+    second = build.build_cpu_library(str(kernel), {})
+    assert first != second and first.exists() and second.exists()
+
+
+def test_a_header_included_in_a_circle_is_read_once(tmp_path):
+    """Two headers that include each other (each behind #pragma once) end the walk, each counted once."""
+    (tmp_path / "a.cuh").write_text('#pragma once\n#include "b.cuh"\n')
+    (tmp_path / "b.cuh").write_text('#pragma once\n#include "a.cuh"\n')
+    kernel = tmp_path / "k.cu"
+    kernel.write_text('#include "a.cuh"\n\nextern "C" __global__ void k(const float *A, float *C, int M, int N, int K) {}\n')
+    from engine.kernels import sources
+    text = build.local_headers(sources.load(str(kernel)))
+    assert text.count('#include "b.cuh"') == 1 and text.count('#include "a.cuh"') == 1
+
+
 @pytest.mark.skipif(build.nvcc() is None or sass.nvdisasm() is None, reason="nvcc or nvdisasm not installed")
 def test_mma_pipelineds_copy_loops_are_unrolled_in_the_timed_build():
     """Each pass of copy_tiles' two loops is its own cp.async (LDGSTS) in the SASS: 8 passes of A's

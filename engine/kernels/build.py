@@ -39,13 +39,28 @@ def _inputs_hash(*parts: str) -> str:
 
 
 def local_headers(src: sources.KernelSource) -> str:
-    """The text of each header a source includes by name (`#include "wgmma.cuh"`: beside it, or in
-    cuda/, as the compilers look), beyond the trace's own: part of its build's key, so that editing a
-    header two kernels share rebuilds both."""
-    names = re.findall(r'^\s*#include\s+"([^"]+)"', src.text, re.M)
-    found = (next((d / n for d in (src.path.parent, sources.CUDA_DIR) if (d / n).is_file()), None) for n in names
-             if n not in ("trace.cuh", "contract.cuh", "cpu_shim.h", "cpu_entry.h"))
-    return "".join(path.read_text() for path in found if path)
+    """The text of each header a source includes by name (`#include "wgmma.cuh"`: beside the file
+    that includes it, or in cuda/, as the compilers look), and of the headers those include, beyond
+    the trace's own: part of its build's key, so that editing a header two kernels share rebuilds both,
+    also where a kernel reaches it through another header (wgmma_epilogue.cu -> wgmma_persistent.cuh
+    -> wgmma.cuh)."""
+    texts: list[str] = []
+    seen: set[Path] = set()
+
+    def visit(text: str, here: Path) -> None:
+        for name in re.findall(r'^\s*#include\s+"([^"]+)"', text, re.M):
+            if name in ("trace.cuh", "contract.cuh", "cpu_shim.h", "cpu_entry.h"):
+                continue
+            path = next((d / name for d in (here, sources.CUDA_DIR) if (d / name).is_file()), None)
+            if path is None or path.resolve() in seen:   # a header included twice (#pragma once) counts once
+                continue
+            seen.add(path.resolve())
+            header = path.read_text()
+            texts.append(header)
+            visit(header, path.parent)
+
+    visit(src.text, src.path.parent)
+    return "".join(texts)
 
 
 @functools.lru_cache(maxsize=None)
