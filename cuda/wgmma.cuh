@@ -64,9 +64,11 @@ __device__ __forceinline__ uint64_t descriptor(const void *p, uint32_t leading, 
 
 // wgmma.mma_async m64n128k16, f16 x f16 -> f32: d (the warpgroup's 64 x 128 accumulator, 64
 // floats per thread) += A (64 x 16, K-major in shared memory) B (16 x 128, N-major: transposed).
-__device__ __forceinline__ void wgmma_128(float (&d)[64], uint64_t a, uint64_t b) {
+// accumulate false: d = A B, whatever d held (scale-d 0, PTX ISA "wgmma.mma_async"), so a tile's
+// first product needs no zeroed accumulators.
+__device__ __forceinline__ void wgmma_128(float (&d)[64], uint64_t a, uint64_t b, bool accumulate = true) {
     asm volatile(
-        "{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+        "{ .reg .pred p; setp.ne.b32 p, %66, 0; "
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
@@ -77,14 +79,14 @@ __device__ __forceinline__ void wgmma_128(float (&d)[64], uint64_t a, uint64_t b
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(a), "l"(b));
+        : "l"(a), "l"(b), "r"((int)accumulate));
 }
 
 // wgmma.mma_async m64n256k16, f16 x f16 -> f32: d (the warpgroup's 64 x 256 accumulator, 128
 // floats per thread) += A (64 x 16, K-major in shared memory) B (16 x 256, N-major: transposed).
-__device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t a, uint64_t b, bool accumulate = true) {
     asm volatile(
-        "{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+        "{ .reg .pred p; setp.ne.b32 p, %130, 0; "
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
@@ -103,7 +105,7 @@ __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t a, uint64_t 
           "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(a), "l"(b));
+        : "l"(a), "l"(b), "r"((int)accumulate));
 }
 
 #define WGMMA_N(n) wgmma_##n

@@ -356,19 +356,25 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
         auto multiply = [&](int i, int k0, int k1) {   // k-tiles k0 .. k1 - 1 of the cluster's tile i, then C
             int row0, col0;
             tile_origin(i, rows, cols, rank, row0, col0);
-            float d[kAccs];
-            for (int j = 0; j < kAccs; j++) d[j] = 0.0f;
+            // Not zeroed: a tile's first wgmma writes d without adding to it (accumulate false). The
+            // 64 CS2R a warp issued per tile to zero it came between the last tile's stores and this
+            // tile's first wgmma, while the tensor cores waited. Medians of 11 rounds beside cuBLAS
+            // FP16 (tests/benchmarks/source_ab.py, TFLOP/s, zeroed -> not): wgmma_stream_k at its
+            // chosen configurations 786.2 -> 788.9 at 4096^3 and 590.3 -> 593.4 at 4096 x 4096 x 1024
+            // (H200), 751.3 -> 753.6 and 566.2 -> 567.9 (H100), 8192^3 +0.2% on both; wgmma_epilogue,
+            // which stages C in the ring, within 0.1% (792.0 and 755.7 at 4096^3, cuBLAS 791.5 and 760.4).
+            float d[kAccs];   // k1 > k0: every item has a k-tile (K >= 1)
             for (int t = k0; t < k1; t++, it++) {
                 int s = ring_slot(it);
                 bar_wait(&full[s], ring_phase(it));
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
                 if (DESC_STEP) {
                     uint64_t slot = (uint64_t)(s * (kStageBytes / 16));
-                    for (int kk = 0; kk < kBK / 16; kk++) WGMMA(d, a_desc0 + slot + 2 * kk, b_desc0 + slot + 128 * kk);
+                    for (int kk = 0; kk < kBK / 16; kk++) WGMMA(d, a_desc0 + slot + 2 * kk, b_desc0 + slot + 128 * kk, t > k0 || kk > 0);
                 } else {
                     unsigned char *a = ring + s * kStageBytes + c * 64 * 128, *b = ring + s * kStageBytes + kABytes;
                     for (int kk = 0; kk < kBK / 16; kk++)
-                        WGMMA(d, descriptor(a + 32 * kk, 16, 1024), descriptor(b + 2048 * kk, BLBO, BSBO));
+                        WGMMA(d, descriptor(a + 32 * kk, 16, 1024), descriptor(b + 2048 * kk, BLBO, BSBO), t > k0 || kk > 0);
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 // This k-tile's products stay in flight; the previous k-tile's have retired, so

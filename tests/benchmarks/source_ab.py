@@ -1,0 +1,166 @@
+"""An A/B of two versions of the kernel sources (run on the device): the same catalog kernels built
+from cuda/ as it is and from another copy of it (--base, e.g. `git archive HEAD~1 cuda | tar -x -C
+/tmp/base`, so --base /tmp/base/cuda), checked against float64 at sizes with partial tiles, then
+timed beside cuBLAS FP16 in rounds. Each round times every (kernel, version) and cuBLAS in turn,
+starting one place further along each round, each from the same rest (--rest seconds idle) and then
+as the engine's benchmark times (a hold kernel before each sample, samples of at least 1 ms): the
+GPU's clock then starts each one from the same state. Timed back to back with no rest, an H200 ran
+everything ~15% slower and 10% apart from round to round, as its clock fell under the load; timed
+from rest, the rounds of one configuration agree within ~0.2%. Prints each one's median round and
+range, and % of cuBLAS's median.
+
+    python3 tests/benchmarks/source_ab.py --base DIR [--kernels wgmma_epilogue,wgmma_stream_k]
+                                          [--sizes 4096,4096x4096x1024,8192] [--rounds 11] [--rest 0.3]
+                                          [--no-check]
+
+A kernel configured per size (wgmma_stream_k) runs the recorded sweeps' choice for its size.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from engine.kernels import sources  # noqa: E402
+
+CHECK_SIZES = ((1, 1, 1), (17, 33, 9), (4095, 4097, 511), (300, 2056, 72), (1000, 1000, 8192), (4096, 4096, 64))
+SAMPLE_S = 1e-3   # the least GPU time a timed sample holds, as in the engine's benchmark
+
+
+def lay_out(base: Path, kernels: list[str], into: Path) -> dict[tuple[str, str], Path]:
+    """Each version's copy of cuda/'s headers and the kernels' sources, in a folder of its own (a
+    source's quoted includes are found beside it first): {(kernel, "base" or "work"): source}. A file
+    the base lacks is taken from cuda/ as it is."""
+    files = {}
+    for version, root in (("base", base), ("work", sources.CUDA_DIR)):
+        folder = into / version
+        folder.mkdir(parents=True)
+        for path in sorted(sources.CUDA_DIR.iterdir()):
+            if path.suffix in (".cuh", ".h", ".cu") and path.is_file():
+                mine = root / path.name
+                shutil.copy(mine if mine.is_file() else path, folder / path.name)
+        for kernel in kernels:
+            files[(kernel, version)] = folder / f"{kernel}.cu"
+    return files
+
+
+def sizes(text: str) -> list[tuple[int, int, int]]:
+    """'4096,4096x4096x1024' as [(4096, 4096, 4096), (4096, 4096, 1024)]."""
+    out = []
+    for part in filter(None, text.split(",")):
+        dims = [int(x) for x in part.split("x")]
+        out.append(tuple(dims * 3) if len(dims) == 1 else tuple(dims))
+    return out
+
+
+def rotated(keys: list, r: int) -> list:
+    """Round r's order: the keys starting r places along, so no one always runs first or last."""
+    return keys[r % len(keys):] + keys[:r % len(keys)]
+
+
+def summary(flops: float, seconds: dict, reference) -> list[str]:
+    """A line per key: its median round in TFLOP/s, % of the reference key's median, the range."""
+    ref = flops / statistics.median(seconds[reference]) / 1e12
+    lines = []
+    for key, ts in seconds.items():
+        tf = [flops / t / 1e12 for t in ts]
+        med = statistics.median(tf)
+        lines.append(f"  {' '.join(filter(None, key)):28} {med:7.1f} TF {100 * med / ref:7.2f}%   range {min(tf):.1f}-{max(tf):.1f}")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", required=True, help="a folder holding the other version of cuda/'s files")
+    ap.add_argument("--kernels", default="wgmma_epilogue,wgmma_stream_k")
+    ap.add_argument("--sizes", default="4096,4096x4096x1024,8192")
+    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--rest", type=float, default=0.3, help="seconds idle before each timing")
+    ap.add_argument("--no-check", action="store_true")
+    args = ap.parse_args()
+
+    import numpy as np
+    import pycuda.autoinit  # noqa: F401 - the context the launches below run in
+    import pycuda.driver as cuda
+
+    from engine.bench import selection, timing
+    from engine.devices import gpu, gpu_client
+    from engine.kernels import reference, registry
+    from engine.kernels.problem import make_inputs, make_problem
+    from engine.tracing.plan import global_shapes, size_arguments
+
+    here = gpu_client.status()
+    print(here.name, flush=True)
+    kernels = args.kernels.split(",")
+    files = lay_out(Path(args.base), kernels, Path(tempfile.mkdtemp()))
+
+    def bound(kernel, m, n, k):
+        spec = registry.get(kernel)
+        params = selection.chosen(kernel, m, n, k, gpu=here.name, sm_count=here.info.get("sm_count")) or {}
+        return spec, registry.bind(spec, make_problem(m, n, k, params=params))
+
+    bad = 0
+    for m, n, k in [] if args.no_check else CHECK_SIZES:
+        for kernel in kernels:
+            spec, p = bound(kernel, m, n, k)
+            a, b = make_inputs(p)
+            expected = a.astype(np.float16).astype(np.float64) @ b.astype(np.float16).astype(np.float64)
+            launcher = gpu.Launcher({}, global_shapes(p), size_arguments(p), spec.inputs)
+            launcher.upload({"A": a, "B": b})
+            for version in ("base", "work"):
+                gpu.fill_nan(launcher.buffer("C"), np.dtype(np.float32), m * n)
+                for call in launcher.launches(spec, p, source_override=str(files[(kernel, version)])):
+                    call()
+                cuda.Context.synchronize()
+                err = reference.relative_error(launcher.download("C"), expected)
+                ok = err <= spec.tolerance
+                bad += not ok
+                print(f"check {kernel} {version} {m}x{n}x{k}: rel error {err:.2e} {'ok' if ok else 'WRONG'}", flush=True)
+            launcher.free()
+    if bad:
+        print(f"{bad} checks wrong: not timed")
+        return 1
+
+    modules: dict = {}
+    for m, n, k in sizes(args.sizes):
+        calls, launchers = {}, []
+        a = b = None
+        for kernel in kernels:
+            spec, p = bound(kernel, m, n, k)
+            if a is None:
+                a, b = make_inputs(p)
+            launcher = gpu.Launcher({}, global_shapes(p), size_arguments(p), spec.inputs)
+            launchers.append(launcher)
+            launcher.upload({"A": a, "B": b})
+            for version in ("base", "work"):
+                calls[(kernel, version)] = launcher.launches(spec, p, source_override=str(files[(kernel, version)]))
+        calls[("cublas_gemm_fp16", "")] = [functools.partial(timing.cublas().gemm_ex, launchers[0].buffer("A"),
+                                                             launchers[0].buffer("B"), launchers[0].buffer("C"),
+                                                             m, n, k, registry.Precision.FP16)]
+        per_launch = 2.0 * m * n * k / 800e12   # about; only sets how many launches a sample holds
+        inner = max(1, int(SAMPLE_S / per_launch))
+        seconds = {key: [] for key in calls}
+        for r in range(args.rounds):
+            for key in rotated(list(calls), r):
+                time.sleep(args.rest)
+                timer = gpu.HeldEventTimer(modules, timing.CALIBRATION_HOLD_MS)
+                gpu.Launcher.run(calls[key], 1, [timer])   # warm-up
+                for _ in range(10):
+                    gpu.Launcher.run(calls[key], inner, [timer])
+                seconds[key].append(statistics.median(timer.ms[1:]) / 1e3 / inner)
+        print(f"{m}x{n}x{k}: medians of {args.rounds} rounds, {inner} launches a sample", flush=True)
+        print("\n".join(summary(2.0 * m * n * k, seconds, ("cublas_gemm_fp16", ""))), flush=True)
+        for launcher in launchers:
+            launcher.free()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

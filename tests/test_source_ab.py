@@ -1,0 +1,35 @@
+"""source_ab.py's pieces that need no GPU: each version's folder, sizes, the rounds' order, the summary."""
+from tests.benchmarks.source_ab import lay_out, rotated, sizes, summary
+
+
+def test_each_version_builds_from_its_own_headers_and_the_base_falls_back_to_cuda(tmp_path):
+    base = tmp_path / "old"
+    base.mkdir()
+    (base / "wgmma.cuh").write_text("// the old wgmma.cuh\n")
+    files = lay_out(base, ["wgmma_epilogue"], tmp_path / "out")
+    old, new = files[("wgmma_epilogue", "base")], files[("wgmma_epilogue", "work")]
+    assert (old.parent / "wgmma.cuh").read_text() == "// the old wgmma.cuh\n"
+    assert (new.parent / "wgmma.cuh").read_text().startswith("// wgmma.cuh:")
+    # What the base folder lacks (here all but wgmma.cuh) is today's file: an A/B of one header.
+    assert old.read_text() == new.read_text()
+    assert (old.parent / "wgmma_persistent.cuh").read_text() == (new.parent / "wgmma_persistent.cuh").read_text()
+
+
+def test_a_build_key_tells_the_versions_apart_by_a_header_they_reach_through_another(tmp_path):
+    from engine.kernels import build, sources
+    base = tmp_path / "old"
+    base.mkdir()
+    (base / "wgmma.cuh").write_text("// the old wgmma.cuh\n")
+    files = lay_out(base, ["wgmma_epilogue"], tmp_path / "out")
+    old, new = (build.local_headers(sources.load(str(files[("wgmma_epilogue", v)]))) for v in ("base", "work"))
+    assert "// the old wgmma.cuh" in old and "// the old wgmma.cuh" not in new
+
+
+def test_sizes_rounds_and_summary():
+    assert sizes("4096,4096x4096x1024,") == [(4096, 4096, 4096), (4096, 4096, 1024)]
+    assert rotated(["a", "b", "c"], 0) == ["a", "b", "c"] and rotated(["a", "b", "c"], 4) == ["b", "c", "a"]
+    flops = 2.0 * 4096 ** 3
+    lines = summary(flops, {("k", "work"): [flops / 800e12, flops / 790e12, flops / 810e12],
+                            ("cublas_gemm_fp16", ""): [flops / 780e12] * 3}, ("cublas_gemm_fp16", ""))
+    assert "800.0 TF" in lines[0] and "102.56%" in lines[0] and "range 790.0-810.0" in lines[0]
+    assert lines[1].split()[0] == "cublas_gemm_fp16" and "100.00%" in lines[1]
