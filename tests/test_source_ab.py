@@ -1,12 +1,16 @@
 """source_ab.py's pieces that need no GPU: each version's folder, sizes, the rounds' order, the summary."""
-from tests.benchmarks.source_ab import lay_out, rotated, sizes, summary
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks.source_ab import lay_out, rotated, sizes, summary, versions
 
 
 def test_each_version_builds_from_its_own_headers_and_the_base_falls_back_to_cuda(tmp_path):
     base = tmp_path / "old"
     base.mkdir()
     (base / "wgmma.cuh").write_text("// the old wgmma.cuh\n")
-    files = lay_out(base, ["wgmma_epilogue"], tmp_path / "out")
+    files = lay_out(versions([base]), ["wgmma_epilogue"], tmp_path / "out")
     old, new = files[("wgmma_epilogue", "base")], files[("wgmma_epilogue", "work")]
     assert (old.parent / "wgmma.cuh").read_text() == "// the old wgmma.cuh\n"
     assert (new.parent / "wgmma.cuh").read_text().startswith("// wgmma.cuh:")
@@ -20,7 +24,7 @@ def test_a_build_key_tells_the_versions_apart_by_a_header_they_reach_through_ano
     base = tmp_path / "old"
     base.mkdir()
     (base / "wgmma.cuh").write_text("// the old wgmma.cuh\n")
-    files = lay_out(base, ["wgmma_epilogue"], tmp_path / "out")
+    files = lay_out(versions([base]), ["wgmma_epilogue"], tmp_path / "out")
     old, new = (build.local_headers(sources.load(str(files[("wgmma_epilogue", v)]))) for v in ("base", "work"))
     assert "// the old wgmma.cuh" in old and "// the old wgmma.cuh" not in new
 
@@ -33,3 +37,12 @@ def test_sizes_rounds_and_summary():
                             ("cublas_gemm_fp16", ""): [flops / 780e12] * 3}, ("cublas_gemm_fp16", ""))
     assert "800.0 TF" in lines[0] and "102.56%" in lines[0] and "range 790.0-810.0" in lines[0]
     assert lines[1].split()[0] == "cublas_gemm_fp16" and "100.00%" in lines[1]
+
+
+def test_several_bases_are_named_by_their_folders_and_work_comes_last(tmp_path):
+    named = versions([tmp_path / "pf" / "cuda", tmp_path / "rd"])
+    assert list(named) == ["pf", "rd", "work"] and named["work"].name == "cuda"
+    with pytest.raises(SystemExit):
+        versions([tmp_path / "a" / "cuda", tmp_path / "a"])   # both would be "a"
+    with pytest.raises(SystemExit):
+        versions([tmp_path / "work", Path("x")])

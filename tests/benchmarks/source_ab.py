@@ -9,7 +9,7 @@ everything ~15% slower and 10% apart from round to round, as its clock fell unde
 from rest, the rounds of one configuration agree within ~0.2%. Prints each one's median round and
 range, and % of cuBLAS's median.
 
-    python3 tests/benchmarks/source_ab.py --base DIR [--kernels wgmma_epilogue,wgmma_stream_k]
+    python3 tests/benchmarks/source_ab.py --base DIR [--base DIR2 ...] [--kernels wgmma_epilogue,wgmma_stream_k]
                                           [--sizes 4096,4096x4096x1024,8192] [--rounds 11] [--rest 0.3]
                                           [--no-check]
 
@@ -34,12 +34,24 @@ CHECK_SIZES = ((1, 1, 1), (17, 33, 9), (4095, 4097, 511), (300, 2056, 72), (1000
 SAMPLE_S = 1e-3   # the least GPU time a timed sample holds, as in the engine's benchmark
 
 
-def lay_out(base: Path, kernels: list[str], into: Path) -> dict[tuple[str, str], Path]:
+def versions(bases: list[Path]) -> dict[str, Path]:
+    """The versions by name: one --base is "base", several are named by their folders (their parent's
+    name where the folder is called cuda); cuda/ as it is, "work", last."""
+    if len(bases) == 1:
+        named = {"base": bases[0]}
+    else:
+        named = {(b.parent.name if b.name == "cuda" else b.name): b for b in bases}
+        if len(named) < len(bases) or "work" in named:
+            raise SystemExit("--base folders need names of their own (not 'work')")
+    return {**named, "work": sources.CUDA_DIR}
+
+
+def lay_out(named: dict[str, Path], kernels: list[str], into: Path) -> dict[tuple[str, str], Path]:
     """Each version's copy of cuda/'s headers and the kernels' sources, in a folder of its own (a
-    source's quoted includes are found beside it first): {(kernel, "base" or "work"): source}. A file
-    the base lacks is taken from cuda/ as it is."""
+    source's quoted includes are found beside it first): {(kernel, version): source}. A file a version's
+    folder lacks is taken from cuda/ as it is."""
     files = {}
-    for version, root in (("base", base), ("work", sources.CUDA_DIR)):
+    for version, root in named.items():
         folder = into / version
         folder.mkdir(parents=True)
         for path in sorted(sources.CUDA_DIR.iterdir()):
@@ -78,7 +90,8 @@ def summary(flops: float, seconds: dict, reference) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--base", required=True, help="a folder holding the other version of cuda/'s files")
+    ap.add_argument("--base", required=True, action="append", type=Path,
+                    help="a folder holding another version of cuda/'s files (again for more versions)")
     ap.add_argument("--kernels", default="wgmma_epilogue,wgmma_stream_k")
     ap.add_argument("--sizes", default="4096,4096x4096x1024,8192")
     ap.add_argument("--rounds", type=int, default=11)
@@ -99,7 +112,8 @@ def main() -> int:
     here = gpu_client.status()
     print(here.name, flush=True)
     kernels = args.kernels.split(",")
-    files = lay_out(Path(args.base), kernels, Path(tempfile.mkdtemp()))
+    named = versions(args.base)
+    files = lay_out(named, kernels, Path(tempfile.mkdtemp()))
 
     def bound(kernel, m, n, k):
         spec = registry.get(kernel)
@@ -114,7 +128,7 @@ def main() -> int:
             expected = a.astype(np.float16).astype(np.float64) @ b.astype(np.float16).astype(np.float64)
             launcher = gpu.Launcher({}, global_shapes(p), size_arguments(p), spec.inputs)
             launcher.upload({"A": a, "B": b})
-            for version in ("base", "work"):
+            for version in named:
                 gpu.fill_nan(launcher.buffer("C"), np.dtype(np.float32), m * n)
                 for call in launcher.launches(spec, p, source_override=str(files[(kernel, version)])):
                     call()
@@ -139,7 +153,7 @@ def main() -> int:
             launcher = gpu.Launcher({}, global_shapes(p), size_arguments(p), spec.inputs)
             launchers.append(launcher)
             launcher.upload({"A": a, "B": b})
-            for version in ("base", "work"):
+            for version in named:
                 calls[(kernel, version)] = launcher.launches(spec, p, source_override=str(files[(kernel, version)]))
         calls[("cublas_gemm_fp16", "")] = [functools.partial(timing.cublas().gemm_ex, launchers[0].buffer("A"),
                                                              launchers[0].buffer("B"), launchers[0].buffer("C"),
