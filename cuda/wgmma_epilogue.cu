@@ -49,7 +49,11 @@
 //     cost up to 0.4%, and 4096^3 still falls short of cuBLAS in most runs (by up to 0.8%, H100). What
 //     is left grows as K shrinks (0.3, 0.6 and 0.8% at K = 4096, 2048 and 1024 in the probe, H200),
 //     at 1024 more slowly than a cost per tile would: where it goes is not settled. Prefetching the tensor maps
-//     (prefetch.tensormap) while the mbarriers are made: no change (772.4 against 772.7, H200, probe).
+//     (prefetch.tensormap) while the mbarriers are made: no change (772.4 against 772.7, H200, probe);
+//     timed again with tests/benchmarks/source_ab.py (11 rounds, an H100), with C_map too: 603.1 ->
+//     604.6 at 2048^3 and 762.7 -> 763.3 at 4096^3 (cuBLAS FP16 650.4 and 767.5), within the rounds'
+//     spread; and ending with cp.async.bulk.wait_group.read 0, the stores only read before the block
+//     leaves: 603.5 and 762.9. Neither kept.
 //   - Ping-pong (as CUTLASS's kernel of that name; a probe, not kept): each consumer warpgroup on
 //     64 x 256 tiles of its own, the two taking turns on the tensor cores so that one stores C while
 //     the other multiplies. 624 TFLOP/s against 760 at 4096^3 and 633 against 801 at 8192^3 (H100,
