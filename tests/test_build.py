@@ -55,37 +55,35 @@ def test_plain_build_has_no_tracing_code():
     assert b"trace_records" not in cubin.read_bytes() and b"trace_records" in traced.read_bytes()
 
 
+def _rebuilds_after_editing(tmp_path, monkeypatch, headers: dict[str, str], includes: str, edited: str) -> bool:
+    """Whether a CPU build of a kernel that includes `includes` is a new build after `edited` (one of
+    `headers`, written beside it) changes SCALE_BY from 2 to 3."""
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
+    for name, text in headers.items():
+        (tmp_path / name).write_text(text)
+    kernel = tmp_path / "scaled.cu"
+    kernel.write_text(f'#include "trace.cuh"\n#include "{includes}"\n\nextern "C" __global__ void scaled(const float *A, '
+                      'float *C, int M, int N, int K) {\n    int i = threadIdx.x;\n    if (i < M) STG(C, i, LDG(A, i) * '
+                      'SCALE_BY);\n}\n')
+    first = build.build_cpu_library(str(kernel), {})
+    (tmp_path / edited).write_text((tmp_path / edited).read_text().replace("2.0f", "3.0f"))
+    second = build.build_cpu_library(str(kernel), {})
+    return first != second and first.exists() and second.exists()
+
+
 @pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
 def test_editing_a_header_a_kernel_includes_rebuilds_the_kernel(tmp_path, monkeypatch):
     """wgmma_tma.cu and wgmma_padded.cu share cuda/wgmma.cuh: a build keyed on the kernel's own text
     alone would hand out the build of the header as it was."""
-    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "scale.cuh").write_text("#define SCALE_BY 2.0f\n")
-    kernel = tmp_path / "scaled.cu"
-    kernel.write_text('#include "trace.cuh"\n#include "scale.cuh"\n\nextern "C" __global__ void scaled(const float *A, '
-                      'float *C, int M, int N, int K) {\n    int i = threadIdx.x;\n    if (i < M) STG(C, i, LDG(A, i) * '
-                      'SCALE_BY);\n}\n')
-    first = build.build_cpu_library(str(kernel), {})
-    (tmp_path / "scale.cuh").write_text("#define SCALE_BY 3.0f\n")
-    second = build.build_cpu_library(str(kernel), {})
-    assert first != second and first.exists() and second.exists()
+    assert _rebuilds_after_editing(tmp_path, monkeypatch, {"scale.cuh": "#define SCALE_BY 2.0f\n"}, "scale.cuh", "scale.cuh")
 
 
 @pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
 def test_editing_a_header_a_kernel_reaches_through_another_header_rebuilds_the_kernel(tmp_path, monkeypatch):
     """wgmma_epilogue.cu includes wgmma_persistent.cuh, which includes wgmma.cuh: a key made of the
     headers the kernel names itself handed out the build of wgmma.cuh as it was."""
-    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "inner.cuh").write_text("#define SCALE_BY 2.0f\n")
-    (tmp_path / "outer.cuh").write_text('#pragma once\n#include "inner.cuh"\n')
-    kernel = tmp_path / "scaled.cu"
-    kernel.write_text('#include "trace.cuh"\n#include "outer.cuh"\n\nextern "C" __global__ void scaled(const float *A, '
-                      'float *C, int M, int N, int K) {\n    int i = threadIdx.x;\n    if (i < M) STG(C, i, LDG(A, i) * '
-                      'SCALE_BY);\n}\n')
-    first = build.build_cpu_library(str(kernel), {})
-    (tmp_path / "inner.cuh").write_text("#define SCALE_BY 3.0f\n")
-    second = build.build_cpu_library(str(kernel), {})
-    assert first != second and first.exists() and second.exists()
+    headers = {"inner.cuh": "#define SCALE_BY 2.0f\n", "outer.cuh": '#pragma once\n#include "inner.cuh"\n'}
+    assert _rebuilds_after_editing(tmp_path, monkeypatch, headers, "outer.cuh", "inner.cuh")
 
 
 def test_a_header_included_in_a_circle_is_read_once(tmp_path):
