@@ -29,6 +29,20 @@ def test_a_build_key_tells_the_versions_apart_by_a_header_they_reach_through_ano
     assert "// the old wgmma.cuh" in old and "// the old wgmma.cuh" not in new
 
 
+def test_a_version_that_differs_only_in_an_engine_header_gets_a_build_of_its_own(tmp_path):
+    """contract.cuh is in every key as cuda/ has it; a version's own copy must count too, or the two
+    versions would share one cached build."""
+    from engine.kernels import build, sources
+    base = tmp_path / "old"
+    base.mkdir()
+    (base / "contract.cuh").write_text((sources.CUDA_DIR / "contract.cuh").read_text() + "// the old one\n")
+    files = lay_out(versions([base]), ["wgmma_epilogue"], tmp_path / "out")
+    old, new = (build.local_headers(sources.load(str(files[("wgmma_epilogue", v)]))) for v in ("base", "work"))
+    assert "// the old one" in old and old != new
+    # cuda/'s own kernels key their engine headers once, through _inputs_hash, as before.
+    assert "REQUIRE" not in build.local_headers(sources.load("wgmma_epilogue.cu"))
+
+
 def test_sizes_rounds_and_summary():
     assert sizes("4096,4096x4096x1024,") == [(4096, 4096, 4096), (4096, 4096, 1024)]
     assert rotated(["a", "b", "c"], 0) == ["a", "b", "c"] and rotated(["a", "b", "c"], 4) == ["b", "c", "a"]

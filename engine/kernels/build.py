@@ -29,9 +29,12 @@ CPU_FLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-Wno-unknown-pragmas")
 COMPILE_TIMEOUT = 300   # seconds; a compiler that takes longer is killed
 
 
+ENGINE_HEADERS = ("trace.cuh", "contract.cuh", "cpu_shim.h", "cpu_entry.h")   # cuda/'s own: in every key
+
+
 def _inputs_hash(*parts: str) -> str:
     h = hashlib.sha256()
-    for name in ("trace.cuh", "contract.cuh", "cpu_shim.h", "cpu_entry.h"):
+    for name in ENGINE_HEADERS:
         h.update((sources.CUDA_DIR / name).read_bytes())
     for p in parts:
         h.update(p.encode())
@@ -41,18 +44,20 @@ def _inputs_hash(*parts: str) -> str:
 def local_headers(src: sources.KernelSource) -> str:
     """The text of each header a source includes by name (`#include "wgmma.cuh"`: beside the file
     that includes it, or in cuda/, as the compilers look), and of the headers those include, beyond
-    the trace's own: part of its build's key, so that editing a header two kernels share rebuilds both,
-    also where a kernel reaches it through another header (wgmma_epilogue.cu -> wgmma_persistent.cuh
-    -> wgmma.cuh)."""
+    cuda/'s ENGINE_HEADERS (every key has those): part of its build's key, so that editing a header two
+    kernels share rebuilds both, also where a kernel reaches it through another header
+    (wgmma_epilogue.cu -> wgmma_persistent.cuh -> wgmma.cuh). A copy of an engine header beside a
+    source elsewhere (tests/benchmarks/source_ab.py's versions) counts as any header."""
     texts: list[str] = []
     seen: set[Path] = set()
+    cuda = sources.CUDA_DIR.resolve()
 
     def visit(text: str, here: Path) -> None:
         for name in re.findall(r'^\s*#include\s+"([^"]+)"', text, re.M):
-            if name in ("trace.cuh", "contract.cuh", "cpu_shim.h", "cpu_entry.h"):
-                continue
             path = next((d / name for d in (here, sources.CUDA_DIR) if (d / name).is_file()), None)
             if path is None or path.resolve() in seen:   # a header included twice (#pragma once) counts once
+                continue
+            if name in ENGINE_HEADERS and path.resolve().parent == cuda:
                 continue
             seen.add(path.resolve())
             header = path.read_text()
