@@ -65,6 +65,20 @@
 //     seemed: a probe that never stored C ran past the H100's peak, because ptxas, seeing the
 //     accumulators unused, replaced every wgmma by an empty one; one that staged C in shared memory
 //     but left out the TMA stores ran a few percent faster than this kernel, no more.
+//   - Where a launch's time goes (a probe, not kept: %globaltimer stamps in a copy of
+//     wgmma_persistent.cuh, one launch from rest, an H100, 9 launches, medians over blocks): at 4096^3
+//     a block's first k-tile lands 2.2 us after it starts (0.7 making the ring and the cluster
+//     barrier, 0.4 more to its first copy, 1.1 for the copy); then each of its 4 tiles takes 39-45 us
+//     of k-loop, 2.4-2.8 us of storing C (the tensor cores idle meanwhile: both warpgroups store at
+//     once) and 0.45 us before the next tile's first k-tile is waited through; after the last, 0.9 us
+//     until the stores are done and 0.9 more to leave. The storing weighs twice as much at 4096^3 as at
+//     8192^3 (2.5 us a tile there too, against 79-83 us of k-loop), where this kernel passes cuBLAS.
+//     Writing all 8 pieces before storing any, each in a buffer of its own (the warpgroup's 2 and
+//     its share of the last two k-tiles' slots, both held until the stores have read them), with one
+//     fence and one barrier for all: slower everywhere (source_ab.py, an H100: 756.9 -> 734.9 at
+//     4096^3, 564.4 -> 508.4 at 4096 x 4096 x 1024, 798.8 -> 784.8 at 8192^3, 605.4 -> 580.1 at
+//     2048^3): the first store starts only after the last piece is written, and the producer has two
+//     slots fewer for the next tile's first k-tiles.
 // Not traced, as wgmma_tma. Sizes: any, as wgmma_tma; where N is not a multiple of 4, C's rows are no
 // 16-byte multiples, which a tensor map cannot describe, and each warp stores its rows of the staged
 // pieces itself (as C_BY_TMA 0 does at every size).
