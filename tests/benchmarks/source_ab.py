@@ -3,7 +3,8 @@ from cuda/ as it is and from another copy of it (--base, e.g. `git archive HEAD~
 /tmp/base`, so --base /tmp/base/cuda), checked against float64 at sizes with partial tiles, then
 timed beside cuBLAS FP16 in rounds. Each round times every (kernel, version) and cuBLAS in turn,
 starting one place further along each round, each from the same rest (--rest seconds idle) and then
-as the engine's benchmark times (a hold kernel before each sample, samples of at least 1 ms): the
+as the engine's benchmark times (a hold kernel before each sample, twice as long as the host takes to
+queue it, and samples of at least 1 ms): the
 GPU's clock then starts each one from the same state. Timed back to back with no rest, an H200 ran
 everything ~15% slower and 10% apart from round to round, as its clock fell under the load; timed
 from rest, the rounds of one configuration agree within ~0.2%. Prints each one's median round and
@@ -161,15 +162,21 @@ def main() -> int:
         per_launch = 2.0 * m * n * k / 800e12   # about; only sets how many launches a sample holds
         inner = max(1, int(SAMPLE_S / per_launch))
         seconds = {key: [] for key in calls}
+        starved = 0
         for r in range(args.rounds):
             for key in rotated(list(calls), r):
                 time.sleep(args.rest)
                 timer = gpu.HeldEventTimer(modules, timing.CALIBRATION_HOLD_MS)
-                gpu.Launcher.run(calls[key], 1, [timer])   # warm-up
+                gpu.Launcher.run(calls[key], inner, [timer])   # warm-up, and how long the host takes to queue a sample
+                # The GPU holds for twice that before each sample (as the engine's benchmark does), so
+                # it never waits for the host between the launches it times.
+                timer.hold_ms = min(timing.MAX_HOLD_MS, max(timing.CALIBRATION_HOLD_MS, 2 * timer.host_ms[-1]))
                 for _ in range(10):
                     gpu.Launcher.run(calls[key], inner, [timer])
+                    starved += timer.starved
                 seconds[key].append(statistics.median(timer.ms[1:]) / 1e3 / inner)
-        print(f"{m}x{n}x{k}: medians of {args.rounds} rounds, {inner} launches a sample", flush=True)
+        print(f"{m}x{n}x{k}: medians of {args.rounds} rounds, {inner} launches a sample"
+              + (f" ({starved} samples the host queued slower than the hold)" if starved else ""), flush=True)
         print("\n".join(summary(2.0 * m * n * k, seconds, ("cublas_gemm_fp16", ""))), flush=True)
         for launcher in launchers:
             launcher.free()
