@@ -83,7 +83,8 @@ __device__ __forceinline__ void wgmma_128(float (&d)[64], uint64_t a, uint64_t b
 }
 
 // wgmma.mma_async m64n256k16, f16 x f16 -> f32: d (the warpgroup's 64 x 256 accumulator, 128
-// floats per thread) += A (64 x 16, K-major in shared memory) B (16 x 256, N-major: transposed).
+// floats per thread) += A (64 x 16, K-major in shared memory) B (16 x 256, N-major: transposed);
+// accumulate false: d = A B, as wgmma_128's.
 __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t a, uint64_t b, bool accumulate = true) {
     asm volatile(
         "{ .reg .pred p; setp.ne.b32 p, %130, 0; "

@@ -66,7 +66,7 @@
 //     accumulators unused, replaced every wgmma by an empty one; one that staged C in shared memory
 //     but left out the TMA stores ran a few percent faster than this kernel, no more.
 //   - Where a launch's time goes (a probe, not kept: %globaltimer stamps in a copy of
-//     wgmma_persistent.cuh, one launch from rest, an H100, 9 launches, medians over blocks): at 4096^3
+//     wgmma_persistent.cuh; 9 launches, each timed alone from rest, an H100; medians over blocks): at 4096^3
 //     a block's first k-tile lands 2.2 us after it starts (0.7 making the ring and the cluster
 //     barrier, 0.4 more to its first copy, 1.1 for the copy); then each of its 4 tiles takes 39-45 us
 //     of k-loop, 2.4-2.8 us of storing C (the tensor cores idle meanwhile: both warpgroups store at

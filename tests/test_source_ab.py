@@ -10,7 +10,7 @@ def test_each_version_builds_from_its_own_headers_and_the_base_falls_back_to_cud
     base = tmp_path / "old"
     base.mkdir()
     (base / "wgmma.cuh").write_text("// the old wgmma.cuh\n")
-    files = lay_out(versions([base]), ["wgmma_epilogue"], tmp_path / "out")
+    files = lay_out(versions([base]), {"wgmma_epilogue": "wgmma_epilogue.cu"}, tmp_path / "out")
     old, new = files[("wgmma_epilogue", "base")], files[("wgmma_epilogue", "work")]
     assert (old.parent / "wgmma.cuh").read_text() == "// the old wgmma.cuh\n"
     assert (new.parent / "wgmma.cuh").read_text().startswith("// wgmma.cuh:")
@@ -24,7 +24,7 @@ def test_a_build_key_tells_the_versions_apart_by_a_header_they_reach_through_ano
     base = tmp_path / "old"
     base.mkdir()
     (base / "wgmma.cuh").write_text("// the old wgmma.cuh\n")
-    files = lay_out(versions([base]), ["wgmma_epilogue"], tmp_path / "out")
+    files = lay_out(versions([base]), {"wgmma_epilogue": "wgmma_epilogue.cu"}, tmp_path / "out")
     old, new = (build.local_headers(sources.load(str(files[("wgmma_epilogue", v)]))) for v in ("base", "work"))
     assert "// the old wgmma.cuh" in old and "// the old wgmma.cuh" not in new
 
@@ -36,11 +36,31 @@ def test_a_version_that_differs_only_in_an_engine_header_gets_a_build_of_its_own
     base = tmp_path / "old"
     base.mkdir()
     (base / "contract.cuh").write_text((sources.CUDA_DIR / "contract.cuh").read_text() + "// the old one\n")
-    files = lay_out(versions([base]), ["wgmma_epilogue"], tmp_path / "out")
+    files = lay_out(versions([base]), {"wgmma_epilogue": "wgmma_epilogue.cu"}, tmp_path / "out")
     old, new = (build.local_headers(sources.load(str(files[("wgmma_epilogue", v)]))) for v in ("base", "work"))
     assert "// the old one" in old and old != new
     # cuda/'s own kernels key their engine headers once, through _inputs_hash, as before.
-    assert "REQUIRE" not in build.local_headers(sources.load("wgmma_epilogue.cu"))
+    assert (sources.CUDA_DIR / "contract.cuh").read_text() not in build.local_headers(sources.load("wgmma_epilogue.cu"))
+
+
+def test_a_header_only_a_version_has_is_laid_out_and_a_kernel_is_its_last_launchs_file(tmp_path):
+    base = tmp_path / "old"
+    base.mkdir()
+    (base / "extra.cuh").write_text("// only the old version has this\n")
+    files = lay_out(versions([base]), {"split_k": "split_k_sum.cu"}, tmp_path / "out")
+    assert (files[("split_k", "base")].parent / "extra.cuh").is_file()
+    assert not (files[("split_k", "work")].parent / "extra.cuh").exists()
+    assert files[("split_k", "work")].name == "split_k_sum.cu" and files[("split_k", "work")].is_file()
+
+
+def test_the_summary_pairs_each_version_with_the_kernels_first_round_by_round():
+    flops = 1e12
+    # Rounds drift together: work is 1% faster than base in every round, whatever the round's speed.
+    base = [flops / 700e12, flops / 800e12, flops / 750e12]
+    work = [t / 1.01 for t in base]
+    lines = summary(flops, {("k", "base"): base, ("k", "work"): work, ("cublas_gemm_fp16", ""): [flops / 760e12] * 3},
+                    ("cublas_gemm_fp16", ""))
+    assert "paired" not in lines[0] and "paired against base: +1.00%" in lines[1] and "paired" not in lines[2]
 
 
 def test_sizes_rounds_and_summary():
