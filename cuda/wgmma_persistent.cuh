@@ -358,14 +358,15 @@ __device__ __forceinline__ void wgmma_persistent_gemm(const CUtensorMap *A_map, 
             tile_origin(i, rows, cols, rank, row0, col0);
             // Not zeroed: a tile's first wgmma writes d without adding to it (accumulate false). The
             // CS2R a warp issued per tile to zero it (64 at BN 256, 32 at 128) came between the last
-            // tile's stores and this tile's first wgmma, while the tensor cores waited. Kept for that,
-            // fewer instructions and no slower: medians of 11 rounds beside cuBLAS FP16 (TFLOP/s, zeroed
-            // -> not; tests/benchmarks/source_ab.py on the H100, the probe it grew from, timed the same
-            // way, on the H200) moved by about the rounds' own spread, 0.2%, or a little more:
-            // wgmma_stream_k at its chosen configurations 786.2 -> 788.9 at 4096^3 and 590.3 -> 593.4 at
-            // 4096 x 4096 x 1024 (H200), 751.3 -> 753.6 and 566.2 -> 567.9 (H100), 8192^3 +0.2% on both,
-            // 1000^3 181.9 -> 180.6 and 1024^3 228.5 both (H200, BN 128); wgmma_epilogue within 0.1% at
-            // 4096^3 (792.0 and 755.7, cuBLAS 791.5 and 760.4) and 0.4% at 1000^3 and 1024^3.
+            // tile's stores and this tile's first wgmma, while the tensor cores waited. Medians of 11
+            // rounds beside cuBLAS FP16 (TFLOP/s, zeroed -> not; tests/benchmarks/source_ab.py on the
+            // H100, the probe it grew from, timed the same way, on the H200) moved by about the rounds'
+            // own spread, 0.2%, or a little more: wgmma_stream_k at its chosen configurations 786.2 ->
+            // 788.9 at 4096^3 and 590.3 -> 593.4 at 4096 x 4096 x 1024 (H200), 751.3 -> 753.6 and
+            // 566.2 -> 567.9 (H100), 8192^3 +0.2% on both, 1024^3 228.5 both; wgmma_epilogue within
+            // 0.1% at 4096^3 (792.0 and 755.7, cuBLAS 791.5 and 760.4) and 0.4% at 1000^3 and 1024^3.
+            // One size went the other way: wgmma_stream_k at 1000^3 (BN 128, its last tiles shared out
+            // by k-tiles), 181.9 -> 180.6 in 9 rounds and -1.4% paired in 3 (H200); not understood.
             float d[kAccs];   // k1 > k0: every item has a k-tile (K >= 1)
             for (int t = k0; t < k1; t++, it++) {
                 int s = ring_slot(it);
