@@ -4,6 +4,7 @@ context, and the one launcher that its traces and its timings share are tested o
 (the device runs the real thing: tests/test_gpu.py)."""
 import functools
 import hashlib
+import importlib
 import itertools
 import json
 import os
@@ -510,3 +511,43 @@ def test_a_tma_rung_pads_a_and_b_first_only_where_tma_cannot_copy_their_rows(lau
     assert maps[0][1:] == [64, 64, 64, 128, 2] and maps[1][1:] == [64, 64, 64, 64, 2]
     if kernel == "wgmma_epilogue":
         assert maps[2][1:] == [64, 64, 32, 64, 4]
+
+
+def test_a_sample_the_host_queued_slower_than_the_hold_is_taken_again_with_the_hold_doubled(monkeypatch):
+    """timing.held_samples (the engine's benchmark and source_ab.py): a starved sample is taken again,
+    twice at most, each time behind a hold twice as long; the third try is kept and counted."""
+    package = types.ModuleType("pycuda")
+    package.driver = _fake_driver(works=False)
+    monkeypatch.setitem(sys.modules, "pycuda", package)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", package.driver)
+    # The engine's modules imported over the stand-in driver are put back as they were after the test,
+    # in sys.modules and in their packages, so no later test finds them bound to it.
+    import engine.bench
+    import engine.devices
+    places = ((engine.bench, "timing"), (engine.devices, "gpu"))
+    before = [(pkg, name, sys.modules.pop(f"{pkg.__name__}.{name}", None), pkg.__dict__.pop(name, None)) for pkg, name in places]
+    try:
+        timing = importlib.import_module("engine.bench.timing")
+        starved = iter([True, False, True, True, True, False])   # sample 0: once; sample 1: three times
+        timer = types.SimpleNamespace(hold_ms=2.0, ms=[], starved=False)
+        holds = []
+
+        def sample(r):
+            holds.append((r, timer.hold_ms))
+            timer.starved = next(starved)
+            timer.ms.append(float(len(timer.ms)))
+
+        times, retaken, kept = timing.held_samples(timer, sample, 3)
+        assert holds == [(0, 2.0), (0, 4.0), (1, 4.0), (1, 8.0), (1, 16.0), (2, 16.0)]
+        assert (times, retaken, kept) == ([1.0, 4.0, 5.0], 3, 1)
+        assert timing.hold_for(0.1) == timing.CALIBRATION_HOLD_MS / 2 and timing.hold_for(3.0) == 6.0
+        assert timing.hold_for(1e6) == timing.MAX_HOLD_MS
+    finally:
+        for pkg, name, module, attribute in before:
+            full = f"{pkg.__name__}.{name}"
+            sys.modules.pop(full, None)
+            pkg.__dict__.pop(name, None)
+            if module is not None:
+                sys.modules[full] = module
+            if attribute is not None:
+                setattr(pkg, name, attribute)

@@ -161,6 +161,31 @@ class TorchMm:
         self.torch.cuda.empty_cache()
 
 
+def hold_for(host_ms: float) -> float:
+    """The hold (ms) before a sample the host takes host_ms to queue: twice that, so the GPU never waits
+    for the host between the launches it times, within CALIBRATION_HOLD_MS / 2 .. MAX_HOLD_MS."""
+    return min(MAX_HOLD_MS, max(CALIBRATION_HOLD_MS / 2, 2 * host_ms))
+
+
+def held_samples(timer: "gpu.HeldEventTimer", run_sample, reps: int) -> tuple[list[float], int, int]:
+    """reps samples, run_sample(r) each, behind timer's hold: a sample the host was slower to queue
+    than the hold is taken again, twice at most, the hold doubled each time (the third try is kept, and
+    counted). Each sample's ms, how many were retaken, how many kept short of their hold."""
+    times, retaken, starved_kept = [], 0, 0
+    for r in range(reps):
+        for attempt in range(3):
+            run_sample(r)
+            if not timer.starved:
+                break
+            if attempt < 2:
+                retaken += 1
+                timer.hold_ms = min(MAX_HOLD_MS, 2 * timer.hold_ms)
+        else:
+            starved_kept += 1
+        times.append(timer.ms[-1])
+    return times, retaken, starved_kept
+
+
 def _calls(launcher: gpu.Launcher, spec: registry.KernelSpec, problem: Problem, source_override: str | None) -> list:
     """What one run of the kernel launches: its launches in order (plain build, registry geometry), or
     the cuBLAS call on the same buffers (SGEMM for FP32 inputs, GemmEx for half-precision ones)."""
@@ -232,20 +257,15 @@ def run_bench(modules: dict, info: dict, kernel: str | registry.KernelSpec, prob
             # many calls, so it never waits for the host between them. With an L2 flush, each
             # sample is one launch queued behind its flush.
             inner = 1 if flush_l2 or not per_launch else max(1, min(1000, int(BATCH_S / per_launch)))
-            timer.hold_ms = hold_ms = min(MAX_HOLD_MS, max(CALIBRATION_HOLD_MS / 2, 2 * inner * host_per_launch))
-            for r in range(reps):
-                for attempt in range(3):   # a sample the host was slower to queue than the hold is taken again
-                    if flush is not None:
-                        cuda.memset_d32(flush, r, flush_words)
-                    launcher.run(calls, inner, [timer])
-                    if not timer.starved:
-                        break
-                    if attempt < 2:
-                        retaken += 1
-                        timer.hold_ms = hold_ms = min(MAX_HOLD_MS, 2 * hold_ms)
-                else:
-                    starved_kept += 1   # the third try was short of its hold too: kept, and counted
-                times.append(timer.ms[-1] / inner)
+            timer.hold_ms = hold_for(inner * host_per_launch)
+
+            def sample(r: int) -> None:
+                if flush is not None:
+                    cuda.memset_d32(flush, r, flush_words)
+                launcher.run(calls, inner, [timer])
+
+            samples, retaken, starved_kept = held_samples(timer, sample, reps)
+            times, hold_ms = [t / inner for t in samples], timer.hold_ms
         return {"kernel": kernel, "times_ms": times, "launches_per_sample": inner, "hold_ms": hold_ms,
                 "retaken_samples": retaken, "starved_samples": starved_kept, "rel_error": err, "worst_error": worst, "correct": ok,
                 "tolerance": spec.tolerance, "checked_rows": int(len(rows)), "telemetry": telemetry()}

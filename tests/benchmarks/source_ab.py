@@ -191,20 +191,11 @@ def main() -> int:
                 time.sleep(args.rest)
                 timer = gpu.HeldEventTimer(modules, timing.CALIBRATION_HOLD_MS)
                 gpu.Launcher.run(calls[key], inner, [timer])   # warm-up, and how long the host takes to queue a sample
-                # The GPU holds for twice that before each sample (as the engine's benchmark does), so
-                # it never waits for the host between the launches it times.
-                timer.hold_ms = min(timing.MAX_HOLD_MS, max(timing.CALIBRATION_HOLD_MS / 2, 2 * timer.host_ms[-1]))
-                for _ in range(10):
-                    for attempt in range(3):   # a sample the host queued slower than the hold: again, held longer
-                        gpu.Launcher.run(calls[key], inner, [timer])
-                        if not timer.starved:
-                            break
-                        if attempt < 2:
-                            timer.ms.pop()
-                            timer.hold_ms = min(timing.MAX_HOLD_MS, 2 * timer.hold_ms)
-                    else:
-                        starved += 1
-                seconds[key].append(statistics.median(timer.ms[1:]) / 1e3 / inner)
+                timer.hold_ms = timing.hold_for(timer.host_ms[-1])   # then held as the engine's benchmark holds
+                run = functools.partial(gpu.Launcher.run, calls[key], inner, [timer])
+                samples, _, kept = timing.held_samples(timer, lambda _r, run=run: run(), 10)
+                starved += kept
+                seconds[key].append(statistics.median(samples) / 1e3 / inner)
         print(f"{m}x{n}x{k}: medians of {args.rounds} rounds, {inner} launches a sample"
               + (f" ({starved} samples the host queued slower than the hold)" if starved else ""), flush=True)
         print("\n".join(summary(2.0 * m * n * k, seconds, ("cublas_gemm_fp16", ""))), flush=True)
