@@ -79,6 +79,17 @@
 //     4096^3, 564.4 -> 508.4 at 4096 x 4096 x 1024, 798.8 -> 784.8 at 8192^3, 605.4 -> 580.1 at
 //     2048^3): the first store starts only after the last piece is written, and the producer has two
 //     slots fewer for the next tile's first k-tiles.
+//   - The next tile's first k-tiles multiplied during the epilogue (a probe, not kept): once a tile's
+//     first half of C (columns 0 .. 127) was staged, the next tile's first 2 or 3 k-tiles went into
+//     the accumulators it left, as m64n128 wgmma (the first 64 of a thread's 128 accumulators are
+//     columns 0 .. 127 in both shapes), while the second half was stored; then the same k-tiles into
+//     the second half's, and the tile went on 256 wide after a wait for the halves. Correct against
+//     float64 (11 sizes, from 17 x 33 x 9 to 1000 x 1000 x 8192), and ptxas kept the k-loop's wgmma
+//     pipelined with 2 or 3 k-tiles (with 1 it serialized every wgmma: "insufficient register
+//     resources"), but slower (wgmma_beyond.py, 5 rounds, an H200, cuBLAS FP16 781.2 / 797.8 / 603.2):
+//     4096^3 779.0 -> 777.3 (2 k-tiles) and 774.2 (3), 8192^3 817.9 -> 811.5 and 811.7, 4096 x 4096 x
+//     1024 596.1 -> 589.7 and 558.2. Likely why: the halves read A's tile twice, and their reads
+//     share shared memory with C's staging and its stores (not measured apart).
 // Not traced, as wgmma_tma. Sizes: any, as wgmma_tma; where N is not a multiple of 4, C's rows are no
 // 16-byte multiples, which a tensor map cannot describe, and each warp stores its rows of the staged
 // pieces itself (as C_BY_TMA 0 does at every size).
