@@ -142,7 +142,7 @@ def measuring(df: pd.DataFrame, kernels: list[str], shown: list[str], size: int 
             continue
         # Of the runs on the same GPU, the one that timed it at the most of the claim's sizes (the first
         # of those in name order): a run of two sizes that sorts first would leave the others blank.
-        runs = [(path, cached.recorded(path)[0]) for path in benchmark.recorded_runs(holding=[kernel])]
+        runs = [(path, run) for path, run, _ in cached.readable(benchmark.recorded_runs(holding=[kernel]))]
         runs = [(path, run[run["kernel"] == kernel]) for path, run in runs if run["gpu"].iloc[0] in set(df["gpu"])]
         if runs:
             path, rows = max(runs, key=lambda r: _cubes(r[1], cubes))
@@ -213,7 +213,9 @@ def autotuning_sweep() -> None:
                 "timing (tests/benchmarks/tune_ladder.py) at 4096³ on a GPU; it is kept in "
                 "engine/bench/recorded/tuning/.", icon=":material/tune:")
         return
-    sweeps = [(path.name, *cached.recorded(path)) for path in paths]
+    sweeps = [(path.name, df, prov) for path, df, prov in cached.readable(paths)]
+    if not sweeps:
+        return   # each left out, said above
     # The GPU most sweeps were recorded on first (the one whose sweeps cover both families), not
     # the first in file order: an H100 sweep of one tensor rung sorts before the H200's full ladder.
     swept_on = [df["gpu"].iloc[0] for _, df, _ in sweeps]
@@ -348,17 +350,19 @@ else:
 # ------------------------------------------------------------------ recorded runs and uploads
 st.subheader("Recorded runs" + ("" if status.available else " (not live)"))
 runs = benchmark.recorded_runs()
+for line in benchmark.damaged_runs():   # a shipped file cut short or overwritten: named, never read
+    st.warning(line, icon=":material/warning:")
 choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in benchmark.opening_runs(runs)])
 uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
                            accept_multiple_files=True, max_upload_size=schema.MAX_MB)
-frames, peaks, labels, provs, files = [], None, [], [], []
-for name in choices:
-    df, prov = cached.recorded(benchmark.RECORDED / name)
-    files.append(cached.file_version(benchmark.RECORDED / name))
+frames, peaks, labels, provs, files, shown = [], None, [], [], [], []
+for path, df, prov in cached.readable([benchmark.RECORDED / name for name in choices]):
+    shown.append(path.name)
+    files.append(cached.file_version(path))
     frames.append(df)
     provs.append(prov)
     peaks = peaks or prov["peaks"]
-    labels.append(schema.plain(f"{name}: {charts.provenance_note(prov)}"))   # the file tells same-day runs apart
+    labels.append(schema.plain(f"{path.name}: {charts.provenance_note(prov)}"))   # the file tells same-day runs apart
 # An upload comes from anyone in the room: a bad one gets its problems, one line each, and is left
 # out; everything it says is shown as plain text (a Markdown image in a GPU's name is not fetched).
 for up in uploads or []:
@@ -377,14 +381,14 @@ if frames:
     st.markdown("**Recorded on:** " + "; ".join(labels))
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",
          "Recorded results, not measured now. Roofs are those of the first GPU listed.", provs, tuple(files))
-    for i, name in enumerate(choices):   # each run shown, exported as it was recorded
+    for i, name in enumerate(shown):   # each run shown, exported as it was recorded
         doc = cached.recorded_document(benchmark.RECORDED / name)
         if len(frames) > 1:
             st.markdown(f"**Exports of {schema.plain(name)}**")
         exports(doc.rows, doc.prov, f"recorded-{i}" if i else "recorded", Path(name).stem if len(frames) > 1 else "")
     if uploads:
         st.caption("Uploaded runs are not exported again: each is already the export it was uploaded as.")
-    measured_claims(pd.concat(frames, ignore_index=True), peaks, choices)
+    measured_claims(pd.concat(frames, ignore_index=True), peaks, shown)
 else:
     st.info("No recorded run selected: choose one under **Recorded on a GPU** above, or upload a JSON export, "
             "to see its charts and table.", icon=":material/arrow_upward:")

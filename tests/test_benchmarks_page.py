@@ -3,6 +3,7 @@ import base64
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -397,3 +398,59 @@ def test_another_view_reads_no_recorded_file_and_draws_nothing_again(monkeypatch
     at = _open()
     assert "Throughput against size" in [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert calls == []
+
+
+def _damaged_copy(monkeypatch, tmp_path):
+    """The shipped runs and sweeps, copied, with one run cut in half (not the one the page opens on)
+    and one sweep overwritten with a list: the folders the pages read instead of the shipped ones."""
+    runs = tmp_path / "recorded"
+    shutil.copytree(benchmark.RECORDED, runs)
+    cut = next(p for p in sorted(runs.glob("*.json")) if p.name != benchmark.OPENING_RUN)
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    overwritten = sorted((runs / "tuning").glob("*.json"))[0]
+    overwritten.write_text("[]")
+    monkeypatch.setattr(benchmark, "RECORDED", runs)
+    monkeypatch.setattr(benchmark, "TUNING", runs / "tuning")
+    return cut.name, overwritten.name
+
+
+def test_a_damaged_shipped_run_is_left_out_and_named_and_every_page_still_opens(monkeypatch, tmp_path):
+    """A recorded run cut short and a sweep overwritten with `[]` had taken down Home, Ladder and
+    Benchmarks (the listing read every file with a bare json.loads): they are left out of every list,
+    the Benchmarks page names each in one line, and the pages draw the other runs."""
+    cut, overwritten = _damaged_copy(monkeypatch, tmp_path)
+    listed = [p.name for p in benchmark.recorded_runs()] + [p.name for p in benchmark.tuning_runs()]
+    assert cut not in listed and overwritten not in listed and len(listed) > 2
+    damaged = benchmark.damaged_runs()
+    assert len(damaged) == 2 and damaged[0].startswith(cut) and damaged[1].startswith(f"tuning/{overwritten}")
+    for page in (None, "pages/ladder.py", "pages/tensor_cores.py"):
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+        at.run()
+        if page:
+            at.switch_page(page)
+            at.run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+    at = _open()
+    warnings = [w.value for w in at.warning]
+    assert any(w.startswith(cut) and "left out" in w for w in warnings)
+    assert any(w.startswith(f"tuning/{overwritten}") for w in warnings)
+    assert at.get("plotly_chart")
+
+
+def test_a_run_of_the_right_shape_with_a_value_the_schema_refuses_is_left_out_in_one_line(monkeypatch, tmp_path):
+    """A file that passes the listing's shape check but holds a value schema.read refuses (a speed
+    that is a word) is left out where it is read, in one line, and the page goes on."""
+    runs = _recorded_folder(monkeypatch, tmp_path)
+    (runs / "made-up.json").write_text(synthetic_runs.document(synthetic_runs.SQUARE))
+    bad = json.loads(synthetic_runs.document(synthetic_runs.SQUARE))
+    bad["results"][0]["median_ms"] = "fast"
+    (runs / "zz-bad.json").write_text(json.dumps(bad))
+    assert [p.name for p in benchmark.recorded_runs()] == ["made-up.json", "zz-bad.json"]
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("pages/benchmarks.py")
+    at.run()
+    at.multiselect[0].set_value(["made-up.json", "zz-bad.json"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(w.value.startswith("zz-bad.json is left out:") for w in at.warning)
+    assert at.get("plotly_chart")

@@ -280,3 +280,38 @@ def test_a_planted_library_is_never_loaded(cache, tmp_path):
     assert _trace_cols() == right
     assert not marker.exists()
     assert target.read_bytes() != planted and verified_bytes(target) is not None
+
+
+def _returns_within(call, seconds: float = 120):
+    """call()'s result, run in a thread of its own: a read that blocks forever fails the test
+    instead of holding it."""
+    import threading
+    out = []
+    worker = threading.Thread(target=lambda: out.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "still blocked"
+    return out[0]
+
+
+@pytest.mark.parametrize("which", ["artefact", "digest"])
+@pytest.mark.parametrize("make", _builders())
+def test_a_fifo_in_an_entrys_place_is_rebuilt_not_waited_on(cache, make, which):
+    """A named pipe where a build or its digest should be: reading it had blocked the reader, and every
+    page view behind it, forever (open() waits for a writer). It is no regular file: rebuilt."""
+    target = make()
+    good = target.read_bytes()
+    fifo = target if which == "artefact" else _digest_file(target)
+    fifo.unlink()
+    os.mkfifo(fifo, 0o600)
+    again = _returns_within(make)
+    assert again == target and target.read_bytes() == good and verified_bytes(target) == good
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e400", "nan"])
+def test_a_budget_that_is_no_finite_number_is_a_one_line_error(cache, monkeypatch, value):
+    """inf and 1e400 had passed as budgets and failed converting to bytes (OverflowError, a traceback)."""
+    from engine.kernels import cache as compile_cache
+    monkeypatch.setenv(compile_cache.BUDGET_ENV, value)
+    with pytest.raises(EngineError, match="MATMUL_EXPLORER_COMPILE_CACHE_MB"):
+        compile_cache.budget_bytes()

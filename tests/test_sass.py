@@ -150,3 +150,37 @@ def test_a_fingerprint_is_the_machine_code_not_the_file(tmp_path):
         fingerprints.append(sass.fingerprint(out))
     assert files[0] != files[1]
     assert fingerprints[0] == fingerprints[1] != fingerprints[2]
+
+
+@pytest.mark.skipif(not (sass.nvdisasm() and build.nvcc()), reason="needs nvcc and nvdisasm")
+def test_a_saved_listing_changed_by_one_count_is_listed_again_never_shown(tmp_path, monkeypatch):
+    """The saved listing had no digest: one count changed on disk (tiled_guarded's 16 LDS of a line made
+    99), or one line number, was shown as what nvcc compiled. It carries a digest of itself now."""
+    import json
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
+    first = sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0})
+    kept = next((tmp_path / "cache").glob("*.sass.json"))
+    saved = json.loads(kept.read_text())
+    line, ops = next(iter(saved["by_line"].items()))
+    op = next(iter(ops))
+    saved["by_line"][line][op] = ops[op] + 83
+    kept.write_text(json.dumps(saved))
+    assert sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0}) == first
+    saved = json.loads(kept.read_text())   # listed again and kept again, whole
+    saved["by_line"][str(int(line) + 9)] = saved["by_line"].pop(line)
+    kept.write_text(json.dumps(saved))
+    assert sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0}) == first
+
+
+@pytest.mark.skipif(not (sass.nvdisasm() and build.nvcc()), reason="needs nvcc and nvdisasm")
+def test_a_fifo_in_place_of_a_saved_listing_is_listed_again_not_waited_on(tmp_path, monkeypatch):
+    import os
+
+    from tests.test_compile_cache import _returns_within
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
+    first = sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0})
+    kept = next((tmp_path / "cache").glob("*.sass.json"))
+    kept.unlink()
+    os.mkfifo(kept, 0o600)
+    again = _returns_within(lambda: sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0}))
+    assert again == first

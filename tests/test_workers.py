@@ -46,6 +46,17 @@ def test_a_timeout_that_is_not_a_number_is_a_one_line_error(monkeypatch):
         tracer.run_plan(_plan("hang_forever.cu"), "cpu")
 
 
+@pytest.mark.parametrize("value", ["inf", "1e10", "0", "nan"])
+def test_a_timeout_that_is_no_finite_positive_number_of_seconds_is_a_one_line_error(monkeypatch, value):
+    """inf and 1e10 had passed and failed in the wait for the worker, an OverflowError on every trace
+    (after the plan had been sent to the worker)."""
+    monkeypatch.setenv("MATMUL_EXPLORER_CPU_TIMEOUT", value)
+    with pytest.raises(EngineError, match="MATMUL_EXPLORER_CPU_TIMEOUT must be a positive number of seconds, at most 86,400"):
+        tracer.run_plan(_plan("guard_skips.cu"), "cpu")
+    monkeypatch.delenv("MATMUL_EXPLORER_CPU_TIMEOUT")
+    _still_serves()
+
+
 def test_an_engine_error_in_the_worker_keeps_the_worker():
     before = tracer.CPU_WORKERS.restarts
     with pytest.raises(EngineError, match="outside its bounds") as caught:

@@ -385,24 +385,51 @@ def tuning_runs(holding: Iterable[str] | None = None) -> list[Path]:
     return _holding(sorted(TUNING.glob("*.json")), holding)
 
 
+def damaged_runs() -> list[str]:
+    """The shipped run files (recorded runs and sweeps) that recorded_runs and tuning_runs leave out,
+    one line each saying why: a file cut short or overwritten is named on the page, never read."""
+    out = []
+    for folder, runs in (("", RECORDED.glob("*.json")), ("tuning/", TUNING.glob("*.json"))):
+        for path in sorted(runs):
+            read = _kernels(path, *_version(path))
+            if isinstance(read, str):
+                out.append(f"{folder}{path.name} is left out: {read}")
+    return out
+
+
 def _holding(runs: list[Path], kernels: Iterable[str] | None) -> list[Path]:
-    if kernels is None:
-        return runs
-    wanted = set(kernels)
-    return [p for p in runs if wanted & _kernels(p, *_version(p))]
+    read = [(p, _kernels(p, *_version(p))) for p in runs]
+    wanted = None if kernels is None else set(kernels)
+    return [p for p, held in read if isinstance(held, frozenset) and (wanted is None or wanted & held)]
 
 
 def _version(path: Path) -> tuple[int, int]:
-    stat = path.stat()
+    try:
+        stat = path.stat()
+    except OSError:
+        return 0, -1   # gone or unreadable since it was listed: _kernels says so
     return stat.st_mtime_ns, stat.st_size
 
 
 @functools.lru_cache(maxsize=256)
-def _kernels(path: Path, mtime_ns: int, size: int) -> frozenset:
-    """The kernels a run file has rows of, read once per version of the file (its time and size):
-    every view of the Benchmarks page asks of every recorded run, and reading them all again was a
-    fifth of the page's time."""
-    return frozenset(r.get("kernel") for r in json.loads(path.read_text()).get("results", []))
+def _kernels(path: Path, mtime_ns: int, size: int) -> frozenset | str:
+    """The kernels a run file has rows of, or why it cannot be a run (one line), read once per version
+    of the file (its time and size): every view of the Benchmarks page asks of every recorded run, and
+    reading them all again was a fifth of the page's time. The shape every reader of a run relies on
+    is checked here (schema.read checks each value, at a tenth of a second a file: too slow for a
+    listing), so a file cut short, emptied or overwritten is left out of every list, not met later by
+    a page that reads it."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        return f"it is not a JSON file this explorer can read ({type(exc).__name__})"
+    if not isinstance(doc, dict) or doc.get("format") not in schema.FORMATS:
+        return "it is not a benchmark export of this explorer (no format line it knows)"
+    rows = doc.get("results")
+    if not isinstance(doc.get("provenance"), dict) or not isinstance(rows, list) or not rows or \
+            not all(isinstance(r, dict) and isinstance(r.get("kernel"), str) for r in rows):
+        return "its provenance or its rows are missing or not what an export holds"
+    return frozenset(r["kernel"] for r in rows)
 
 
 def square_size(df: pd.DataFrame, n: int) -> int | None:

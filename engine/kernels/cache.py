@@ -160,19 +160,30 @@ def _touch(target: Path) -> None:
         pass
 
 
-def verified_bytes(target: Path) -> bytes | None:
-    """The artefact's bytes if its digest file vouches for them, else None (missing, damaged,
-    or not written by this cache)."""
+def read_own(path: Path) -> bytes:
+    """A cache file's bytes, where it is a regular file of ours that nobody else can write; OSError
+    otherwise. A digest shows damage, not who wrote the file: whoever can plant an artefact can plant
+    its digest too, so the file must also be ours (the cache directory is private, but one that was
+    not before may still hold what others put there). Opened without waiting and without following a
+    link, and checked on the open file: reading a FIFO put in a file's place had held its reader, and
+    every page view queued behind it, forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        # A digest shows damage, not who wrote the file: whoever can plant an artefact can plant its
-        # digest too. So the file must also be ours and writable by nobody else (the cache directory
-        # is private, but one that was not before may still hold what others put there).
-        for path in (target, _digest_file(target)):
-            st = path.stat()
-            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-                return None
-        data = target.read_bytes()
-        if _digest_file(target).read_text().strip() != _digest(data, build_key(target)):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise OSError(f"{path.name} is not a regular file of this cache's own")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def verified_bytes(target: Path) -> bytes | None:
+    """The artefact's bytes if its digest file vouches for them, else None (missing, damaged, not
+    a regular file, or not written by this cache)."""
+    try:
+        data = read_own(target)
+        if read_own(_digest_file(target)).decode().strip() != _digest(data, build_key(target)):
             return None
     except (OSError, UnicodeDecodeError):
         return None
@@ -283,8 +294,8 @@ def budget_bytes(env: str = BUDGET_ENV, default_mb: float = DEFAULT_BUDGET_MB) -
         mb = float(raw)
     except ValueError:
         raise EngineError(f"{env} must be a number of megabytes, got {raw!r}") from None
-    if not mb > 0:
-        raise EngineError(f"{env} must be a positive number of megabytes, got {raw!r}")
+    if not 0 < mb < float("inf"):   # inf (or 1e400) would fail later, turned into bytes
+        raise EngineError(f"{env} must be a positive, finite number of megabytes, got {raw!r}")
     return int(mb * 2**20)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import struct
@@ -32,7 +31,7 @@ _LINE_RE = re.compile(r'line (\d+)')
 # Every (file, line) of a location and the calls it was inlined into, innermost first (nvdisasm -gi).
 _FRAME_RE = re.compile(r'"([^"]+)", line (\d+)')
 MEMORY_PREFIXES = ("LDG", "STG", "LDS", "STS", "LD.", "ST.")
-LISTING_VERSION = 4   # of what a saved listing holds: one written by an earlier version is listed again
+LISTING_VERSION = 5   # of what a saved listing holds: one written by an earlier version is listed again
 
 
 def fingerprint(cubin: Path) -> str:
@@ -73,16 +72,22 @@ def unavailable(note: str) -> dict:
     return {"available": False, "by_line": {}, "note": note}
 
 
-def _saved_listing(saved) -> dict | None:
-    """A listing kept by an earlier run, if it is one: a successful listing written by this code,
-    in a file of ours that nobody else can write. Anything else is listed again, never shown (an
-    empty or doctored listing would read as "SASS matches the source")."""
+def _listing_digest(info: dict) -> str:
+    """The sha256 a saved listing carries of the rest of it, as read back from JSON (keys as strings,
+    in order): a listing changed on disk, even one count of one line, is listed again."""
+    return hashlib.sha256(json.dumps(info, sort_keys=True).encode()).hexdigest()
+
+
+def _saved_listing(saved, cubin: Path) -> dict | None:
+    """A listing kept by an earlier run, if it is one: a successful listing written by this code, of
+    this cubin (its fingerprint), whole (its digest), in a regular file of ours that nobody else can
+    write (cache.read_own). Anything else is listed again, never shown (an empty, damaged or doctored
+    listing would read as "SASS matches the source", or put its counts on other lines)."""
     try:
-        st = saved.stat()
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        info = json.loads(cache.read_own(saved))
+        if not isinstance(info, dict) or info.pop("digest", None) != _listing_digest(info):
             return None
-        info = json.loads(saved.read_text())
-        if not (isinstance(info, dict) and info.get("available") is True and isinstance(info.get("note"), str)
+        if not (info.get("available") is True and isinstance(info.get("note"), str)
                 and isinstance(info.get("by_line"), dict)):
             return None
         by_line = {int(k): v for k, v in info["by_line"].items()}
@@ -95,13 +100,13 @@ def _saved_listing(saved) -> dict | None:
         per_line = info.get("never_per_copy_line")
         if info.get("version") != LISTING_VERSION or not isinstance(per_line, dict):
             return None    # written by an earlier reading of listings (before copies were placed by line)
-        if not isinstance(info.get("fingerprint"), str):
+        if not isinstance(info.get("fingerprint"), str) or info["fingerprint"] != fingerprint(cubin):
             return None
         per_line = {int(k): v for k, v in per_line.items()}
         if not all(isinstance(v, dict) and all(isinstance(c, (int, float)) for c in v.values()) for v in per_line.values()):
             return None
         return {**info, "by_line": by_line, "never_per_copy_line": per_line}
-    except (ValueError, OSError, AttributeError, TypeError, RecursionError):
+    except (ValueError, OSError, AttributeError, TypeError, RecursionError, EngineError):
         return None
 
 
@@ -119,10 +124,9 @@ def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
     # The answer depends only on the cubin, whose name is a hash of its inputs: kept next to it, so
     # nvdisasm runs once per build, not once per server (about half a second on a small machine).
     saved = cubin.with_suffix(".sass.json")
-    if saved.exists():
-        info = _saved_listing(saved)
-        if info is not None:
-            return info
+    info = _saved_listing(saved, cubin)
+    if info is not None:
+        return info
     try:
         done = subprocess.run([tool, "--print-line-info-inline", str(cubin)], capture_output=True, text=True,
                               timeout=60)
@@ -138,7 +142,8 @@ def memory_instructions(file: str, params: Mapping[str, int]) -> dict:
     info = _memory_instructions(done.stdout, src.path, frozenset(s.line for s in src.sites if s.width > 1))
     info["fingerprint"] = fingerprint(cubin)
     try:
-        cache.write_atomic(saved, json.dumps(info).encode())
+        plain = json.loads(json.dumps(info))   # as it will read back: the digest is of that
+        cache.write_atomic(saved, json.dumps({**plain, "digest": _listing_digest(plain)}).encode())
     except OSError:
         pass      # not kept: listed again next time
     return info

@@ -35,9 +35,15 @@ def _seconds(name: str, default: float) -> float:
         value = float(os.environ.get(name, default))
     except ValueError:
         raise EngineError(f"{name} must be a number of seconds, got {os.environ[name]!r}") from None
-    if not value > 0:
-        raise EngineError(f"{name} must be a positive number of seconds, got {os.environ[name]!r}")
+    # At most a day: inf, or 1e10, had passed here and failed in the wait for the worker (an
+    # OverflowError, a traceback, every trace).
+    if not 0 < value <= MAX_SECONDS:
+        raise EngineError(f"{name} must be a positive number of seconds, at most {MAX_SECONDS:,.0f}, "
+                          f"got {os.environ[name]!r}")
     return value
+
+
+MAX_SECONDS = 86400.0
 
 
 # A CPU trace of the largest view the pages offer takes seconds; minutes means a kernel that hangs.

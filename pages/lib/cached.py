@@ -214,6 +214,19 @@ def recorded(path: Path):
     return RESULTS.get(("recorded", *file_version(path)), lambda: benchmark.load_document(path.read_bytes()))
 
 
+def readable(paths) -> list[tuple]:
+    """(path, rows, provenance) of each recorded file that reads (recorded); one refused since it was
+    listed (a value schema.read does not take, in a file of the right shape) is said in one line and
+    left out, and the page goes on with the others."""
+    out = []
+    for path in paths:
+        try:
+            out.append((path, *recorded(path)))
+        except (OSError, EngineError) as exc:
+            st.warning(f"{path.name} is left out: {exc}", icon=":material/warning:")
+    return out
+
+
 def recorded_document(path: Path) -> schema.Document:
     """schema.read of a recorded file (its rows as written, for its exports), shared, read-only."""
     return RESULTS.get(("recorded_document", *file_version(path)), lambda: schema.read(path.read_bytes()))
