@@ -57,11 +57,11 @@ constexpr int kBLoads = BK * BN / 4 / kThreads;
 
 #define OUTPUTS_DOWN (WM * WN / (32 * TN * WNITER))   // a thread's outputs down (rows of C) and across
 #define OUTPUTS_ACROSS (WNITER * TN)
+REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
 REQUIRE(kThreads >= 32 && kThreads <= 1024 && kThreads % 32 == 0,
         "needs a multiple of 32 threads per block, up to 1024 (it would run {kThreads})");
 REQUIRE(OUTPUTS_DOWN * OUTPUTS_ACROSS <= 128, "needs at most 128 outputs per thread: a thread has at most 255 registers, and "
         "over 128 outputs they spill to local memory (it would keep {OUTPUTS_DOWN * OUTPUTS_ACROSS})");
-REQUIRE(BM % WM == 0 && BN % WN == 0, "needs warp tiles (WM x WN) that divide the block's tile (BM x BN)");
 REQUIRE(WM * WN % (32 * TM * TN * WNITER) == 0 && WN % WNITER == 0,
         "needs a warp tile that its 32 lanes' TM x TN pieces and WNITER sub-tiles divide exactly");
 REQUIRE(kWMIter != 0 && WM % kWMIter == 0 && kSubN % TN == 0 && kSubN / TN != 0 && 32 % (kSubN / TN) == 0 &&

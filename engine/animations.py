@@ -56,7 +56,9 @@ def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 3
     kernel = kernel or kernels[0]
     compare = kernels[1] if compare is None else compare
     chosen = [kernel] + ([compare] if compare != "(none)" else [])
-    panels = []
+    if start < 1:   # 0 or less had read the last instructions, Python's negative indexing
+        raise EngineError(f"the first instruction is numbered 1; got {start}")
+    panels, most = [], 0
     first_grid = grid(kernel, m, n, k, registry.get(kernel).takes({"TILE": tile}), block)
     _in_grid("block x", bx, first_grid[0])
     _in_grid("block y", by, first_grid[1])
@@ -66,8 +68,12 @@ def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 3
         at = (min(bx, g[0] - 1), min(by, g[1] - 1))
         t, inst = _block_trace(name, m, n, k, params, block, at, source)
         panel = views.warp_panel(t, inst, *at, warp, start - 1, COALESCING_WINDOW)
+        most = max(most, panel.total)
         if panel.steps:
             panels.append(panel)
+    if not panels and start > most > 0:
+        raise EngineError(f"warp {warp} of block ({bx}, {by}) issues {most} instructions at {m}x{n}x{k}: "
+                          f"instruction {start} is past its last")
     if not panels:
         raise EngineError(f"warp {warp} of block ({bx}, {by}) has no active lanes at {m}x{n}x{k}")
     fig = coalescing_figures.coalescing_figure(panels, presenter, ms("coalescing", speed))

@@ -190,5 +190,8 @@ def main(argv=None) -> int:
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:   # Ctrl-C: stopped as asked, in one line, not a traceback
+        print("stopped", file=sys.stderr)
+        return 130
     finally:
         gpu_client.shutdown()

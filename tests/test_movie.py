@@ -188,3 +188,16 @@ def test_cli_writes_each_format_and_refuses_what_it_did_not_write(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and ".gif, .mp4, .html" in r.stderr
     r = run("tile_phases", "--bx", "9", "--out", str(tmp_path / "y.gif"))
     assert r.returncode == 2 and "block x must be 0 to 2" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("start, message", [("0", "the first instruction is numbered 1; got 0"),
+                                            ("-5", "the first instruction is numbered 1; got -5"),
+                                            ("100000", "instruction 100000 is past its last")])
+def test_the_first_instruction_out_of_range_is_one_line(capsys, tmp_path, start, message):
+    """--from 0 had drawn one frame of "instruction 0 of 33" and -5 the last five instructions (Python's
+    negative indexing); 100000 had said the warp had no active lanes."""
+    from engine.cli import main
+    assert main(["animate", "coalescing", "--from", start, "--source", "cpu", "--out", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "x.html").exists()

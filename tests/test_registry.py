@@ -74,3 +74,12 @@ def test_the_ladder_is_the_written_order_and_each_rung_fixes_the_one_its_header_
         if fixes is not None:   # its "Fixes:" sentence names the rung before, as the Ladder page quotes it
             assert f"Fixes: {fixes}" in header or f"Fixes: in {fixes}" in header, header
         assert registry.get(name).lesson
+
+
+@pytest.mark.parametrize("kernel", ["double_buffered", "prefetched", "warptile", "split_k", "split_k_padded"])
+def test_a_block_tile_smaller_than_the_warp_tile_is_refused_by_that_rule(kernel):
+    """BM 32 with WM 128 (a choice the Ladder page offers) had been refused as "needs a multiple of 32
+    threads per block, up to 1024 (it would run 0)": true, but no hint of which parameter to change.
+    The rule that names the warp and block tiles comes first now."""
+    with pytest.raises(EngineError, match=r"needs warp tiles \(WM x WN\) that divide the block's tile \(BM x BN\)"):
+        registry.bind(registry.get(kernel), make_problem(256, 256, 256, params={"BM": 32, "WM": 128}))

@@ -165,3 +165,25 @@ def test_a_signal_stops_a_gpu_server_while_it_traces_and_times(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_ctrl_c_stops_the_cli_in_one_line_and_leaves_nothing_behind(tmp_path):
+    """Ctrl-C in `python -m engine trace` had printed a dozen frames of traceback ending in
+    KeyboardInterrupt; it says `stopped`, exits 130 (as a shell's Ctrl-C does) and leaves no worker."""
+    env = {**os.environ, "MATMUL_EXPLORER_CACHE": str(tmp_path / "cache"), "MATMUL_EXPLORER_GPU": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "trace", "tiled_guarded", "--m", "192", "--n", "192",
+                             "--k", "192", "--tile", "16", "--source", "cpu"], cwd=server.ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert _wait_for(lambda: len(server.descendants(proc.pid)) > 0, 60), "no worker or compiler started"
+        time.sleep(1.0)
+        pids = server.descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT)   # as a terminal's Ctrl-C: the whole foreground group
+        _, err = proc.communicate(timeout=PROMPTLY_S)
+        assert proc.returncode == 130, err[-2000:]
+        assert "Traceback" not in err and err.strip().splitlines()[-1] == "stopped", err[-2000:]
+        assert _wait_for(lambda: not _left_behind(pids, tmp_path / "cache"), 2), _left_behind(pids, tmp_path / "cache")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

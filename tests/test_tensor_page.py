@@ -75,6 +75,15 @@ def test_the_kernels_source_is_shown_with_its_two_faulty_lines_lit_and_named():
     assert f"② **Line {faults[1].line}, the warp index.** It divides the thread's y index by 32" in text
 
 
+def test_picking_the_document_kernel_at_the_pages_size_is_no_error():
+    """Rung 1 at the page's 4096³ had opened on a red "wmma_seed is refused above 2048": the size is what
+    section 5 times, and it never times the document's kernel. A parameter it cannot take still says so."""
+    at = open_page(PAGE, {"rung": "wmma_seed"})
+    assert not [e.value for e in at.error]
+    at = open_page(PAGE, {"rung": "mma_pipelined", "BM": "256", "BN": "256", "STAGES": "5"})
+    assert any("needs at most 227 KB of shared memory" in e.value for e in at.error)
+
+
 def test_the_hierarchy_of_the_document_kernel_draws_its_4_warps_on_one_tile():
     """Before: "1 warp tile of 16 × 16" for a block whose 4 warps all compute that same tile."""
     at = open_page(PAGE, {"rung": "wmma_seed"})
