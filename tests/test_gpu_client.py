@@ -27,3 +27,19 @@ def test_gpu_source_without_a_gpu_says_why(monkeypatch):
     with pytest.raises(EngineError, match="no GPU trace source: no driver"):
         tracer.trace("naive_x_cols", make_problem(8, 8, 8), source="gpu")
     assert tracer.resolve_source("auto") == "cpu"
+
+
+@pytest.mark.parametrize("value", ["soon", "inf", "1e10", "-1"])
+def test_a_gpu_timeout_that_is_no_number_of_seconds_is_a_one_line_error_per_request(monkeypatch, value):
+    """MATMUL_EXPLORER_GPU_TIMEOUT was read with a bare float() when the engine was imported: "soon"
+    took the whole app down at import, inf failed in the wait for the worker. It is read per request,
+    a one-line error there, before any worker starts."""
+    import subprocess
+    from pathlib import Path
+    env = {**__import__("os").environ, "MATMUL_EXPLORER_GPU_TIMEOUT": value}
+    done = subprocess.run([sys.executable, "-c", "import engine.devices.gpu_client"], env=env, capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    monkeypatch.setenv("MATMUL_EXPLORER_GPU_TIMEOUT", value)
+    with pytest.raises(EngineError, match="MATMUL_EXPLORER_GPU_TIMEOUT must be a "):
+        gpu_client.call("status")

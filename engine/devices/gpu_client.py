@@ -10,10 +10,11 @@ import os
 import threading
 from dataclasses import dataclass, field
 
-from engine.devices.workers import Worker
+from engine.devices.workers import Worker, timeout_from_env
 from engine.errors import EngineError, WorkerCrashed
 
-DEFAULT_TIMEOUT_S = float(os.environ.get("MATMUL_EXPLORER_GPU_TIMEOUT", 120))
+# A request longer than MATMUL_EXPLORER_GPU_TIMEOUT seconds (read per request) replaces the worker.
+DEFAULT_TIMEOUT_S = 120.0
 START_TIMEOUT_S = 90.0
 
 
@@ -52,9 +53,11 @@ def _drop_worker() -> None:
         restarts += 1
 
 
-def call(op: str, payload=None, timeout: float = DEFAULT_TIMEOUT_S):
+def call(op: str, payload=None, timeout: float | None = None):
     """One request to the worker. Raises EngineError with the worker's one-line message."""
     global _worker
+    if timeout is None:
+        timeout = timeout_from_env("MATMUL_EXPLORER_GPU_TIMEOUT", DEFAULT_TIMEOUT_S)
     with _lock:
         if _worker is None or not _worker.alive():
             from engine.devices import gpu_worker  # noqa: PLC0415 - the target must be importable in the child

@@ -27,6 +27,26 @@ from typing import Callable
 from engine.devices import shm
 from engine.errors import EngineError, WorkerCrashed
 
+# The longest a request may be given: inf, or 1e10, had passed as timeouts and failed in the wait for
+# the worker (an OverflowError, a traceback, on every request).
+MAX_TIMEOUT_S = 86400.0
+
+
+def timeout_from_env(name: str, default: float) -> float:
+    """A request's timeout in seconds from the environment variable `name` (default if unset), read
+    when a request is made: a value that is no number of seconds from 0 to a day is a one-line error
+    for that request, never a traceback (nor one on import)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise EngineError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise EngineError(f"{name} must be a positive number of seconds, at most {MAX_TIMEOUT_S:,.0f}, got {raw!r}")
+    return value
+
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()

@@ -30,20 +30,6 @@ def resolve_source(source: str) -> str:
     return source
 
 
-def _seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        raise EngineError(f"{name} must be a number of seconds, got {os.environ[name]!r}") from None
-    # At most a day: inf, or 1e10, had passed here and failed in the wait for the worker (an
-    # OverflowError, a traceback, every trace).
-    if not 0 < value <= MAX_SECONDS:
-        raise EngineError(f"{name} must be a positive number of seconds, at most {MAX_SECONDS:,.0f}, "
-                          f"got {os.environ[name]!r}")
-    return value
-
-
-MAX_SECONDS = 86400.0
 
 
 # A CPU trace of the largest view the pages offer takes seconds; minutes means a kernel that hangs.
@@ -59,7 +45,7 @@ def run_plan(plan: TracePlan, source: str):
     if source == "gpu":
         raw = gpu_client.call("execute", plan)
     else:
-        raw = CPU_WORKERS.call("execute", plan, _seconds("MATMUL_EXPLORER_CPU_TIMEOUT", CPU_TIMEOUT_S),
+        raw = CPU_WORKERS.call("execute", plan, workers.timeout_from_env("MATMUL_EXPLORER_CPU_TIMEOUT", CPU_TIMEOUT_S),
                                f"{plan.kernel} on the CPU")
     handed = [rl for rl in raw.launches if rl is not None and isinstance(rl.records, SharedArray)]
     try:
