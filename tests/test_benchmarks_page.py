@@ -168,7 +168,7 @@ def test_provenance_is_in_every_chart(page):
 
 def test_toolkit_cublas_and_clock_stand_beside_every_percent_of_cublas(page):
     """Under the chart and in the table: the shipped run's cuBLAS and toolkit, and its clock."""
-    line = "% of cuBLAS 13.1.0 · toolkit nvcc 13.0.88 · driver 580.159.04 · SM clock 1,980 MHz"
+    line = "100% = cuBLAS 13.1.0 · nvcc 13.0.88 · driver 580.159.04 · SM clock 1,980 MHz"
     assert SHIPPED["cublas_version"] == 130100 and SHIPPED["toolkit"].endswith("V13.0.88")
     assert line in " ".join(str(c.value).replace("\\", "") for c in page.caption)
     share = next(c for t, c in _charts(page).items() if t.startswith("Share of cuBLAS"))
@@ -454,3 +454,14 @@ def test_a_run_of_the_right_shape_with_a_value_the_schema_refuses_is_left_out_in
     assert not at.exception, [e.value for e in at.exception]
     assert any(w.value.startswith("zz-bad.json is left out:") for w in at.warning)
     assert at.get("plotly_chart")
+
+
+def test_the_provenance_line_says_what_the_percentages_are_of():
+    """It read "% of cuBLAS 13.1.0 · toolkit nvcc 13.0.88 · ...", a sentence cut off: now each part is a
+    label, the percentages' 100% first."""
+    line = charts.measured_with({"cublas_version": 130100, "toolkit": "Cuda compilation tools, V13.0.88",
+                                 "driver": "580.159.04"}, None)
+    assert line.startswith("100% = cuBLAS 13.1.0 · nvcc 13.0.88 · driver 580.159.04")
+    assert "% of cuBLAS" not in line and "toolkit nvcc" not in line
+    older = charts.measured_with({}, None)
+    assert older.startswith("100% = cuBLAS (version not recorded) · toolkit not recorded")

@@ -301,7 +301,9 @@ def test_what_mma_pipelineds_costs_are_is_drawn_with_every_label_inside(server, 
 def test_where_mma_pipelineds_warps_wait_is_drawn_with_every_label_inside(server, page, shots, presenter):
     """Section 5's warp-stall chart as drawn at 1280x720, in both modes: one bar per kernel of the shipped
     run of tests/benchmarks/mma_stalls.py, named at its left, its total cycles per issued instruction at
-    its end, every label inside the figure, and the story above it naming the instructions."""
+    its end, every label inside the figure, and the story above it naming the instructions. The names
+    stand over their bars (as tick labels at the left they narrowed the plot, and the legend, wrapped at
+    its width, scrolled), and every reason of the legend shows."""
     from engine.bench import benchmark
     from engine.metrics import stalls
     s = stalls.load(benchmark.stalls_run())
@@ -312,16 +314,20 @@ def test_where_mma_pipelineds_warps_wait_is_drawn_with_every_label_inside(server
     browser.wait_idle(page)
     page.screenshot(path=str(shots / f"tensor-stalls{'-presenter' if presenter else ''}-1280x720.png"))
     drawn = gd.evaluate("""gd => { const box = gd.getBoundingClientRect();
-        const texts = Array.from(gd.querySelectorAll('.textpoint text, .ytick text, .legendtext'))
+        const texts = Array.from(gd.querySelectorAll('.textpoint text, .annotation-text, .legendtext'))
             .map(t => [t.textContent.trim(), t.getBoundingClientRect()]);
         return {totals: Array.from(gd.querySelectorAll('.textpoint text')).map(t => t.textContent.trim()),
-                ticks: Array.from(gd.querySelectorAll('.ytick text')).map(t => t.textContent),
+                ticks: Array.from(gd.querySelectorAll('.annotation-text')).map(t => t.textContent),
+                legend: Array.from(gd.querySelectorAll('.legendtext')).map(t => t.textContent),
+                scrolls: gd.querySelectorAll('.scrollbar').length > 0 &&
+                         Array.from(gd.querySelectorAll('.scrollbar')).some(b => b.getBoundingClientRect().height > 0),
                 outside: texts.filter(([_, r]) => r.top < box.top || r.bottom > box.bottom || r.left < box.left - 1
                                                   || r.right > box.right + 1).map(t => t[0])}; }""")
     totals = {k["label"]: sum(k["stalls"].values()) for k in s.kernels}
     assert sorted(drawn["ticks"]) == sorted(totals)
     assert sorted(drawn["totals"]) == sorted(f"{v:.2f}" for v in totals.values())
     assert drawn["outside"] == [], drawn["outside"]
+    assert len(drawn["legend"]) >= 9 and not drawn["scrolls"]
     text = page.locator("[data-testid='stMarkdownContainer']", has_text="Where its warps wait.").first.inner_text()
     for t in (t for k in s.kernels if k["name"] == "as written" for t in k["top"] if t.get("copy_reading")):
         assert t["sass"] in text and t["copy_reading"] in text

@@ -67,7 +67,7 @@ def test_html_charts_are_written(exported):
 
 def test_a_run_recorded_before_the_versions_were_says_not_recorded_beside_its_percentages(exported):
     """The shipped run predates the toolkit and cuBLAS fields: it loads, and says so; its clock is in its rows."""
-    line = "% of cuBLAS (version not recorded) · toolkit not recorded · SM clock 1,980 MHz"
+    line = "100% = cuBLAS (version not recorded) · toolkit not recorded · SM clock 1,980 MHz"
     assert line in decoded((exported / "percent_of_cublas.html").read_text())
     df, prov = benchmark.load_document(RECORDED.read_text())
     assert line in charts.notes([prov], df)
@@ -103,7 +103,7 @@ def test_pictures_carry_their_provenance_and_the_whole_legend(exported):
     for name in ("gflops_vs_size", "percent_of_cublas", "roofline"):
         svg = (exported / f"{name}.svg").read_text()
         assert "NVIDIA H200 · 2026-11-21 · CUDA 13.0.0 · driver's CUDA 13.0 · median of 20 reps" in svg, name
-        assert "% of cuBLAS (version not recorded) · toolkit not recorded · SM clock 1,980 MHz" in svg, name
+        assert "100% = cuBLAS (version not recorded) · toolkit not recorded · SM clock 1,980 MHz" in svg, name
         legend = re.search(r'<g class="legend"[^>]*translate\(([\d.]+),\s*([\d.]+)\)"><rect class="bg"[^>]*'
                            r'width="([\d.]+)" height="([\d.]+)"', svg)
         x, y, w, h = map(float, legend.groups())

@@ -8,6 +8,7 @@ import pytest
 from engine.bench import benchmark
 from engine.errors import EngineError
 from engine.metrics import stalls
+from engine.plots import style, tensor_figures
 from tests.benchmarks import mma_stalls
 from tests.test_pages import open_page
 
@@ -142,3 +143,21 @@ def test_the_tensor_page_draws_where_the_warps_wait():
     mine = next(k for k in s.kernels if k["name"] == "as written")
     assert bars["long scoreboard"][written] == pytest.approx(mine["stalls"]["long_scoreboard"])
     assert bars["barrier"][written] == pytest.approx(mine["stalls"]["barrier"])
+
+
+def test_every_reason_in_the_stalls_legend_shows_without_a_scrollbar():
+    """The legend wrapped at the plot's width, which the kernels' long names as tick labels halved: it
+    went one entry a row into a box with a scrollbar, and the last reasons were out of sight. Now the
+    names stand over their bars, the plot spans the figure, and the legend has the rows its entries
+    take at the figure's narrowest (the sidebar open at 1280 px), with no scrolling."""
+    fig = tensor_figures.stalls_figure(_shipped(), "a note")
+    names = [d.name for d in fig.data if d.type == "bar"]
+    assert len(names) >= 9 and fig.layout.yaxis.showticklabels is False
+    assert {a.text for a in fig.layout.annotations} >= set(fig.data[0].y)   # each kernel named over its bar
+    legend = fig.layout.legend
+    assert legend.yref == "container" and legend.orientation == "h" and legend.maxheight == 1
+    font, width = style.PRESENTER.chart, style.PRESENTER.narrowest - 16
+    per_row = int(width // (max(len(n) for n in names) * .6 * font + 45))
+    rows = -(-len(names) // per_row)
+    assert 2 <= rows <= 4 and tensor_figures.legend_rows(names, font, width) == rows
+    assert fig.layout.margin.b >= 2 * font + rows * 1.3 * font   # the axis title, then every row

@@ -1,6 +1,7 @@
 """The pages, run with Streamlit's AppTest in CPU mode (tests/conftest.py's cpu_mode, on a GPU
 machine too): assertions on what the figures show."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -335,3 +336,59 @@ def test_an_animation_export_takes_its_place_in_line_when_clicked(monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
     assert len(asked) == 1 and asked[0][0] == "gif"
     assert isinstance(asked[0][1], int) and asked[0][1] > before
+
+
+def _titles_apart(fig: dict, pattern: str, font: int) -> list[tuple[float, float]]:
+    """The x extents (paper) of the annotations matching `pattern`, at the figure's narrowest and 0.6 em
+    a character (generous for Open Sans), in order; asserted not to overlap."""
+    from engine.plots import style
+    spans = []
+    for a in fig["layout"]["annotations"]:
+        if re.match(pattern, a.get("text", "")) and a.get("xref") == "paper":
+            half = max(len(t) for t in a["text"].split("<br>")) * .6 * font / 2 / (style.SCREEN.narrowest - 16)
+            spans.append((a["y"], a["x"] - half, a["x"] + half))
+    spans.sort()
+    assert all(a[2] < b[1] for a, b in zip(spans, spans[1:]) if a[0] == b[0]), spans   # in one row
+    return [(left, right) for _, left, right in spans]
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+def test_tile_phase_titles_never_stand_on_each_other(presenter):
+    """A 128x7 B beside a 128x7 C: their titles overlapped ("B (128xC)(128x7)"). Each panel is now at
+    least as wide as its title."""
+    from engine.plots import style
+    params = {"kernel": "tiled_guarded", "m": "128", "n": "7", "k": "128", "TILE": "8", "bx": "0", "by": "15"}
+    if presenter:
+        params["presenter"] = "1"
+    fig = figures(open_page("pages/tile_phases.py", params))[0]
+    spans = _titles_apart(fig, r"[ABC] \(\d+x\d+\)$", style.sizes(presenter).base)
+    assert len(spans) == 3 and spans[-1][1] < .64          # clear of the source listing too
+
+
+def test_tile_phases_at_one_element_draw_c_like_a_and_b_and_say_it_in_the_singular():
+    """At 1x1x1 the headline read "reads 1 elements of A" and "stores 2046 zeros"; C was a dot beside A's
+    and B's whole tiles: now C's tile is drawn whole too, its overhang red and dotted as theirs."""
+    fig = figures(open_page("pages/tile_phases.py", {"kernel": "tiled_guarded", "m": "1", "n": "1", "k": "1",
+                                                     "TILE": "32", "bx": "0", "by": "0"}))[0]
+    head = notes(fig, 0)
+    assert "reads 1 element of A and 1 of B" in head and "stores 2,046 zeros" in head
+    c_axis = "x4"   # A, B, C on axes 2, 3, 4
+    c_traces = [d for d in fig["data"] if d.get("xaxis") == c_axis and d.get("mode") == "lines"]
+    xs = [x for d in c_traces for x in d["x"] if x is not None]
+    assert max(xs) - min(xs) == 32                          # the whole 32-wide tile, not the 1x1 matrix
+    assert any(d.get("line", {}).get("dash") == "dot" for d in c_traces)
+
+
+def test_coalescing_at_one_element_says_one_lane():
+    fig = figures(open_page("pages/coalescing.py", {"m": "1", "n": "1", "k": "1"}))[0]
+    assert "load A: 1 lane → " in notes(fig, 0) and "1 lanes" not in notes(fig, 0)
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+def test_the_coalescing_strip_title_keeps_clear_of_the_source(presenter):
+    """"128-B lines · 32-B sectors" on one line ran into the listing's first line number."""
+    from engine.plots import style
+    fig = figures(open_page("pages/coalescing.py", {"presenter": "1"} if presenter else {}))[0]
+    spans = _titles_apart(fig, r"128-B lines", style.sizes(presenter).base)
+    code = min(d["x"][0] for d in fig["data"] if d.get("textfont", {}).get("family") == style.CODE_FAMILY)
+    assert spans and all(right < code for _, right in spans)   # the listing's line numbers start at `code`

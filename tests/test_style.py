@@ -87,3 +87,28 @@ def test_the_percent_axis_keeps_its_ticks_apart_however_far_the_bars_reach():
         fig = go.Figure()
         style.percent_axis(fig, top, 100, "% of it")
         assert fig.layout.yaxis2.dtick == step and fig.layout.yaxis2.range[1] / step <= 8
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+def test_the_whole_kernel_histogram_keeps_its_legend_and_axis_title_clear_of_the_bars(presenter):
+    """The legend stood on the bars' tops (paper units, above the plot, wrapped to two rows in the page's
+    narrow column), and the x title ran past the column's right edge. Now: the legend in a top margin of
+    its own, one entry a row, and the title on two lines no longer than the plot is wide."""
+    kernel = views.SharedKernel(table=None, as_written={1: 8192, 32: 8192}, as_compiled={1: 8192, 32: 2048},
+                                notes=[], sass_note=None)
+    fig = bank_figures.ways_histogram(kernel, presenter)
+    st = style.sizes(presenter)
+    legend = fig.layout.legend
+    assert legend.yref == "container" and legend.yanchor == "top" and legend.orientation == "v"
+    entries_px = len(fig.data) * (1.5 * st.base + 6)
+    assert fig.layout.margin.t >= entries_px          # every entry above the plot area
+    title = fig.layout.xaxis.title.text
+    widest = max(len(line) for line in title.split("<br>")) * .6 * st.base
+    column = st.narrowest * 1.3 / 2.3               # pages/bank_conflicts.py: st.columns([1.3, 1])
+    assert widest <= column - 80 and title.endswith(")")   # less the y axis's ticks and title
+
+
+def test_a_count_reads_singular_for_one_and_separates_thousands():
+    assert style.count(1, "lane") == "1 lane" and style.count(32, "lane") == "32 lanes"
+    assert style.count(2046, "zero") == "2,046 zeros" and style.count(0, "sector") == "0 sectors"
+    assert style.count(1, "element") == "1 element"

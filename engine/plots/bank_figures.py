@@ -83,9 +83,10 @@ def bank_note(label: str, step: Step, total: int, what: str = "shared instructio
         first = np.full((1, 32), -1, dtype=np.int64)
         first[0, step.lanes] = step.offsets // 4
         group = int(served_lanes(first, step.width, step.op == "load")[0])
-        return (head + f"{len(step.lanes)} lanes × {4 * step.width} bytes, {group} lanes at a time → "
-                f"<b>{w} wavefronts</b> (at best {step.ideal}): <b>{verdict}</b>")
-    return head + (f"{len(step.lanes)} lanes → <b>{w}-way</b>: {w} wavefront{'s' if w != 1 else ''}, "
+        return (head + f"{style.count(len(step.lanes), 'lane')} × {4 * step.width} bytes, "
+                f"{style.count(group, 'lane')} at a time → <b>{style.count(w, 'wavefront')}</b> "
+                f"(at best {step.ideal}): <b>{verdict}</b>")
+    return head + (f"{style.count(len(step.lanes), 'lane')} → <b>{w}-way</b>: {style.count(w, 'wavefront')}, "
                    f"<b>{verdict}</b>")
 
 
@@ -99,9 +100,17 @@ def ways_histogram(kernel: SharedKernel, presenter: bool = False) -> go.Figure:
         fig.add_bar(x=list(kernel.as_compiled), y=list(kernel.as_compiled.values()),
                     name="as compiled (nvcc's merges counted)")
     fig.update_xaxes(type="category")
-    return style.apply(fig, st.base, barmode="group", height=320 * st.scale, margin={"t": 30},
-                       xaxis_title="wavefronts per warp-level shared load (1 = no conflict)",
-                       yaxis_title="instructions", legend={"orientation": "h", "y": 1.12})
+    # The legend one entry a row in a top margin of its own (container units): placed in paper units
+    # above the plot it wrapped to two rows in the page's narrow column and stood on the bars' tops.
+    # The axis title on two lines: on one it ran past the right edge of that column.
+    row_px = 1.5 * st.base + 6
+    rows = len(fig.data)
+    return style.apply(fig, st.base, barmode="group", height=320 * st.scale + rows * row_px,
+                       margin={"t": round(rows * row_px + 12)},
+                       xaxis_title="wavefronts per warp-level shared load<br>(1 = no conflict)",
+                       yaxis_title="instructions",
+                       legend={"orientation": "v", "yref": "container", "y": 1, "yanchor": "top", "x": 0,
+                               "xanchor": "left"})
 
 
 def every_few(rows: int, most: int = 12) -> list[str]:

@@ -429,9 +429,11 @@ def measured_with(prov: dict, rows: pd.DataFrame | None) -> str:
     """What a run's % of cuBLAS depends on beyond the kernels, on one line: the cuBLAS it is against,
     the toolkit that built the kernels, the driver and the SM clock during the run. Every part is
     there, 'not recorded' where the file is older than the field."""
-    version = cublas_text(prov)
-    parts = [f"% of cuBLAS {version}" if version != NOT_RECORDED else f"% of cuBLAS (version {NOT_RECORDED})",
-             f"toolkit {toolkit_text(prov)}"]
+    # "100% = cuBLAS 13.1.0": what the chart's percentages are of, as a label; "% of cuBLAS 13.1.0 ·
+    # toolkit nvcc ..." read as a sentence cut off. No longer than it was: a chart's note keeps it on one line.
+    version, toolkit = cublas_text(prov), toolkit_text(prov)
+    parts = [f"100% = cuBLAS {version}" if version != NOT_RECORDED else f"100% = cuBLAS (version {NOT_RECORDED})",
+             toolkit if toolkit.startswith("nvcc ") else f"toolkit {toolkit}"]
     if prov.get("driver"):
         parts.append(f"driver {prov['driver']}")
     return " · ".join(parts + [clock_text(rows)])

@@ -15,6 +15,9 @@ from engine.plots.animation import CONTROLS_PX, AnimatedFigure, apply_style, axi
 from engine.plots.listing import CodeView, fit_code, source_lines
 from engine.plots.style import HIGHLIGHT, LANE_SCALE
 
+# The panels' columns, in paper fractions: matrices, the strip of lines and sectors, the source.
+X_MAT, X_STRIP, X_CODE = (0, .47), (.49, .60), (.625, 1)
+STRIP_TITLE = "128-B lines<br>32-B sectors"
 
 def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
     """panels: one per kernel (each with steps; engine.metrics.views.warp_panel), animated in step.
@@ -35,7 +38,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
     head_px, gap_px = (44, 10) if presenter else (42, 18)
     title_px = st.base + 8                       # the names above the matrices and the strip
     plot_px = n * (head_px + body_px) + (n - 1) * gap_px
-    x_mat, x_strip, x_code = (0, .47), (.49, .60), (.625, 1)
+    x_mat, x_strip, x_code = X_MAT, X_STRIP, X_CODE
     fig = AnimatedFigure()
     fig.layout.height = plot_px + CONTROLS_PX + 8
     ox, oy = axis(fig, 1, (0, 1), (0, 1), (0, 1), (plot_px, 0))      # the overlay: x paper, y px from the top
@@ -74,11 +77,13 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
                                  hoverinfo="skip", showlegend=False))
         mats.append((len(fig.data) - 2, _lanes_on(offsets), len(fig.data) - 1, _sectors_on(offsets, p.arrays)))
         # strip: one row per touched 128-byte line, in the overlay's pixels
+        # On two lines: on one, wider than the strip, it ran into the source's line numbers.
         fig.add_annotation(x=sum(x_strip) / 2, y=1 - body_top / plot_px, xref="paper", yref="paper", showarrow=False,
-                           yanchor="top", text="128-B lines · 32-B sectors", font={"size": st.base})
+                           yanchor="top", text=STRIP_TITLE, font={"size": st.base})
         most_lines = max(max(len(np.unique(s.offsets // 128)) for s in p.steps), 4)
-        row_px = (body_px - title_px) / most_lines
-        strips.append(_StripPlace(x_strip, body_top + title_px, row_px,
+        strip_top = STRIP_TITLE.count("<br>") * (st.base + 4) + title_px
+        row_px = (body_px - strip_top) / most_lines
+        strips.append(_StripPlace(x_strip, body_top + strip_top, row_px,
                                   min((x_strip[1] - x_strip[0]) * st.width / 37, row_px) * .8))
         # source
         view, font = fit_code(source_lines(p.file), {s.line for s in p.steps}, (x_code[1] - x_code[0]) * st.narrowest,
@@ -271,9 +276,8 @@ def _coalescing_note(panel: WarpPanel, step: Step) -> str:
     total = panel.total
     first, last = panel.steps[0].index + 1, panel.steps[-1].index + 1
     window = f" (animation: {first:,}–{last:,})" if last - first + 1 < total else ""
-    plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"   # noqa: E731
     return (f"<b>{panel.kernel}</b> · block {bx}x{by}, warp {panel.warp} · instruction {step.index + 1:,} of "
-            f"{total:,}{window} · line {step.line}<br>{step.op} {step.array}: {len(step.lanes)} lanes → "
-            f"<b>{plural(step.sectors, 'sector')}</b> in {plural(step.lines, 'line')} of 128 B: "
+            f"{total:,}{window} · line {step.line}<br>{step.op} {step.array}: {style.count(len(step.lanes), 'lane')} → "
+            f"<b>{style.count(step.sectors, 'sector')}</b> in {style.count(step.lines, 'line')} of 128 B: "
             f"<b>{coalescing_verdict(step)}</b>")
 

@@ -118,6 +118,12 @@ def apply(fig: go.Figure, font: int, **layout) -> go.Figure:
     return fig
 
 
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """A number and what it counts, as a headline says it: '1 lane', '2,046 zeros' (thousands separated,
+    as every number on the pages; a headline read "1 lanes" and "2046 zeros")."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
 def share(pct: float) -> str:
     """A share of a reference (cuBLAS) as a bar's label: whole percents, except within half a percent of
     100, where rounding would read as a tie (99.6% as "100%"): there as many decimals as keep it off 100."""

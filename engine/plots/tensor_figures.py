@@ -342,6 +342,16 @@ STALL_COLORS = {"issuing": style.PALETTE[7], "tensor pipe busy": style.GREEN, "f
                 "long scoreboard": style.RED, "barrier": style.PALETTE[4], "another warp issued": style.PALETTE[8],
                 "short scoreboard": style.PALETTE[3], "dispatch": style.PALETTE[6], "MIO queue full": style.BLUE,
                 "other": style.PALETTE[16]}
+BAR_WIDTH = 0.5   # of a kernel's row: the rest is room for its name over the bar
+
+
+def legend_rows(names: list[str], font: int, width: float) -> int:
+    """How many rows a horizontal legend of these entries takes in `width` px: Plotly gives every entry
+    the widest one's width (its swatch too) once they do not fit one row."""
+    entry = max(len(n) for n in names) * 0.6 * font + 45
+    if sum(len(n) * 0.6 * font + 45 for n in names) <= width:
+        return 1
+    return -(-len(names) // max(1, int(width // entry)))
 
 
 def stalls_figure(s: Stalls, note: str) -> go.Figure:
@@ -356,7 +366,7 @@ def stalls_figure(s: Stalls, note: str) -> go.Figure:
         if part["cycles"].fillna(0).max() <= 0:
             continue
         fig.add_trace(go.Bar(y=kernels, x=part["cycles"].fillna(0).tolist(), name=words, orientation="h",
-                             marker_color=STALL_COLORS[words],
+                             marker_color=STALL_COLORS[words], width=BAR_WIDTH,
                              customdata=[[r if isinstance(r, str) else "", 0.0 if pd.isna(f) else 100 * f]
                                          for r, f in zip(part["reasons"], part["share"])],
                              hovertemplate=f"%{{y}}<br>{words} (Nsight Compute: %{{customdata[0]}})<br>%{{x:.2f}} cycles "
@@ -365,17 +375,26 @@ def stalls_figure(s: Stalls, note: str) -> go.Figure:
     fig.add_trace(go.Scatter(y=kernels, x=totals.tolist(), mode="text", text=[f"  {v:.2f}" for v in totals],
                              textposition="middle right", showlegend=False, hoverinfo="skip",
                              textfont={"size": st.base}))
+    # Each kernel's name over its bar, not beside it: as tick labels the longest ("mma_pipelined without
+    # the copies in the k-loop") took half the width, and the legend, which Plotly wraps at the plot's
+    # width, went one entry a row into a box with a scrollbar that hid the last reasons.
+    for i, kernel in enumerate(kernels):
+        fig.add_annotation(x=0, y=i + BAR_WIDTH / 2, xref="x", yref="y", text=kernel, showarrow=False,
+                           xanchor="left", yanchor="bottom", font={"size": st.base})
     title = style.with_note(f"Where mma_pipelined's warps wait · cycles per issued instruction · {s.size:,}³ · "
                             f"{short_gpu(s.gpu)}", note, st)
     font = st.chart
-    legend_px = 2 * (1.5 * font + 8)
+    # The legend's rows at the figure's narrowest (the sidebar open): every reason shows, none scrolls.
+    names = [d.name for d in fig.data if d.type == "bar"]
+    rows = legend_rows(names, font, st.narrowest - 16)
+    legend_px = rows * (1.3 * font + 6) + 12
     return style.apply(fig, font, height=300 * st.scale + legend_px, barmode="stack",
                        title={"text": title, "x": 0, "xanchor": "left"},
                        xaxis={"title": "cycles between two issued instructions, by reason", "range": [0, 1.15 * totals.max()]},
-                       yaxis={"type": "category"},
+                       yaxis={"type": "category", "showticklabels": False},
                        # In the bars' order, left to right (stacked bars list their legend the other way round).
                        legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "x": 0,
-                               "traceorder": "normal"},
+                               "traceorder": "normal", "maxheight": 1},
                        margin={"t": 56 + (st.base + 4) * (note.count("<br>") + 1), "b": round(2 * font + 24 + legend_px),
                                "l": 8, "r": 8})
 

@@ -27,14 +27,16 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
     fig, plot_px, frac = headed_figure(head_px, body_px, st)
     body = (0, 1 - frac(head_px) - frac(st.base + 10))
     widths = [span(k), span(n), span(n)]
+    titles = (f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n})")
     pic_w, gaps = .6, .025
-    scale = (pic_w - 2 * gaps) / sum(widths)
+    slots = panel_widths(widths, [title_width(t, st) for t in titles], pic_w - 2 * gaps)
     x0, refs = 0.0, []
-    for i, ((rows, cols), w, title) in enumerate(zip((shape_a, shape_b, shape_c), widths,
-                                                     (f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n})"))):
-        dom = (x0, x0 + w * scale)
+    for i, ((rows, cols), slot, title) in enumerate(zip((shape_a, shape_b, shape_c), slots, titles)):
+        dom = (x0, x0 + slot)
         xr, yr = axis(fig, 2 + i, dom, body, (-.5, span(cols) - .5), (span(rows) - .5, -.5), anchor_square=True)
         refs.append((xr, yr))
+        # the picture in the middle of its slot, under its title, when its title widened the slot
+        fig.layout[f"xaxis{2 + i}"].constraintoward = "center"
         fig.add_shape(type="rect", xref=xr, yref=yr, x0=-.5, x1=cols - .5, y0=-.5, y1=rows - .5,
                       fillcolor=style.MATRIX_FILL, line={"color": style.MATRIX_EDGE, "width": 1}, layer="below")
         fig.add_annotation(x=sum(dom) / 2, y=body[1], xref="paper", yref="paper", yanchor="bottom", showarrow=False,
@@ -51,12 +53,21 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
             dynamic.append(len(fig.data) - 1)
     r0, r1 = c_rows
     c0, c1 = c_cols
-    xs, ys = rects([(c0 - .5, min(c1, n) - .5, r0 - .5, min(r1, m) - .5)])
+    # The block's whole tile on C, its part past the matrix's edge red and dotted as on A and B: clipped
+    # to the matrix, a 1x1 C was a dot beside A's and B's whole tiles.
+    xs, ys = rects([(c0 - .5, c1 - .5, r0 - .5, r1 - .5)])
     fig.add_trace(go.Scatter(x=xs, y=ys, xaxis=cx, yaxis=cy, mode="lines", line={"color": style.BLUE, "width": 3},
                              hoverinfo="skip", showlegend=False))
+    over = [(x_0, x_1, y_0, y_1) for x_0, x_1, y_0, y_1 in ((max(c0, n), c1, r0, r1), (c0, c1, max(r0, m), r1))
+            if x_1 > x_0 and y_1 > y_0]
+    if over:
+        xs, ys = rects([(x_0 - .5, x_1 - .5, y_0 - .5, y_1 - .5) for x_0, x_1, y_0, y_1 in over])
+        fig.add_trace(go.Scatter(x=xs, y=ys, xaxis=cx, yaxis=cy, mode="lines", fill="toself", fillcolor=style.RED_FILL,
+                                 line={"color": style.RED, "width": 1.5, "dash": "dot"}, hoverinfo="skip",
+                                 showlegend=False))
     final = partials[-1]
     vmax = float(final.max()) if final.size else 1.0
-    c_w = scale * span(n) * st.width
+    c_w = slots[2] * st.width
     cell = min(c_w / span(n), (body_px - st.base - 10) / span(m))
     fig.add_trace(go.Scatter(xaxis=cx, yaxis=cy, mode="markers", showlegend=False,
                              marker={"symbol": "square", "size": max(cell * .9, 2), "color": [], "colorscale": "Blues",
@@ -99,15 +110,34 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
     return with_frames(fig, frames, controls([f["name"] for f in frames], labels, duration, st, False, plot_px))
 
 
+def title_width(title: str, st: style.Sizes) -> float:
+    """A panel title's width as a fraction of the figure at its narrowest, generously (0.6 em a character)."""
+    return (len(title) * .6 * st.base + 6) / (st.narrowest - 16)
+
+
+def panel_widths(widths: list[int], least: list[float], room: float) -> list[float]:
+    """Each picture's share of `room` (paper fractions), in proportion to its width in cells, but none
+    narrower than its title (`least`): a 128x7 B beside a 128x7 C drew "B (128xC)(128x7)"."""
+    fixed: set[int] = set()
+    while True:
+        free = sum(w for i, w in enumerate(widths) if i not in fixed)
+        scale = (room - sum(least[i] for i in fixed)) / free if free else 0
+        grow = {i for i, w in enumerate(widths) if i not in fixed and w * scale < least[i]}
+        if not grow:
+            return [least[i] if i in fixed else w * scale for i, w in enumerate(widths)]
+        fixed |= grow
+
+
 def tile_note(ph, stage: str, n_phases: int, line: int) -> str:
     # Two lines of about equal length: each fits the figure at its narrowest (style.Sizes.narrowest);
     # the whole sentence on the first ran past its edge ('overhang,then')
     head = f"phase {ph.phase + 1} of {n_phases} · line {line} · "
     if stage == "load":
-        zeros = f", stores {ph.zero_filled} zeros for the overhang" if ph.zero_filled else ""
-        return (head + f"<b>load</b>: the block reads {ph.a_loaded} elements of A and {ph.b_loaded} of B<br>"
-                f"into shared memory{zeros}, then waits at __syncthreads()")
-    return head + (f"<b>compute</b>: every thread adds {ph.a_cols[1] - ph.a_cols[0]} products from shared memory"
+        zeros = f", stores {style.count(ph.zero_filled, 'zero')} for the overhang" if ph.zero_filled else ""
+        return (head + f"<b>load</b>: the block reads {style.count(ph.a_loaded, 'element')} of A and {ph.b_loaded:,} "
+                f"of B<br>into shared memory{zeros}, then waits at __syncthreads()")
+    return head + (f"<b>compute</b>: every thread adds {style.count(ph.a_cols[1] - ph.a_cols[0], 'product')} from "
+                   "shared memory"
                    "<br>to its sum (the C tile shows the block's partial sums after this phase)")
 
 
