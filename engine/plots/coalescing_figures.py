@@ -19,6 +19,7 @@ from engine.plots.style import HIGHLIGHT, LANE_SCALE
 X_MAT, X_STRIP, X_CODE = (0, .47), (.49, .60), (.625, 1)
 STRIP_TITLE = "128-B lines<br>32-B sectors"
 
+
 def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
     """panels: one per kernel (each with steps; engine.metrics.views.warp_panel), animated in step.
 
