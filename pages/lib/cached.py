@@ -223,7 +223,7 @@ def readable(paths) -> list[tuple]:
         try:
             out.append((path, *recorded(path)))
         except (OSError, EngineError) as exc:
-            st.warning(f"{path.name} is left out: {exc}", icon=":material/warning:")
+            st.warning(schema.plain(f"{path.name} is left out: {exc}"), icon=":material/warning:")   # the values it quotes, as text
     return out
 
 
