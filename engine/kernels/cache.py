@@ -295,7 +295,7 @@ def budget_bytes(env: str = BUDGET_ENV, default_mb: float = DEFAULT_BUDGET_MB) -
     except ValueError:
         raise EngineError(f"{env} must be a number of megabytes, got {raw!r}") from None
     if not 0 < mb < float("inf"):   # inf (or 1e400) would fail later, turned into bytes
-        raise EngineError(f"{env} must be a positive, finite number of megabytes, got {raw!r}")
+        raise EngineError(f"{env} must be a positive number of megabytes (finite), got {raw!r}")
     return int(mb * 2**20)
 
 
