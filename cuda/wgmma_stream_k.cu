@@ -24,6 +24,14 @@
 // And on an H100 (tests/benchmarks/stream_k.py): 3000^3 503 -> 556 (cuBLAS 648), 1000 x 1000 x 8192
 // 202 -> 392 (383: past cuBLAS), 4095 x 4104 x 4096 600 -> 650 (722).
 // CLUSTER 1 (no multicast, 128 or 132 blocks) was slower at every size but 2048^3 and 1024^3.
+// Nor is the hand-over's cost the moving of the sums. A probe (not kept) handed nothing over: the run
+// that ends a shared tile stored its share to C through the staging as any tile is stored, and each
+// run before it, once the next one's flag said those stores were done, added its own share to C with
+// the copy engine's reduce-add (cp.reduce.async.bulk.tensor .add: L2 reads, adds and writes; the same
+// order, so the same bits, every launch; right against float64 at 11 sizes from 1^3 to 8192 x 8192 x
+// 1000). On 132 SMs it ran 735.9 TFLOP/s at 4096^3 against this kernel's 742.1 with every tile left over
+// shared out and 782.0 for wgmma_epilogue on 128 (H200, medians of 4 rounds, cuBLAS FP16 782.5), and
+// 543.6 against 574.8 at 3000^3: what 132 SMs save in k-tiles is lost elsewhere (README: the power limit).
 // A smaller kHandOver (a probe of 8, 4 and 0 k-tiles; H100, TFLOP/s) changed nothing at 2048^3, 3000^3
 // and 4096^3 and cost at 1024^3 (129.5 -> 103: runs of 8 of a tile's 16 k-tiles, every tile's sums handed over once).
 // What helps a C that small is smaller tiles: BN 128 ran 182 at 1024^3 and 150 at 1000^3 against 130 and
