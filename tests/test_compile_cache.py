@@ -315,3 +315,23 @@ def test_a_budget_that_is_no_finite_number_is_a_one_line_error(cache, monkeypatc
     monkeypatch.setenv(compile_cache.BUDGET_ENV, value)
     with pytest.raises(EngineError, match="MATMUL_EXPLORER_COMPILE_CACHE_MB"):
         compile_cache.budget_bytes()
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+@pytest.mark.parametrize("which", ["build", "digest"])
+def test_a_directory_where_a_build_goes_is_named_and_cleared(cache, which):
+    """A directory in a build's place was reported as 'the compile cache ... is not writable (Is a
+    directory)': the wrong cause, and no way out."""
+    from engine import cli
+    cache.mkdir(mode=0o700)
+    target = build.build_cpu_library("naive_x_cols.cu", {})
+    for f in (target, target.with_name(target.name + ".sha256")):
+        f.unlink()
+    in_the_way = target if which == "build" else target.with_name(target.name + ".sha256")
+    (in_the_way / "inner").mkdir(parents=True)
+    with pytest.raises(EngineError) as err:
+        build.build_cpu_library("naive_x_cols.cu", {})
+    assert str(err.value) == (f"the compile cache holds a directory where a build goes ({in_the_way}); remove it, "
+                              "or empty the cache: python -m engine cache --clear")
+    assert cli.main(["cache", "--clear"]) == 0 and not in_the_way.exists()
+    assert build.build_cpu_library("naive_x_cols.cu", {}) == target and target.is_file()

@@ -201,3 +201,15 @@ def test_the_live_sweep_offers_one_kernels_parameters_and_refuses_what_it_cannot
     assert next(b for b in at.button if b.label == "Start sweep").disabled
     _select(at, "WM").set_value(32).run()
     assert not _errors(at) and not next(b for b in at.button if b.label == "Start sweep").disabled
+
+
+@pytest.mark.parametrize("page", ["pages/coalescing.py", "pages/home.py"])
+def test_a_presenter_value_that_is_not_on_or_off_is_named(page):
+    """?presenter=banana turned presenter mode off without a word; ?presenter=true was off too."""
+    at = open_page(page, {"presenter": "banana"})
+    assert "?presenter=banana is not on or off (1 or 0); showing presenter=0" in _said(at)
+    assert at.toggle(key="_presenter_widget").value is False and at.query_params["presenter"] == "0"
+    at.toggle(key="_presenter_widget").set_value(True).run()   # the user's own choice: the link is no longer the question
+    assert not any(w.startswith("?presenter=") for w in _said(at)) and at.query_params["presenter"] == "1"
+    at = open_page(page, {"presenter": "true"})
+    assert at.toggle(key="_presenter_widget").value is True and not _said(at)

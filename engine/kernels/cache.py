@@ -249,7 +249,19 @@ def atomic_build(target: Path, build, background: bool = False) -> Path:
     return target
 
 
+def _in_the_way(target: Path) -> EngineError | None:
+    """A directory where the build or its digest goes (rename cannot replace it): said as that, with
+    the way out, not as a cache that is not writable."""
+    for path in (target, _digest_file(target)):
+        if path.is_dir() and not path.is_symlink():
+            return EngineError(f"the compile cache holds a directory where a build goes ({path}); remove it, "
+                               "or empty the cache: python -m engine cache --clear")
+    return None
+
+
 def _build_into(target: Path, build) -> None:
+    if (err := _in_the_way(target)) is not None:
+        raise err
     try:
         # Made and registered in one step, and never once shutdown has cleared the register: a
         # thread that went on building while the server stopped left its folder behind for good.
@@ -371,5 +383,13 @@ def clear(path: Path | None = None) -> tuple[int, int]:
                 f.unlink()
             except OSError:
                 pass
+    # Builds are files: a directory under a build's name is in its way (_in_the_way), and clearing is
+    # the way out it names. Hidden ones are builds in progress (sweep_stale's).
+    try:
+        strays = [d for d in os.scandir(path) if not d.name.startswith(".") and d.is_dir(follow_symlinks=False)]
+    except OSError:
+        strays = []
+    for d in strays:
+        shutil.rmtree(d.path, ignore_errors=True)
     sweep_stale(path)
-    return sum(e.nbytes for e in found), len(found)
+    return sum(e.nbytes for e in found), len(found) + len(strays)

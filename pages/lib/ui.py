@@ -57,7 +57,12 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
         st.session_state["_url_seeds"] = False
         st.query_params.clear()
     # A plain session value, not widget state: widget state does not follow the user across pages.
-    st.session_state.setdefault("presenter_mode", st.query_params.get("presenter", "0") == "1")
+    if "presenter_mode" not in st.session_state:
+        raw = st.query_params.get("presenter")
+        value, why = (False, None) if raw is None else view_state.parse(raw, False)
+        st.session_state["presenter_mode"] = bool(value)
+        if why:   # said under the title (below), as any control's value the link gives and it cannot take
+            st.session_state["_presenter_note"] = f"?presenter={raw} {why}; showing presenter=0"
     on = view_state.presenter()
     # Projector: the sidebar folds away (its arrow, top left, brings it back).
     st.set_page_config(page_title=f"{title} · CUDA Matmul Explorer", layout="wide",
@@ -95,10 +100,13 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     if st.session_state.get("_url_seeds"):
         for message in st.session_state.get("_older_names", []):
             view_state.url_note(message)
+        if "_presenter_note" in st.session_state:
+            view_state.url_note(st.session_state["_presenter_note"])
 
 
 def _flip_presenter() -> None:
     st.session_state["presenter_mode"] = st.session_state["_presenter_widget"]
+    st.session_state.pop("_presenter_note", None)   # the user's own choice now, not the link's
 
 
 # The main column at 1280 px with the sidebar open (818 px), less the table's own margins.
