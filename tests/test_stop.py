@@ -210,3 +210,19 @@ def test_ctrl_c_stops_the_cli_in_one_line_and_leaves_nothing_behind(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_ctrl_c_while_a_worker_is_starting_neither_kills_it_nor_prints_a_traceback(capfd):
+    """A Ctrl-C in the instant a worker was starting (its bootstrap importing what it runs, before its
+    first step ignores SIGINT) killed it with Python's own KeyboardInterrupt traceback in the terminal."""
+    from engine.devices import workers
+    from tests import slow_import_worker
+    worker = workers.Worker(slow_import_worker.echo, "test worker")
+    try:
+        time.sleep(slow_import_worker.IMPORT_S / 3)   # it is importing the target's module now
+        assert worker.alive()
+        os.kill(worker.process.pid, signal.SIGINT)
+        assert worker.call("echo", 7, timeout=60) == 7
+    finally:
+        worker.stop()
+    assert "KeyboardInterrupt" not in capfd.readouterr().err

@@ -20,7 +20,7 @@ import traceback
 import weakref
 from collections.abc import Mapping
 from contextlib import contextmanager
-from multiprocessing import spawn
+from multiprocessing import resource_tracker, spawn
 from multiprocessing.reduction import ForkingPickler
 from typing import Callable
 
@@ -107,6 +107,9 @@ def _child(target: Callable, conn) -> None:
     included; the app decides what stops (it stops its workers itself), so a worker ignores it
     rather than dying mid-request with a traceback in the terminal."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Blocked since before the process existed (Worker.__init__): a Ctrl-C in the bootstrap waited,
+    # and is dropped here, ignored, rather than ending the worker with Python's own traceback.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     target(conn)
 
 
@@ -146,8 +149,19 @@ class Worker:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_child, args=(target, child), daemon=True,
                                    name=f"matmul-explorer-{what.replace(' ', '-')}")
-        with _without_main():
-            self.process.start()
+        # Started with SIGINT blocked, a mask the child keeps through fork and exec: until its first
+        # step (_child) ignores SIGINT, Python's bootstrap (the interpreter starting, the engine
+        # importing) is as long as a second, and a Ctrl-C then killed it with a traceback. Here only
+        # this thread blocks it, and only while it starts the process: the app still gets its own.
+        # The resource tracker first: the process that starts it unblocks SIGINT in the starting thread
+        # afterwards (multiprocessing's own guard of its start), which would undo this block.
+        resource_tracker.ensure_running()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            with _without_main():
+                self.process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()
         _LIVE.add(self)
 
