@@ -335,3 +335,24 @@ def test_a_directory_where_a_build_goes_is_named_and_cleared(cache, which):
                               "or empty the cache: python -m engine cache --clear")
     assert cli.main(["cache", "--clear"]) == 0 and not in_the_way.exists()
     assert build.build_cpu_library("naive_x_cols.cu", {}) == target and target.is_file()
+
+
+def test_eviction_and_clearing_touch_only_the_caches_own_builds(cache, monkeypatch):
+    """Every file in the folder counted as a build: an ordinary trace's eviction deleted a user's
+    thesis.tex from a MATMUL_EXPLORER_CACHE that named a folder of theirs, and --clear emptied it."""
+    from engine.cli import main
+    from engine.kernels import cache as compile_cache
+    folder = cache_dir()
+    _entry(folder, "k0-cpu-00000000000000000000", 2**20, 5000)
+    theirs = [folder / "thesis.tex", folder / "notes.so", folder / "k0-cpu-1.so", folder / "sub" / "x",
+              folder / "playground" / "0123" / "mine.cu"]
+    for path in theirs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("keep me")
+        os.utime(path, (time.time() - 9000,) * 2)
+    monkeypatch.setenv(compile_cache.BUDGET_ENV, "0.001")
+    compile_cache.evict()
+    assert all(p.exists() for p in theirs) and compile_cache.usage(folder) == (0, 0)
+    _entry(folder, "k0-cpu-00000000000000000000", 2**20, 5000)
+    assert main(["cache", "--clear"]) == 0
+    assert all(p.exists() for p in theirs) and compile_cache.usage(folder) == (0, 0)

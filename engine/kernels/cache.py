@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -121,6 +122,17 @@ def sweep_stale(path: Path) -> int:
         except OSError:
             pass
     return removed
+
+
+# What the cache names itself (engine/kernels/build.py: "<kernel>-<trace|plain|cpu>-<key>.cubin" or
+# ".so", and beside a build its ".sha256" and ".sass.json"): only these are counted, evicted and
+# cleared. Whatever else is in the folder (the Playground's sources, or a user's own files where the
+# setting names a folder of theirs) is not the cache's to remove: eviction had deleted it.
+_BUILD_NAME = re.compile(r"[A-Za-z0-9_]+-(?:trace|plain|cpu)-[0-9a-f]{20}\.(?:cubin|so|sass\.json)(?:\.sha256)?")
+
+
+def is_build_name(name: str) -> bool:
+    return _BUILD_NAME.fullmatch(name) is not None
 
 
 def _digest_file(target: Path) -> Path:
@@ -329,7 +341,7 @@ def entries(path: Path | None = None) -> list[Entry]:
     except OSError:
         return []
     for item in scan:
-        if item.name.startswith(".") or not item.is_file(follow_symlinks=False):
+        if not is_build_name(item.name) or not item.is_file(follow_symlinks=False):
             continue
         try:
             st = item.stat(follow_symlinks=False)
@@ -384,9 +396,9 @@ def clear(path: Path | None = None) -> tuple[int, int]:
             except OSError:
                 pass
     # Builds are files: a directory under a build's name is in its way (_in_the_way), and clearing is
-    # the way out it names. Hidden ones are builds in progress (sweep_stale's).
+    # the way out it names. Other folders (the Playground's) are not builds.
     try:
-        strays = [d for d in os.scandir(path) if not d.name.startswith(".") and d.is_dir(follow_symlinks=False)]
+        strays = [d for d in os.scandir(path) if is_build_name(d.name) and d.is_dir(follow_symlinks=False)]
     except OSError:
         strays = []
     for d in strays:
