@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -155,7 +156,7 @@ def cmd_cache(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description="CUDA Matmul Explorer engine")
     sub = parser.add_subparsers(dest="command", required=True)
     kernels = sub.add_parser("kernels", help="list the kernel catalog")
@@ -184,8 +185,12 @@ def main(argv=None) -> int:
     bench_cli.register(sub)
     from engine import animate_cli  # noqa: PLC0415 - registers `animate`
     animate_cli.register(sub)
-    args = parser.parse_args(argv)
-    try:
+    return parser
+
+
+def main(argv=None) -> int:
+    try:   # from the first step: a Ctrl-C while the subcommands' modules import (seconds) is stopped too
+        args = _parser().parse_args(argv)
         return args.fn(args)
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -193,5 +198,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:   # Ctrl-C: stopped as asked, in one line, not a traceback
         print("stopped", file=sys.stderr)
         return 130
+    except BrokenPipeError:   # `... | head`: the reader has what it wanted; no traceback, and none at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     finally:
         gpu_client.shutdown()

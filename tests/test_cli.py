@@ -303,3 +303,14 @@ def test_bench_from_reads_no_more_than_the_limit(tmp_path, monkeypatch):
     with pytest.raises(cli.EngineError, match=r"big.json: the file is 1,073.7 MB; the limit is 16 MB"):
         bench_cli.read_export(big)
     assert asked and all(0 <= n <= schema.MAX_BYTES + 1 for n in asked)
+
+
+def test_a_traced_array_past_4_gib_is_refused_not_wrapped(monkeypatch, capsys):
+    """A record's offset is 32 bits: A of 65,535 x 16,400 floats (4.0 GiB and more) had its offsets
+    wrap round past 4 GiB in a trace a raised host limit let through."""
+    monkeypatch.setenv("MATMUL_EXPLORER_HOST_MEMORY", "64GiB")
+    rc = main(["trace", "naive_x_rows", "--m", "65535", "--n", "1", "--k", "16400", "--block", "32x1",
+               "--blocks", "2047,0", "--source", "cpu"])
+    assert rc == 2
+    assert capsys.readouterr().err.strip() == ("error: 65535x1x16400: A is 4,299,096,000 bytes, over the 4,294,967,296 "
+                                               "(4 GiB) a trace's byte offsets reach; trace a smaller size")

@@ -425,3 +425,13 @@ def test_costly_scripts_run_one_at_a_time_where_told_leaving_the_other_slots_to_
         gate.set()
     from pages.lib import slots as page_slots
     assert page_slots.PAGE_SLOTS.costly == max(1, (os.cpu_count() or 1) // 2)
+
+
+@pytest.mark.parametrize("raw", ["1e400", "1e19GiB", "0", "0.1"])
+def test_a_size_setting_out_of_range_is_one_line(monkeypatch, raw):
+    """1e400 (a float's inf) failed in int() as an OverflowError traceback on every request."""
+    monkeypatch.setenv(line.SERVER_MEMORY_ENV, raw)
+    with pytest.raises(EngineError) as exc:
+        line.server_memory_limit()
+    assert str(exc.value) == (f"{line.SERVER_MEMORY_ENV} must be a size from 1 byte to 1 EiB, like 4GiB or "
+                              f"4294967296, got {raw!r}")

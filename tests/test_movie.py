@@ -201,3 +201,29 @@ def test_the_first_instruction_out_of_range_is_one_line(capsys, tmp_path, start,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.parametrize("fmt", ["gif", "mp4"])
+@pytest.mark.parametrize("after", [0, 2])
+def test_an_export_stopped_while_it_captures_ends_at_once(monkeypatch, fmt, after):
+    """A Ctrl-C before the first frame was taken hung `animate --out x.gif` for good: the encoder, failing
+    on no frames after it had read the end of them, then waited for an end that had come already."""
+    import threading
+    fig, _ = animations.tensor_cores(speed="fast")
+
+    def stopped(fig, title, each, progress):
+        for i in range(after):
+            each(png((10 * i, 0, 0)))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(movie, "capture", stopped)
+    raised = []
+
+    def run():
+        try:
+            movie.export(fig, fmt, "x")
+        except BaseException as exc:   # noqa: BLE001 - what the export raised, for the assertion
+            raised.append(exc)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and len(raised) == 1 and isinstance(raised[0], KeyboardInterrupt)

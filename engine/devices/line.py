@@ -25,6 +25,7 @@ from typing import Callable
 from engine.errors import EngineError
 
 SERVER_MEMORY_ENV = "MATMUL_EXPLORER_SERVER_MEMORY"
+MAX_SIZE = 2**60
 _SIZE_RE = re.compile(r"(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmgt]?)(?:i?b)?", re.I)
 # Before any request of a kind has finished, its waiters are told this many seconds each.
 FIRST_GUESS_S = 5.0
@@ -37,7 +38,11 @@ def parse_size(name: str, raw: str) -> int:
     m = _SIZE_RE.fullmatch(raw.strip())
     if not m:
         raise EngineError(f"{name} must be a size like 4GiB or 4294967296, got {raw!r}")
-    return int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " "))
+    size = float(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " ")
+    # 1e400 is a float's inf, and int(inf) had failed as a traceback; no machine has an exbibyte
+    if not 1 <= size <= MAX_SIZE:
+        raise EngineError(f"{name} must be a size from 1 byte to 1 EiB, like 4GiB or 4294967296, got {raw!r}")
+    return int(size)
 
 
 def machine_memory() -> int:

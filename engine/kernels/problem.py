@@ -79,7 +79,9 @@ def _short(value) -> str:
             return "a number too large for a float"
         if not math.isfinite(number):
             return repr(number)
-        return repr(number) if abs(number) < 1e15 else f"{number:.3g}"
+        if abs(number) >= 1e15:
+            return f"{number:.3g}"
+        return str(int(number)) if number.is_integer() else repr(number)   # --m -1 (a float there) is -1, not -1.0
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "…"
 

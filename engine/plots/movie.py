@@ -292,18 +292,31 @@ def export(fig, fmt: str, title: str, progress: Callable[[int, int], None] = lam
     encode, ms = (gif if fmt == "gif" else mp4), frame_ms(fig)
     frames: queue.Queue = queue.Queue()
     done: dict = {}
+    ended, abandoned = threading.Event(), threading.Event()
+
+    def taken():   # the frames as capture hands them over, up to the None it puts last
+        while (png := frames.get()) is not None:
+            if abandoned.is_set():
+                raise EngineError("the export was stopped")
+            yield png
+        ended.set()
 
     def encoder():
         try:
-            done["data"] = encode(iter(frames.get, None), ms)
+            done["data"] = encode(taken(), ms)
         except BaseException as exc:   # noqa: BLE001 - handed to the caller below
             done["error"] = exc
-            while frames.get() is not None:   # let capture finish without piling up frames
+            # Let capture finish without piling up frames, up to its None: unless the encoder had
+            # read it already (no frames at all), where waiting for it had hung the export for good.
+            while not ended.is_set() and frames.get() is not None:
                 pass
     thread = threading.Thread(target=encoder, name=f"encode-{fmt}", daemon=True)
     thread.start()
     try:
         capture(fig, title, frames.put, progress)
+    except BaseException:
+        abandoned.set()   # a Ctrl-C or a failure: the frames taken so far are not encoded first
+        raise
     finally:
         frames.put(None)
         thread.join()

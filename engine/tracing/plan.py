@@ -266,8 +266,20 @@ def host_bytes(plan: TracePlan) -> dict[str, int]:
     return parts
 
 
+# A record's offset is 32 bits (records.py): a byte offset past 4 GiB would wrap round.
+MAX_TRACED_ARRAY_BYTES = 2**32
+
+
 def check_fits_host(plan: TracePlan) -> None:
-    """Refuses, before anything is allocated, a run over the host memory limit, with the estimate."""
+    """Refuses, before anything is allocated, a run over the host memory limit, with the estimate, or
+    one with a traced array too large for a record's offset."""
+    shapes = global_shapes(plan.problem)
+    for lp in plan.launches:
+        for site in sources.load(lp.file).sites:
+            if site.space == "global" and array_bytes(site.array, shapes[site.array], plan.inputs) > MAX_TRACED_ARRAY_BYTES:
+                size = array_bytes(site.array, shapes[site.array], plan.inputs)
+                raise EngineError(f"{plan.problem.describe()}: {site.array} is {size:,} bytes, over the "
+                                  f"{MAX_TRACED_ARRAY_BYTES:,} (4 GiB) a trace's byte offsets reach; trace a smaller size")
     parts = host_bytes(plan)
     need, limit = sum(parts.values()), host_memory_limit()
     if need > limit:
