@@ -47,6 +47,11 @@ def _in_grid(name: str, value: int, size: int) -> int:
     return value
 
 
+def _not_negative(name: str, value: int) -> None:
+    if value < 0:   # warp -1 had been "has no active lanes"
+        raise EngineError(f"{name} must be 0 or more, not {value}")
+
+
 def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 32, n: int = 32, k: int = 16,
                block: tuple[int, int] = (32, 32), tile: int = 16, bx: int = 0, by: int = 0, warp: int = 0,
                start: int = 1, speed: str = "normal", presenter: bool = True, source: str = "auto"):
@@ -58,6 +63,7 @@ def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 3
     chosen = [kernel] + ([compare] if compare != "(none)" else [])
     if start < 1:   # 0 or less had read the last instructions, Python's negative indexing
         raise EngineError(f"the first instruction is numbered 1; got {start}")
+    _not_negative("warp", warp)
     panels, most = [], 0
     first_grid = grid(kernel, m, n, k, registry.get(kernel).takes({"TILE": tile}), block)
     _in_grid("block x", bx, first_grid[0])
@@ -102,6 +108,7 @@ def bank_conflicts(kernel: str | None = None, tile: int = 32, pad: int = 0, size
                    loads_only: bool = True, speed: str = "normal", presenter: bool = True, source: str = "auto"):
     """The Bank conflicts page's figure: one warp of block (0, 0), its shared loads (or all its shared
     instructions) on the 32 banks. The default kernel is the first that can pad its rows."""
+    _not_negative("warp", warp)
     shared = registry.showing("bank_conflicts")
     kernel = kernel or next((s for s in shared if "PAD" in registry.get(s).params), shared[0])
     spec = registry.get(kernel)

@@ -9,6 +9,7 @@ import pytest
 from engine import cli
 from engine.bench import bench_cli, schema
 from engine.cli import main
+from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
 from engine.tracing.plan import check_fits_host, make_plan
@@ -314,3 +315,45 @@ def test_a_traced_array_past_4_gib_is_refused_not_wrapped(monkeypatch, capsys):
     assert rc == 2
     assert capsys.readouterr().err.strip() == ("error: 65535x1x16400: A is 4,299,096,000 bytes, over the 4,294,967,296 "
                                                "(4 GiB) a trace's byte offsets reach; trace a smaller size")
+
+
+@pytest.mark.parametrize("given, said", [
+    (["--reps", "0"], "repetitions must be a whole number of at least 1, got 0"),
+    (["--reps", "-3"], "repetitions must be a whole number of at least 1, got -3"),
+    (["--warmup", "-1"], "warm-up launches must be a whole number of at least 0, got -1"),
+    (["--sizes", "0"], "M must be at least 1, got 0"),
+    (["--sizes", "64x0x3"], "N must be at least 1, got 0")])
+def test_bench_settings_it_cannot_time_are_refused_before_any_gpu_is_asked(monkeypatch, capsys, tmp_path, given, said):
+    """--reps 0 timed nothing, and the median of no times failed as a traceback (on a GPU machine);
+    --sizes 0 became an error row per point."""
+    monkeypatch.setenv("MATMUL_EXPLORER_GPU", "0")
+    assert main(["bench", "--kernels", "naive_x_cols", *given, "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {said}"
+
+
+def test_a_block_named_twice_is_traced_once(capsys):
+    """--blocks "0,0 0,0" traced block 0,0 twice: 128 outputs checked of an 8 x 8 C, every count doubled."""
+    args = ["trace", "tiled_guarded", "--m", "8", "--n", "8", "--k", "8", "--source", "cpu"]
+    assert main([*args, "--blocks", "0,0"]) == 0
+    once = json.loads(capsys.readouterr().out)
+    assert main([*args, "--blocks", "0,0 0,0"]) == 0
+    twice = json.loads(capsys.readouterr().out)
+    assert once.pop("seconds") and twice.pop("seconds")   # how long each took: all else the same
+    assert twice == once
+
+
+def test_a_trace_over_the_cap_says_its_bound_and_only_advice_that_helps(capsys):
+    """One block of 256 threads at 1 x 1 x 65535 (one thread with work) was told to trace fewer blocks."""
+    assert main(["trace", "naive_x_cols", "--m", "1", "--n", "1", "--k", "65535", "--source", "cpu"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: this trace would hold up to 33,554,176 records (256 threads of up to 131,071 each), over the cap "
+        "of 30,000,000: trace a smaller size")
+
+
+def test_a_cap_below_one_and_a_negative_warp_are_named(capsys):
+    assert main(["trace", "tiled_guarded", "--m", "8", "--n", "8", "--k", "8", "--source", "cpu", "--cap", "-5"]) == 2
+    assert capsys.readouterr().err.strip() == "error: the record cap must be at least 1, got -5"
+    from engine import animations
+    for make in (animations.coalescing, animations.bank_conflicts):
+        with pytest.raises(EngineError, match=r"^warp must be 0 or more, not -1$"):
+            make(warp=-1, source="cpu")

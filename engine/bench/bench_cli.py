@@ -87,13 +87,13 @@ def cmd_bench(args) -> int:
                 raise EngineError(f"{k} cannot be timed on the GPU")
         params = params_given(args, registry.parameter_names())
         benchmark.check_params(kernels, params)
+        settings = benchmark.Settings(args.warmup, args.reps, args.flush_l2)   # checked before any GPU is asked
+        sizes = benchmark.parse_sizes(args.sizes)
         status = gpu_client.status()
         if not status.available:
             raise EngineError(f"no GPU to time on ({status.reason}); use --from a recorded results.json")
-        settings = benchmark.Settings(args.warmup, args.reps, args.flush_l2)
         prov = benchmark.provenance(status.info, settings)
         rows = []
-        sizes = benchmark.parse_sizes(args.sizes)
         blocks = {k: parse_block(args.block) for k in kernels} if args.block else None
         for row in benchmark.sweep(kernels, sizes, settings, params, blocks):
             rows.append(row)

@@ -25,7 +25,7 @@ from engine.bench import schema
 from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import build, registry
-from engine.kernels.problem import make_problem
+from engine.kernels.problem import check_size, make_problem
 from engine.plots import charts
 from engine.tracing.plan import array_bytes, check_fits_gpu, global_shapes
 
@@ -60,6 +60,15 @@ class Settings:
     flush_l2: bool = False
     seconds_per_point: float = 4.0   # fewer repetitions (never under 5) for very slow points
 
+    def __post_init__(self):
+        # --reps 0 timed nothing and the median of no times failed as a traceback
+        if isinstance(self.reps, bool) or not isinstance(self.reps, int) or self.reps < 1:
+            raise EngineError(f"repetitions must be a whole number of at least 1, got {self.reps!r}")
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
+            raise EngineError(f"warm-up launches must be a whole number of at least 0, got {self.warmup!r}")
+        if not 0 < self.seconds_per_point < float("inf"):
+            raise EngineError(f"seconds per point must be a positive number, got {self.seconds_per_point!r}")
+
 
 def parse_sizes(text: str) -> list[tuple[int, int, int]]:
     """'1024,2048,1000x2000x512' -> [(1024,1024,1024), (2048,...), (1000,2000,512)]."""
@@ -76,7 +85,7 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
             nums *= 3
         if len(nums) != 3:
             raise EngineError(f"a size is N or MxNxK, got {item!r}")
-        out.append(tuple(nums))
+        out.append(tuple(check_size(name, v) for name, v in zip("MNK", nums)))   # 0 refused here, not per point
     if not out:
         raise EngineError("no sizes given")
     return out

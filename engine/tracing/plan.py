@@ -162,6 +162,8 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
     """make_plan for an entry that need not be in the catalog (a Playground kernel's)."""
     kernel = spec.name
     cap = record_cap() if cap is None else cap
+    if cap < 1:   # --cap -5 was taken, and every trace then "over the cap of -5"
+        raise EngineError(f"the record cap must be at least 1, got {cap:,}")
     if not spec.traceable:
         raise EngineError(f"{kernel} is not one of the explorer's CUDA sources ({spec.kind}): it has no trace")
     problem = registry.bind(spec, problem)
@@ -186,9 +188,14 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
     estimate = sum(lp.threads * launch.records_per_thread(problem)
                    for lp, launch in zip(launches, runs) if lp.traced)
     if estimate > cap:
+        # An upper bound, every thread of every traced block counted at the most a thread records: say
+        # so, since a grid of one block (1 x 1 x 65535) is not helped by tracing fewer blocks.
+        traced = [(lp.threads, launch.records_per_thread(problem)) for lp, launch in zip(launches, runs) if lp.traced]
+        bound = f" ({traced[0][0]:,} threads of up to {traced[0][1]:,} each)" if len(traced) == 1 else ""
+        fewer = "fewer blocks or " if sum(len(lp.blocks) for lp in launches if lp.traced) > 1 else ""
         raise EngineError(
-            f"this trace would hold up to {estimate:,} records, over the cap of {cap:,}: "
-            "trace fewer blocks or a smaller size")
+            f"this trace would hold up to {estimate:,} records{bound}, over the cap of {cap:,}: "
+            f"trace {fewer}a smaller size")
     return TracePlan(kernel, problem, launches, shapes, cap, estimate, spec.inputs)
 
 
@@ -198,7 +205,10 @@ def _chosen_blocks(blocks: list[tuple[int, int]], grid: tuple[int, int], problem
     if bad or not blocks:
         raise EngineError(f"block {bad[0] if bad else '(none)'} is outside the grid of "
                           f"{grid[0]}x{grid[1]} blocks for {problem.describe()}")
-    return np.array(blocks, dtype=np.uint32).reshape(-1, 2)
+    # Each block once, in the order asked: a block named twice was traced twice, every record and
+    # metric of it doubled (128 outputs checked of an 8 x 8 C).
+    once = list(dict.fromkeys((int(x), int(y)) for x, y in blocks))
+    return np.array(once, dtype=np.uint32).reshape(-1, 2)
 
 
 def buffer_bytes(problem: Problem, kernel: str) -> int:
