@@ -159,7 +159,9 @@ def measured_claims(df: pd.DataFrame, peaks: dict, shown: list[str]) -> None:
     """The documents' speed figures, checked, beside the same kernels of the run shown (its first GPU)."""
     st.subheader("What the documents claim, measured here")
     config = {c: st.column_config.NumberColumn(c, format=f) for c, f in CLAIM_FORMATS.items()}
-    all_rows = df
+    # The claims take each kernel's rows where they are (measuring: from other runs too), labelled by
+    # kernel alone: which run a row is from they say in words, not in a label's tail.
+    all_rows = df.drop(columns="run", errors="ignore")
     df, added = measuring(all_rows, [p.kernel for p in claim_checks.CUDA_TABLE], shown, claim_checks.SQUARE)
     table = claim_checks.cuda_table(df, peaks)
     st.markdown(f"- *{claim_texts.MEASURED['cuda_table']}*  \n  {claim_checks.cuda_table_check()}  \n  "
@@ -359,7 +361,7 @@ frames, peaks, labels, provs, files, shown = [], None, [], [], [], []
 for path, df, prov in cached.readable([benchmark.RECORDED / name for name in choices]):
     shown.append(path.name)
     files.append(cached.file_version(path))
-    frames.append(df)
+    frames.append(df.assign(run=path.name))   # each run against its own cuBLAS, and named where a GPU has two
     provs.append(prov)
     peaks = peaks or prov["peaks"]
     labels.append(schema.plain(f"{path.name}: {charts.provenance_note(prov)}"))   # the file tells same-day runs apart
@@ -373,7 +375,7 @@ for up in uploads or []:
     if run is None:
         continue
     df, prov = run
-    frames.append(df)
+    frames.append(df.assign(run=f"{up.name} (uploaded)"))
     provs.append(prov)
     peaks = peaks or prov["peaks"]
     labels.append(schema.plain(f"{df['gpu'].iloc[0]} (uploaded {up.name}, recorded {prov['date'][:10]})"))

@@ -261,3 +261,23 @@ def test_the_browser_drawing_pictures_runs_at_the_lowest_priority_and_the_caller
                     threads[int(task.name)] = os.getpriority(os.PRIO_PROCESS, int(task.name))
     assert threads and set(threads.values()) == {export.BROWSER_NICE}
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
+
+
+def test_two_runs_of_one_gpu_each_take_their_own_cublas_and_are_told_apart():
+    """Shown together, a second run of the same GPU was divided by the first run's cuBLAS (an upload of
+    the same run at 10x read 981% of cuBLAS), and its lines, legend and headline were the first's."""
+    doc = json.loads(RECORDED.read_text())
+    rows = pd.DataFrame(doc["results"]).assign(gpu="NVIDIA H200")
+    faster = rows.assign(gflops=rows["gflops"] * 10)
+    both = benchmark.derive(pd.concat([rows.assign(run="a.json"), faster.assign(run="b.json (uploaded)")],
+                                      ignore_index=True), doc["provenance"]["peaks"])
+    alone = benchmark.derive(rows, doc["provenance"]["peaks"])
+    for run in ("a.json", "b.json (uploaded)"):
+        got = both[both["run"] == run]["pct_cublas"].to_numpy()
+        assert got == pytest.approx(alone["pct_cublas"].to_numpy(), nan_ok=True)
+    fig = charts.gflops_vs_size(both)
+    lines = {t.name: t.line.dash for t in fig.data if t.mode == "lines+markers"}
+    assert lines["naive_x_rows 16x16 · a.json"] != lines["naive_x_rows 16x16 · b.json (uploaded)"]
+    assert benchmark.headline(both).count("naive_x_rows") == 2   # once by name, once in the closing ratio
+    assert list(benchmark.table(both)["run"].unique()) == ["a.json", "b.json (uploaded)"]
+    assert "run" not in benchmark.table(both[both["run"] == "a.json"])

@@ -241,7 +241,13 @@ def derive(df: pd.DataFrame, peaks: dict) -> pd.DataFrame:
     df["pct_fp32_peak"] = 100 * df["gflops"] / peaks["fp32_gflops"]
     if "gpu" not in df:
         df["gpu"] = None
-    df["pct_cublas"] = 100 * df["gflops"].to_numpy() / _cublas_gflops(df)
+    base = np.full(len(df), np.nan)
+    # Runs shown together (a "run" column: the page names each) are each against their own cuBLAS: two
+    # runs of one GPU had both been divided by the first run's.
+    for rows in ([np.arange(len(df))] if "run" not in df else
+                 [np.flatnonzero(df["run"].to_numpy() == r) for r in dict.fromkeys(df["run"])]):
+        base[rows] = _cublas_gflops(df.iloc[rows])
+    df["pct_cublas"] = 100 * df["gflops"].to_numpy() / base
     return df
 
 
@@ -267,19 +273,22 @@ def _cublas_gflops(df: pd.DataFrame) -> np.ndarray:
 # The results table's columns, in order, with readable names; the kernel column is the charts' label
 # (kernel, block shape, compile-time parameters). Beside % of cuBLAS: the SM clock, the cuBLAS and the
 # toolkit it depends on.
-TABLE_COLUMNS = {"gpu": "GPU", "label": "kernel", "precision": "precision", "m": "M", "n": "N", "k": "K", "status": "status", "gflops": "GFLOP/s",
+TABLE_COLUMNS = {"gpu": "GPU", "run": "run", "label": "kernel", "precision": "precision", "m": "M", "n": "N", "k": "K",
+                 "status": "status", "gflops": "GFLOP/s",
                  "pct_cublas": "% of cuBLAS", "sm_clock_mhz": "SM clock (MHz)", "cublas": "cuBLAS",
                  "toolkit": "toolkit", "pct_fp32_peak": "% of FP32 peak", "median_ms": "median (ms)",
                  "spread": "spread (IQR/median)", "reps": "repetitions", "bandwidth_gbs": "bandwidth (GB/s)",
                  "intensity": "FLOP per byte", "rel_error": "relative error", "power_w": "power (W)",
                  "temperature_c": "temperature (°C)", "error": "error"}
-TEXT_COLUMNS = ("gpu", "label", "precision", "status", "cublas", "toolkit", "error")
+TEXT_COLUMNS = ("gpu", "run", "label", "precision", "status", "cublas", "toolkit", "error")
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
     """The results as shown: readable column names; a missing number stays empty (NaN, drawn blank)
     and missing text is a dash, never 'None'."""
     df = df.assign(label=charts.labels(df))
+    if "run" in df and df["run"].nunique() < 2:   # one run: its name is the page's, not a column's
+        df = df.drop(columns="run")
     out = pd.DataFrame({name: df[col] for col, name in TABLE_COLUMNS.items() if col in df})
     for col, name in TABLE_COLUMNS.items():
         if name not in out:
@@ -302,6 +311,8 @@ def headline(df: pd.DataFrame, n: int = 1024, escape=str) -> str:
     ok = df[(df["status"] == "ok") & (df["m"] == n) & (df["n"] == n) & (df["k"] == n)]
     if "gpu" in ok and ok["gpu"].notna().any():
         ok = ok[ok["gpu"] == ok["gpu"].dropna().iloc[0]]
+    if "run" in ok and len(ok):   # of that GPU's runs, the first: each kernel once
+        ok = ok[ok["run"] == ok["run"].iloc[0]]
     ok = ok.assign(label=charts.labels(ok)) if len(ok) else ok.assign(label=[])
     picked = [(r["label"], r["gflops"]) for kernel in HEADLINE_KERNELS for _, r in ok[ok["kernel"] == kernel].iterrows()]
     if not picked:

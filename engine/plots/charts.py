@@ -88,6 +88,8 @@ def labels(df: pd.DataFrame, base: pd.Series | None = None) -> pd.Series:
     out = _labels_of(df) if base is None else base
     if "gpu" in df and df["gpu"].nunique() > 1:
         out = out + " · " + df["gpu"].astype(str)
+    if "run" in df and df[["gpu", "run"]].drop_duplicates().shape[0] > df["gpu"].nunique():
+        out = out + " · " + df["run"].astype(str)   # a GPU with several runs shown: which run each is
     return out
 
 
@@ -122,8 +124,10 @@ def _series(df: pd.DataFrame):
     ok["label"] = labels(df, every).loc[ok.index].map(lambda s: html.escape(s, quote=False))
     ok["color"] = base.map(palette)
     ok["rank"] = base.map(list(palette).index)
-    gpus = list(dict.fromkeys(df["gpu"])) if "gpu" in df else [None]
-    ok["gpu_i"] = ok["gpu"].map(gpus.index) if "gpu" in ok else 0
+    # A line style per run where runs are named (two of one GPU look apart), else per GPU.
+    key = "run" if "run" in df else "gpu" if "gpu" in df else None
+    runs = list(dict.fromkeys(df[key])) if key else [None]
+    ok["gpu_i"] = ok[key].map(runs.index) if key else 0
     return ok.sort_values(["rank", "gpu_i", "size"])
 
 
