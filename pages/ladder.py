@@ -1,5 +1,7 @@
 """The FP32 ladder: each rung after the tiled kernel, what its source changed, what one block's trace
 counts that explains its speed, and how fast it ran against cuBLAS."""
+import math
+
 import streamlit as st
 
 from engine.bench import schema, speeds
@@ -93,7 +95,11 @@ if run:
     if not sizes:
         st.warning(f"This run ({label}) has no row for any rung of the ladder.", icon=":material/warning:")
     else:
-        at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", max(sizes), sizes))
+        # The size timed nearest the one counted (the same where it was timed), chosen afresh for each size
+        # counted (scope): it had stayed at the largest, and the step below then set 8,192³ speeds beside
+        # counts at 512³ or 1³.
+        near = min(sizes, key=lambda s: abs(math.log(s) - math.log(m * n * k) / 3))
+        at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", near, sizes, scope=f"{m}x{n}x{k}"))
         view_state.remember(timed=at)
         timed = speeds.ladder_speeds(df, at)
         st.plotly_chart(ladder_figures.speed_figure(timed, rung, label, charts.notes([prov], df)),
@@ -118,6 +124,11 @@ if run:
             if other and tf.get(prev) and tf.get(rung):
                 said += (f" The speeds are of the parameters the run timed ({'; '.join(other)}), the counts of those "
                          "chosen above: the run did not time the choice counted.")
+            if at != size:   # counts of one size, speeds of another: the table side by side, no verdict from them
+                said = (f"the counts are of one block at {dims}, the speeds of {at:,}³, and a block's costs per FMA change "
+                        "with the size (a partial tile's threads outside C do no work), so the two are set side by "
+                        f"side without a verdict. This run timed the ladder at {', '.join(f'{s:,}' for s in sizes)}: "
+                        "count at one of those sizes for the step's reasons.")
             st.markdown(f"**From {prev} to {rung}** (speeds at {at:,}³, counts of one block at {dims}): {said}")
             ui.table(table, hide_index=True, width="stretch")
 

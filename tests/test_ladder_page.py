@@ -115,7 +115,7 @@ def test_the_shipped_recorded_run_is_labelled_and_its_missing_rungs_named():
     df, run = benchmark.load_document(benchmark.recorded_runs(registry.LADDER_RUNGS)[-1].read_text())
     assert f"recorded {run['gpu']} run of {run['date'][:10]}" in fig["layout"]["title"]["text"]
     assert "SM clock not recorded" not in fig["layout"]["title"]["text"]   # the run's rows carry their clock
-    missing = speeds.ladder_speeds(df, at.select_slider(key="ladder.timed").value).missing
+    missing = speeds.ladder_speeds(df, at.select_slider(key="ladder.128x128x128.timed").value).missing
     assert not missing or f"No row for {', '.join(missing)}" in _texts(at)
 
 
@@ -183,3 +183,19 @@ def test_the_step_sentence_says_when_the_speeds_are_of_other_parameters_than_the
     chosen = said({"rung": "prefetched", "BK": "8"})
     assert "The speeds are of the parameters the run timed (prefetched with " in chosen and "BK 16" in chosen
     assert "the run did not time the choice counted" in chosen
+
+
+def test_the_speeds_are_timed_at_the_size_counted_where_the_run_has_it_and_no_verdict_joins_two_sizes():
+    """The 'Timed at' slider stayed at 8,192³ whatever was counted, and at 1³ the step's verdict read
+    'None of the counted costs per FMA went down: the gain comes from what is not counted here'."""
+    def step(params):
+        at = open_page(PAGE, {"rung": "prefetched", **params})
+        said = next(m.value for m in at.markdown if m.value.startswith("**From double_buffered to prefetched**"))
+        return at, said
+    at, said = step({"m": "512", "n": "512", "k": "512"})
+    assert at.select_slider(key="ladder.512x512x512.timed").value == 512 and "(speeds at 512³," in said
+    assert "without a verdict" not in said
+    at, said = step({"m": "1", "n": "1", "k": "1"})
+    sizes = at.select_slider(key="ladder.1x1x1.timed").options
+    assert at.select_slider(key="ladder.1x1x1.timed").value == int(sizes[0])   # the nearest timed: the smallest
+    assert "without a verdict" in said and "went down" not in said and "pays more" not in said
