@@ -45,6 +45,9 @@ with ui.controls():
     warps = views.warps_of(t0, bx, by)
     warp = d3.selectbox("Warp", warps, key=view_state.state("warp", warps[0], warps), help="warp of that block")
     total0 = views.count_steps(t0, inst0, bx, by, warp, "global")
+    # A start kept from another kernel or size that is past this warp's last instruction goes back to
+    # the first: brought within range, it had been the last, an animation of one frame.
+    view_state.restart_past("from", max(total0, 1), 1)
     first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW,
                                  key=view_state.state("from", 1, lo=1, hi=max(total0, 1)),
                                  help=f"the animation shows up to {WINDOW} instructions at a time") - 1

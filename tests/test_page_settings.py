@@ -213,3 +213,21 @@ def test_a_presenter_value_that_is_not_on_or_off_is_named(page):
     assert not any(w.startswith("?presenter=") for w in _said(at)) and at.query_params["presenter"] == "1"
     at = open_page(page, {"presenter": "true"})
     assert at.toggle(key="_presenter_widget").value is True and not _said(at)
+
+
+def test_a_start_past_the_new_kernels_last_instruction_goes_back_to_the_first():
+    """From instruction 200 of naive_x_rows at K = 128, then the tiled kernel (17 global instructions for
+    that warp): the start was brought to 17, the last, and the animation was one frame."""
+    at = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "128", "compare": "(none)", "from": "200"})
+    assert at.number_input(key="coalescing.from").value == 200
+    _select(at, "Kernel").set_value("tiled_guarded").run()
+    assert at.number_input(key="coalescing.from").value == 1 and at.query_params["from"] == "1"
+    fig = figures(at)[0]
+    assert len(fig["frames"]) > 1
+
+
+@pytest.mark.parametrize("page", ["pages/coalescing.py", "pages/tile_phases.py"])
+def test_a_bad_older_size_is_one_line(page):
+    """?size=abc was read as m=abc&n=abc&k=abc: four warnings, and the Play button pushed off a 720-line screen."""
+    at = open_page(page, {"size": "abc"})
+    assert _said(at) == ["?size=abc (an older link's name for m, n and k) is not a whole number of at least 1: left out"]

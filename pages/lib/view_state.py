@@ -59,6 +59,16 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     return key
 
 
+def restart_past(name: str, hi: int, start) -> None:
+    """Before state(name, ...): a value this page kept (this session's, not a link's) that is past hi
+    goes back to `start`, where state() would bring it to hi (a start past the end of what is shown)."""
+    key, saved = page_key(name), st.session_state.get(page_key("_saved"), {})
+    if key in st.session_state and st.session_state[key] > hi:
+        st.session_state[key] = start
+    elif key not in st.session_state and saved.get(name, start) > hi:   # coming back to the page
+        saved[name] = start
+
+
 def _within(value, default, choices, lo, hi):
     if choices is not None and value not in choices:
         return default if default in choices else choices[0]
@@ -109,6 +119,9 @@ def read_older_names(parameters: list[str]) -> list[str]:
         if new is None:
             continue
         del st.query_params[old]
+        if old == "size" and not (raw.isdigit() and int(raw) >= 1):   # one line, not one more for each of m, n, k
+            said.append(f"?size={raw} (an older link's name for m, n and k) is not a whole number of at least 1: left out")
+            continue
         taken = {name: value for name, value in new.items() if name not in st.query_params}
         st.query_params.update(taken)
         said.append(f"?{old}={raw} is an older link's name: read as "
