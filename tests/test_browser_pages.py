@@ -274,3 +274,17 @@ def test_source_listings_are_whole_and_readable_at_1440(server, chrome, name, qu
     for (_top0, bottom0, h0), (top1, _, h1) in zip(rows, rows[1:]):
         assert top1 >= bottom0 - 0.25 * min(h0, h1), (rows,)
     context.close()
+
+
+def test_back_leaves_a_page_in_one_press_whatever_its_settings_wrote(server, page):
+    """Every setting a page writes back into the URL had been a history entry of its own: Back from a
+    page took three or four presses to reach the one before."""
+    open_page(page, f"{server}/coalescing")
+    go_to(page, "Tile phases")
+    go_to(page, "Bank conflicts")
+    page.go_back()
+    page.wait_for_url(re.compile(r"/tile_phases"), timeout=30000)
+    page.go_back()
+    page.wait_for_url(re.compile(r"/coalescing"), timeout=30000)
+    page_ready(page)
+    assert value(page, "M") == "32" and page.locator("[data-testid='stException']").count() == 0

@@ -26,6 +26,8 @@ from pages.lib.slots import LINE
 # Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced
 # and drawn: on a browser's first visit that is seconds of JavaScript left until last. The player
 # starts fetching it at once, in parallel with the server's work (same file, so loaded once).
+# Back leaves the page in one press (history.js says why it would not).
+_HISTORY_JS = (Path(__file__).parent / "history.js").read_text()
 _PLOTLY_MODULE = next((f.name for f in (Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js")),
                       "")
 
@@ -74,7 +76,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                        "figures sized to fit the screen with the Play button in view.")
         mode_banner()
     st.query_params["presenter"] = "1" if on else "0"
-    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{animation.PLAYER_JS}</script>",
+    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{animation.PLAYER_JS}\n{_HISTORY_JS}</script>",
             unsafe_allow_javascript=True)
     # A dashboard, not a document: less empty space above the title, so more of the figure shows.
     st.html("<style>.block-container {padding-top: 3.2rem !important; padding-bottom: 1rem !important;}"
