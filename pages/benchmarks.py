@@ -354,7 +354,10 @@ st.subheader("Recorded runs" + ("" if status.available else " (not live)"))
 runs = benchmark.recorded_runs()
 for line in benchmark.damaged_runs():   # a shipped file cut short or overwritten: named, never read
     st.warning(line, icon=":material/warning:")
-choices = st.multiselect("Recorded on a GPU", [p.name for p in runs], default=[p.name for p in benchmark.opening_runs(runs)])
+choices = st.multiselect("Recorded on a GPU", [p.name for p in runs],
+                         key=view_state.names_state("runs", [p.name for p in runs],
+                                                    [p.name for p in benchmark.opening_runs(runs)], "a recorded run here"))
+view_state.remember(runs=",".join(choices))   # the runs shown are in the link too: an H100-beside-H200 view to hand out
 uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
                            accept_multiple_files=True, max_upload_size=schema.MAX_MB)
 frames, peaks, labels, provs, files, shown = [], None, [], [], [], []

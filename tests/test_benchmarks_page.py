@@ -465,3 +465,18 @@ def test_the_provenance_line_says_what_the_percentages_are_of():
     assert "% of cuBLAS" not in line and "toolkit nvcc" not in line
     older = charts.measured_with({}, None)
     assert older.startswith("100% = cuBLAS (version not recorded) · toolkit not recorded")
+
+
+def test_the_runs_shown_are_in_the_link_and_kept_across_pages():
+    """The runs chosen were neither in the URL nor kept: a link to an H100-beside-H200 view opened on the
+    default run, and so did coming back to the page."""
+    from tests.test_pages import open_page
+    names = [p.name for p in benchmark.recorded_runs()]
+    pair = [n for n in names if n.startswith("h100-2026")][:1] + [n for n in names if n.startswith("h200-2026")][:1]
+    at = open_page("pages/benchmarks.py", {"runs": ",".join(pair + ["nope.json"])})
+    recorded = next(m for m in at.multiselect if m.label.startswith("Recorded"))
+    assert recorded.value == pair and at.query_params["runs"] == ",".join(pair)
+    assert "?runs= names nope.json, not a recorded run here: left out" in [str(w.value) for w in at.warning]
+    at.switch_page("pages/coalescing.py").run()
+    at.switch_page("pages/benchmarks.py").run()
+    assert next(m for m in at.multiselect if m.label.startswith("Recorded")).value == pair

@@ -69,6 +69,26 @@ def restart_past(name: str, hi: int, start) -> None:
         saved[name] = start
 
 
+def names_state(name: str, choices: list[str], default: list[str], what: str) -> str:
+    """The widget key of a multiselect of names, as state() is of one value: from the URL (the names
+    comma-separated), else what this page showed last, else `default`; names the URL gives that are
+    not among the choices are said in one line and left out."""
+    key = page_key(name)
+    if key not in st.session_state:
+        raw = st.query_params.get(name) if st.session_state.get("_url_seeds") else None
+        kept = st.session_state.get(page_key("_saved"), {}).get(name)
+        asked = [n for n in (raw if raw is not None else kept if kept is not None else ",".join(default)).split(",") if n]
+        unknown = [n for n in asked if n not in choices]
+        if raw is not None and unknown:
+            st.session_state.setdefault(page_key("_url_notes"), {})[key] = (
+                f"?{name}= names {', '.join(unknown)}, not {what}: left out", None)
+        st.session_state[key] = list(dict.fromkeys(n for n in asked if n in choices))
+    said = st.session_state.get(page_key("_url_notes"), {}).get(key)
+    if said and st.session_state.get("_url_seeds"):
+        url_note(said[0])
+    return key
+
+
 def _within(value, default, choices, lo, hi):
     if choices is not None and value not in choices:
         return default if default in choices else choices[0]
