@@ -289,3 +289,10 @@ def test_speeds_take_each_rungs_fastest_row_and_say_which_are_missing():
     notes = {a.x: a.text for a in fig.layout.annotations if a.text in ("no row", "not timed")}
     assert notes == {**{r: "no row" for r in ABSENT}, "warptile": "not timed"}
     assert "recorded NVIDIA H200 run of 2027-01-02" in fig.layout.title.text
+
+
+def test_the_table_never_writes_a_power_of_ten():
+    """At 1^3 a block's table read 1.393e+05, 4.915e+04 and 3.59e-06 beside 1/32, and 0.00391 outputs per thread."""
+    from engine.metrics.rung_counts import _num
+    assert [_num(v) for v in (139300.5, 49152.2, 3.59e-06, 1 / 256, 16, 2.5, 0.0123)] == [
+        "139,300", "49,152", "1/278,552", "1/256", "16", "2.5", "0.0123"]

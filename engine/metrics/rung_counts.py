@@ -295,7 +295,14 @@ def _ratio(count: int | None, fmas: int, why: str = "—") -> str:
 
 
 def _num(v: float) -> str:
-    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.3g}"
+    """A count or ratio in one style, never in powers of ten (a 1^3 block had read 1.393e+05 and 3.59e-06
+    beside 1/32): whole from 100 up, 3 significant digits below, and under 0.01 as 1/N."""
+    v = float(v)
+    if v.is_integer() or abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 0.01:
+        return f"{v:.3g}"
+    return f"1/{1 / v:,.0f}" if v > 0 else f"-1/{-1 / v:,.0f}"
 
 
 METRICS = {   # row of the table -> its value for one rung, as shown
