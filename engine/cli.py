@@ -198,8 +198,13 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:   # Ctrl-C: stopped as asked, in one line, not a traceback
         print("stopped", file=sys.stderr)
         return 130
-    except BrokenPipeError:   # `... | head`: the reader has what it wanted; no traceback, and none at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+    except BrokenPipeError as exc:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:   # `... | head`: the reader has what it wanted; no traceback, and none at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
+        print(f"error: {exc}", file=sys.stderr)   # another pipe (a browser's that died), not stdout's
+        return 2
     finally:
         gpu_client.shutdown()

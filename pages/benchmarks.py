@@ -378,7 +378,8 @@ for up in uploads or []:
     if run is None:
         continue
     df, prov = run
-    frames.append(df.assign(run=f"{up.name} (uploaded)"))
+    # each upload a run of its own, even where two share a name (`bench --out` writes results.json)
+    frames.append(df.assign(run=benchmark.unique_name(f"{up.name} (uploaded)", {f["run"].iloc[0] for f in frames if len(f)})))
     provs.append(prov)
     peaks = peaks or prov["peaks"]
     labels.append(schema.plain(f"{df['gpu'].iloc[0]} (uploaded {up.name}, recorded {prov['date'][:10]})"))

@@ -14,6 +14,7 @@ ui.setup_page("ladder", "The FP32 ladder", "From the tiled kernel towards cuBLAS
               "source against the rung before, what one block's trace counts, and the measured speed.")
 
 rungs = list(registry.LADDER_RUNGS)
+LARGEST = 4096   # the largest M, N or K a block is counted at here
 with ui.controls():
     c0, c2, c3 = st.columns([5, 0.9, 0.9])
     rung = c0.selectbox("Rung", rungs, key=view_state.state("rung", rungs[1], rungs),
@@ -22,7 +23,7 @@ with ui.controls():
     spec = registry.get(rung)
     # Every rung's one block is traced at these sizes; the rung chosen with the parameters below, the
     # others with their defaults.
-    shown = settings.kernel_settings([rung], (512, 512, 512), hi=4096)
+    shown = settings.kernel_settings([rung], (512, 512, 512), hi=LARGEST)
     m, n, k, params = shown.m, shown.n, shown.k, shown.of(rung)
     grid = ui.grid_of(rung, m, n, k, params, spec.default_block)
     bx = c2.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))
@@ -99,8 +100,14 @@ if run:
         # counted (scope): it had stayed at the largest, and the step below then set 8,192³ speeds beside
         # counts at 512³ or 1³.
         near = min(sizes, key=lambda s: abs(math.log(s) - math.log(m * n * k) / 3))
-        at = st.select_slider("Timed at M = N = K", sizes, key=view_state.state("timed", near, sizes, scope=f"{m}x{n}x{k}"))
+        # A link's ?timed= is for the size it opened on, not for each size the user counts after it.
+        link_read = view_state.page_key("_timed_link_read")
+        at = st.select_slider("Timed at M = N = K", sizes,
+                              key=view_state.state("timed", near, sizes, scope=f"{m}x{n}x{k}",
+                                                   url=not st.session_state.get(link_read)))
+        st.session_state[link_read] = True
         view_state.remember(timed=at)
+        view_state.keep(**{f"{m}x{n}x{k}.timed": at})   # what state() restores for this size on coming back
         timed = speeds.ladder_speeds(df, at)
         st.plotly_chart(ladder_figures.speed_figure(timed, rung, label, charts.notes([prov], df)),
                         width="stretch", config={"displaylogo": False}, key="ladder-speed")
@@ -125,10 +132,13 @@ if run:
                 said += (f" The speeds are of the parameters the run timed ({'; '.join(other)}), the counts of those "
                          "chosen above: the run did not time the choice counted.")
             if at != size:   # counts of one size, speeds of another: the table side by side, no verdict from them
+                countable = [f"{s:,}" for s in sizes if s <= LARGEST]
                 said = (f"the counts are of one block at {dims}, the speeds of {at:,}³, and a block's costs per FMA change "
                         "with the size (a partial tile's threads outside C do no work), so the two are set side by "
-                        f"side without a verdict. This run timed the ladder at {', '.join(f'{s:,}' for s in sizes)}: "
-                        "count at one of those sizes for the step's reasons.")
+                        "side without a verdict."
+                        + (f" This run timed the ladder at {', '.join(countable)} among the sizes counted here: count at "
+                           "one of those for the step's reasons." if countable else "")
+                        + (said[said.index(" The speeds are of the parameters"):] if " The speeds are of the parameters" in said else ""))
             st.markdown(f"**From {prev} to {rung}** (speeds at {at:,}³, counts of one block at {dims}): {said}")
             ui.table(table, hide_index=True, width="stretch")
 

@@ -480,3 +480,16 @@ def test_the_runs_shown_are_in_the_link_and_kept_across_pages():
     at.switch_page("pages/coalescing.py").run()
     at.switch_page("pages/benchmarks.py").run()
     assert next(m for m in at.multiselect if m.label.startswith("Recorded")).value == pair
+
+
+def test_a_runs_link_of_no_known_name_opens_the_default_and_its_note_goes_once_the_user_chooses():
+    from tests.test_pages import open_page
+    default = [p.name for p in benchmark.opening_runs(benchmark.recorded_runs())]
+    at = open_page("pages/benchmarks.py", {"runs": "nope.json"})
+    recorded = next(m for m in at.multiselect if m.label.startswith("Recorded"))
+    assert recorded.value == default
+    note = "?runs= names nope.json, not a recorded run here: left out"
+    assert note in [str(w.value) for w in at.warning]
+    names = [p.name for p in benchmark.recorded_runs()]
+    recorded.set_value([n for n in names if n not in default][:1]).run()
+    assert note not in [str(w.value) for w in at.warning]

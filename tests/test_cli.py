@@ -357,3 +357,13 @@ def test_a_cap_below_one_and_a_negative_warp_are_named(capsys):
     for make in (animations.coalescing, animations.bank_conflicts):
         with pytest.raises(EngineError, match=r"^warp must be 0 or more, not -1$"):
             make(warp=-1, source="cpu")
+
+
+def test_a_broken_pipe_that_is_not_stdouts_is_an_error_not_a_quiet_exit(monkeypatch, capsys):
+    """Any BrokenPipeError had ended the CLI quietly with 141, stdout sent to /dev/null: a browser's pipe
+    breaking in an export too."""
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(cli, "cmd_cache", broken)
+    assert main(["cache"]) == 2
+    assert capsys.readouterr().err.strip() == "error: [Errno 32] Broken pipe"

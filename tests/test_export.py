@@ -281,3 +281,15 @@ def test_two_runs_of_one_gpu_each_take_their_own_cublas_and_are_told_apart():
     assert benchmark.headline(both).count("naive_x_rows") == 2   # once by name, once in the closing ratio
     assert list(benchmark.table(both)["run"].unique()) == ["a.json", "b.json (uploaded)"]
     assert "run" not in benchmark.table(both[both["run"] == "a.json"])
+
+
+def test_two_uploads_of_one_name_are_two_runs_and_one_run_is_not_named_in_its_labels():
+    """Two uploads of results.json were one run (the second divided by the first's cuBLAS: 1066%); a
+    single run of an unnamed GPU had ' · a.json' on every label, and rows with a run but no GPU a KeyError."""
+    assert benchmark.unique_name("results.json (uploaded)", set()) == "results.json (uploaded)"
+    assert benchmark.unique_name("r (uploaded)", {"r (uploaded)", "r (uploaded) #2"}) == "r (uploaded) #3"
+    rows = pd.DataFrame(json.loads(RECORDED.read_text())["results"])
+    assert not charts.labels(rows.assign(gpu=None, run="a.json")).str.contains("a.json").any()
+    assert not charts.labels(rows.assign(run="a.json")).str.contains("a.json").any()
+    both = pd.concat([rows.assign(gpu="H100", run="a.json"), rows.assign(gpu="H200", run="b.json")], ignore_index=True)
+    assert "run" not in benchmark.table(both)   # a run per GPU: the GPU column tells them apart

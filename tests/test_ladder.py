@@ -3,6 +3,7 @@ the two files themselves, the counts against the records (pandas) and against th
 each rung's parameters, the timelines against the records' epochs and groups, and the speeds
 against a synthetic benchmark export made here."""
 import json
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -294,5 +295,12 @@ def test_speeds_take_each_rungs_fastest_row_and_say_which_are_missing():
 def test_the_table_never_writes_a_power_of_ten():
     """At 1^3 a block's table read 1.393e+05, 4.915e+04 and 3.59e-06 beside 1/32, and 0.00391 outputs per thread."""
     from engine.metrics.rung_counts import _num
-    assert [_num(v) for v in (139300.5, 49152.2, 3.59e-06, 1 / 256, 16, 2.5, 0.0123)] == [
-        "139,300", "49,152", "1/278,552", "1/256", "16", "2.5", "0.0123"]
+    assert [_num(v) for v in (139300.5, 49152.2, 3.59e-06, 1 / 256, 16, 2.5, 0.0123, float("nan"), 1e-300)] == [
+        "139,300", "49,152", "1/278,552", "1/256", "16", "2.5", "0.0123", "—", "0"]
+    # the table itself, at 1^3: a block of one output (its loads per FMA are whole numbers or 4-digit counts)
+    counts = {}
+    for name in ("tiled_guarded", "blocktile_2d", "warptile"):
+        t = tracer.trace(name, make_problem(1, 1, 1, block=registry.get(name).default_block), [(0, 0)], "cpu")
+        counts[name] = rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0))
+    table = rung_counts.metrics_table(counts)
+    assert not table.map(lambda v: bool(re.search(r"\de[+-]\d", str(v)))).any().any(), table

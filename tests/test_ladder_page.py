@@ -199,3 +199,18 @@ def test_the_speeds_are_timed_at_the_size_counted_where_the_run_has_it_and_no_ve
     sizes = at.select_slider(key="ladder.1x1x1.timed").options
     assert at.select_slider(key="ladder.1x1x1.timed").value == int(sizes[0])   # the nearest timed: the smallest
     assert "without a verdict" in said and "went down" not in said and "pays more" not in said
+
+
+def test_the_timed_size_follows_a_size_changed_in_the_session_and_is_kept_across_pages():
+    """Opened at 512^3 (its ?timed=512 in the URL), then counted at 4,096^3: the slider stayed at 512, the
+    link's value read again for the new size; and a size chosen on the slider was lost on coming back."""
+    at = open_page(PAGE, {"rung": "prefetched", "m": "512", "n": "512", "k": "512"})
+    assert at.select_slider(key="ladder.512x512x512.timed").value == 512
+    for name in "mnk":
+        at.number_input(key=f"ladder.{name}").set_value(4096)
+    at.run()
+    assert at.select_slider(key="ladder.4096x4096x4096.timed").value == 4096
+    at.select_slider(key="ladder.4096x4096x4096.timed").set_value(2048).run()
+    at.switch_page("pages/coalescing.py").run()
+    at.switch_page("pages/ladder.py").run()
+    assert at.select_slider(key="ladder.4096x4096x4096.timed").value == 2048

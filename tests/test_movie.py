@@ -5,6 +5,7 @@ import io
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -214,8 +215,16 @@ def test_an_export_stopped_while_it_captures_ends_at_once(monkeypatch, fmt, afte
     def stopped(fig, title, each, progress):
         for i in range(after):
             each(png((10 * i, 0, 0)))
+        time.sleep(0.5)   # the encoder has read them and waits for the next
         raise KeyboardInterrupt
     monkeypatch.setattr(movie, "capture", stopped)
+    finished, real = [], getattr(movie, fmt)
+
+    def encoder(pngs, ms):   # the real one, noting whether it got to the end of its file
+        data = real(pngs, ms)
+        finished.append(True)
+        return data
+    monkeypatch.setattr(movie, fmt, encoder)
     raised = []
 
     def run():
@@ -227,3 +236,4 @@ def test_an_export_stopped_while_it_captures_ends_at_once(monkeypatch, fmt, afte
     thread.start()
     thread.join(10)
     assert not thread.is_alive() and len(raised) == 1 and isinstance(raised[0], KeyboardInterrupt)
+    assert not finished   # a stopped export does not go on to encode the frames it had

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import numbers
 import os
 import platform
 import statistics
@@ -62,9 +63,9 @@ class Settings:
 
     def __post_init__(self):
         # --reps 0 timed nothing and the median of no times failed as a traceback
-        if isinstance(self.reps, bool) or not isinstance(self.reps, int) or self.reps < 1:
+        if isinstance(self.reps, bool) or not isinstance(self.reps, numbers.Integral) or self.reps < 1:
             raise EngineError(f"repetitions must be a whole number of at least 1, got {self.reps!r}")
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, numbers.Integral) or self.warmup < 0:
             raise EngineError(f"warm-up launches must be a whole number of at least 0, got {self.warmup!r}")
         if not 0 < self.seconds_per_point < float("inf"):
             raise EngineError(f"seconds per point must be a positive number, got {self.seconds_per_point!r}")
@@ -232,6 +233,12 @@ if len(CUBLAS_AT) != len(_CUBLAS):
     raise ValueError("two cuBLAS entries of the registry share a precision: % of cuBLAS would be against either")
 
 
+def unique_name(name: str, taken: set[str]) -> str:
+    """name, or where it is taken name #2, #3, ...: a run's name tells it from the others shown (derive
+    measures each run against its own cuBLAS by it), and two uploads of results.json are two runs."""
+    return next(n for i in range(1, len(taken) + 2) if (n := name if i == 1 else f"{name} #{i}") not in taken)
+
+
 def derive(df: pd.DataFrame, peaks: dict) -> pd.DataFrame:
     """% of the FP32 peak, and % of cuBLAS at the same precision and size (when cuBLAS was measured).
     Linear in the rows (two merges): a search of the whole frame per row took 23.5 s for 20,000 rows."""
@@ -287,7 +294,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     """The results as shown: readable column names; a missing number stays empty (NaN, drawn blank)
     and missing text is a dash, never 'None'."""
     df = df.assign(label=charts.labels(df))
-    if "run" in df and df["run"].nunique() < 2:   # one run: its name is the page's, not a column's
+    if "run" in df and not charts.runs_apart(df):   # a run per GPU at most: the GPU column says which
         df = df.drop(columns="run")
     out = pd.DataFrame({name: df[col] for col, name in TABLE_COLUMNS.items() if col in df})
     for col, name in TABLE_COLUMNS.items():

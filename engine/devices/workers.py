@@ -160,10 +160,10 @@ class Worker:
         try:
             with _without_main():
                 self.process.start()
+            child.close()
+            _LIVE.add(self)   # before a Ctrl-C held back meanwhile is raised: stop_all() finds this worker
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        child.close()
-        _LIVE.add(self)
 
     def alive(self) -> bool:
         return self.process.is_alive()

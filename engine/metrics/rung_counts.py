@@ -15,6 +15,7 @@ Counts are of one block, at the problem's size:
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -291,17 +292,21 @@ def _ratio(count: int | None, fmas: int, why: str = "—") -> str:
     if count is None:
         return why
     exact = Fraction(count, fmas)
-    return f"{exact.numerator:,}/{exact.denominator:,}" if 1 < exact.denominator <= 4096 else f"{count / fmas:.4g}"
+    return f"{exact.numerator:,}/{exact.denominator:,}" if 1 < exact.denominator <= 4096 else _num(count / fmas)
 
 
 def _num(v: float) -> str:
     """A count or ratio in one style, never in powers of ten (a 1^3 block had read 1.393e+05 and 3.59e-06
     beside 1/32): whole from 100 up, 3 significant digits below, and under 0.01 as 1/N."""
     v = float(v)
+    if math.isnan(v):
+        return "—"
     if v.is_integer() or abs(v) >= 100:
         return f"{v:,.0f}"
     if abs(v) >= 0.01:
         return f"{v:.3g}"
+    if abs(v) < 1e-12:   # past any count a block makes: not a 13-digit fraction
+        return "0"
     return f"1/{1 / v:,.0f}" if v > 0 else f"-1/{-1 / v:,.0f}"
 
 

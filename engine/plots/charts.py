@@ -88,9 +88,18 @@ def labels(df: pd.DataFrame, base: pd.Series | None = None) -> pd.Series:
     out = _labels_of(df) if base is None else base
     if "gpu" in df and df["gpu"].nunique() > 1:
         out = out + " · " + df["gpu"].astype(str)
-    if "run" in df and df[["gpu", "run"]].drop_duplicates().shape[0] > df["gpu"].nunique():
+    if runs_apart(df):
         out = out + " · " + df["run"].astype(str)   # a GPU with several runs shown: which run each is
     return out
+
+
+def runs_apart(df: pd.DataFrame) -> bool:
+    """Whether some GPU (or the unnamed one) has several runs among the rows: only then do they need
+    their run's name to be told apart."""
+    if "run" not in df:
+        return False
+    gpu = df["gpu"] if "gpu" in df else pd.Series([None] * len(df), index=df.index)
+    return pd.DataFrame({"gpu": gpu, "run": df["run"]}).drop_duplicates().shape[0] > gpu.nunique(dropna=False)
 
 
 def colors(df: pd.DataFrame, base: pd.Series | None = None) -> dict[str, str]:

@@ -300,6 +300,8 @@ def export(fig, fmt: str, title: str, progress: Callable[[int, int], None] = lam
                 raise EngineError("the export was stopped")
             yield png
         ended.set()
+        if abandoned.is_set():   # the None of a capture that failed or was stopped: no file to finish
+            raise EngineError("the export was stopped")
 
     def encoder():
         try:

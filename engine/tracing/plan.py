@@ -284,7 +284,7 @@ def check_fits_host(plan: TracePlan) -> None:
     """Refuses, before anything is allocated, a run over the host memory limit, with the estimate, or
     one with a traced array too large for a record's offset."""
     shapes = global_shapes(plan.problem)
-    for lp in plan.launches:
+    for lp in (lp for lp in plan.launches if lp.traced):   # only traced launches' records hold offsets
         for site in sources.load(lp.file).sites:
             if site.space == "global" and array_bytes(site.array, shapes[site.array], plan.inputs) > MAX_TRACED_ARRAY_BYTES:
                 size = array_bytes(site.array, shapes[site.array], plan.inputs)

@@ -79,13 +79,18 @@ def names_state(name: str, choices: list[str], default: list[str], what: str) ->
         kept = st.session_state.get(page_key("_saved"), {}).get(name)
         asked = [n for n in (raw if raw is not None else kept if kept is not None else ",".join(default)).split(",") if n]
         unknown = [n for n in asked if n not in choices]
+        known = list(dict.fromkeys(n for n in asked if n in choices))
         if raw is not None and unknown:
+            known = known or [n for n in default if n in choices]   # none it knows: the page's own opening
             st.session_state.setdefault(page_key("_url_notes"), {})[key] = (
-                f"?{name}= names {', '.join(unknown)}, not {what}: left out", None)
-        st.session_state[key] = list(dict.fromkeys(n for n in asked if n in choices))
-    said = st.session_state.get(page_key("_url_notes"), {}).get(key)
-    if said and st.session_state.get("_url_seeds"):
-        url_note(said[0])
+                f"?{name}= names {', '.join(unknown)}, not {what}: left out", known)
+        st.session_state[key] = known
+    notes = st.session_state.get(page_key("_url_notes"), {})
+    if key in notes:
+        if st.session_state[key] == notes[key][1] and st.session_state.get("_url_seeds"):
+            url_note(notes[key][0])
+        else:   # the user's own choice now, not the link's (as state() does)
+            del notes[key]
     return key
 
 
