@@ -133,9 +133,8 @@ if run:
                          "chosen above: the run did not time the choice counted.")
             if at != size:   # counts of one size, speeds of another: the table side by side, no verdict from them
                 countable = [f"{s:,}" for s in sizes if s <= LARGEST]
-                said = (f"the counts are of one block at {dims}, the speeds of {at:,}³, and a block's costs per FMA change "
-                        "with the size (a partial tile's threads outside C do no work), so the two are set side by "
-                        "side without a verdict."
+                said = ("a block's costs per FMA change with the size (a partial tile's threads outside C do no "
+                        "work), so counts and speeds of two sizes are set side by side without a verdict."
                         + (f" This run timed the ladder at {', '.join(countable)} among the sizes counted here: count at "
                            "one of those for the step's reasons." if countable else "")
                         + (said[said.index(" The speeds are of the parameters"):] if " The speeds are of the parameters" in said else ""))

@@ -304,3 +304,5 @@ def test_the_table_never_writes_a_power_of_ten():
         counts[name] = rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0))
     table = rung_counts.metrics_table(counts)
     assert not table.map(lambda v: bool(re.search(r"\de[+-]\d", str(v)))).any().any(), table
+    step, _ = rung_counts.step(counts["tiled_guarded"], counts["blocktile_2d"])   # the step's table too (7.373e+04)
+    assert not step.map(lambda v: bool(re.search(r"\de[+-]\d", str(v)))).any().any(), step

@@ -368,7 +368,7 @@ def step(previous: RungCounts, current: RungCounts, speed_before: float | None =
     for name, fn in STEP_COSTS.items():
         a, b = fn(previous), fn(current)
         change = "same" if abs(b - a) <= 1e-9 * max(a, b, 1e-12) else f"{(b - a) / a:+.0%}" if a else "new"
-        rows.append({"per FMA": name, previous.name: f"{a:.4g}", current.name: f"{b:.4g}", "change": change,
+        rows.append({"per FMA": name, previous.name: _num(a), current.name: _num(b), "change": change,
                      "_up": b > a * (1 + 1e-9), "_down": b < a * (1 - 1e-9)})
     table = pd.DataFrame(rows)
     worse = [r["per FMA"] for r in rows if r["_up"]]
