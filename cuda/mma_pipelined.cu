@@ -40,6 +40,16 @@
 // the rest goes was not looked into). A percent of the ~60% of cuBLAS FP16 this rung reaches: what
 // holds it there is the ring itself, a barrier and every thread's copies each tile
 // (tests/benchmarks/mma_costs.py).
+// Tried and not offered: the copies moved out of the consumers into a producer warpgroup of their own
+// (128 more threads; setmaxnreg 40 for them, 232 for the 8 consumer warps), each thread's cp.async
+// of a slot completing on the slot's mbarrier (cp.async.mbarrier.arrive.noinc), every consumer warp
+// waiting on that mbarrier and handing the slot back on its own, as mma_tma's warps do: no barrier
+// across the block and no copies among the multiplies. Slower on an H200 (128 x 256 tiles, STAGES 4,
+// medians of 2 to 3 rounds): 420 to 443 TFLOP/s at 4096^3 against 459, 448 against 495 at 8192^3.
+// Nsight Compute, one launch at 4096^3: the tensor pipe busy 69 to 73% of cycles against 75%, warps
+// stalled on the long scoreboard 1.4 to 2.6 cycles per issued instruction against 0.7. Why was not
+// pinned down; one producer warp per scheduler issues 24 cp.async a thread a tile where 8 warps
+// issued 12 each between their multiplies. The same producer asking TMA for the tile is mma_tma.
 #include "trace.cuh"
 
 #ifndef BM
