@@ -356,3 +356,23 @@ def test_eviction_and_clearing_touch_only_the_caches_own_builds(cache, monkeypat
     _entry(folder, "k0-cpu-00000000000000000000", 2**20, 5000)
     assert main(["cache", "--clear"]) == 0
     assert all(p.exists() for p in theirs) and compile_cache.usage(folder) == (0, 0)
+
+
+@pytest.mark.parametrize("kind", ["trace", "plain", "cpu"])
+def test_every_name_a_build_is_saved_under_is_one_the_cache_counts(cache, kind):
+    """build.py and the cache's own count once spelled a build's name each on their own: a build
+    named otherwise is never evicted, and the cache grows past its bound."""
+    from engine.kernels import cache as compile_cache
+    target = compile_cache.build_path("naive_x_rows", kind, "0123456789abcdef0123")
+    for name in (target.name, target.name + ".sha256", target.with_suffix(".sass.json").name):
+        assert compile_cache.is_build_name(name), name
+    for kernel, key in (("a-b", "0" * 20), ("k", "0" * 19), ("k", "g" * 20)):
+        with pytest.raises(ValueError, match="not a name the compile cache keeps"):
+            compile_cache.build_path(kernel, kind, key)
+
+
+@pytest.mark.skipif(build.host_compiler() is None, reason="no C++ compiler")
+def test_a_real_build_is_counted_by_the_cache(cache):
+    from engine.kernels import cache as compile_cache
+    built = build.build_cpu_library("naive_x_rows.cu", {})
+    assert compile_cache.is_build_name(built.name) and len(build_key(built).rsplit("-", 1)[1]) == compile_cache.KEY_LENGTH

@@ -38,7 +38,7 @@ def _inputs_hash(*parts: str) -> str:
         h.update((sources.CUDA_DIR / name).read_bytes())
     for p in parts:
         h.update(p.encode())
-    return h.hexdigest()[:20]
+    return h.hexdigest()[:cache.KEY_LENGTH]
 
 
 def local_headers(src: sources.KernelSource) -> str:
@@ -200,7 +200,7 @@ def build_cubin(file: str, params: Mapping[str, int], traced: bool, arch: str | 
     # value at its commas (TRACE_SITE_OF(l,a,o) has some).
     header = _trace_header(src) if traced else ""
     key = _inputs_hash(src.text, local_headers(src), arch, compiler_version(compiler), *defs, header)
-    target = cache.cache_dir() / f"{src.name}-{'trace' if traced else 'plain'}-{key}.cubin"
+    target = cache.build_path(src.name, "trace" if traced else "plain", key)
 
     def build(out: Path) -> None:
         # The key is derived from the inputs, so it is not one of them: a header of its own, beside
@@ -276,7 +276,7 @@ def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
         f"#define CPU_KERNEL_CALL {_kernel_call(src)}",
         f'#include "{cuda / "cpu_entry.h"}"', ""])
     key = _inputs_hash(src.text, local_headers(src), unit, compiler, compiler_version(compiler), *CPU_FLAGS)
-    target = cache.cache_dir() / f"{src.name}-cpu-{key}.so"
+    target = cache.build_path(src.name, "cpu", key)
 
     def build(out: Path) -> None:
         unit_file = out.with_suffix(".cpp")

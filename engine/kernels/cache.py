@@ -128,11 +128,23 @@ def sweep_stale(path: Path) -> int:
 # ".so", and beside a build its ".sha256" and ".sass.json"): only these are counted, evicted and
 # cleared. Whatever else is in the folder (the Playground's sources, or a user's own files where the
 # setting names a folder of theirs) is not the cache's to remove: eviction had deleted it.
-_BUILD_NAME = re.compile(r"[A-Za-z0-9_]+-(?:trace|plain|cpu)-[0-9a-f]{20}\.(?:cubin|so|sass\.json)(?:\.sha256)?")
+# build_path makes the names, so the two cannot drift apart.
+KEY_LENGTH = 20                                                   # hex digits of a build's key
+_BUILD_KINDS = {"trace": ".cubin", "plain": ".cubin", "cpu": ".so"}   # kind of build -> what it is saved as
+_BUILD_NAME = re.compile(rf"[A-Za-z0-9_]+-(?:{'|'.join(_BUILD_KINDS)})-[0-9a-f]{{{KEY_LENGTH}}}"
+                         r"\.(?:cubin|so|sass\.json)(?:\.sha256)?")
 
 
 def is_build_name(name: str) -> bool:
     return _BUILD_NAME.fullmatch(name) is not None
+
+
+def build_path(kernel: str, kind: str, key: str) -> Path:
+    """Where the cache keeps a build of `kernel` ("trace", "plain" or "cpu") whose inputs hash to `key`."""
+    name = f"{kernel}-{kind}-{key}{_BUILD_KINDS[kind]}"
+    if not is_build_name(name):   # a name eviction would never count: the cache would grow past its bound
+        raise ValueError(f"{name!r} is not a name the compile cache keeps")
+    return cache_dir() / name
 
 
 def _digest_file(target: Path) -> Path:

@@ -285,10 +285,10 @@ def check_fits_host(plan: TracePlan) -> None:
     one with a traced array too large for a record's offset."""
     shapes = global_shapes(plan.problem)
     for lp in (lp for lp in plan.launches if lp.traced):   # only traced launches' records hold offsets
-        for site in sources.load(lp.file).sites:
-            if site.space == "global" and array_bytes(site.array, shapes[site.array], plan.inputs) > MAX_TRACED_ARRAY_BYTES:
-                size = array_bytes(site.array, shapes[site.array], plan.inputs)
-                raise EngineError(f"{plan.problem.describe()}: {site.array} is {size:,} bytes, over the "
+        for array in dict.fromkeys(site.array for site in sources.load(lp.file).sites if site.space == "global"):
+            size = array_bytes(array, shapes[array], plan.inputs)
+            if size > MAX_TRACED_ARRAY_BYTES:
+                raise EngineError(f"{plan.problem.describe()}: {array} is {size:,} bytes, over the "
                                   f"{MAX_TRACED_ARRAY_BYTES:,} (4 GiB) a trace's byte offsets reach; trace a smaller size")
     parts = host_bytes(plan)
     need, limit = sum(parts.values()), host_memory_limit()
