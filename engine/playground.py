@@ -34,6 +34,8 @@ from engine.tracing.tracer import assemble
 
 # A source larger than this is refused before anything reads it (the catalog's largest is 12 KB).
 MAX_SOURCE_BYTES = 64 * 1024
+MAX_NAME_CHARS = 100      # a kernel's name: its source file's and its builds' names begin with it
+MAX_MESSAGE_CHARS = 400   # a diagnostic's, on the page
 # Students' sources and their CPU libraries (about 20 KB a build) are kept within this many MB, the
 # least recently used going first; a source used in the last minute stays (it may be building).
 BUDGET_ENV = "MATMUL_EXPLORER_PLAYGROUND_CACHE_MB"
@@ -113,6 +115,11 @@ class Diagnostic:
     line: int
     message: str
 
+    def __post_init__(self):
+        # The reader quotes the line it objects to, and a student's line may be 60 KB long.
+        if len(self.message) > MAX_MESSAGE_CHARS:
+            object.__setattr__(self, "message", self.message[:MAX_MESSAGE_CHARS - 3] + "...")
+
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}" if self.line else self.message
 
@@ -143,7 +150,10 @@ def root() -> Path:
 def save(text: str) -> Saved:
     """Keeps the source under its digest and reads it as the engine reads the catalog's sources
     (signature, traced arrays, access sites, the tracing rules): nothing is compiled or run here."""
-    data = text.encode("utf-8", errors="strict")
+    try:
+        data = text.encode("utf-8", errors="strict")
+    except UnicodeEncodeError:   # a lone surrogate (U+D800..U+DFFF), which JSON from a browser can carry
+        raise EngineError("the kernel is not UTF-8 text (it holds a lone surrogate, U+D800 to U+DFFF)") from None
     if len(data) > MAX_SOURCE_BYTES:
         raise EngineError(f"the kernel is {len(data) // 1024} KB; the Playground takes up to "
                           f"{MAX_SOURCE_BYTES // 1024} KB")
@@ -151,6 +161,9 @@ def save(text: str) -> Saved:
     name = sources.kernel_name(text)
     if not name:
         raise EngineError('no kernel found: declare it as extern "C" __global__ void name(...)')
+    if len(name) > MAX_NAME_CHARS:   # the name is a file's (and its builds'): past 255 bytes no file system takes it
+        raise EngineError(f"the kernel's name is {len(name)} characters; the Playground takes names of up to "
+                          f"{MAX_NAME_CHARS}")
     digest = hashlib.sha256(data).hexdigest()[:20]
     folder = root() / digest
     path = folder / f"{name}.cu"
@@ -239,7 +252,10 @@ def problem_for(spec: KernelSpec, m: int, n: int, k: int, params: dict[str, int]
 def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[int, int]] | None = None) -> Trace:
     """The kernel's trace (of the given blocks, or all), built and run in a sandbox: the same Trace
     the catalog's kernels give, so every view of the app draws it."""
-    plan = plan_for(spec, problem, blocks)
+    try:
+        plan = plan_for(spec, problem, blocks)
+    except ValueError as exc:   # a shared array's size the reader cannot compute (sources.shared_shape)
+        raise EngineError(str(exc)) from None
     check_fits_host(plan)
     _used(saved.path)
     raw = runs.trace(plan)

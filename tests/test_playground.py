@@ -69,6 +69,9 @@ def test_a_source_is_kept_once_under_its_digest(tmp_path, monkeypatch):
     ("int main() { return 0; }", "no kernel found"),
     ("x" * (playground.MAX_SOURCE_BYTES + 1), "takes up to 64 KB"),
     ('extern "C" __global__ void k() {}\0', "NUL"),
+    # An unhandled OSError (file name too long) and UnicodeEncodeError before these.
+    ('extern "C" __global__ void ' + "k" * 240 + "() {}", "names of up to 100"),
+    ('extern "C" __global__ void k() {} // \ud800', "lone surrogate"),
 ])
 def test_what_is_not_a_kernel_is_refused_in_one_line(tmp_path, monkeypatch, text, says):
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
@@ -190,3 +193,39 @@ def test_a_wrong_result_on_the_gpu_is_one_line_not_a_median_of_no_times(tmp_path
         playground.time_on_gpu(saved, problem)
     said = str(exc.value)
     assert "\n" not in said and "wrong" in said and "2.0e-02" in said and "3.0e-05" in said and "not timed" in said
+
+
+@pytest.mark.parametrize("require, says", [
+    # 2 GB and 5 s in the server for the first, a MemoryError for the second, RecursionError for the third.
+    ("(1 << 16000000000) > 0", "a shift by 16000000000"),
+    ("(1 << 62) * (1 << 62) > 0", "past 64 bits"),
+    ("(" * 300 + "1" + ")" * 300, "nested too deeply"),
+    ("+".join(["1"] * 3000) + " > 0", "nested too deeply"),
+])
+def test_a_contract_past_what_c_computes_is_one_line_not_the_servers_memory(tmp_path, monkeypatch, require, says):
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    blank = playground.starter_source(playground.BLANK)
+    assert "REQUIRE(BX * BY <= 1024" in blank
+    saved = playground.save(blank.replace("REQUIRE(BX * BY <= 1024", f"REQUIRE({require} && BX * BY <= 1024"))
+    with pytest.raises(EngineError, match=says):
+        playground.spec_of(saved)
+
+
+def test_a_shared_array_sized_past_what_c_reads_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    text = playground.starter_source("tiled_guarded")
+    assert "__shared__ float As[TILE][TILE];" in text
+    saved = playground.save(text.replace("__shared__ float As[TILE][TILE];",
+                                         "__shared__ float As[" + "(" * 300 + "TILE" + ")" * 300 + "][TILE];"))
+    with pytest.raises(EngineError, match="nested too deeply"):
+        spec = playground.spec_of(saved)
+        playground.trace(saved, spec, playground.problem_for(spec, 16, 16, 16, {}), [(0, 0)])
+
+
+def test_a_diagnostic_quoting_a_very_long_line_stays_short(tmp_path, monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    text = playground.starter_source("tiled_guarded")
+    assert "__shared__ float As[TILE][TILE];" in text
+    saved = playground.save(text.replace("__shared__ float As[TILE][TILE];",
+                                         "__shared__ float As[TILE][TILE], X[2];" + " " * 16000 + "// long"))
+    assert saved.problems and all(len(str(p)) <= playground.MAX_MESSAGE_CHARS + 10 for p in saved.problems)

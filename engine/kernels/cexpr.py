@@ -52,20 +52,32 @@ def _mod(a: int, b: int) -> int:
     return a - b * _div(a, b)
 
 
+# C's integers end at 64 bits, and so do these: a Playground contract is evaluated in the server, where
+# Python's integers would grow without bound (1 << 16000000000 took 2 GB and 5 s there).
+_BITS = 64
+
+
+def _fit(value: int) -> int:
+    if not -(1 << (_BITS - 1)) <= value < 1 << _BITS:
+        raise ValueError(f"a value past {_BITS} bits, where C's integers end")
+    return value
+
+
 def _shift(a: int, b: int, left: bool) -> int:
-    if b < 0:
-        raise ValueError(f"a shift by {b}")
-    return a << b if left else a >> b
+    if not 0 <= b < _BITS:
+        raise ValueError(f"a shift by {b} (C shifts a {_BITS}-bit integer by 0 to {_BITS - 1})")
+    return _fit(a << b) if left else a >> b
 
 
 _BINARY = {
-    "*": lambda a, b: a * b, "/": _div, "%": _mod, "+": lambda a, b: a + b, "-": lambda a, b: a - b,
+    "*": lambda a, b: _fit(a * b), "/": _div, "%": _mod, "+": lambda a, b: _fit(a + b), "-": lambda a, b: _fit(a - b),
     "<<": lambda a, b: _shift(a, b, True), ">>": lambda a, b: _shift(a, b, False),
     "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
     ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
     "&": lambda a, b: a & b, "^": lambda a, b: a ^ b, "|": lambda a, b: a | b,
 }
-_UNARY = {"-": lambda a: -a, "+": lambda a: a, "!": lambda a: int(not a), "~": lambda a: ~a}
+_UNARY = {"-": lambda a: _fit(-a), "+": lambda a: a, "!": lambda a: int(not a), "~": lambda a: ~a}
+_TOO_DEEP = "it is nested too deeply to read"   # past Python's recursion limit, in parsing or evaluating
 
 
 @dataclass(frozen=True)
@@ -76,7 +88,10 @@ class Expr:
     run: Callable[[Env], int]
 
     def __call__(self, env: Env) -> int:
-        return self.run(env)
+        try:
+            return self.run(env)
+        except RecursionError:   # a chain of thousands of operators, or of names defined by names
+            raise ValueError(_TOO_DEEP) from None
 
 
 class _Parser:
@@ -142,7 +157,7 @@ class _Parser:
     def primary(self):
         kind, text = self.take()
         if kind == "num":
-            value = int(text, 0)
+            value = _fit(int(text, 0))
             return lambda env: value
         if text == "(":
             inner = self.conditional()
@@ -172,7 +187,7 @@ class _Parser:
                 raise ValueError(f"{text} takes {_FUNCTIONS[text]} arguments, not {len(args)}")
             a, b = args
             if text == "CDIV":   # ((a) + (b) - 1) / (b), as contract.cuh defines it
-                return lambda env: _div(a(env) + b(env) - 1, b(env))
+                return lambda env: _div(_fit(a(env) + b(env) - 1), b(env))
             pick = min if text == "MIN" else max
             return lambda env: pick(a(env), b(env))
         if self.peek() == "(":
@@ -187,7 +202,10 @@ def parse(text: str) -> Expr:
     p = _Parser(text)
     if not p.toks:
         raise ValueError("the expression is empty")
-    run = p.whole()   # first: parsing is what collects the names
+    try:
+        run = p.whole()   # first: parsing is what collects the names
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
     return Expr(text.strip(), frozenset(p.names), run)
 
 
