@@ -425,3 +425,23 @@ def test_an_upload_with_nothing_timed_charts_without_an_error():
     df, prov = run
     figs = charts.all_charts(benchmark.derive(df, prov["peaks"]), prov["peaks"])
     assert set(figs) >= {"gflops_vs_size", "percent_of_cublas", "roofline"}
+
+
+def test_nothing_timed_with_null_timings_charts_and_exports_without_an_error(tmp_path):
+    """The same with gflops (and the other timings) null rather than absent, as measure() writes an
+    untimed row: a column of None, and derive's % of cuBLAS raised TypeError, in an upload and in
+    `bench --from` alike."""
+    from engine.cli import main
+    doc = _doc()
+    row = dict(doc["results"][0], status="error", error="launch failed")
+    row.update({k: None for k in ("gflops", "median_ms", "min_ms", "max_ms", "spread", "bandwidth_gbs")})
+    doc["results"] = [row]
+    run, problems = benchmark.load_upload("failed.json", json.dumps(doc).encode())
+    assert run is not None, problems
+    df, prov = run
+    assert df["pct_cublas"].isna().all()
+    assert set(charts.all_charts(df, prov["peaks"])) >= {"gflops_vs_size", "roofline"}
+    source = tmp_path / "failed.json"
+    source.write_text(json.dumps(doc))
+    assert main(["bench", "--from", str(source), "--out", str(tmp_path / "out"), "--formats", "json"]) == 0
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["results"][0]["gflops"] is None

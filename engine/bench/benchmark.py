@@ -245,6 +245,9 @@ def derive(df: pd.DataFrame, peaks: dict) -> pd.DataFrame:
     df = df.copy()
     if "gflops" not in df:
         return df
+    # Untimed rows have None: where no row was timed (every kernel failed) the column held only None,
+    # and the arithmetic below raised TypeError.
+    df["gflops"] = df["gflops"].astype(float)
     df["pct_fp32_peak"] = 100 * df["gflops"] / peaks["fp32_gflops"]
     if "gpu" not in df:
         df["gpu"] = None
