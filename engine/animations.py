@@ -33,6 +33,8 @@ def ms(view: str, speed: str) -> int:
 def grid(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> tuple[int, int]:
     """The blocks of the kernel's main launch, from its geometry in the registry (nothing runs)."""
     spec = registry.get(kernel)
+    if not spec.traceable:   # cuBLAS, torch.mm, the CPU reference: no launch of ours (IndexError before)
+        raise EngineError(f"{kernel} is not one of the explorer's CUDA sources ({spec.kind}): it has no trace")
     return spec.launches[-1].grid(registry.bind(spec, make_problem(m, n, k, block=block, params=params)))
 
 

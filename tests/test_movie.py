@@ -204,6 +204,17 @@ def test_the_first_instruction_out_of_range_is_one_line(capsys, tmp_path, start,
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.parametrize("args", [["tile_phases", "--kernel", "cublas_sgemm"], ["coalescing", "--kernel", "torch_mm_fp16"],
+                                  ["coalescing", "--compare", "cublas_sgemm"], ["coalescing", "--kernel", "cpu_reference"]])
+def test_a_kernel_without_a_source_of_ours_is_one_line(capsys, tmp_path, args):
+    """cuBLAS, torch.mm and the CPU reference have no launch of ours to draw: an IndexError before."""
+    from engine.cli import main
+    assert main(["animate", *args, "--source", "cpu", "--out", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not one of the explorer's CUDA sources" in err, err
+    assert not (tmp_path / "x.html").exists()
+
+
 @pytest.mark.parametrize("fmt", ["gif", "mp4"])
 @pytest.mark.parametrize("after", [0, 2])
 def test_an_export_stopped_while_it_captures_ends_at_once(monkeypatch, fmt, after):
