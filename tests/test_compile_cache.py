@@ -308,9 +308,10 @@ def test_a_fifo_in_an_entrys_place_is_rebuilt_not_waited_on(cache, make, which):
     assert again == target and target.read_bytes() == good and verified_bytes(target) == good
 
 
-@pytest.mark.parametrize("value", ["inf", "-inf", "1e400", "nan"])
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e400", "nan", "1e308", "1e-300"])
 def test_a_budget_that_is_no_finite_number_is_a_one_line_error(cache, monkeypatch, value):
-    """inf and 1e400 had passed as budgets and failed converting to bytes (OverflowError, a traceback)."""
+    """inf and 1e400 had passed as budgets and failed converting to bytes (OverflowError, a traceback);
+    so had 1e308, whose bytes overflow; 1e-300 had been taken as a budget of 0 bytes."""
     from engine.kernels import cache as compile_cache
     monkeypatch.setenv(compile_cache.BUDGET_ENV, value)
     with pytest.raises(EngineError, match="MATMUL_EXPLORER_COMPILE_CACHE_MB"):

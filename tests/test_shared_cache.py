@@ -111,3 +111,20 @@ def test_a_failure_after_the_computation_still_reaches_the_waiters_and_frees_the
     assert len(results) == 4 and all(isinstance(r, MemoryError) for r in results)
     cache.weigh = lambda v: 8
     assert cache.get("k", lambda: 2) == 2          # not stuck on the failed computation
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e400", "-5", "abc", "1e300"])
+def test_a_cache_size_setting_it_cannot_take_is_one_warning_and_the_default(monkeypatch, capsys, value):
+    """Read as every page imports pages/lib/cached.py: inf and 1e400 raised OverflowError and nan
+    ValueError there (every page down); abc fell back and -5 turned the cache off without a word."""
+    monkeypatch.setenv("MATMUL_EXPLORER_TRACE_CACHE_MB", value)
+    assert memo.budget("MATMUL_EXPLORER_TRACE_CACHE_MB", 400) == 400 * 2**20
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "MATMUL_EXPLORER_TRACE_CACHE_MB" in err and "using 400" in err
+
+
+@pytest.mark.parametrize("value, mb", [("0", 0), ("2.5", 2.5), ("", 400)])
+def test_a_cache_size_setting_it_takes_is_quiet(monkeypatch, capsys, value, mb):
+    monkeypatch.setenv("MATMUL_EXPLORER_TRACE_CACHE_MB", value)
+    assert memo.budget("MATMUL_EXPLORER_TRACE_CACHE_MB", 400) == int(mb * 2**20)
+    assert capsys.readouterr().err == ""

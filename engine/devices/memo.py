@@ -115,11 +115,20 @@ class Memo:
         return len(self._entries)
 
 
+MAX_BUDGET_MB = 2**40   # 1 EiB: past any machine, and inf or 1e400 had crashed every page at import
+
+
 def budget(name: str, default_mb: int) -> int:
-    """Bytes from an environment variable in MB (for a bigger or smaller machine), else the default."""
+    """Bytes from an environment variable in MB (for a bigger or smaller machine; 0 turns the cache
+    off), else the default. Read as every page starts, so a value it cannot take is a one-line
+    warning in the server's log and the default, not an exception on every page."""
     raw = os.environ.get(name)
     try:
         mb = float(raw) if raw else default_mb
     except ValueError:
+        mb = float("nan")
+    if not 0 <= mb <= MAX_BUDGET_MB:   # NaN too
+        print(f"warning: {name}={raw!r} is not a number of megabytes from 0 to {MAX_BUDGET_MB:,}; "
+              f"using {default_mb}", file=sys.stderr)
         mb = default_mb
-    return int(max(mb, 0) * 2**20)
+    return int(mb * 2**20)

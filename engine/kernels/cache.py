@@ -31,6 +31,7 @@ from engine.errors import EngineError
 ENV = "MATMUL_EXPLORER_CACHE"
 BUDGET_ENV = "MATMUL_EXPLORER_COMPILE_CACHE_MB"
 DEFAULT_BUDGET_MB = 200
+MAX_BUDGET_MB = 2**40   # 1 EiB
 # Temporary names carry the pid of the process writing them, so that what a killed process left
 # behind can be told from what a live one is still writing.
 _BUILDING = ".building-"
@@ -330,8 +331,9 @@ def budget_bytes(env: str = BUDGET_ENV, default_mb: float = DEFAULT_BUDGET_MB) -
         mb = float(raw)
     except ValueError:
         raise EngineError(f"{env} must be a number of megabytes, got {raw!r}") from None
-    if not 0 < mb < float("inf"):   # inf (or 1e400) would fail later, turned into bytes
-        raise EngineError(f"{env} must be a positive number of megabytes (finite), got {raw!r}")
+    # inf (or 1e400) would fail turned into bytes, and so did 1e308 (its bytes overflow); 1e-300 was 0 bytes.
+    if not 2**-20 <= mb <= MAX_BUDGET_MB:
+        raise EngineError(f"{env} must be a number of megabytes from {2**-20:g} (one byte) to {MAX_BUDGET_MB:,}, got {raw!r}")
     return int(mb * 2**20)
 
 
