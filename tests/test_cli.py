@@ -258,6 +258,16 @@ def test_bench_out_replaces_what_it_wrote_before(capsys, tmp_path):
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["results.csv", "results.json"]
 
 
+def test_bench_from_replaces_the_chart_pages_it_wrote_before(capsys, tmp_path):
+    """plotly 7's pages begin with a doctype, and a second `bench --from` into the same folder had
+    refused its own first page as not written by this tool."""
+    source = ROOT / "tests" / "data" / "h200-2026-11-21-format1.json"
+    for _ in range(2):
+        assert main(["bench", "--from", str(source), "--out", str(tmp_path / "out"), "--formats", "html,json"]) == 0, \
+            capsys.readouterr().err
+    assert sorted(p.suffix for p in (tmp_path / "out").iterdir()) == [".html"] * 4 + [".json"]
+
+
 def _bench_from(source, tmp_path) -> subprocess.CompletedProcess:
     """In a process of its own, its data segment capped at 2 GiB and its time at a minute: before,
     --from /dev/zero grew until the machine ran out of memory, and a FIFO waited for ever."""

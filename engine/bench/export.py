@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import threading
 import warnings
 from contextlib import contextmanager
@@ -102,22 +103,66 @@ def _start_browser(kaleido) -> None:
             failed.append(exc)
     thread = threading.Thread(target=start, name="kaleido-start", daemon=True)
     thread.start()
-    thread.join()
+    while thread.is_alive():   # in short steps: a Ctrl-C is taken while Chrome starts (_interruptible)
+        thread.join(0.05)
     if failed:
         raise failed[0]
+
+
+def _browser_pids() -> list[int]:
+    """The processes of the browser kaleido started (this process's descendants named chrom*)."""
+    pids = []
+    for pid in host_memory.descendants():
+        try:
+            if b"chrom" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].lower():
+                pids.append(pid)
+        except OSError:   # gone meanwhile, or not Linux
+            continue
+    return pids
 
 
 def _lower_browser() -> None:
     """Every thread of the browser's processes at BROWSER_NICE: the browser may have raised its own
     (Chrome gives its main threads a higher priority where it is allowed to, as root)."""
-    for pid in host_memory.descendants():
+    for pid in _browser_pids():
         try:
-            if b"chrom" not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].lower():
-                continue
             for task in Path(f"/proc/{pid}/task").iterdir():
                 os.setpriority(os.PRIO_PROCESS, int(task.name), BROWSER_NICE)
         except (OSError, ValueError, AttributeError):   # gone meanwhile, not Linux, or not allowed
             continue
+
+
+def _kill_browser() -> None:
+    """Ctrl-C: the browser goes at once. kaleido's own close waits for it to shut down in order (2 to
+    7 s measured), past the 2 s in which a stopped export must have ended."""
+    # kaleido's thread then reports the browser it lost as a traceback, after "stopped": the process is
+    # ending as asked, and its threads have nothing left to say.
+    threading.excepthook = lambda args: None
+    for pid in _browser_pids():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _interruptible(fn):
+    """fn() in a thread of its own while this one waits in short steps: kaleido waits for its picture
+    in a queue's join, which a Ctrl-C delivered to another of the process's threads does not wake, so
+    the stop waited for the picture in hand (and the next began)."""
+    done: dict = {}
+
+    def run():
+        try:
+            done["value"] = fn()
+        except BaseException as exc:   # noqa: BLE001 - handed to the caller's thread
+            done["error"] = exc
+    thread = threading.Thread(target=run, name="kaleido-picture", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.05)
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
 
 
 @contextmanager
@@ -131,21 +176,27 @@ def image_session():
         raise EngineError(NO_CHROME)
     with _IMAGES, warnings.catch_warnings():
         warnings.simplefilter("ignore")   # plotly warns that its defaults are ignored by a running server
+        stopped = False
         try:
-            _start_browser(kaleido)
-        except Exception as exc:   # noqa: BLE001 - kaleido raises bare RuntimeErrors
-            raise _image_error(exc) from None
-        try:
+            try:
+                _start_browser(kaleido)
+            except Exception as exc:   # noqa: BLE001 - kaleido raises bare RuntimeErrors
+                raise _image_error(exc) from None
             yield
+        except KeyboardInterrupt:
+            stopped = True
+            _kill_browser()   # and no orderly close: kaleido's thread is a daemon, it ends with the process
+            raise
         finally:
-            kaleido.stop_sync_server(silence_warnings=True)
+            if not stopped:
+                kaleido.stop_sync_server(silence_warnings=True)
 
 
 def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.0) -> bytes:
     """PNG or SVG through kaleido, which drives a local Chrome or Chromium; a one-line EngineError
     saying what is missing when it cannot."""
     try:
-        picture = fig.to_image(format=fmt, width=width, height=height, scale=scale)
+        picture = _interruptible(lambda: fig.to_image(format=fmt, width=width, height=height, scale=scale))
         _lower_browser()   # its processes and threads as they are once it has drawn
         return picture
     except ImportError:
@@ -173,7 +224,9 @@ _DOCUMENT = re.compile(rb'\s*\{\s*"format":\s*"(' + b"|".join(re.escape(f.encode
 OURS = {
     ".csv": lambda head: head.split(b"\n", 1)[0].rstrip(b"\r").endswith(_CSV_TAIL),
     ".json": lambda head: _DOCUMENT.match(head) is not None,
-    ".html": lambda head: head.startswith(b"<html>") and b"plotly" in head.lower(),
+    # plotly 7 begins its page with a doctype, older ones with <html>: it had refused to replace its own pages.
+    ".html": lambda head: re.match(rb"\s*(?:<!doctype html>\s*)?<html", head, re.IGNORECASE) is not None
+    and b"plotly" in head.lower(),
     ".png": lambda head: head.startswith(b"\x89PNG\r\n\x1a\n"),
     ".svg": lambda head: b"<svg" in head[:512],
 }
