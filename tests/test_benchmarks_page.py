@@ -493,3 +493,35 @@ def test_a_runs_link_of_no_known_name_opens_the_default_and_its_note_goes_once_t
     names = [p.name for p in benchmark.recorded_runs()]
     recorded.set_value([n for n in names if n not in default][:1]).run()
     assert note not in [str(w.value) for w in at.warning]
+
+
+def test_telemetry_draws_each_run_apart():
+    """Two runs shown together (here two of one GPU) had been one line per quantity, running from the
+    first run's points into the second's, with nothing saying which was which."""
+    import pandas as pd
+    one = pd.DataFrame({"gpu": "NVIDIA H200", "sm_clock_mhz": [1980.0] * 3, "power_w": [300.0, 310, 320],
+                        "temperature_c": [40.0, 41, 42]})
+    both = pd.concat([one.assign(run="a.json"), one.head(2).assign(run="b.json (uploaded)")], ignore_index=True)
+    fig = charts.telemetry(both)
+    assert len(fig.data) == 6
+    for t in fig.data:
+        run = t.name.rsplit(" · ", 1)[1]
+        assert list(t.x) == list(range(1, (3 if run == "a.json" else 2) + 1)), t.name
+    assert {t.line.dash for t in fig.data} == {"solid", "dash"}
+    assert all(t.yaxis == "y2" for t in fig.data if t.name.startswith(("power", "temperature")))
+    alone = charts.telemetry(one)
+    assert [t.name for t in alone.data] == ["SM clock (MHz)", "power (W)", "temperature (°C)"]
+
+
+def test_the_tables_lead_columns_stay_however_wide_the_labels(monkeypatch):
+    """Two runs of one GPU label each kernel with its run: the kernel column grew, and % of cuBLAS went
+    into the 'Every column' expander, out of sight."""
+    import pandas as pd
+    from pages.lib import ui
+    shown = []
+    monkeypatch.setattr(ui, "table", lambda df, **kwargs: shown.append(list(df.columns)))
+    df = pd.DataFrame({"GPU": ["NVIDIA H200 · a very long uploaded file name.json (uploaded)"],
+                       "kernel": ["blocktile_2d 64x64x32 t8x4 · NVIDIA H200 · another long name.json (uploaded)"],
+                       "GFLOP/s": [1.0], "% of cuBLAS": [2.0], "precision": ["fp32"], "M": [4096]})
+    ui.fitting_table(df, ("GPU", "kernel", "GFLOP/s", "% of cuBLAS"))
+    assert shown[0][:4] == ["GPU", "kernel", "GFLOP/s", "% of cuBLAS"]

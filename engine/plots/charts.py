@@ -326,15 +326,25 @@ def telemetry(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.F
     """Clock, power and temperature after each point, in measurement order: throttling shows here."""
     fig = go.Figure()
     have = [c for c in ("sm_clock_mhz", "power_w", "temperature_c") if c in df]
-    idx = np.arange(1, len(df) + 1)
     names = {"sm_clock_mhz": "SM clock (MHz)", "power_w": "power (W)", "temperature_c": "temperature (°C)"}
-    for i, col in enumerate(have):
-        fig.add_scatter(x=idx, y=df[col], mode="lines+markers", name=names[col], yaxis="y" if i == 0 else f"y{i + 1}")
+    # Each run (or GPU) its own series, numbered from its own first point, in a line style of its own:
+    # two runs shown together had been drawn as one line running from the first into the second.
+    key = "run" if "run" in df else "gpu" if "gpu" in df else None
+    groups = [(None, df)] if key is None else list(df.groupby(key, sort=False, dropna=False))
+    for g, (group, part) in enumerate(groups):
+        tail = f" · {html.escape(str(group), quote=False)}" if len(groups) > 1 else ""
+        for i, col in enumerate(have):
+            fig.add_scatter(x=np.arange(1, len(part) + 1), y=part[col], mode="lines+markers", name=names[col] + tail,
+                            yaxis="y" if i == 0 else f"y{i + 1}",
+                            line={"color": style.PALETTE[i], "dash": GPU_DASHES[g % len(GPU_DASHES)]},
+                            marker={"color": style.PALETTE[i], "symbol": GPU_SYMBOLS[g % len(GPU_SYMBOLS)]})
     fig.update_layout(xaxis={"title": "point, in measurement order"},
                       yaxis={"title": names.get(have[0], "") if have else "", "tickformat": ",~f"},
                       yaxis2={"overlaying": "y", "side": "right", "title": "W / °C", "showgrid": False})
     if len(have) > 2:
-        fig.update_traces(yaxis="y2", selector={"name": names["temperature_c"]})
+        for trace in fig.data:
+            if trace.name.startswith(names["temperature_c"]):
+                trace.yaxis = "y2"
     return _layout(fig, "GPU telemetry during the sweep", font, note)
 
 
