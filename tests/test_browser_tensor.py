@@ -332,3 +332,30 @@ def test_where_mma_pipelineds_warps_wait_is_drawn_with_every_label_inside(server
     for t in (t for k in s.kernels if k["name"] == "as written" for t in k["top"] if t.get("copy_reading")):
         assert t["sass"] in text and t["copy_reading"] in text
     assert not page.errors, page.errors
+
+
+def test_a_rerun_keeps_the_lane_the_player_was_left_on(server, page):
+    """Stepped from lane 5 to 8, then another control changed (the speed): the page reran and drew the
+    map anew on the Lane box's 5, and the map jumped back to lane 5, the link with it."""
+    page.goto(f"{server}/tensor_cores?operand=mma_a&lane=5&speed=normal")
+    ready(page)
+    for lane in (6, 7, 8):
+        browser.click_button(page, "Step ▶", FRAGMENT)
+        assert settled(page) == want("mma_a", lane)
+    link_on(page, 8)
+    page.get_by_role("slider", name="Speed").first.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('speed') === 'fast'", timeout=30000)
+    browser.wait_idle(page)
+    page.wait_for_timeout(1000)
+    assert settled(page) == want("mma_a", 8)
+    link_on(page, 8)
+    assert lane_box(page) == "5"   # the box still says where the map opened
+    # A lane typed in the box is where the map opens then, whatever the player was left on.
+    page.locator("[data-testid='stNumberInput'] input").first.fill("12")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('lane') === '12'", timeout=30000)
+    browser.wait_idle(page)
+    page.wait_for_timeout(1000)
+    assert settled(page) == want("mma_a", 12)
+    assert not page.errors, page.errors

@@ -11,7 +11,7 @@
 //    animated itself, which a figure opened on a frame (a shared link) has not got, so Play began at 0;
 //  - a figure whose layout.meta.url_key names a query parameter keeps it at the frame shown once it
 //    stands still (paused, stepped, scrubbed, played to the end), so a reload or a copied link opens
-//    there;
+//    there, and goes back to that frame when a rerun draws it anew on the frame it was opened on;
 //  - it starts loading Streamlit's Plotly module straight away (see pages/lib/ui.py), next to the
 //    app's own script, so a first visit does not wait for it after the server has answered.
 (() => {
@@ -49,6 +49,30 @@
     if (names.length && gd._fullLayout) gd._fullLayout._currentFrame = names[active(gd)];
   }
 
+  // Where each such figure stood, by page and parameter: the frame the server opened it on and the
+  // one it was left on. Any rerun (another control changed) draws the figure anew on the server's
+  // frame, which is the page's control's, not the player's: the player's frame was lost, and the link
+  // rewritten to the control's. A figure drawn anew on the frame it was opened on before goes back to
+  // where it was left; one opened on another frame (the control changed) starts there.
+  const stood = new Map();
+  const drawn = new WeakSet();
+
+  function restore(gd, key, name) {
+    const where = window.location.pathname + "|" + key;
+    if (!drawn.has(gd)) {
+      drawn.add(gd);
+      gd.__opened = name;
+      const last = stood.get(where);
+      if (last && last.opened === name && last.shown !== name && frameNames(gd).includes(last.shown)) {
+        window.Plotly.animate(gd, [last.shown], {frame: {duration: 0, redraw: false}, mode: "immediate",
+                                                 transition: {duration: 0}}).catch(() => {});
+        return true;
+      }
+    }
+    stood.set(where, {opened: gd.__opened, shown: name});
+    return false;
+  }
+
   // Polled rather than hooked on Plotly's events: Streamlit replaces a figure's div when the page
   // reruns, and a poll needs no listener re-attached. Only the address changes (replaceState): a
   // rerun to move the page's own control would redraw the figure under a person still scrubbing it.
@@ -58,8 +82,9 @@
       const trans = gd._transitionData;
       if (!key || !trans || trans._animationRaf || (trans._frameQueue || []).length) return;
       const name = frameNames(gd)[active(gd)];
+      if (name === undefined || !window.Plotly || restore(gd, key, name)) return;
       const url = new URL(window.location.href);
-      if (name === undefined || url.searchParams.get(key) === name) return;
+      if (url.searchParams.get(key) === name) return;
       url.searchParams.set(key, name);
       window.history.replaceState(window.history.state, "", url);
     });
