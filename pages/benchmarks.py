@@ -401,3 +401,5 @@ else:
 
 size_choice(status.name if status.available else provs[0].get("gpu") if provs else None)
 autotuning_sweep()
+
+view_state.leave_out_unknown()   # what the link named and the page did not read: said in one line, left out

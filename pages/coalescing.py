@@ -88,3 +88,5 @@ for name in chosen:
 st.subheader("What the source documents say, and what the trace shows")
 for claim, verdict in claim_texts.claims("coalescing"):
     st.markdown(f"- *{claim}*  \n  {verdict}")
+
+view_state.leave_out_unknown()   # what the link named and the page did not read: said in one line, left out

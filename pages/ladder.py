@@ -148,3 +148,5 @@ st.caption("One tile shape cannot serve every size: where C has fewer tiles than
            "and H200), split_k gives each tile's K to several blocks and sums their partials in a fixed order; "
            "where N or K is not a multiple of 4, split_k_padded pads the rows first. The Benchmarks page has the "
            "same table, and the tensor cores' beside it.")
+
+view_state.leave_out_unknown()   # what the link named and the page did not read: said in one line, left out

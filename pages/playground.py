@@ -40,6 +40,7 @@ with ui.controls():
 # after that, a newly chosen starter's or uploaded file's, else what was built last. Each new source
 # starts a new editor (its key), so the editor shows that text and not the old edits.
 last = st.session_state.get(ORIGIN)
+view_state.uses("src")
 token = st.query_params.get("src") if st.session_state.get("_url_seeds") else None
 file_id = uploaded.file_id if uploaded is not None else None
 text = None
@@ -206,3 +207,5 @@ if status.available:
         for row in table:
             row["GFLOP/s"] = flops / row["median (ms)"] / 1e6 if row["median (ms)"] else None
         ui.table(table, hide_index=True, width="stretch")
+
+view_state.leave_out_unknown()   # what the link named and the page did not read: said in one line, left out

@@ -259,3 +259,5 @@ st.caption(f"A {speeds.run_label(cliff_prov, False)} ({cliff_run.parent.name}/{c
            "copies at every size, which shows what the copy costs where none is needed."
            + (" This run is of an earlier build, whose wgmma_tma refused those sizes (\"refused\")."
               if cliff["wgmma_tma"][~cliff["multiple of 8"]].isna().any() else ""))
+
+view_state.leave_out_unknown()   # what the link named and the page did not read: said in one line, left out

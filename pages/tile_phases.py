@@ -61,3 +61,5 @@ ui.nsight_view(ui.or_stop(f"Counting the whole of {kernel}", cached.side_by_side
 st.subheader("What the source documents say, and what measurement shows")
 for claim, verdict in claim_texts.claims("tiling"):
     st.markdown(f"- *{claim}*  \n  {verdict}")
+
+view_state.leave_out_unknown()   # what the link named and the page did not read: said in one line, left out

@@ -231,3 +231,35 @@ def test_a_bad_older_size_is_one_line(page):
     """?size=abc was read as m=abc&n=abc&k=abc: four warnings, and the Play button pushed off a 720-line screen."""
     at = open_page(page, {"size": "abc"})
     assert _said(at) == ["?size=abc (an older link's name for m, n and k) is not a whole number of at least 1: left out"]
+
+
+@pytest.mark.parametrize("page, hi", [("pages/coalescing.py", 128), ("pages/tile_phases.py", 128)])
+def test_an_older_size_past_the_pages_sizes_is_one_line(page, hi):
+    """?size=70000 was read as m, n and k and said so, then each of the three said it could not take it:
+    four warnings over the first screen."""
+    at = open_page(page, {"size": "70000"})
+    said = _said(at)
+    assert len(said) == 1, said
+    assert said[0].startswith(f"?size=70000 (an older link's name for m, n and k) is not a size this page takes (1 to {hi})")
+    assert all(f"{d}=" in said[0] for d in "mnk"), said
+    # Changed by the user, the line goes.
+    box = at.number_input(key=f"{page.split('/')[1][:-3]}.m")
+    box.set_value(box.value + 8).run()
+    said = _said(at)
+    assert len(said) == 1 and "m=" not in said[0].split("showing")[1] and "n=" in said[0], said
+
+
+@pytest.mark.parametrize("page", ["pages/coalescing.py", "pages/tensor_cores.py", "pages/benchmarks.py", "pages/ladder.py"])
+def test_a_name_the_page_does_not_read_is_said_and_left_out(page):
+    """?foo=bar (or a typo, ?sise=64) stayed in the URL without a word: a class handed the link saw the
+    page's defaults and no reason why."""
+    at = open_page(page, {"foo": "bar", "presenter": "0"})
+    assert "?foo=bar is not a setting of this view: left out" in _said(at), _said(at)
+    assert "foo" not in at.query_params and at.query_params["presenter"] == "0"
+
+
+def test_a_block_no_kernel_shown_takes_is_said_and_left_out():
+    """Two tiled kernels have no block to choose: ?block=1x1 stayed in the URL, unread and unsaid."""
+    at = open_page("pages/coalescing.py", {"kernel": "tiled_guarded", "compare": "tiled_unguarded", "block": "1x1"})
+    assert "?block=1x1 is not a setting of this view: left out" in _said(at), _said(at)
+    assert "block" not in at.query_params and at.query_params["kernel"] == "tiled_guarded"

@@ -2,6 +2,7 @@
 the page across navigation, and written back to the URL as it changes."""
 from __future__ import annotations
 
+import re
 import threading
 
 import streamlit as st
@@ -34,6 +35,8 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     keeps (keep()), not of the URL name (warptile's BK and blocktile_1d's are separate controls, both
     ?BK= in the URL). url: False where the URL holds another control's value by that name."""
     key = page_key(f"{scope}.{name}" if scope else name)
+    if url:
+        uses(name)
     saved = st.session_state.setdefault(page_key("_saved"), {})
     notes = st.session_state.setdefault(page_key("_url_notes"), {})
     if key not in st.session_state:
@@ -45,18 +48,40 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
             value, why = parse(raw, default, choices, lo, hi, what)
             if why:
                 value = _within(fallback, default, choices, lo, hi)
-                notes[key] = (f"?{name}={raw} {why}; showing {name}={_text(value)}", value)
+                older = st.session_state.get("_older_size")
+                # m, n and k read from an older link's ?size=: one line for the three, in the place of
+                # the line that said how it was read (?size=70000 had given four)
+                notes[key] = ((f"?size={raw} (an older link's name for m, n and k) {why}; showing", name, value)
+                              if older == raw and name in "mnk" else f"?{name}={raw} {why}; showing {name}={_text(value)}",
+                              value)
             st.session_state[key] = value
     kept = _within(st.session_state[key], default, choices, lo, hi)
     if kept != st.session_state[key]:
         st.session_state[key] = kept
     if key in notes:
         message, shown = notes[key]
-        if st.session_state[key] == shown:
-            url_note(message)
-        else:   # the user has chosen a value of their own: the link's is no longer the question
+        if st.session_state[key] != shown:   # the user has chosen a value of their own: the link's is no longer the question
             del notes[key]
+        elif isinstance(message, tuple):
+            _size_note(*message)
+        else:
+            url_note(message)
     return key
+
+
+def _size_note(text: str, name: str, value) -> None:
+    """The line about an older link's ?size= (read_older_names), rewritten to say which of m, n and k
+    it could not set and what each shows instead."""
+    shown = getattr(_NOTES, "size_shown", None)
+    if shown is None:
+        shown = _NOTES.size_shown = {}
+    shown[name] = value
+    line = f"{text} {', '.join(f'{n}={_text(v)}' for n, v in shown.items())}"
+    slot = getattr(_NOTES, "size_slot", None)
+    if slot is None:
+        _NOTES.size_slot = url_note(line)
+    else:
+        slot.warning(line, icon=":material/link_off:")
 
 
 def restart_past(name: str, hi: int, start) -> None:
@@ -74,6 +99,7 @@ def names_state(name: str, choices: list[str], default: list[str], what: str) ->
     comma-separated), else what this page showed last, else `default`; names the URL gives that are
     not among the choices are said in one line and left out."""
     key = page_key(name)
+    uses(name)
     if key not in st.session_state:
         raw = st.query_params.get(name) if st.session_state.get("_url_seeds") else None
         kept = st.session_state.get(page_key("_saved"), {}).get(name)
@@ -129,6 +155,41 @@ def notes_here() -> None:
     """Messages about the page's link go here (under the title, ui.setup_page): wherever its controls
     are, folded away in presenter mode included, the message is on the first screen."""
     _NOTES.box = st.container()
+    _NOTES.size_slot, _NOTES.size_shown = None, None
+    _NOTES.used = {"presenter"}
+
+
+def uses(*names: str) -> None:
+    """This run's page reads (or writes) these URL names: what no page run reads is not a setting of
+    the page (leave_out_unknown)."""
+    used = getattr(_NOTES, "used", None)
+    if used is not None:
+        used.update(names)
+
+
+# A compile-time parameter's name (TILE, BM): pages/lib/settings.py says what the kernels shown lack.
+_PARAMETER = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def leave_out_unknown() -> None:
+    """Last on a page with a view (Home has none: a link's names wait there for the page opened next):
+    a name in the link it opened on that the page did not read
+    (?foo=bar, a typo such as ?sise=64, or ?block= where no kernel shown has a block to choose) is
+    taken out of the URL and said in one line, while the link's view is shown. Before, the URL
+    kept it without a word, and a class handed a mistyped link saw the defaults."""
+    used = getattr(_NOTES, "used", None)
+    if used is None or not st.session_state.get("_url_seeds"):
+        return
+    said = st.session_state.get(page_key("_unknown_notes"))
+    if said is None:   # the page's first run: its link's names
+        said = []
+        for name in [n for n in st.query_params if n not in used and not _PARAMETER.fullmatch(n)]:
+            raw = st.query_params.get(name)
+            del st.query_params[name]
+            said.append(f"?{name}={raw} is not a setting of this view: left out")
+        st.session_state[page_key("_unknown_notes")] = said
+    for message in said:
+        url_note(message)
 
 
 def read_older_names(parameters: list[str]) -> list[str]:
@@ -144,6 +205,8 @@ def read_older_names(parameters: list[str]) -> list[str]:
         if new is None:
             continue
         del st.query_params[old]
+        if old == "size":   # state() says in this line's place if m, n and k cannot take it (_size_note)
+            st.session_state["_older_size"] = raw
         if old == "size" and not (raw.isdigit() and int(raw) >= 1):   # one line, not one more for each of m, n, k
             said.append(f"?size={raw} (an older link's name for m, n and k) is not a whole number of at least 1: left out")
             continue
@@ -155,17 +218,22 @@ def read_older_names(parameters: list[str]) -> list[str]:
     return said
 
 
-def url_note(message: str) -> None:
+def url_note(message: str):
     """A one-line message about the page's link: a value a control cannot take, a parameter the
-    kernel does not have."""
+    kernel does not have. Returns its slot: an older ?size= line is rewritten there (_size_note)."""
     box = getattr(_NOTES, "box", None)
-    (box if box is not None else st).warning(message, icon=":material/link_off:")
+    slot = (box if box is not None else st).empty()
+    slot.warning(message, icon=":material/link_off:")
+    if message.startswith(f"?size={st.session_state.get('_older_size')} is an older link's name"):
+        _NOTES.size_slot = slot
+    return slot
 
 
 def remember(**values) -> None:
     """Puts the view's state in the URL, so a teacher can hand out a link to this exact view, and
     keeps it for this page, so coming back to the page restores it."""
     saved = st.session_state.setdefault(page_key("_saved"), {})
+    uses(*values)
     for k, v in values.items():
         saved[k] = v
         st.query_params[k] = str(int(v) if isinstance(v, bool) else v)
