@@ -62,7 +62,9 @@ def check_folder(folder: Path, flag: str, shown: str) -> None:
     """A folder that exists and takes a new file (the real test: os.access says yes to root on a
     read-only mount); shown is the --out as given, for the message."""
     if not folder.is_dir():
-        raise EngineError(f"{flag} {shown}: the directory {folder} does not exist")
+        there = folder.exists() or folder.is_symlink()   # a file (or a dangling link) where the folder would be
+        raise EngineError(f"{flag} {shown}: {folder} is not a directory" if there else
+                          f"{flag} {shown}: the directory {folder} does not exist")
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".out-check-", suffix=".tmp")
     except OSError as exc:

@@ -517,6 +517,7 @@ def test_the_tables_lead_columns_stay_however_wide_the_labels(monkeypatch):
     """Two runs of one GPU label each kernel with its run: the kernel column grew, and % of cuBLAS went
     into the 'Every column' expander, out of sight."""
     import pandas as pd
+
     from pages.lib import ui
     shown = []
     monkeypatch.setattr(ui, "table", lambda df, **kwargs: shown.append(list(df.columns)))

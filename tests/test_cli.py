@@ -107,14 +107,18 @@ def test_blocks_beyond_the_grid_or_any_integer_type_are_outside_the_grid(capsys,
     ("/proc/t.npz", "error: --out /proc/t.npz: cannot write in /proc ("),
     ("{tmp}/t.json", "error: --out {tmp}/t.json: a trace is written as .npz or .csv, not .json"),
     ("{tmp}", "error: --out {tmp}: a trace is written as .npz or .csv, not a name without a suffix"),
+    # a file where the folder would be had been called a directory that does not exist
+    ("{tmp}/afile/t.npz", "error: --out {tmp}/afile/t.npz: {tmp}/afile is not a directory"),
 ])
 def test_out_is_checked_before_anything_is_traced(capsys, monkeypatch, tmp_path, out, message):
     def never(*args, **kwargs):
         raise AssertionError("traced before --out was checked: the work would be lost")
     monkeypatch.setattr(cli.tracer, "trace", never)
+    if "afile" in out:
+        (tmp_path / "afile").write_text("mine")
     err = _one_line_error(capsys, TRACE_32 + ["--out", out.format(tmp=tmp_path)])
     assert err.startswith(message.format(tmp=tmp_path))
-    assert not list(tmp_path.iterdir())   # nothing left behind
+    assert [p.name for p in tmp_path.iterdir()] == (["afile"] if "afile" in out else [])   # nothing left behind
 
 
 def test_trace_json_is_strict_json(capsys):
@@ -256,6 +260,13 @@ def test_bench_out_replaces_what_it_wrote_before(capsys, tmp_path):
     for _ in range(2):
         assert main(_bench(tmp_path / "results")) == 0
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["results.csv", "results.json"]
+
+
+def test_formats_that_name_none_is_one_line(capsys, tmp_path):
+    """--formats , had written nothing and exited 0 without a word."""
+    assert _one_line_error(capsys, ["bench", "--from", str(RECORDED_RUN), "--out", str(tmp_path / "o"),
+                                    "--formats", ","]).startswith("error: --formats names none of csv")
+    assert not (tmp_path / "o").exists()
 
 
 def test_bench_from_replaces_the_chart_pages_it_wrote_before(capsys, tmp_path):

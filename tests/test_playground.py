@@ -229,3 +229,15 @@ def test_a_diagnostic_quoting_a_very_long_line_stays_short(tmp_path, monkeypatch
     saved = playground.save(text.replace("__shared__ float As[TILE][TILE];",
                                          "__shared__ float As[TILE][TILE], X[2];" + " " * 16000 + "// long"))
     assert saved.problems and all(len(str(p)) <= playground.MAX_MESSAGE_CHARS + 10 for p in saved.problems)
+
+
+def test_a_source_of_repeated_kernel_keywords_is_read_in_linear_time(tmp_path, monkeypatch):
+    """Each `__global__` of 60 KB of them had its parameter-list scan run to the end of the text:
+    5 s of the server's time (the GIL held, every session waiting) for one save; 0.1 s now."""
+    import time
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    blank = playground.starter_source(playground.BLANK)
+    text = blank + "\n#if 0\n" + 'extern "C" __global__ ' * 2700 + "\n#endif\n"
+    started = time.perf_counter()
+    playground.save(text)
+    assert time.perf_counter() - started < 2.0

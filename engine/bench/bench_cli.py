@@ -75,6 +75,8 @@ def cmd_bench(args) -> int:
     bad = set(formats) - set(export.FORMATS)
     if bad:
         raise EngineError(f"formats are {', '.join(export.FORMATS)}; not {', '.join(sorted(bad))}")
+    if not formats:   # --formats , had written nothing and said nothing
+        raise EngineError(f"--formats names none of {', '.join(export.FORMATS)}")
     out = Path(args.out)
     export.check_out(out)   # before the work: a sweep takes minutes, and its results would be lost
     if args.source:

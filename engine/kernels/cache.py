@@ -333,7 +333,8 @@ def budget_bytes(env: str = BUDGET_ENV, default_mb: float = DEFAULT_BUDGET_MB) -
         raise EngineError(f"{env} must be a number of megabytes, got {raw!r}") from None
     # inf (or 1e400) would fail turned into bytes, and so did 1e308 (its bytes overflow); 1e-300 was 0 bytes.
     if not 2**-20 <= mb <= MAX_BUDGET_MB:
-        raise EngineError(f"{env} must be a number of megabytes from {2**-20:g} (one byte) to {MAX_BUDGET_MB:,}, got {raw!r}")
+        raise EngineError(f"{env} must be a positive number of megabytes, a byte's worth at least and at most "
+                          f"{MAX_BUDGET_MB:,}, got {raw!r}")
     return int(mb * 2**20)
 
 

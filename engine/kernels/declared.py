@@ -265,7 +265,8 @@ def _parse_at(text: str, line: Line) -> Expr:
     try:
         return parse(text)
     except ValueError as exc:
-        raise line.error(f"the engine cannot read `{text.strip()}`: {exc}") from None
+        shown = text.strip() if len(text.strip()) <= 60 else text.strip()[:57] + "..."   # the reason stays in one line
+        raise line.error(f"the engine cannot read `{shown}`: {exc}") from None
 
 
 def _message(text: str) -> str:

@@ -310,7 +310,9 @@ def _views(file: str, code: str, buffer: str) -> list[Array]:
 
 # Any function's parameter list (a kernel's, a __device__ helper's), however many lines it spans.
 # One level of parentheses inside, for array references: float (&As)[BM * BK].
-_FUNCTION_RE = re.compile(rf"(?:__global__|__device__)(?:[^;{{}}()]|{_BOUNDS_CALL})*?"
+# A scan from one keyword stops at the next: 60 KB of a student's `__global__ __global__ ...` had
+# taken 5 s of the server's time, each keyword's scan running to the end of the text.
+_FUNCTION_RE = re.compile(rf"(?:__global__|__device__)(?:(?!__global__|__device__)[^;{{}}()]|{_BOUNDS_CALL})*?"
                           r"\(((?:[^()]|\([^()]*\))*)\)\s*\{", re.S)
 # What is not code: string and character literals, block and line comments (in one pass, so a //
 # inside a string is a string's and a quote inside a comment is a comment's).
