@@ -45,11 +45,12 @@
 // of a slot completing on the slot's mbarrier (cp.async.mbarrier.arrive.noinc), every consumer warp
 // waiting on that mbarrier and handing the slot back on its own, as mma_tma's warps do: no barrier
 // across the block and no copies among the multiplies. Slower on an H200 (128 x 256 tiles, STAGES 4,
-// medians of 2 to 3 rounds): 420 to 443 TFLOP/s at 4096^3 against 459, 448 against 495 at 8192^3.
-// Nsight Compute, one launch at 4096^3: the tensor pipe busy 69 to 73% of cycles against 75%, warps
-// stalled on the long scoreboard 1.4 to 2.6 cycles per issued instruction against 0.7. Why was not
-// pinned down; one producer warp per scheduler issues 24 cp.async a thread a tile where 8 warps
-// issued 12 each between their multiplies. The same producer asking TMA for the tile is mma_tma.
+// medians of 3 rounds, one machine): 422 TFLOP/s at 4096^3 against 459 as written, 448 against 495
+// at 8192^3; its best build (copy loops unrolled, 56 registers for the producer) 315.8 us against
+// 306.8 in Nsight Compute on another H200, the tensor pipe busy 73% of cycles against 75%, warps
+// stalled on the long scoreboard 2.6 cycles per issued instruction against 0.7. Why was not pinned
+// down; one producer warp per scheduler issues 24 cp.async a thread a tile where 8 warps issued 12
+// each between their multiplies. The same producer asking TMA for the tile is mma_tma.
 #include "trace.cuh"
 
 #ifndef BM
