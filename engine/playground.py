@@ -161,6 +161,9 @@ def save(text: str) -> Saved:
     name = sources.kernel_name(text)
     if not name:
         raise EngineError('no kernel found: declare it as extern "C" __global__ void name(...)')
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):   # \w took kérnel, which no build may be named
+        raise EngineError(f"the kernel's name {name!r} is not made of ASCII letters, digits and _ (starting with "
+                          "a letter or _)")
     if len(name) > MAX_NAME_CHARS:   # the name is a file's (and its builds'): past 255 bytes no file system takes it
         raise EngineError(f"the kernel's name is {len(name)} characters; the Playground takes names of up to "
                           f"{MAX_NAME_CHARS}")

@@ -263,3 +263,13 @@ def test_a_block_no_kernel_shown_takes_is_said_and_left_out():
     at = open_page("pages/coalescing.py", {"kernel": "tiled_guarded", "compare": "tiled_unguarded", "block": "1x1"})
     assert "?block=1x1 is not a setting of this view: left out" in _said(at), _said(at)
     assert "block" not in at.query_params and at.query_params["kernel"] == "tiled_guarded"
+
+
+def test_a_name_the_page_wrote_and_no_longer_reads_leaves_the_url_without_a_word():
+    """?block= written for naive kernels stayed after both were switched to tiled ones, and a link
+    copied then named it as a mistake to whoever opened it."""
+    at = open_page("pages/coalescing.py", {"kernel": "naive_x_rows", "compare": "naive_x_cols"})
+    assert "block" in at.query_params
+    _select(at, "Kernel").set_value("tiled_guarded").run()
+    _select(at, "Side by side with").set_value("tiled_unguarded").run()
+    assert "block" not in at.query_params and not any("block" in s for s in _said(at)), _said(at)

@@ -72,6 +72,8 @@ def test_a_source_is_kept_once_under_its_digest(tmp_path, monkeypatch):
     # An unhandled OSError (file name too long) and UnicodeEncodeError before these.
     ('extern "C" __global__ void ' + "k" * 240 + "() {}", "names of up to 100"),
     ('extern "C" __global__ void k() {} // \ud800', "lone surrogate"),
+    # accepted, then refused at the build as "not a name the compile cache keeps"
+    ('extern "C" __global__ void kérnel() {}', "not made of ASCII letters"),
 ])
 def test_what_is_not_a_kernel_is_refused_in_one_line(tmp_path, monkeypatch, text, says):
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
@@ -201,6 +203,8 @@ def test_a_wrong_result_on_the_gpu_is_one_line_not_a_median_of_no_times(tmp_path
     ("(1 << 62) * (1 << 62) > 0", "past 64 bits"),
     ("(" * 300 + "1" + ")" * 300, "nested too deeply"),
     ("+".join(["1"] * 3000) + " > 0", "nested too deeply"),
+    ("~0xFFFFFFFFFFFFFFFF < 0", "past 64 bits"),
+    ("1" * 5000 + " > 0", "past 64 bits"),
 ])
 def test_a_contract_past_what_c_computes_is_one_line_not_the_servers_memory(tmp_path, monkeypatch, require, says):
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
@@ -240,4 +244,18 @@ def test_a_source_of_repeated_kernel_keywords_is_read_in_linear_time(tmp_path, m
     text = blank + "\n#if 0\n" + 'extern "C" __global__ ' * 2700 + "\n#endif\n"
     started = time.perf_counter()
     playground.save(text)
+    assert time.perf_counter() - started < 2.0
+
+
+def test_nested_cdiv_is_evaluated_once_per_level(tmp_path, monkeypatch):
+    """CDIV computed its divisor twice at every level: CDIV(1, CDIV(1, ...)) 24 deep took 2^24
+    evaluations (about 10 s in the server; 60 deep, 541 bytes, never ended). Now linear."""
+    import time
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    blank = playground.starter_source(playground.BLANK)
+    nested = "CDIV(1, " * 24 + "1" + ")" * 24
+    saved = playground.save(blank.replace("REQUIRE(BX * BY <= 1024", f"REQUIRE({nested} == 1 && BX * BY <= 1024"))
+    started = time.perf_counter()
+    spec = playground.spec_of(saved)
+    playground.problem_for(spec, 16, 16, 16, {})
     assert time.perf_counter() - started < 2.0

@@ -135,9 +135,12 @@ def _lower_browser() -> None:
 def _kill_browser() -> None:
     """Ctrl-C: the browser goes at once. kaleido's own close waits for it to shut down in order (2 to
     7 s measured), past the 2 s in which a stopped export must have ended."""
-    # kaleido's thread then reports the browser it lost as a traceback, after "stopped": the process is
-    # ending as asked, and its threads have nothing left to say.
-    threading.excepthook = lambda args: None
+    # kaleido's threads then report the browser they lost as a traceback, after "stopped": theirs are
+    # left unsaid (only theirs: the threads running now but this one). kaleido's server stays marked
+    # running with its browser gone, so no picture is made in this process after a Ctrl-C: the CLI's
+    # process ends, and the Streamlit server's script threads never receive KeyboardInterrupt.
+    theirs, previous = set(threading.enumerate()) - {threading.current_thread()}, threading.excepthook
+    threading.excepthook = lambda args: None if args.thread in theirs else previous(args)
     for pid in _browser_pids():
         try:
             os.kill(pid, signal.SIGKILL)

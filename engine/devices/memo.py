@@ -20,6 +20,7 @@ from typing import Callable, Hashable
 import numpy as np
 
 from engine.devices import host_memory
+from engine.kernels.cache import MAX_BUDGET_MB
 
 
 def nbytes(obj, _seen: set | None = None) -> int:
@@ -115,13 +116,13 @@ class Memo:
         return len(self._entries)
 
 
-MAX_BUDGET_MB = 2**40   # 1 EiB: past any machine, and inf or 1e400 had crashed every page at import
 
 
 def budget(name: str, default_mb: int) -> int:
     """Bytes from an environment variable in MB (for a bigger or smaller machine; 0 turns the cache
     off), else the default. Read as every page starts, so a value it cannot take is a one-line
-    warning in the server's log and the default, not an exception on every page."""
+    warning in the server's log and the default, not an exception on every page (inf and 1e400
+    had crashed them all at import)."""
     raw = os.environ.get(name)
     try:
         mb = float(raw) if raw else default_mb

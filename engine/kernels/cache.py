@@ -31,7 +31,7 @@ from engine.errors import EngineError
 ENV = "MATMUL_EXPLORER_CACHE"
 BUDGET_ENV = "MATMUL_EXPLORER_COMPILE_CACHE_MB"
 DEFAULT_BUDGET_MB = 200
-MAX_BUDGET_MB = 2**40   # 1 EiB
+MAX_BUDGET_MB = 2**40   # 1 EiB: a budget past any machine (every cache budget setting's bound)
 # Temporary names carry the pid of the process writing them, so that what a killed process left
 # behind can be told from what a live one is still writing.
 _BUILDING = ".building-"

@@ -74,9 +74,15 @@ _BINARY = {
     "<<": lambda a, b: _shift(a, b, True), ">>": lambda a, b: _shift(a, b, False),
     "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
     ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-    "&": lambda a, b: a & b, "^": lambda a, b: a ^ b, "|": lambda a, b: a | b,
+    "&": lambda a, b: _fit(a & b), "^": lambda a, b: _fit(a ^ b), "|": lambda a, b: _fit(a | b),
 }
-_UNARY = {"-": lambda a: _fit(-a), "+": lambda a: a, "!": lambda a: int(not a), "~": lambda a: ~a}
+_UNARY = {"-": lambda a: _fit(-a), "+": lambda a: a, "!": lambda a: int(not a), "~": lambda a: _fit(~a)}
+
+
+def quoted(text: str, most: int = 60) -> str:
+    """An expression as a message quotes it: cut where long, so the reason after it stays on the line."""
+    text = text.strip()
+    return text if len(text) <= most else text[:most - 3] + "..."
 _TOO_DEEP = "it is nested too deeply to read"   # past Python's recursion limit, in parsing or evaluating
 
 
@@ -157,6 +163,8 @@ class _Parser:
     def primary(self):
         kind, text = self.take()
         if kind == "num":
+            if len(text) > 20:   # past 64 bits whatever its base; int() would refuse 4,300 digits in its own words
+                raise ValueError(f"a value past {_BITS} bits, where C's integers end")
             value = _fit(int(text, 0))
             return lambda env: value
         if text == "(":
@@ -186,8 +194,9 @@ class _Parser:
             if len(args) != _FUNCTIONS[text]:
                 raise ValueError(f"{text} takes {_FUNCTIONS[text]} arguments, not {len(args)}")
             a, b = args
-            if text == "CDIV":   # ((a) + (b) - 1) / (b), as contract.cuh defines it
-                return lambda env: _div(_fit(a(env) + b(env) - 1), b(env))
+            if text == "CDIV":   # ((a) + (b) - 1) / (b), as contract.cuh defines it: b evaluated once, or
+                # CDIV(1, CDIV(1, ...)) 60 deep (541 bytes of a student's contract) took 2^60 evaluations
+                return lambda env: (lambda x, y: _div(_fit(x + y - 1), y))(a(env), b(env))
             pick = min if text == "MIN" else max
             return lambda env: pick(a(env), b(env))
         if self.peek() == "(":

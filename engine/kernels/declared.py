@@ -32,7 +32,7 @@ from pathlib import Path
 
 from engine.errors import EngineError
 from engine.kernels import sources
-from engine.kernels.cexpr import Env, Expr, evaluate, parse
+from engine.kernels.cexpr import Env, Expr, evaluate, parse, quoted
 from engine.kernels.contract import INPUT_TYPES, NAIVE_BLOCKS, KernelSpec, Kind, Launch, Precision, Rule
 from engine.kernels.problem import Problem
 
@@ -265,8 +265,7 @@ def _parse_at(text: str, line: Line) -> Expr:
     try:
         return parse(text)
     except ValueError as exc:
-        shown = text.strip() if len(text.strip()) <= 60 else text.strip()[:57] + "..."   # the reason stays in one line
-        raise line.error(f"the engine cannot read `{shown}`: {exc}") from None
+        raise line.error(f"the engine cannot read `{quoted(text)}`: {exc}") from None
 
 
 def _message(text: str) -> str:

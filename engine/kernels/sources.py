@@ -170,8 +170,7 @@ def _eval_int(expr: str, env: Mapping[str, int]) -> int:
     try:
         return cexpr.evaluate(expr, env)
     except ValueError as exc:
-        shown = expr if len(expr) <= 60 else expr[:57] + "..."   # a message of one line, whatever the source holds
-        raise ValueError(f"shared array size {shown!r}: {exc}") from None
+        raise ValueError(f"shared array size {cexpr.quoted(expr)!r}: {exc}") from None
 
 
 def _element(ctype: str) -> str | None:

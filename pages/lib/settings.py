@@ -6,7 +6,6 @@ kernel's contract (registry.bind) as it changes: a combination the kernel cannot
 line next to the controls, and the page draws nothing from it."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import streamlit as st
@@ -17,7 +16,7 @@ from engine.kernels.problem import make_problem
 from pages.lib import view_state
 
 # A compile-time parameter's name (contract.py's rule for them): how a link's ?BM=7 is told from ?m=7.
-_PARAM = re.compile(r"[A-Z][A-Z0-9_]*")
+_PARAM = view_state.PARAMETER
 # Parameters side by side in one row of the parameter group: eight (warptile's) in two rows at 1280 px.
 PER_ROW = 4
 

@@ -52,7 +52,7 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
                 # m, n and k read from an older link's ?size=: one line for the three, in the place of
                 # the line that said how it was read (?size=70000 had given four)
                 notes[key] = ((f"?size={raw} (an older link's name for m, n and k) {why}; showing", name, value)
-                              if older == raw and name in "mnk" else f"?{name}={raw} {why}; showing {name}={_text(value)}",
+                              if older == raw and name in ("m", "n", "k") else f"?{name}={raw} {why}; showing {name}={_text(value)}",
                               value)
             st.session_state[key] = value
     kept = _within(st.session_state[key], default, choices, lo, hi)
@@ -168,7 +168,7 @@ def uses(*names: str) -> None:
 
 
 # A compile-time parameter's name (TILE, BM): pages/lib/settings.py says what the kernels shown lack.
-_PARAMETER = re.compile(r"[A-Z][A-Z0-9_]*")
+PARAMETER = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 def leave_out_unknown() -> None:
@@ -180,14 +180,15 @@ def leave_out_unknown() -> None:
     used = getattr(_NOTES, "used", None)
     if used is None or not st.session_state.get("_url_seeds"):
         return
+    unread = [n for n in st.query_params if n not in used and not PARAMETER.fullmatch(n)]
     said = st.session_state.get(page_key("_unknown_notes"))
     if said is None:   # the page's first run: its link's names
-        said = []
-        for name in [n for n in st.query_params if n not in used and not _PARAMETER.fullmatch(n)]:
-            raw = st.query_params.get(name)
-            del st.query_params[name]
-            said.append(f"?{name}={raw} is not a setting of this view: left out")
+        said = [f"?{name}={st.query_params.get(name)} is not a setting of this view: left out" for name in unread]
         st.session_state[page_key("_unknown_notes")] = said
+    # Later, names the page wrote itself and no longer reads (?block= once both kernels shown are tiled)
+    # go without a word: left in, a link copied from the address bar named them as a stranger's mistakes.
+    for name in unread:
+        del st.query_params[name]
     for message in said:
         url_note(message)
 
