@@ -89,24 +89,15 @@ def _start_browser(kaleido) -> None:
     """kaleido's server, started from a thread of its own that first lowers its own priority: the
     thread kaleido starts, and the browser processes that thread starts, inherit it (on Linux a
     thread's nice value is its own and passes to what it creates), while the server's threads keep
-    theirs (a process cannot raise its priority back without privileges)."""
-    failed: list[BaseException] = []
-
+    theirs (a process cannot raise its priority back without privileges). Waited for in short steps,
+    so a Ctrl-C is taken while Chrome starts (_interruptible)."""
     def start():
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BROWSER_NICE)
         except (OSError, AttributeError):   # not Linux, or not allowed: at the usual priority
             pass
-        try:
-            kaleido.start_sync_server(silence_warnings=True)
-        except BaseException as exc:   # noqa: BLE001 - handed to the caller's thread
-            failed.append(exc)
-    thread = threading.Thread(target=start, name="kaleido-start", daemon=True)
-    thread.start()
-    while thread.is_alive():   # in short steps: a Ctrl-C is taken while Chrome starts (_interruptible)
-        thread.join(0.05)
-    if failed:
-        raise failed[0]
+        kaleido.start_sync_server(silence_warnings=True)
+    _interruptible(start, "kaleido-start")
 
 
 def _browser_pids() -> list[int]:
@@ -148,7 +139,7 @@ def _kill_browser() -> None:
             pass
 
 
-def _interruptible(fn):
+def _interruptible(fn, name: str = "kaleido-picture"):
     """fn() in a thread of its own while this one waits in short steps: kaleido waits for its picture
     in a queue's join, which a Ctrl-C delivered to another of the process's threads does not wake, so
     the stop waited for the picture in hand (and the next began)."""
@@ -159,7 +150,7 @@ def _interruptible(fn):
             done["value"] = fn()
         except BaseException as exc:   # noqa: BLE001 - handed to the caller's thread
             done["error"] = exc
-    thread = threading.Thread(target=run, name="kaleido-picture", daemon=True)
+    thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
     while thread.is_alive():
         thread.join(0.05)

@@ -453,11 +453,6 @@ def read(data: bytes | str) -> Document:
     # then each row's parameters, whichever format gave them, and the charts' columns made from them.
     present = set().union(*raw) - {"params", *PARAM_FIELDS.values()}
     table = frame.loc[~left_out, [c for c in ROW if c in present]].reset_index(drop=True).infer_objects()
-    # A numeric field null in every row stays a column of None, which arithmetic refuses (every gflops
-    # null: derive's % of cuBLAS raised TypeError): it is a column of NaN, as a partly null one is.
-    for c in table:
-        if ROW[c].kind in ("number", "count", "positive") and table[c].dtype == object and table[c].isna().all():
-            table[c] = table[c].astype(float)
     table["params"] = [p for p, out in zip(params, left_out) if not out]
     return Document(_label_columns(table), prov, unknown.lines(), int(left_out.sum()), raw, ~left_out)
 

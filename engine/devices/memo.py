@@ -116,8 +116,6 @@ class Memo:
         return len(self._entries)
 
 
-
-
 def budget(name: str, default_mb: int) -> int:
     """Bytes from an environment variable in MB (for a bigger or smaller machine; 0 turns the cache
     off), else the default. Read as every page starts, so a value it cannot take is a one-line

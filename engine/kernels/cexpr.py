@@ -77,13 +77,19 @@ _BINARY = {
     "&": lambda a, b: _fit(a & b), "^": lambda a, b: _fit(a ^ b), "|": lambda a, b: _fit(a | b),
 }
 _UNARY = {"-": lambda a: _fit(-a), "+": lambda a: a, "!": lambda a: int(not a), "~": lambda a: _fit(~a)}
+_TOO_DEEP = "it is nested too deeply to read"   # past Python's recursion limit, in parsing or evaluating
+
+
+def _cdiv(a: int, b: int) -> int:
+    """((a) + (b) - 1) / (b), as contract.cuh defines CDIV, with b computed once by the caller: twice,
+    CDIV(1, CDIV(1, ...)) 60 deep (541 bytes of a student's contract) took 2^60 evaluations."""
+    return _div(_fit(a + b - 1), b)
 
 
 def quoted(text: str, most: int = 60) -> str:
     """An expression as a message quotes it: cut where long, so the reason after it stays on the line."""
     text = text.strip()
     return text if len(text) <= most else text[:most - 3] + "..."
-_TOO_DEEP = "it is nested too deeply to read"   # past Python's recursion limit, in parsing or evaluating
 
 
 @dataclass(frozen=True)
@@ -194,9 +200,8 @@ class _Parser:
             if len(args) != _FUNCTIONS[text]:
                 raise ValueError(f"{text} takes {_FUNCTIONS[text]} arguments, not {len(args)}")
             a, b = args
-            if text == "CDIV":   # ((a) + (b) - 1) / (b), as contract.cuh defines it: b evaluated once, or
-                # CDIV(1, CDIV(1, ...)) 60 deep (541 bytes of a student's contract) took 2^60 evaluations
-                return lambda env: (lambda x, y: _div(_fit(x + y - 1), y))(a(env), b(env))
+            if text == "CDIV":
+                return lambda env: _cdiv(a(env), b(env))
             pick = min if text == "MIN" else max
             return lambda env: pick(a(env), b(env))
         if self.peek() == "(":
