@@ -40,8 +40,10 @@ with ui.controls():
 shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
 if shown.steps:
     label = ", ".join([kernel] + [f"{name} {value}" for name, value in params.items()]) + f", warp {warp}"
-    fig = cached.figure(lambda: bank_figures.bank_figure(shown, label, view_state.presenter(), duration))
-    top.plotly_chart(fig, width="stretch", config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
+    fig = cached.figure(lambda: bank_figures.bank_figure(shown, label, view_state.presenter(), duration, "step"))
+    # on the instruction the link names (?step=, which the player keeps at the one shown)
+    top.plotly_chart(fig.opened_at(view_state.frame("step", fig.frame_names())), width="stretch",
+                     config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
     top.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "
                "Lanes wired to one square read the same word: a broadcast, served together. A 128-bit access (the "

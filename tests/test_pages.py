@@ -274,6 +274,9 @@ def test_tile_phase_colour_bar_stays_off_the_source():
     bar = next(d["marker"]["colorbar"] for d in fig["data"] if "colorbar" in d.get("marker", {}))
     code_axis = max((v for k, v in fig["layout"].items() if k.startswith("xaxis")), key=lambda a: a["domain"][0])
     assert bar["orientation"] == "h" and bar["x"] <= code_axis["domain"][0]
+    # ...and off the slider under the plot (it lay on the rail's labels), under the pictures
+    pictures = min(v["domain"][0] for k, v in fig["layout"].items() if k.startswith("yaxis") and v["domain"][0] > 0)
+    assert bar["yanchor"] == "top" and 0 < bar["y"] < pictures
 
 
 def test_sector_strip_rows_are_128_byte_lines():

@@ -122,6 +122,28 @@ class AnimatedFigure(go.Figure):
         out["frames"] = self._plain_frames
         return out
 
+    def frame_names(self) -> list[str]:
+        return [f["name"] for f in self.to_dict()["frames"]]
+
+    def opened_at(self, name: str | None) -> "AnimatedFigure":
+        """This figure opening on frame `name` (the frame a page's link names) instead of its first:
+        the traces that frame moves hold its values, and the slider stands on it. Anything else
+        (None, a name that is no frame, the frame it opens on) is this figure. A frozen figure shared by every
+        session is not touched: the copy shares all but the traces the frame moves."""
+        names, base = self.frame_names(), self.to_dict()
+        if name not in names or names.index(name) == base["layout"]["sliders"][0].get("active", 0):
+            return self
+        i = names.index(name)
+        frame = base["frames"][i]
+        data = list(base["data"])
+        for t, d in zip(frame["traces"], frame["data"]):
+            data[t] = _merged(data[t], d)
+        layout = dict(base["layout"])
+        layout["sliders"] = [{**layout["sliders"][0], "active": i}, *layout["sliders"][1:]]
+        opened = AnimatedFigure()
+        opened._frozen = {**base, "data": data, "layout": layout}
+        return opened
+
     def freeze(self) -> "AnimatedFigure":
         """Done: to_dict() is computed once and the same dict handed out from then on. A figure
         shared by every session showing its view (pages/lib/ui.py cached_figure) then costs each
@@ -129,6 +151,15 @@ class AnimatedFigure(go.Figure):
         change the figure or that dict afterwards (st.plotly_chart only reads it)."""
         self._frozen = self.to_dict()
         return self
+
+
+def _merged(trace: dict, update: dict) -> dict:
+    """trace with a frame's update applied as Plotly.animate applies it: objects (marker) merged key
+    by key, everything else (arrays, text) replaced."""
+    out = dict(trace)
+    for key, value in update.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def with_frames(fig: AnimatedFigure, frames: list[dict], player: dict) -> AnimatedFigure:

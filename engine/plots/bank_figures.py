@@ -15,7 +15,8 @@ from engine.plots.listing import code_trace, fit_code, highlight, highlight_trac
 from engine.plots.style import LANE_SCALE
 
 
-def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration: int = 400) -> AnimatedFigure:
+def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration: int = 400,
+                url_key: str = "") -> AnimatedFigure:
     """Lanes (top row) wired to the banks holding their words; a bank's second, third ... word
     stacks below it: each layer is one more wavefront. shown: engine.metrics.views.bank_steps (with steps)."""
     st = style.sizes(presenter)
@@ -52,7 +53,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     fig.add_trace(highlight_trace(view, steps[0].line, cx, cy))
     fig.add_trace(code_trace(view, cx, cy, font))
     frames = []
-    for i, (step, lay) in enumerate(zip(steps, layers)):
+    for step, lay in zip(steps, layers):
         wx, wy = [], []   # a wire from each lane to each word it reads (4 for a 128-bit access)
         for b, y, lanes in zip(lay["bank"], lay["layer"], lay["lane"]):
             for lane in lanes:
@@ -61,7 +62,8 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
         colors = [style.RED if extra else style.GREEN for extra in lay["extra"]]
         info = [f"bank {b}, word {w}<br>lanes {', '.join(map(str, lanes))}" + (" (broadcast)" if len(lanes) > 1 else "")
                 for b, w, lanes in zip(lay["bank"], lay["word"], lay["lane"])]
-        frames.append({"name": str(i), "traces": [0, 2, 3, 4], "data": [
+        # named by the instruction's number among the warp's (the slider's label): a link names it (url_key)
+        frames.append({"name": str(step.index + 1), "traces": [0, 2, 3, 4], "data": [
             {"text": [bank_note(label, step, total, what)]},
             {"x": wx, "y": wy},
             {"x": [int(b) for b in lay["bank"]], "y": [int(y) for y in lay["layer"]], "marker": {"color": colors},
@@ -70,8 +72,8 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     apply_style(fig, st)
-    return with_frames(fig, frames, controls([f["name"] for f in frames], [str(s.index + 1) for s in steps], duration, st,
-                                  False, plot_px))
+    names = [f["name"] for f in frames]
+    return with_frames(fig, frames, controls(names, names, duration, st, False, plot_px, url_key))
 
 
 def bank_note(label: str, step: Step, total: int, what: str = "shared instruction") -> str:

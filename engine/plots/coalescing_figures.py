@@ -20,7 +20,8 @@ X_MAT, X_STRIP, X_CODE = (0, .47), (.49, .60), (.625, 1)
 STRIP_TITLE = "128-B lines<br>32-B sectors"
 
 
-def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration: int = 300) -> AnimatedFigure:
+def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration: int = 300,
+                      url_key: str = "") -> AnimatedFigure:
     """panels: one per kernel (each with steps; engine.metrics.views.warp_panel), animated in step.
 
     Per panel: a headline (which instruction, how many lanes, sectors and lines, the verdict); the
@@ -112,6 +113,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
     lanes_t = len(fig.data) - 1
 
     n_frames = max(len(p.steps) for p in panels)
+    first = panels[0].steps[0].index
     frames = []
     for i in range(n_frames):
         now = [p.steps[min(i, len(p.steps) - 1)] for p in panels]
@@ -128,13 +130,13 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
             _merge([_strip_lanes(s, pl) for s, pl in zip(now, strips)])
         data += [slots, sectors, lanes]
         idx += [slot_t, sector_t, lanes_t]
-        frames.append({"name": str(i), "data": data, "traces": idx})
+        # named by the instruction's number in the warp (the slider's label): a link names it (url_key)
+        frames.append({"name": str(first + i + 1), "data": data, "traces": idx})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     apply_style(fig, st)
-    first = panels[0].steps[0].index
-    return with_frames(fig, frames, controls([f["name"] for f in frames], [str(first + i + 1) for i in range(n_frames)],
-                                               duration, st, False, plot_px))
+    names = [f["name"] for f in frames]
+    return with_frames(fig, frames, controls(names, names, duration, st, False, plot_px, url_key))
 
 
 @dataclass(frozen=True)

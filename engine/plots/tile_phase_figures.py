@@ -12,7 +12,8 @@ from engine.plots.animation import AnimatedFigure, apply_style, axis, controls, 
 from engine.plots.listing import code_trace, fit_code, highlight, highlight_trace, source_lines
 
 
-def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 900) -> AnimatedFigure:
+def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 900,
+                      url_key: str = "") -> AnimatedFigure:
     """A, B and C with the block's tiles per phase: load (tiles outlined and filled, zero-filled
     overhang in red), barrier, compute (the block's C tile fills with its partial sums, one square
     per element coloured by value). All of it is scatter traces, so it plays without a redraw."""
@@ -25,7 +26,10 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
     span = lambda size: -(-size // tile) * tile  # noqa: E731 - the tiles reach this far, overhang included
     head_px, body_px = (48, 380) if presenter else (44, 400)
     fig, plot_px, frac = headed_figure(head_px, body_px, st)
-    body = (0, 1 - frac(head_px) - frac(st.base + 10))
+    # The colour bar of C's sums has a band of its own under the pictures: below the plot it lay on
+    # the slider's rail and labels ('2 compute' through its ticks).
+    bar_px = st.base + 24
+    body = (frac(bar_px), 1 - frac(head_px) - frac(st.base + 10))
     widths = [span(k), span(n), span(n)]
     titles = (f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n})")
     pic_w, gaps = .6, .025
@@ -73,7 +77,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
                              marker={"symbol": "square", "size": max(cell * .9, 2), "color": [], "colorscale": "Blues",
                                      "cmin": 0, "cmax": vmax, "showscale": True,
                                      "colorbar": {"title": {"text": "sum", "side": "right"}, "orientation": "h",
-                                                  "x": x0 - gaps, "xanchor": "right", "len": .18, "y": -.02,
+                                                  "x": x0 - gaps, "xanchor": "right", "len": .18, "y": frac(bar_px - 4),
                                                   "yanchor": "top", "thickness": 10, "tickfont": {"size": st.base - 2}}},
                              hovertemplate="C[%{y}][%{x}] = %{marker.color:.3f}<extra></extra>"))
     sums = len(fig.data) - 1
@@ -102,12 +106,13 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
                 data.append({"x": (cc + c0).ravel().tolist(), "y": (rr + r0).ravel().tolist(),
                              "marker": {"color": np.round(done.ravel(), 4).tolist()}})
             data.append(highlight(view, load_line if stage == "load" else compute_line))
-            frames.append({"name": f"{ph.phase + 1} {stage}", "traces": [0, *dynamic, sums, lit], "data": data})
+            # "2-load": a link names it (url_key) without an escaped space
+            frames.append({"name": f"{ph.phase + 1}-{stage}", "traces": [0, *dynamic, sums, lit], "data": data})
             labels.append(f"{ph.phase + 1} {stage}" if len(phases) <= 6 else f"{ph.phase + 1}{stage[0].upper()}")
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     apply_style(fig, st)
-    return with_frames(fig, frames, controls([f["name"] for f in frames], labels, duration, st, False, plot_px))
+    return with_frames(fig, frames, controls([f["name"] for f in frames], labels, duration, st, False, plot_px, url_key))
 
 
 def title_width(title: str, st: style.Sizes) -> float:

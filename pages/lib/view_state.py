@@ -246,6 +246,29 @@ def keep(**values) -> None:
     st.session_state.setdefault(page_key("_saved"), {}).update(values)
 
 
+def frame(name: str, names: list[str]) -> str | None:
+    """Which of an animation's frames (names) the page opens it on: the one ?name= gives. The player
+    (engine/plots/player.js) keeps ?name= at the frame the figure stands still on, and the page reads
+    it back on every run, so a reload, a copied link and a rerun (another control changed) open where
+    it stood; this page's last frame in this session is kept, for coming back to the page. A frame
+    that is not one of names (a window or kernel chosen since, a link's typo) opens on the first;
+    only the link's own is said, once, in one line. None: the first frame."""
+    uses(name)
+    seen, kept = page_key(f"_frame_seen.{name}"), page_key(f"_frame.{name}")
+    raw = st.query_params.get(name)
+    from_link = raw is not None and seen not in st.session_state and st.session_state.get("_url_seeds")
+    st.session_state[seen] = True
+    if raw is None:
+        raw = st.session_state.get(kept)
+    if raw in names:
+        st.session_state[kept] = st.query_params[name] = raw
+        return raw
+    if from_link and names:
+        url_note(f"?{name}={raw} is not a frame of this animation ({names[0]} to {names[-1]}): "
+                 f"opening on {names[0]}")
+    return None
+
+
 def speed_control(where, durations: dict[str, int]) -> int:
     """The animation speed select, returning milliseconds per frame."""
     speed = where.select_slider("Speed", SPEEDS, key=state("speed", "normal", SPEEDS))
