@@ -85,6 +85,34 @@ def test_every_chart_is_readable_at_1280x720(drawn):
         assert c["legendBox"]["bottom"] <= c["chart"]["bottom"] + 1, f"{title}: the legend is cut off"
 
 
+@pytest.mark.parametrize("presenter", [1, 0])
+def test_the_legend_fills_the_room_under_the_plot_with_the_sidebar_open_or_closed(server, shots, presenter):
+    """The margin under the plot is sized for the legend's rows at the page's narrowest (the sidebar
+    open); with the sidebar closed Plotly had put more entries on a row, and ~270 px stood blank under
+    "Throughput against size" on a projector."""
+    from tests.test_browser_layout import sidebar_open
+    with browser.chromium() as b:
+        page = b.new_page(viewport=browser.VIEW)
+        page.goto(f"{server}/benchmarks?presenter={presenter}")
+        page.wait_for_selector("h1", timeout=60000)
+        browser.wait_for_chart(page, 4)
+        browser.wait_idle(page)
+        seen = []
+        for side in (True, False):
+            sidebar_open(page, side)
+            page.wait_for_timeout(1200)
+            grid = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).slice(0, 2).map(gd => {
+                const items = Array.from(gd.querySelectorAll('.legend .traces')).map(t => t.getBoundingClientRect());
+                return {rows: new Set(items.map(r => Math.round(r.top))).size,
+                        columns: new Set(items.map(r => Math.round(r.left))).size,
+                        blank: gd.getBoundingClientRect().bottom - gd.querySelector('.legend').getBoundingClientRect().bottom}; })""")
+            seen.append(grid)
+            for chart in grid:
+                assert chart["columns"] >= 2 and chart["blank"] < 60, (presenter, side, chart)
+        page.locator(".js-plotly-plot").first.screenshot(path=str(shots / f"benchmarks-legend-presenter{presenter}.png"))
+        assert [[c["rows"] for c in g] for g in seen][0] == [[c["rows"] for c in g] for g in seen][1]
+
+
 def test_log_axes_show_round_tick_labels_only(drawn):
     """They read '5, 2, 100k' (minor digits between decades)."""
     roofline = drawn["charts"]["Roofline"]

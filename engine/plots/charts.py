@@ -188,14 +188,16 @@ def _log_axis(values, kind: str = "decades") -> dict:
 
 
 def _legend_grid(fig: go.Figure, font: int) -> tuple[int, int]:
-    """The legend's entry width (px) and rows: as many columns of the widest entry as fit the figure at its
-    narrowest (style.Sizes.narrowest, less the margins; a character about 0.55 em, the line and its
-    marker about 45 px before the name). Plotly's own wrapping made as many rows as it liked (one
-    entry a row at a projector's font), so the margin under the plot could not be sized for them."""
+    """The legend's columns and rows: as many columns of the widest entry as fit the figure at its
+    narrowest (style.Sizes.narrowest, less the margins; a character about 0.5 em, the line and its
+    marker about 45 px before the name), drawn as that many at every width (_layout). Plotly's own
+    wrapping made as many rows as it liked (one entry a row at a projector's font), so the margin
+    under the plot could not be sized for them."""
     names = [html.unescape(t.name) for t in fig.data if t.showlegend is not False and t.name]
-    widest = round(10 + 0.55 * font * max((len(n) for n in names), default=0))   # the name's, as Plotly counts
+    # the name's: Chromium drew the ladder's longest label, 42 characters at 15 px, 307 px wide (0.49 em)
+    widest = round(0.5 * font * max((len(n) for n in names), default=0))
     columns = max(1, int((style.SCREEN.narrowest - 100) // (widest + 45)))
-    return widest, max(1, -(-len(names) // columns))
+    return columns, max(1, -(-len(names) // columns))
 
 
 def _note_lines(note: str, font: int) -> list[str]:
@@ -229,7 +231,7 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "", upright: int 
                            yanchor="bottom", yshift=6, showarrow=False, align="left",
                            font={"size": note_px, "color": style.NOTE_INK})
     legend_font = font - 1
-    widest, rows = _legend_grid(fig, legend_font)
+    columns, rows = _legend_grid(fig, legend_font)
     legend_px = round(rows * (legend_font + 20) + 8)   # a row as the page draws it (its theme spaces them)
     # the tick labels and the axis title under the plot (upright labels as tall as they are long)
     axis_px = round((0.6 * upright if upright else 1.3) * font + 1.3 * font + 24)
@@ -244,7 +246,10 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "", upright: int 
                        # offset is a fixed share of it
                        legend={"font": {"size": legend_font}, "orientation": "h", "x": 0, "xanchor": "left",
                                "y": -axis_px / plot_px, "yanchor": "top",
-                               "entrywidthmode": "pixels", "entrywidth": widest,
+                               # as many columns as at the narrowest at every width: by the entry's
+                               # pixels, a wider page (the sidebar closed) drew more columns, so fewer
+                               # rows than the margin's, and ~250 px of blank under them on a projector
+                               "entrywidthmode": "fraction", "entrywidth": 0.98 / columns,
                                "maxheight": 1},   # never scrolled: Plotly's default is half the figure
                        margin={"t": top, "b": axis_px + legend_px, "l": 70, "r": 30})
 
