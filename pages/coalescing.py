@@ -25,10 +25,12 @@ with ui.controls():
                           # its title alone: with its documents' names it was cut at half width
                           format_func=lambda k: k if k == "(none)" else registry.get(k).title)
     view_state.remember(kernel=first, compare=second)
-    chosen = [first] + ([second] if second != "(none)" else [])
+    chosen = [first] + ([second] if second not in ("(none)", first) else [])
+    if second == first:   # two identical panels said nothing: one, and why
+        st.caption(f"Side by side with itself: {first} is shown once; pick another kernel to compare.")
     # 32x32 by default: a warp is then one row of the block, so lanes-on-rows touches 32 rows of A
     # (32 sectors) while lanes-on-columns reads one 128-byte line of B (4 sectors).
-    shown = settings.kernel_settings(list(dict.fromkeys(chosen)), (32, 32, 16), hi=128, block_default=(32, 32))
+    shown = settings.kernel_settings(chosen, (32, 32, 16), hi=128, block_default=(32, 32))
     m, n, k, block = shown.m, shown.n, shown.k, shown.block
     block_text = f"{block[0]}x{block[1]}"
     params = {name: shown.of(name) for name in chosen}
@@ -48,7 +50,8 @@ with ui.controls():
     # A start kept from another kernel or size that is past this warp's last instruction goes back to
     # the first: brought within range, it had been the last, an animation of one frame.
     view_state.restart_past("from", max(total0, 1), 1)
-    first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW,
+    # A window's width a click where there is more than one window; else one (a click had jumped to the end)
+    first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW if total0 > WINDOW else 1,
                                  key=view_state.state("from", 1, lo=1, hi=max(total0, 1)),
                                  help=f"the animation shows up to {WINDOW} instructions at a time") - 1
     duration = view_state.speed_control(d5, animations.SPEEDS["coalescing"])

@@ -93,3 +93,22 @@ def test_opening_on_a_frame_merges_objects_and_leaves_the_shared_figure_alone():
     assert built.to_dict()["data"][0]["marker"]["color"] == [] and built.to_dict()["layout"]["sliders"][0]["active"] == 0
     assert built.opened_at("a") is built and built.opened_at(None) is built and built.opened_at("zz") is built
     assert fig["frames"][0]["name"] == "1-load"
+
+
+def test_coalescing_beside_itself_is_one_panel_and_says_so():
+    """Kernel and "Side by side with" the same: two identical panels had been drawn without a word."""
+    at = open_page("pages/coalescing.py", {"kernel": "naive_x_cols", "compare": "naive_x_cols"})
+    fig = figures(at)[0]
+    assert len(fig["frames"][0]["data"][0]["text"]) == 1   # one panel's headline
+    assert any("Side by side with itself" in c.value for c in at.caption)
+
+
+def test_coalescing_from_instruction_steps_by_one_when_one_window_holds_them_all():
+    """With 33 instructions, + on "From instruction" jumped by 160 (to the last: an animation of one frame)."""
+    at = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "16"})
+    box = next(b for b in at.number_input if b.label == "From instruction")
+    assert box.step == 1 and box.max < 160
+    box.increment().run()
+    assert next(b for b in at.number_input if b.label == "From instruction").value == 2
+    long = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "128"})
+    assert next(b for b in long.number_input if b.label == "From instruction").step == 160
