@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device call: GPU tests, golden traces, engine benchmarks, ncu comparison. Logs go to $OUT.
-#   bash tests/benchmarks/device_run.sh [steps...]   steps: info tensor tunemma tensorrecord wgmma wgmmarecord ncuwgmma ncutensor tests testsgpu testsrest ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
+#   bash tests/benchmarks/device_run.sh [steps...]   steps: info testsparallel tensor tunemma tensorrecord wgmma wgmmarecord ncuwgmma ncutensor tests testsgpu testsrest ladder golden bench ncu ncuvec benchgpu record tune cublas pages cli all-tests
 # The whole GPU suite ("tests") takes about 575 s on an H100, near a device call's 600: "testsgpu"
-# (tests/test_gpu.py, about 520 s) and "testsrest" (the other GPU tests) run it in two calls.
+# (tests/test_gpu.py, about 520 s) and "testsrest" (the other GPU tests) run it in two calls, or
+# "testsparallel" in one: tests/test_gpu.py in 4 pytest processes at once (its time is nvcc filling
+# the compile cache, one build at a time in one process: 296 s on an H200, 307 on an H100), then the rest.
 set -uo pipefail
 source .gpu/activate.sh || exit 1
 export PYTHONUNBUFFERED=1 MATMUL_EXPLORER_CACHE=/tmp/mmx-cache
@@ -15,6 +17,16 @@ for step in $steps; do
           python3 -m engine info ;;
     tests) python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -25 ;;
     testsgpu) python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-a.log" | tail -25 ;;
+    testsparallel)
+      python3 -m pytest -q -m gpu tests/test_gpu.py --collect-only -p no:cacheprovider 2>/dev/null | grep '::' > "$OUT/gpu-ids"
+      split -n r/4 "$OUT/gpu-ids" "$OUT/gpu-shard."
+      for shard in "$OUT"/gpu-shard.a?; do
+        (xargs -d '\n' -a "$shard" python3 -m pytest -q -m gpu -p no:cacheprovider > "$shard.log" 2>&1; echo "rc=$?" >> "$shard.log") &
+      done
+      wait
+      for shard in "$OUT"/gpu-shard.a?; do tail -2 "$shard.log"; rm -f "$shard"; done
+      grep -h -E "^(FAILED|ERROR)" "$OUT"/gpu-shard.a?.log | head -20
+      python3 -m pytest -q -m gpu tests --ignore=tests/test_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-b.log" | tail -5 ;;
     testsrest) python3 -m pytest -q -m gpu tests --ignore=tests/test_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests-b.log" | tail -25 ;;
     ladder) python3 -m pytest -q -m gpu tests/test_gpu.py -k "ladder or every_kernel" -p no:cacheprovider 2>&1 | tee "$OUT/gpu-ladder.log" | tail -15 ;;
     tune) python3 tests/benchmarks/tune_ladder.py "$OUT/tuning.json" ${TUNE_ARGS:-} 2>&1 | tee "$OUT/tune.log" ;;
