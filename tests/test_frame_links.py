@@ -59,6 +59,12 @@ def test_a_frame_the_animation_lacks_is_one_line_and_opens_on_the_first(page, ke
     assert not [w for w in warnings(at) if f"?{key}=" in w]
 
 
+def test_a_long_link_frame_is_cut_in_its_line():
+    at = open_page("pages/coalescing.py", {"step": "9" * 5000})
+    said = [w for w in warnings(at) if "?step=" in w]
+    assert len(said) == 1 and len(said[0]) < 160 and said[0].startswith("?step=" + "9" * 40 + "…")
+
+
 def test_coming_back_to_the_page_opens_on_the_frame_it_was_left_on():
     at = open_page("pages/coalescing.py", {"step": "7"})
     assert shows(figures(at)[0], "7")

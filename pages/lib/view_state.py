@@ -264,7 +264,8 @@ def frame(name: str, names: list[str]) -> str | None:
         st.session_state[kept] = st.query_params[name] = raw
         return raw
     if from_link and names:
-        url_note(f"?{name}={raw} is not a frame of this animation ({names[0]} to {names[-1]}): "
+        said = raw if len(raw) <= 40 else raw[:40] + "…"   # a line, whatever the link holds
+        url_note(f"?{name}={said} is not a frame of this animation ({names[0]} to {names[-1]}): "
                  f"opening on {names[0]}")
     return None
 
