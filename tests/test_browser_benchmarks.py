@@ -89,7 +89,7 @@ def test_every_chart_is_readable_at_1280x720(drawn):
 def test_the_legend_fills_the_room_under_the_plot_with_the_sidebar_open_or_closed(server, shots, presenter):
     """The margin under the plot is sized for the legend's rows at the page's narrowest (the sidebar
     open); with the sidebar closed Plotly had put more entries on a row, and ~270 px stood blank under
-    "Throughput against size" on a projector."""
+    "Throughput against size" on a projector. Each name ends well before the marker drawn next to it."""
     from tests.test_browser_layout import sidebar_open
     with browser.chromium() as b:
         page = b.new_page(viewport=browser.VIEW)
@@ -102,13 +102,22 @@ def test_the_legend_fills_the_room_under_the_plot_with_the_sidebar_open_or_close
             sidebar_open(page, side)
             page.wait_for_timeout(1200)
             grid = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).slice(0, 2).map(gd => {
-                const items = Array.from(gd.querySelectorAll('.legend .traces')).map(t => t.getBoundingClientRect());
+                const traces = Array.from(gd.querySelectorAll('.legend .traces'));
+                const items = traces.map(t => t.getBoundingClientRect());
+                // from each name's end to the marker drawn next on its row
+                const marks = traces.map(t => (t.querySelector('.legendlines path') || t.querySelector('.legendpoints path'))
+                                             .getBoundingClientRect());
+                const ends = traces.map(t => t.querySelector('.legendtext').getBoundingClientRect());
+                const gaps = ends.flatMap((e, i) => marks.filter(m => Math.abs(m.top - marks[i].top) < 3 && m.left > e.left)
+                                                          .map(m => m.left - e.right));
                 return {rows: new Set(items.map(r => Math.round(r.top))).size,
-                        columns: new Set(items.map(r => Math.round(r.left))).size,
+                        columns: new Set(items.map(r => Math.round(r.left))).size, gap: Math.min(...gaps),
                         blank: gd.getBoundingClientRect().bottom - gd.querySelector('.legend').getBoundingClientRect().bottom}; })""")
             seen.append(grid)
             for chart in grid:
                 assert chart["columns"] >= 2 and chart["blank"] < 60, (presenter, side, chart)
+                # a name ended 4 px from the next column's marker (normal mode, the sidebar open)
+                assert chart["gap"] >= 12, (presenter, side, chart)
         page.locator(".js-plotly-plot").first.screenshot(path=str(shots / f"benchmarks-legend-presenter{presenter}.png"))
         assert [[c["rows"] for c in g] for g in seen][0] == [[c["rows"] for c in g] for g in seen][1]
 

@@ -187,17 +187,26 @@ def _log_axis(values, kind: str = "decades") -> dict:
             "range": [math.log10(lo / pad), math.log10(hi * pad)]}
 
 
-def _legend_grid(fig: go.Figure, font: int) -> tuple[int, int]:
-    """The legend's columns and rows: as many columns of the widest entry as fit the figure at its
-    narrowest (style.Sizes.narrowest, less the margins; a character about 0.5 em, the line and its
-    marker about 45 px before the name), drawn as that many at every width (_layout). Plotly's own
-    wrapping made as many rows as it liked (one entry a row at a projector's font), so the margin
-    under the plot could not be sized for them."""
+def _legend_grid(fig: go.Figure, font: int) -> tuple[int, int, int]:
+    """The legend's columns, rows and font: as many columns of the widest entry as fit the figure at
+    its narrowest (style.Sizes.narrowest, less the margins), drawn as that many at every width
+    (_layout). Plotly's own wrapping made as many rows as it liked (one entry a row at a projector's
+    font), so the margin under the plot could not be sized for them. An entry is its marker (24 px
+    to the name), the name (a character about 0.5 em: Chromium drew the ladder's longest label, 42
+    characters at 15 px, 307 px wide) and 16 px before the next column's marker: with 0.98 of the
+    plot's width shared out and no gap counted, "double_buffered ... i4" ended 4 px from
+    "prefetched ..."'s marker. The font is `font`, or a pixel or two less where that keeps a column
+    more (the longest ladder labels: 14 px, two columns)."""
     names = [html.unescape(t.name) for t in fig.data if t.showlegend is not False and t.name]
-    # the name's: Chromium drew the ladder's longest label, 42 characters at 15 px, 307 px wide (0.49 em)
-    widest = round(0.5 * font * max((len(n) for n in names), default=0))
-    columns = max(1, int((style.SCREEN.narrowest - 100) // (widest + 45)))
-    return columns, max(1, -(-len(names) // columns))
+    longest = max((len(n) for n in names), default=0)
+    # the plot at the narrowest: the margins _layout sets, and a little that the y axis's labels may add
+    plot = style.SCREEN.narrowest - 100 - 10
+
+    def columns(size: int) -> int:
+        return max(1, int(0.98 * plot // (24 + 0.5 * size * longest + 16)))
+
+    size = next(f for f in (font, font - 1, font - 2) if columns(f) == columns(font - 2))
+    return columns(size), max(1, -(-len(names) // columns(size))), size
 
 
 def _note_lines(note: str, font: int) -> list[str]:
@@ -230,8 +239,7 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "", upright: int 
         fig.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0, y=1, xanchor="left",
                            yanchor="bottom", yshift=6, showarrow=False, align="left",
                            font={"size": note_px, "color": style.NOTE_INK})
-    legend_font = font - 1
-    columns, rows = _legend_grid(fig, legend_font)
+    columns, rows, legend_font = _legend_grid(fig, font - 1)
     legend_px = round(rows * (legend_font + 20) + 8)   # a row as the page draws it (its theme spaces them)
     # the tick labels and the axis title under the plot (upright labels as tall as they are long)
     axis_px = round((0.6 * upright if upright else 1.3) * font + 1.3 * font + 24)
