@@ -50,6 +50,7 @@ with ui.controls():
     # A start kept from another kernel or size that is past this warp's last instruction goes back to
     # the first: brought within range, it had been the last, an animation of one frame.
     view_state.restart_past("from", max(total0, 1), 1)
+    view_state.window_of("step", "from", WINDOW, total0)   # a link's ?step=200 alone opens the window holding it
     # A window's width a click where there is more than one window; else one (a click had jumped to the end)
     first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW if total0 > WINDOW else 1,
                                  key=view_state.state("from", 1, lo=1, hi=max(total0, 1)),

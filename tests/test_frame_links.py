@@ -2,6 +2,9 @@
 ?phase= on Tile phases): a link opens the figure there, reruns and coming back to the page keep it,
 and a link's frame the animation lacks is said in one line. The player keeps the address at the frame
 shown (engine/plots/player.js; tests/test_browser_frames.py drives that part in Chromium)."""
+import json
+from pathlib import Path
+
 import pytest
 
 from engine.plots import animation
@@ -40,10 +43,13 @@ def test_a_link_opens_the_animation_on_the_frame_it_names(page, key, params):
     assert shows(fig, names[3]) and not shows(fig, names[0])
     assert fig["layout"]["meta"]["url_key"] == key
     assert at.query_params[key] == names[3] and not warnings(at)
-    # The player rewrites the address as the figure is stepped; the next rerun (another control) reads it.
-    at.query_params[key] = names[2]
+    # The browser reports the frame it was stepped to (view_state.frame_sink); the next rerun (another
+    # control changed) opens there. The query string that rerun carries is the frontend's own copy, the
+    # one the server last wrote, not the address the player rewrote: it must not win.
+    at.session_state[f"{Path(page).stem}._frame.{key}"] = names[2]
+    at.query_params[key] = names[3]
     at.run()
-    assert shows(figures(at)[0], names[2])
+    assert shows(figures(at)[0], names[2]) and at.query_params[key] == names[2]
 
 
 @pytest.mark.parametrize("page,key,params", PAGES)
@@ -82,6 +88,22 @@ def test_a_coalescing_step_outside_the_window_shown_opens_on_the_windows_first()
     assert at.query_params["from"] == "3"
 
 
+@pytest.mark.parametrize("step,start", [("200", "161"), ("161", "161"), ("257", "161"), ("160", "1")])
+def test_a_coalescing_step_past_the_first_window_without_a_start_opens_the_window_holding_it(step, start):
+    """k=128: 257 instructions, shown 160 at a time. ?step=200 alone had said it was not a frame (1 to 160)."""
+    at = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "128", "step": step})
+    fig = figures(at)[0]
+    assert fig["frames"][0]["name"] == start and shows(fig, step)
+    assert at.query_params["from"] == start and at.query_params["step"] == step and not warnings(at)
+
+
+def test_a_coalescing_step_past_the_last_instruction_opens_on_the_first_and_says_so():
+    at = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "128", "step": "258"})
+    fig = figures(at)[0]
+    assert fig["frames"][0]["name"] == "1" and shows(fig, "1") and at.query_params["from"] == "1"
+    assert [w for w in warnings(at) if "?step=258 is not a frame" in w]
+
+
 def test_opening_on_a_frame_merges_objects_and_leaves_the_shared_figure_alone():
     """Plotly.animate merges a frame's marker into the trace's (size, colour scale stay); the cached
     figure every session shares is not changed by one session's frame."""
@@ -118,3 +140,44 @@ def test_coalescing_from_instruction_steps_by_one_when_one_window_holds_them_all
     assert next(b for b in at.number_input if b.label == "From instruction").value == 2
     long = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "128"})
     assert next(b for b in long.number_input if b.label == "From instruction").step == 160
+
+
+def test_what_a_browser_reports_is_kept_only_as_short_frame_names(monkeypatch):
+    """The hidden input's text comes from whoever holds the page: frames by short lower-case page and
+    frame names are kept for those pages; anything else (other names, numbers, long strings, not JSON,
+    not a dict) is left out, and nothing is raised."""
+    from pages.lib import view_state
+    text = json.dumps({"bank_conflicts": {"step": "7", "phase": "9" * 65, "Step": "3", "x" * 17: "1", "from": 4},
+                       "tile_phases": {"phase": "2-load"}, "Home": {"step": "1"}, "x" * 33: {"step": "1"},
+                       "ladder": ["step", "1"]})
+    state = {view_state.FRAMES_KEY: text}
+    monkeypatch.setattr(view_state.st, "session_state", state)
+    view_state.take_frames_shown()
+    assert {k: v for k, v in state.items() if k != view_state.FRAMES_KEY} == {
+        "bank_conflicts._frame.step": "7", "tile_phases._frame.phase": "2-load"}
+    for odd in (None, "", "{", "7", "[1, 2]", '{"coalescing": "7"}', "null", '"x"'):
+        state = {view_state.FRAMES_KEY: odd}
+        monkeypatch.setattr(view_state.st, "session_state", state)
+        view_state.take_frames_shown()
+        assert list(state) == [view_state.FRAMES_KEY]
+
+
+def test_the_pages_keep_their_frames_by_the_name_their_address_ends_in():
+    """The player names a page by its address's last part (engine/plots/player.js, pageName), the
+    server by the name the page gives setup_page: they must be one name, or a page's frames go to no
+    page. Read from the sources: app.py's st.Page files, each page's setup_page call."""
+    import ast
+
+    from streamlit.source_util import page_icon_and_name  # how st.Page names a file's address
+
+    root = Path(__file__).resolve().parent.parent
+    files = [node.args[0].value for node in ast.walk(ast.parse((root / "app.py").read_text()))
+             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page"]
+    assert len(files) >= 8
+    for file in files:
+        calls = [node for node in ast.walk(ast.parse((root / file).read_text()))
+                 if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "setup_page"]
+        named = calls[0].args[0].value
+        if named == "home":   # the default page: its address ends in no name, and it has no animation
+            continue
+        assert page_icon_and_name(root / file)[1] == named, file

@@ -27,6 +27,28 @@ def _errors(at) -> list[str]:
 
 # ---------------------------------------------------------------- a URL value the page cannot take
 
+HOSTILE = "[answers](https://example.com/x)" + "9" * 100
+
+
+@pytest.mark.parametrize("page, params", [
+    ("pages/coalescing.py", {"warp": HOSTILE}),   # state(): a value the control cannot take
+    ("pages/coalescing.py", {"m": HOSTILE}),
+    ("pages/coalescing.py", {"nonsense" + "x" * 60: HOSTILE}),   # leave_out_unknown: name and value
+    ("pages/bank_conflicts.py", {"BM" + "X" * 60: HOSTILE}),   # settings: a parameter the kernel lacks
+    ("pages/benchmarks.py", {"runs": HOSTILE}),   # names_state
+    ("pages/tile_phases.py", {"presenter": HOSTILE}),
+    ("pages/coalescing.py", {"size": HOSTILE}),   # an older link's name
+])
+def test_a_link_value_is_quoted_short_and_as_the_characters_it_holds(page, params):
+    """A long value had been quoted whole (only ?step= was cut), and st.warning draws Markdown: a link's
+    ?warp=[answers](https://...) was drawn as a link in the page's own warning."""
+    said = [w for w in _said(open_page(page, params)) if "answers" in w]
+    assert said
+    for line in said:
+        assert len(line) < 240 and "9" * 41 not in line and "X" * 41 not in line and "x" * 41 not in line
+        assert "\\[answers\\]\\(https\\:\u2060//example.com/x\\)" in line, line
+
+
 @pytest.mark.parametrize("raw, why", [("0", "is not a size this page takes (1 to 128)"),
                                       ("-5", "is not a size this page takes (1 to 128)"),
                                       ("99999999", "is not a size this page takes (1 to 128)"),

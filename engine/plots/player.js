@@ -9,9 +9,8 @@
 //    an error, so it is not reported as one. Every other rejection still is;
 //  - Play continues from the frame shown: Plotly's "fromcurrent" starts after the last frame it
 //    animated itself, which a figure opened on a frame (a shared link) has not got, so Play began at 0;
-//  - a figure whose layout.meta.url_key names a query parameter keeps it at the frame shown once it
-//    stands still (paused, stepped, scrubbed, played to the end), so a reload or a copied link opens
-//    there, and goes back to that frame when a rerun draws it anew on the frame it was opened on;
+//  - a figure whose layout.meta.url_key names a query parameter tells the server and the address
+//    which frame it stands on, so a rerun, a reload or a copied link opens it there (below);
 //  - it starts loading Streamlit's Plotly module straight away (see pages/lib/ui.py), next to the
 //    app's own script, so a first visit does not wait for it after the server has answered.
 (() => {
@@ -49,46 +48,84 @@
     if (names.length && gd._fullLayout) gd._fullLayout._currentFrame = names[active(gd)];
   }
 
-  // Where each such figure stood, by page and parameter: the frame the server opened it on and the
-  // one it was left on. Any rerun (another control changed) draws the figure anew on the server's
-  // frame, which is the page's control's, not the player's: the player's frame was lost, and the link
-  // rewritten to the control's. A figure drawn anew on the frame it was opened on before goes back to
-  // where it was left; one opened on another frame (the control changed) starts there.
-  const stood = new Map();
-  const drawn = new WeakSet();
+  // A figure whose layout.meta.url_key names a query parameter: the frame it shows goes to the server
+  // and to the address. To the server through a hidden input that commits without a rerun
+  // (pages/lib/view_state.py, frame_channel: it rides with the next rerun, whichever control asks for
+  // it, and with a move to another page), so a rerun draws the figure anew on that frame; to the
+  // address (replaceState) once it stands still, so a reload or a copied link opens there. Written on
+  // each poll, playing or not, and at once as a person reaches for a control outside the figure, so
+  // the rerun that control makes opens the figure where it was. A figure playing then plays on once
+  // it is drawn anew (a new speed, the same warp further on).
+  const shown = {};             // page -> {url_key: frame}: what the hidden input holds
+  const replay = new Map();     // page|key -> {until}: playing when a control was reached for
+  const pageName = () => window.location.pathname.split("/").filter(Boolean).pop() || "";
 
-  function restore(gd, key, name) {
-    const where = window.location.pathname + "|" + key;
-    if (!drawn.has(gd)) {
-      drawn.add(gd);
-      gd.__opened = name;
-      const last = stood.get(where);
-      if (last && last.opened === name && last.shown !== name && frameNames(gd).includes(last.shown)) {
-        window.Plotly.animate(gd, [last.shown], {frame: {duration: 0, redraw: false}, mode: "immediate",
-                                                 transition: {duration: 0}}).catch(() => {});
-        return true;
-      }
-    }
-    stood.set(where, {opened: gd.__opened, shown: name});
-    return false;
+  const urlKey = (gd) => ((gd.layout || {}).meta || {}).url_key;
+  const playing = (gd) => {
+    const trans = gd._transitionData;
+    return !!trans && (!!trans._animationRaf || (trans._frameQueue || []).length > 0);
+  };
+
+  function report(key, name) {
+    const page = pageName();
+    shown[page] = Object.assign({}, shown[page], {[key]: name});
+    const input = document.querySelector(".st-key-_frames_shown input");
+    const text = JSON.stringify(shown);
+    if (!input || input.value === text) return;   // no input: the exported HTML player, no server to tell
+    // React keeps its own copy of an input's value: set it through the prototype's setter, so the
+    // input event below reads as a change and the widget commits it (live, on_change="ignore").
+    Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set.call(input, text);
+    input.dispatchEvent(new Event("input", {bubbles: true}));
   }
 
-  // Polled rather than hooked on Plotly's events: Streamlit replaces a figure's div when the page
-  // reruns, and a poll needs no listener re-attached. Only the address changes (replaceState): a
-  // rerun to move the page's own control would redraw the figure under a person still scrubbing it.
+  function play(gd) {
+    const button = ((((gd.layout || {}).updatemenus || [])[0] || {}).buttons || [])[0];
+    if (!button || !window.Plotly) return;
+    fromShown(gd);
+    window.Plotly.animate(gd, button.args[0], button.args[1]).catch(() => {});
+  }
+
+  // Polled rather than hooked on Plotly's events: Streamlit replaces a figure's div, or its layout,
+  // when the page reruns, and a poll needs no listener re-attached. Only the address changes
+  // (replaceState), not the page's own controls: a rerun would redraw the figure under a person
+  // still scrubbing it.
   setInterval(() => {
     document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
-      const key = ((gd.layout || {}).meta || {}).url_key;
-      const trans = gd._transitionData;
-      if (!key || !trans || trans._animationRaf || (trans._frameQueue || []).length) return;
+      const key = urlKey(gd);
       const name = frameNames(gd)[active(gd)];
-      if (name === undefined || !window.Plotly || restore(gd, key, name)) return;
+      if (!key || name === undefined || !gd.layout || !window.Plotly) return;
+      report(key, name);
+      if (playing(gd)) return;
+      const where = window.location.pathname + "|" + key;
+      if (!gd.layout.__matmulSeen) {   // drawn anew: was it playing when a control was reached for?
+        gd.layout.__matmulSeen = true;
+        const again = replay.get(where);
+        replay.delete(where);
+        if (again && Date.now() < again.until) play(gd);
+      } else {
+        replay.delete(where);   // stood still without being drawn anew: nothing to play on
+      }
       const url = new URL(window.location.href);
       if (url.searchParams.get(key) === name) return;
       url.searchParams.set(key, name);
       window.history.replaceState(window.history.state, "", url);
     });
   }, 300);
+
+  // Capture phase: before the control's own handler asks for the rerun. Only a person's events: the
+  // input event report() dispatches is not one.
+  function reaching(e) {
+    if (!e.isTrusted || (e.target.closest && e.target.closest(".js-plotly-plot"))) return;
+    document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
+      const key = urlKey(gd);
+      const name = frameNames(gd)[active(gd)];
+      if (!key || name === undefined) return;
+      if (playing(gd)) replay.set(window.location.pathname + "|" + key, {until: Date.now() + 8000});
+      report(key, name);
+    });
+  }
+  document.addEventListener("pointerdown", reaching, true);
+  document.addEventListener("keydown", reaching, true);
 
   let lastPlot = null;
   document.addEventListener("mouseover", (e) => {

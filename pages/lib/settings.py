@@ -118,8 +118,9 @@ def _link_names(kernels: list[str], names: dict) -> bool:
     if tuple(kernels) == shown:
         for name, raw in unknown.items():
             takes = ", ".join(names) or "no compile-time parameters"
-            view_state.url_note(f"?{name}={raw}: {' and '.join(kernels)} {'has' if len(kernels) == 1 else 'have'} "
-                                f"no parameter {name} (takes {takes}); ignored")
+            said = view_state.quoted(name)
+            view_state.url_note(f"?{said}={view_state.quoted(raw)}: {' and '.join(kernels)} "
+                                f"{'has' if len(kernels) == 1 else 'have'} no parameter {said} (takes {takes}); ignored")
     for name in url:
         if name not in names and not (tuple(kernels) == shown and name in unknown):
             del st.query_params[name]

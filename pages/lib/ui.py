@@ -45,6 +45,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     st.session_state["_ran"] = True
     server.start_once()
     server.announce_compiles()
+    view_state.take_frames_shown()   # before the page's animation asks which frame it stands on
     came_from = st.session_state.get("_page")
     if has_view:
         st.session_state["_page"] = page
@@ -64,7 +65,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
         value, why = (False, None) if raw is None else view_state.parse(raw, False)
         st.session_state["presenter_mode"] = bool(value)
         if why:   # said under the title (below), as any control's value the link gives and it cannot take
-            st.session_state["_presenter_note"] = f"?presenter={raw} {why}; showing presenter=0"
+            st.session_state["_presenter_note"] = f"?presenter={view_state.quoted(raw)} {why}; showing presenter=0"
     on = view_state.presenter()
     # Projector: the sidebar folds away (its arrow, top left, brings it back).
     st.set_page_config(page_title=f"{title} · CUDA Matmul Explorer", layout="wide",

@@ -2,6 +2,7 @@
 the page across navigation, and written back to the URL as it changes."""
 from __future__ import annotations
 
+import json
 import re
 import threading
 
@@ -51,8 +52,9 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
                 older = st.session_state.get("_older_size")
                 # m, n and k read from an older link's ?size=: one line for the three, in the place of
                 # the line that said how it was read (?size=70000 had given four)
-                notes[key] = ((f"?size={raw} (an older link's name for m, n and k) {why}; showing", name, value)
-                              if older == raw and name in ("m", "n", "k") else f"?{name}={raw} {why}; showing {name}={_text(value)}",
+                notes[key] = ((f"?size={quoted(raw)} (an older link's name for m, n and k) {why}; showing", name, value)
+                              if older == raw and name in ("m", "n", "k") else
+                              f"?{name}={quoted(raw)} {why}; showing {name}={_text(value)}",
                               value)
             st.session_state[key] = value
     kept = _within(st.session_state[key], default, choices, lo, hi)
@@ -94,6 +96,19 @@ def restart_past(name: str, hi: int, start) -> None:
         saved[name] = start
 
 
+def window_of(frame_name: str, start_name: str, width: int, total: int) -> None:
+    """Before state(start_name, ...), for an animation shown `width` frames at a time from a start the
+    page's control sets: a link that names a frame (?step=200) past the first window and no start
+    opens on the window holding it, as if it had said ?from=161. Before, it opened on the first
+    window and said instruction 200 was not a frame of it."""
+    raw = st.query_params.get(frame_name)
+    if (not st.session_state.get("_url_seeds") or page_key(start_name) in st.session_state
+            or start_name in st.query_params or raw is None or not re.fullmatch(r"[0-9]{1,9}", raw)):
+        return
+    if width < int(raw) <= total:
+        st.query_params[start_name] = str((int(raw) - 1) // width * width + 1)
+
+
 def names_state(name: str, choices: list[str], default: list[str], what: str) -> str:
     """The widget key of a multiselect of names, as state() is of one value: from the URL (the names
     comma-separated), else what this page showed last, else `default`; names the URL gives that are
@@ -109,7 +124,7 @@ def names_state(name: str, choices: list[str], default: list[str], what: str) ->
         if raw is not None and unknown:
             known = known or [n for n in default if n in choices]   # none it knows: the page's own opening
             st.session_state.setdefault(page_key("_url_notes"), {})[key] = (
-                f"?{name}= names {', '.join(unknown)}, not {what}: left out", known)
+                f"?{name}= names {quoted(', '.join(unknown))}, not {what}: left out", known)
         st.session_state[key] = known
     notes = st.session_state.get(page_key("_url_notes"), {})
     if key in notes:
@@ -183,7 +198,8 @@ def leave_out_unknown() -> None:
     unread = [n for n in st.query_params if n not in used and not PARAMETER.fullmatch(n)]
     said = st.session_state.get(page_key("_unknown_notes"))
     if said is None:   # the page's first run: its link's names
-        said = [f"?{name}={st.query_params.get(name)} is not a setting of this view: left out" for name in unread]
+        said = [f"?{quoted(name)}={quoted(st.query_params.get(name))} is not a setting of this view: left out"
+                for name in unread]
         st.session_state[page_key("_unknown_notes")] = said
     # Later, names the page wrote itself and no longer reads (?block= once both kernels shown are tiled)
     # go without a word: left in, a link copied from the address bar named them as a stranger's mistakes.
@@ -209,14 +225,29 @@ def read_older_names(parameters: list[str]) -> list[str]:
         if old == "size":   # state() says in this line's place if m, n and k cannot take it (_size_note)
             st.session_state["_older_size"] = raw
         if old == "size" and not (raw.isdigit() and int(raw) >= 1):   # one line, not one more for each of m, n, k
-            said.append(f"?size={raw} (an older link's name for m, n and k) is not a whole number of at least 1: left out")
+            said.append(f"?size={quoted(raw)} (an older link's name for m, n and k) is not a whole number of at least 1: "
+                        "left out")
             continue
         taken = {name: value for name, value in new.items() if name not in st.query_params}
         st.query_params.update(taken)
-        said.append(f"?{old}={raw} is an older link's name: read as "
-                    + ("&".join(f"{name}={value}" for name, value in taken.items()) or "nothing (the link also gives "
+        said.append(f"?{old}={quoted(raw)} is an older link's name: read as "
+                    + ("&".join(f"{name}={quoted(value)}" for name, value in taken.items()) or "nothing (the link also gives "
                        + ", ".join(new) + ")"))
     return said
+
+
+# What a link's value could make of a Markdown line (st.warning draws Markdown): a link, an image, a
+# colour or icon directive, code, LaTeX, HTML. Escaped, it shows as the characters the link holds.
+_MARKUP = re.compile(r"([\\\[\]()<>!`*$:#|~{}])")
+
+
+def quoted(raw) -> str:
+    """A link's value (or name) as a one-line message quotes it: at most 40 characters (a 5,000-digit
+    ?step= had been quoted whole), every character shown as itself (?warp=[answers](https://...) had
+    been drawn as a link), and a bare address not made a link (a word joiner after "www" and in "://")."""
+    text = " ".join(str(raw).split())
+    text = text if len(text) <= 40 else text[:40] + "…"
+    return _MARKUP.sub(r"\\\1", text).replace("\\://", "\\:\u2060//").replace("www.", "www\u2060.")
 
 
 def url_note(message: str):
@@ -225,7 +256,7 @@ def url_note(message: str):
     box = getattr(_NOTES, "box", None)
     slot = (box if box is not None else st).empty()
     slot.warning(message, icon=":material/link_off:")
-    if message.startswith(f"?size={st.session_state.get('_older_size')} is an older link's name"):
+    if message.startswith(f"?size={quoted(st.session_state.get('_older_size', ''))} is an older link's name"):
         _NOTES.size_slot = slot
     return slot
 
@@ -246,26 +277,65 @@ def keep(**values) -> None:
     st.session_state.setdefault(page_key("_saved"), {}).update(values)
 
 
+# The frame each animation stands on, from the browser to this session. The player
+# (engine/plots/player.js) writes it, as {page: {url_key: frame}}, into a hidden text input that
+# app.py draws for every page, whenever a figure stands still and just before a control outside the
+# figure is touched. The input commits without a rerun (on_change="ignore"): what it holds rides with
+# the next rerun, whichever control asks for it, and with a move to another page (app.py's own
+# widgets are not dropped there, a page's are). The address the player also rewrites (replaceState)
+# serves a reload or a copied link, not a rerun: Streamlit's frontend sends its own copy of the query
+# string with a widget's rerun, so the server had never seen the frame stepped to, drew the figure
+# anew on the last frame it had opened, and the link went back with it. A widget that reran by itself
+# for each report would have cost a rerun per step, and one in a fragment joins the batch of any
+# widget changed in the same instant, which then reruns the fragment alone (Streamlit 1.67): the
+# control's change reached the server and the page was not run with it.
+FRAMES_KEY = "_frames_shown"
+_PAGE_NAME = re.compile(r"[a-z_]{1,32}")
+_FRAME_NAME = re.compile(r"[a-z_]{1,16}")
+
+
+def frame_channel() -> None:
+    """The hidden input the player reports frames into (app.py, before the page runs)."""
+    st.sidebar.text_input("Frames shown", key=FRAMES_KEY, on_change="ignore", live="0ms",
+                          label_visibility="collapsed", max_chars=4000)
+    st.html(f"<style>.st-key-{FRAMES_KEY} {{display: none !important;}}</style>")
+
+
+def take_frames_shown() -> None:
+    """Each page's frames as the browser last reported them become the pages' kept frames (frame()).
+    What a browser sends is anyone's: only short strings, by short lower-case page and frame names,
+    are kept, and frame() opens only on one of the animation's own frame names."""
+    try:
+        shown = json.loads(st.session_state.get(FRAMES_KEY) or "{}")
+    except ValueError:
+        return
+    for page, frames in (shown.items() if isinstance(shown, dict) else ()):
+        if not (_PAGE_NAME.fullmatch(page) and isinstance(frames, dict)):
+            continue
+        for name, value in frames.items():
+            if _FRAME_NAME.fullmatch(name) and isinstance(value, str) and len(value) <= 64:
+                st.session_state[f"{page}._frame.{name}"] = value
+
+
 def frame(name: str, names: list[str]) -> str | None:
-    """Which of an animation's frames (names) the page opens it on: the one ?name= gives. The player
-    (engine/plots/player.js) keeps ?name= at the frame the figure stands still on, and the page reads
-    it back on every run, so a reload, a copied link and a rerun (another control changed) open where
-    it stood; this page's last frame in this session is kept, for coming back to the page. A frame
-    that is not one of names (a window or kernel chosen since, a link's typo) opens on the first;
-    only the link's own is said, once, in one line. None: the first frame."""
+    """Which of an animation's frames (names) the page opens it on. A link's ?name= on the page's
+    first view in this session (a reload, a copied link); after that the frame the browser last
+    reported it standing on (take_frames_shown), so a rerun (another control changed) and coming back to
+    the page open where it stood. A frame that is not one of names (a window or kernel chosen
+    since, a link's typo) opens on the first; only the link's own is said, once, in one line.
+    None: the first frame."""
     uses(name)
     seen, kept = page_key(f"_frame_seen.{name}"), page_key(f"_frame.{name}")
     raw = st.query_params.get(name)
     from_link = raw is not None and seen not in st.session_state and st.session_state.get("_url_seeds")
     st.session_state[seen] = True
-    if raw is None:
-        raw = st.session_state.get(kept)
+    if not from_link and kept in st.session_state:
+        raw = st.session_state[kept]
     if raw in names:
         st.session_state[kept] = st.query_params[name] = raw
         return raw
     if from_link and names:
-        said = raw if len(raw) <= 40 else raw[:40] + "…"   # a line, whatever the link holds
-        url_note(f"?{name}={said} is not a frame of this animation ({names[0]} to {names[-1]}): "
+        url_note(f"?{name}={quoted(raw)} is not a frame of this animation ({names[0]} to {names[-1]}): "
                  f"opening on {names[0]}")
     return None
 
