@@ -158,3 +158,22 @@ def test_coming_back_by_the_sidebar_draws_the_frame_left_on_from_the_start(serve
     assert seen and set(seen) == {3}, seen
     link_on(page, "phase", "2-compute")
     assert not page.errors, page.errors
+
+
+def test_a_figure_left_over_from_the_page_before_reports_to_its_own_page(server, page):
+    """Between a move to another page (Back) and Streamlit clearing the page left, its figure is still
+    there under the next page's address: its frame had been reported as that page's (both name it ?step=)."""
+    open_page(page, f"{server}/coalescing")
+    for _ in range(2):
+        browser.click_button(page, "Step ▶")
+    page.wait_for_function("() => (document.querySelector('.st-key-_frames_shown input') || {}).value"
+                           " === JSON.stringify({coalescing: {step: '3'}})", timeout=10000)
+    # the address of another page, with the Coalescing figure still drawn (no rerun: replaceState)
+    page.evaluate("() => history.replaceState(history.state, '', location.pathname.replace('coalescing', "
+                  "'bank_conflicts') + location.search)")
+    browser.click_button(page, "Step ▶")
+    page.wait_for_timeout(1000)
+    shown = page.evaluate("() => JSON.parse(document.querySelector('.st-key-_frames_shown input').value)")
+    assert shown == {"coalescing": {"step": "4"}}, shown
+    assert link(page, "step") == "3"   # nor is the other page's address given this figure's frame
+    assert not page.errors, page.errors

@@ -66,8 +66,12 @@
     return !!trans && (!!trans._animationRaf || (trans._frameQueue || []).length > 0);
   };
 
-  function report(key, name) {
-    const page = pageName();
+  // The page a figure belongs to: where this drawing of it (its layout object) was first seen. A
+  // page's figure can outlive a move to another (Back, until Streamlit clears it), and its frame must
+  // not become the next page's.
+  const pageOf = (gd) => (gd.layout.__matmulPage = gd.layout.__matmulPage || pageName());
+
+  function report(page, key, name) {
     shown[page] = Object.assign({}, shown[page], {[key]: name});
     const input = document.querySelector(".st-key-_frames_shown input");
     const text = JSON.stringify(shown);
@@ -94,8 +98,9 @@
       const key = urlKey(gd);
       const name = frameNames(gd)[active(gd)];
       if (!key || name === undefined || !gd.layout || !window.Plotly) return;
-      report(key, name);
-      if (playing(gd)) return;
+      const page = pageOf(gd);
+      report(page, key, name);
+      if (playing(gd) || page !== pageName()) return;
       const where = window.location.pathname + "|" + key;
       if (!gd.layout.__matmulSeen) {   // drawn anew: was it playing when a control was reached for?
         gd.layout.__matmulSeen = true;
@@ -119,9 +124,9 @@
     document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
       const key = urlKey(gd);
       const name = frameNames(gd)[active(gd)];
-      if (!key || name === undefined) return;
+      if (!key || name === undefined || !gd.layout) return;
       if (playing(gd)) replay.set(window.location.pathname + "|" + key, {until: Date.now() + 8000});
-      report(key, name);
+      report(pageOf(gd), key, name);
     });
   }
   document.addEventListener("pointerdown", reaching, true);
