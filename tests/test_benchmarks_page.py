@@ -495,6 +495,21 @@ def test_a_runs_link_of_no_known_name_opens_the_default_and_its_note_goes_once_t
     assert note not in [str(w.value) for w in at.warning]
 
 
+def test_telemetry_axes_have_ranges_of_their_own():
+    """The right axis's ticks were lined up with the left's grid (-1, 166, 332, 499, 666 W / °C), and a
+    steady clock drew ticks 0.5 MHz apart (1,979 to 1,981): each axis now has its own range, the clock's
+    from 80% of its lowest, watts and degrees from 0."""
+    import pandas as pd
+    df = pd.DataFrame({"sm_clock_mhz": [1980.0] * 4, "power_w": [120.0, 300, 610, 250], "temperature_c": [30.0, 40, 45, 38]})
+    fig = charts.telemetry(df)
+    assert fig.layout.yaxis.range == (0.8 * 1980, 1.1 * 1980)
+    assert fig.layout.yaxis2.range == (0, 1.1 * 610) and fig.layout.yaxis2.tickmode == "auto"
+    throttled = charts.telemetry(df.assign(sm_clock_mhz=[1980.0, 1400, 1980, 1980]))
+    assert throttled.layout.yaxis.range[0] == 0.8 * 1400
+    bare = charts.telemetry(df[["power_w"]])   # power alone: from 0, on the left
+    assert bare.layout.yaxis.range == (0, 1.1 * 610)
+
+
 def test_telemetry_draws_each_run_apart():
     """Two runs shown together (here two of one GPU) had been one line per quantity, running from the
     first run's points into the second's, with nothing saying which was which."""

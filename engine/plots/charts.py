@@ -351,9 +351,20 @@ def telemetry(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.F
                             yaxis="y" if i == 0 else f"y{i + 1}",
                             line={"color": style.PALETTE[i], "dash": GPU_DASHES[g % len(GPU_DASHES)]},
                             marker={"color": style.PALETTE[i], "symbol": GPU_SYMBOLS[g % len(GPU_SYMBOLS)]})
+    # Ranges of their own, so each axis picks round ticks: left to itself, Plotly lined the right axis's
+    # ticks up with the left's grid (-1, 166, 332 ... W / °C), and a steady 1,980 MHz clock filled the
+    # plot with ticks 0.5 MHz apart. The clock from a little under its lowest (a throttle shows as a
+    # step down, not as the whole height); watts and degrees from 0.
+    first = df[have[0]].dropna() if have else pd.Series(dtype=float)
+    low = 0.0 if first.empty or have[0] != "sm_clock_mhz" else 0.8 * first.min()
+    high = 1.1 * first.max() if not first.empty else 1.0
+    rest = pd.concat([df[c].dropna() for c in have[1:]]) if len(have) > 1 else pd.Series(dtype=float)
     fig.update_layout(xaxis={"title": "point, in measurement order"},
-                      yaxis={"title": names.get(have[0], "") if have else "", "tickformat": ",~f"},
-                      yaxis2={"overlaying": "y", "side": "right", "title": "W / °C", "showgrid": False})
+                      yaxis={"title": names.get(have[0], "") if have else "", "tickformat": ",~f",
+                             "range": [low, max(high, low + 1)]},
+                      yaxis2={"overlaying": "y", "side": "right", "title": "W / °C", "showgrid": False,
+                              "tickmode": "auto", "range": [0, 1.1 * rest.max() if not rest.empty else 1],
+                              "tickformat": ",~f"})
     if len(have) > 2:
         for trace in fig.data:
             if trace.name.startswith(names["temperature_c"]):
