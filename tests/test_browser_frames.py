@@ -177,3 +177,17 @@ def test_a_figure_left_over_from_the_page_before_reports_to_its_own_page(server,
     assert shown == {"coalescing": {"step": "4"}}, shown
     assert link(page, "step") == "3"   # nor is the other page's address given this figure's frame
     assert not page.errors, page.errors
+
+
+def test_leaving_a_page_while_it_plays_and_coming_back_draws_it_still(server, page):
+    """Playing on after a redraw is for a control changed mid-play, not for a move to another page and back."""
+    open_page(page, f"{server}/coalescing?speed=slow&m=32&n=32&k=64")
+    browser.click_button(page, "Play")
+    page.wait_for_function("() => document.querySelector('.js-plotly-plot')._fullLayout.sliders[0].active >= 1",
+                           timeout=20000)
+    go_to(page, "Tile phases")
+    go_to(page, "Coalescing")
+    first = browser.shown(page)["active"]
+    page.wait_for_timeout(2500)   # slow: a frame every 700 ms
+    assert browser.shown(page)["active"] == first
+    assert not page.errors, page.errors

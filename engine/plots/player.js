@@ -94,6 +94,8 @@
   // (replaceState), not the page's own controls: a rerun would redraw the figure under a person
   // still scrubbing it.
   setInterval(() => {
+    // a move to another page ends any playing on: coming back draws the figure still
+    for (const where of replay.keys()) if (!where.startsWith(window.location.pathname + "|")) replay.delete(where);
     document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
       const key = urlKey(gd);
       const name = frameNames(gd)[active(gd)];
