@@ -3,7 +3,8 @@
 // Plotly's own controls give Play, Pause and a slider; this adds what they lack:
 //  - "◀ Step" / "Step ▶" buttons (updatemenu buttons with method "skip", which Plotly leaves to us):
 //    they move one frame from the slider's current position, with the same redraw setting as Play;
-//  - Left/Right arrow keys do the same for the last figure the mouse was over;
+//  - Left/Right arrow keys do the same for the last figure the mouse was over (not where the focus is
+//    on a control that takes the arrows itself: a text box, a slider, a list);
 //  - Pausing or scrubbing while a figure plays makes Plotly reject the interrupted animation's
 //    promise with `undefined` and nobody catches it: that is the expected end of an animation, not
 //    an error, so it is not reported as one. Every other rejection still is;
@@ -28,14 +29,21 @@
 
   const frameNames = (gd) => ((gd._transitionData || {})._frames || []).map((f) => f.name);
 
+  // Left/Right step the figure unless what has the focus takes the arrows itself: a text box, a
+  // slider, a list, radio buttons. Nor are they a control reached for (reaching, below).
+  const ARROW_TAKERS = "input, textarea, select, [contenteditable=''], [contenteditable='true'], [role=slider], " +
+    "[role=combobox], [role=listbox], [role=option], [role=radio], [role=radiogroup], [role=spinbutton], [role=tab]";
+  const stepKey = (e) => (e.key === "ArrowRight" || e.key === "ArrowLeft") &&
+    !(e.target.closest && e.target.closest(ARROW_TAKERS));
+  const redraws = (gd) => !!(gd.layout.updatemenus[0].buttons[0].args[1].frame || {}).redraw;
+
   function step(gd, delta) {
     const names = frameNames(gd);
     const slider = ((gd._fullLayout || {}).sliders || [])[0];
     if (!names.length || !slider || !window.Plotly) return;
     const next = Math.min(names.length - 1, Math.max(0, (slider.active || 0) + delta));
-    const play = gd.layout.updatemenus[0].buttons[0].args[1];
     window.Plotly.animate(gd, [names[next]], {
-      frame: { duration: 0, redraw: !!(play.frame || {}).redraw },
+      frame: { duration: 0, redraw: redraws(gd) },
       mode: "immediate", transition: { duration: 0 },
     }).catch(() => {});
   }
@@ -57,7 +65,7 @@
   // the rerun that control makes opens the figure where it was. A figure playing then plays on once
   // it is drawn anew (a new speed, the same warp further on).
   const shown = {};             // page -> {url_key: frame}: what the hidden input holds
-  const replay = new Map();     // page|key -> {until}: playing when a control was reached for
+  const replay = new Map();     // page|key -> {until, since}: held mid-play as a control was reached for
   const pageName = () => window.location.pathname.split("/").filter(Boolean).pop() || "";
 
   const urlKey = (gd) => ((gd.layout || {}).meta || {}).url_key;
@@ -104,13 +112,14 @@
       report(page, key, name);
       if (playing(gd) || page !== pageName()) return;
       const where = window.location.pathname + "|" + key;
+      const again = replay.get(where);
       if (!gd.layout.__matmulSeen) {   // drawn anew: was it playing when a control was reached for?
         gd.layout.__matmulSeen = true;
-        const again = replay.get(where);
         replay.delete(where);
         if (again && Date.now() < again.until) play(gd);
-      } else {
-        replay.delete(where);   // stood still without being drawn anew: nothing to play on
+      } else if (again && Date.now() - again.since > 1500) {
+        replay.delete(where);   // no rerun came (what was touched changed nothing): play on as it was
+        play(gd);
       }
       const url = new URL(window.location.href);
       if (url.searchParams.get(key) === name) return;
@@ -120,14 +129,26 @@
   }, 300);
 
   // Capture phase: before the control's own handler asks for the rerun. Only a person's events: the
-  // input event report() dispatches is not one.
+  // input event report() dispatches is not one. A figure playing is held on the frame it shows: had it
+  // played on while the page reran, the figure drawn anew (on the frame reported here) would have
+  // stepped back up to a second's worth of frames before playing on.
   function reaching(e) {
-    if (!e.isTrusted || (e.target.closest && e.target.closest(".js-plotly-plot"))) return;
+    if (!e.isTrusted || (e.type === "keydown" && stepKey(e))) return;
+    const inside = e.target.closest && e.target.closest(".js-plotly-plot");
     document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
       const key = urlKey(gd);
       const name = frameNames(gd)[active(gd)];
       if (!key || name === undefined || !gd.layout) return;
-      if (playing(gd)) replay.set(window.location.pathname + "|" + key, {until: Date.now() + 8000});
+      const where = window.location.pathname + "|" + key;
+      if (inside) {   // Pause, a step, the slider: the figure's own controls, not a rerun's
+        replay.delete(where);
+        return;
+      }
+      if (playing(gd)) {
+        window.Plotly.animate(gd, [name], {frame: {duration: 0, redraw: redraws(gd)}, mode: "immediate",
+                                           transition: {duration: 0}}).catch(() => {});
+        replay.set(where, {until: Date.now() + 8000, since: Date.now()});
+      }
       report(pageOf(gd), key, name);
     });
   }
@@ -151,10 +172,7 @@
   }, true);
 
   document.addEventListener("keydown", (e) => {
-    if (!lastPlot || !document.body.contains(lastPlot)) return;
-    const tag = (e.target.tagName || "").toLowerCase();
-    if (tag === "input" || tag === "textarea" || e.target.isContentEditable) return;
-    if (e.key === "ArrowRight") step(lastPlot, 1);
-    else if (e.key === "ArrowLeft") step(lastPlot, -1);
+    if (!lastPlot || !document.body.contains(lastPlot) || !stepKey(e)) return;
+    step(lastPlot, e.key === "ArrowRight" ? 1 : -1);
   });
 })();
