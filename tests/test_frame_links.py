@@ -155,7 +155,9 @@ def test_what_a_browser_reports_is_kept_only_as_short_frame_names(monkeypatch):
     view_state.take_frames_shown()
     assert {k: v for k, v in state.items() if k != view_state.FRAMES_KEY} == {
         "bank_conflicts._frame.step": "7", "tile_phases._frame.phase": "2-load"}
-    for odd in (None, "", "{", "7", "[1, 2]", '{"coalescing": "7"}', "null", '"x"'):
+    deep = "[" * 2000 + "]" * 2000
+    long = json.dumps({"coalescing": {"step": "7"}, "x": "y" * 5000})
+    for odd in (None, "", "{", "7", "[1, 2]", '{"coalescing": "7"}', "null", '"x"', deep, long, 7):
         state = {view_state.FRAMES_KEY: odd}
         monkeypatch.setattr(view_state.st, "session_state", state)
         view_state.take_frames_shown()

@@ -305,9 +305,12 @@ def take_frames_shown() -> None:
     """Each page's frames as the browser last reported them become the pages' kept frames (frame()).
     What a browser sends is anyone's: only short strings, by short lower-case page and frame names,
     are kept, and frame() opens only on one of the animation's own frame names."""
+    text = st.session_state.get(FRAMES_KEY) or "{}"
+    if not isinstance(text, str) or len(text) > 4000:   # the input's max_chars, which only the browser holds to
+        return
     try:
-        shown = json.loads(st.session_state.get(FRAMES_KEY) or "{}")
-    except ValueError:
+        shown = json.loads(text)
+    except (ValueError, RecursionError):   # [[[[... 2,000 deep is 4,000 characters
         return
     for page, frames in (shown.items() if isinstance(shown, dict) else ()):
         if not (_PAGE_NAME.fullmatch(page) and isinstance(frames, dict)):
