@@ -343,6 +343,19 @@ def frame(name: str, names: list[str]) -> str | None:
     return None
 
 
+def frame_or_control(name: str, value: int, names: list[str]) -> int:
+    """For an animation both a control and its player move (Tensor cores' Lane box and the map's
+    Play/Step): the control's value on a run where it has changed (the user typed a lane), else the
+    frame the browser last reported the player standing on (take_frames_shown), so a rerun by
+    another control (the speed) does not send the map back to the box's lane."""
+    seen, kept = page_key(f"_control.{name}"), page_key(f"_frame.{name}")
+    if st.session_state.get(seen) != value:
+        st.session_state[seen] = value
+        st.session_state[kept] = str(value)
+    shown = st.session_state.get(kept)
+    return int(shown) if shown in names else value
+
+
 def speed_control(where, durations: dict[str, int]) -> int:
     """The animation speed select, returning milliseconds per frame."""
     speed = where.select_slider("Speed", SPEEDS, key=state("speed", "normal", SPEEDS))
