@@ -359,3 +359,35 @@ def test_a_rerun_keeps_the_lane_the_player_was_left_on(server, page):
     page.wait_for_timeout(1000)
     assert settled(page) == want("mma_a", 12)
     assert not page.errors, page.errors
+
+
+def owner_labels(page) -> int:
+    """The fragment map's grey cells drawn with their owners' lane numbers (the second trace's texts)."""
+    return page.evaluate("""(i) => { const gd = document.querySelectorAll('.js-plotly-plot')[i];
+        const trace = gd.querySelectorAll('.scatterlayer .trace')[1];
+        return Array.from(trace.querySelectorAll('.textpoint text')).filter(t => /^\\d/.test(t.textContent)).length; }""",
+                         FRAGMENT)
+
+
+@pytest.mark.parametrize("how", ["step", "play"])
+def test_every_grey_cell_keeps_its_lane_number_while_the_map_moves(server, page, how):
+    """A frame blanks the numbers under the lane's own cells and shows the others: stepped or played, a
+    cell the previous lane had blanked is numbered again (blanked with an empty text, Plotly removed the
+    text element, and an animation without redraw never put it back: 8 cells blank after two steps)."""
+    page.goto(f"{server}/tensor_cores?operand=mma_a&lane=0&speed=fast")
+    ready(page)
+    assert settled(page) == want("mma_a", 0)
+    cells, held = 16 * 16, len(recorded_fragments.recorded_map("mma_a")[0])
+    assert owner_labels(page) == cells - held
+    if how == "step":
+        for _ in range(3):
+            browser.click_button(page, "Step ▶", FRAGMENT)
+            settled(page)
+            assert owner_labels(page) == cells - held, lane_shown(page)
+    else:
+        browser.click_button(page, "▶ Play", FRAGMENT)
+        for _ in range(6):
+            page.wait_for_timeout(300)
+            lane = lane_shown(page)
+            assert owner_labels(page) == cells - len(recorded_fragments.recorded_map("mma_a")[lane]), lane
+    assert not page.errors, page.errors
