@@ -288,3 +288,45 @@ def test_back_leaves_a_page_in_one_press_whatever_its_settings_wrote(server, pag
     page.wait_for_url(re.compile(r"/coalescing"), timeout=30000)
     page_ready(page)
     assert value(page, "M") == "32" and page.locator("[data-testid='stException']").count() == 0
+
+
+def sidebar_folded(page) -> bool:
+    return page.evaluate("document.querySelector(\"[data-testid='stSidebar']\").dataset.collapsed") == "true"
+
+
+def wait_folded(page, want: bool = True) -> None:
+    page.wait_for_function(f"document.querySelector(\"[data-testid='stSidebar']\").dataset.collapsed === "
+                           f"'{str(want).lower()}'", timeout=10000)
+
+
+def test_presenter_mode_folds_the_sidebar_on_each_page_even_after_it_was_opened(server, page):
+    """Streamlit keeps a person's last open or close of the sidebar in the browser and lets it win over
+    the page's own "collapsed": once opened in presenter mode, it stayed open on every page after, on
+    the toggle turned off and on, and on a fresh presenter link in that browser."""
+    open_page(page, f"{server}/coalescing?presenter=1")
+    assert sidebar_folded(page)
+    page.locator("[data-testid='stExpandSidebarButton']").first.click()   # to move on, as a presenter does
+    wait_folded(page, False)
+    go_to(page, "Tile phases")
+    wait_folded(page)
+    page.wait_for_timeout(1500)
+    assert sidebar_folded(page)   # and stays folded: the request is carried out once
+    # Opened again, it stays open while the presenter uses it (a control of its own, a rerun)...
+    page.locator("[data-testid='stExpandSidebarButton']").first.click()
+    wait_folded(page, False)
+    page.locator("[data-testid='stSidebar'] [data-testid='stCheckbox'], [data-testid='stSidebar'] label",
+                 has_text="Presenter mode").first.click()   # off
+    page.wait_for_function("new URL(location.href).searchParams.get('presenter') === '0'", timeout=30000)
+    browser.wait_idle(page)
+    page.wait_for_timeout(1000)
+    assert not sidebar_folded(page)
+    # ...and turned on again, it folds away.
+    page.locator("[data-testid='stSidebar'] label", has_text="Presenter mode").first.click()
+    page.wait_for_function("new URL(location.href).searchParams.get('presenter') === '1'", timeout=30000)
+    wait_folded(page)
+    # A new presenter link in this browser (the open sidebar stored as its choice) opens folded.
+    page.locator("[data-testid='stExpandSidebarButton']").first.click()
+    wait_folded(page, False)
+    open_page(page, f"{server}/bank_conflicts?presenter=1&m=32&n=32&k=32")
+    wait_folded(page)
+    assert not page.errors, page.errors

@@ -7,6 +7,7 @@ figure from engine/plots/.
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from pages.lib.slots import LINE
 # starts fetching it at once, in parallel with the server's work (same file, so loaded once).
 # Back leaves the page in one press (history.js says why it would not).
 _HISTORY_JS = (Path(__file__).parent / "history.js").read_text()
+_FOLD_JS = (Path(__file__).parent / "fold_sidebar.js").read_text()
 _PLOTLY_MODULE = next((f.name for f in (Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js")),
                       "")
 
@@ -67,6 +69,18 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
         if why:   # said under the title (below), as any control's value the link gives and it cannot take
             st.session_state["_presenter_note"] = f"?presenter={view_state.quoted(raw)} {why}; showing presenter=0"
     on = view_state.presenter()
+    # In presenter mode the sidebar folds away on the way into each page and when the mode is turned on
+    # (a presenter opens it to move on, or to change a control of its own). set_page_config's
+    # initial_sidebar_state is only the default of a browser that has no choice of its own stored:
+    # Streamlit 1.67 keeps the person's last open or close in localStorage, and that wins, so once
+    # opened it stayed open on every page after. The browser folds it (_FOLD_JS), once per request.
+    last_shown = st.session_state.get("_shown_page")
+    st.session_state["_shown_page"] = page
+    turned_on = st.session_state.pop("_fold_next", False)
+    if on and (last_shown != page or turned_on):
+        count = st.session_state["_fold_count"] = st.session_state.get("_fold_count", 0) + 1
+        st.session_state["_fold"] = f"{st.session_state.setdefault('_fold_session', secrets.token_hex(4))}.{count}"
+    fold = f"window.__matmulFoldSidebar({st.session_state['_fold']!r});" if on and "_fold" in st.session_state else ""
     # Projector: the sidebar folds away (its arrow, top left, brings it back).
     st.set_page_config(page_title=f"{title} · CUDA Matmul Explorer", layout="wide",
                        initial_sidebar_state="collapsed" if on else "expanded")
@@ -77,8 +91,8 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                        "figures sized to fit the screen with the Play button in view.")
         mode_banner()
     st.query_params["presenter"] = "1" if on else "0"
-    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{animation.PLAYER_JS}\n{_HISTORY_JS}</script>",
-            unsafe_allow_javascript=True)
+    st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{animation.PLAYER_JS}\n{_HISTORY_JS}\n"
+            f"{_FOLD_JS}\n{fold}</script>", unsafe_allow_javascript=True)
     # A dashboard, not a document: less empty space above the title, so more of the figure shows.
     st.html("<style>.block-container {padding-top: 3.2rem !important; padding-bottom: 1rem !important;}"
             + ("h1 {font-size: 1.7rem !important; padding: 0 0 .2rem 0 !important;}"
@@ -109,6 +123,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
 
 def _flip_presenter() -> None:
     st.session_state["presenter_mode"] = st.session_state["_presenter_widget"]
+    st.session_state["_fold_next"] = st.session_state["presenter_mode"]   # turned on: the sidebar folds away
     st.session_state.pop("_presenter_note", None)   # the user's own choice now, not the link's
 
 
