@@ -395,3 +395,18 @@ def test_the_coalescing_strip_title_keeps_clear_of_the_source(presenter):
     spans = _titles_apart(fig, r"128-B lines", style.sizes(presenter).base)
     code = min(d["x"][0] for d in fig["data"] if d.get("textfont", {}).get("family") == style.CODE_FAMILY)
     assert spans and all(right < code for _, right in spans)   # the listing's line numbers start at `code`
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+def test_the_coalescing_highlight_band_starts_where_the_listing_does(presenter):
+    """The band behind the current line was placed at the normal mode's listing edge: in presenter
+    mode, whose listing starts further left, it began mid-line ("f|loat a = LDG(...")."""
+    from engine.plots import style
+    fig = figures(open_page("pages/coalescing.py", {"presenter": "1"} if presenter else {}))[0]
+    starts = {d["x"][0] for d in fig["data"] if d.get("textfont", {}).get("family") == style.CODE_FAMILY}
+    bands = [d["x"] for f in fig["frames"][:3] for d in f["data"] if len(d.get("x") or []) == 5 and d["x"][1] == 1]
+    assert len(starts) == 1 and bands and all(min(x) == min(starts) for x in bands), (starts, bands[:2])
+    # and under the listing's text: drawn over it, the translucent band paled the line it lit
+    fills = [i for i, d in enumerate(fig["data"]) if d.get("fill") == "toself" and d.get("fillcolor") == style.HIGHLIGHT]
+    texts = [i for i, d in enumerate(fig["data"]) if d.get("textfont", {}).get("family") == style.CODE_FAMILY]
+    assert len(fills) == len(texts) >= 1 and all(f < t for f, t in zip(fills, texts)), (fills, texts)

@@ -11,7 +11,7 @@ from engine.metrics.analysis import served_lanes
 from engine.metrics.views import BankSteps, SharedKernel, Step
 from engine.plots import style
 from engine.plots.animation import AnimatedFigure, apply_style, axis, controls, headed_figure, with_frames
-from engine.plots.listing import code_trace, fit_code, highlight, highlight_trace, source_lines
+from engine.plots.listing import PRESENTER_CODE_FROM, code_trace, fit_code, highlight, highlight_trace, source_lines
 from engine.plots.style import LANE_SCALE
 
 
@@ -25,7 +25,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     head_px = 48 if presenter else 44
     body_px = 400   # with the headline and the player, Play stays on a 720 px screen under the title
     fig, plot_px, frac = headed_figure(head_px, body_px, st)
-    x_banks, x_code = (0.035, .6), (.63, 1)
+    x_banks, x_code = ((0.035, PRESENTER_CODE_FROM - .03), (PRESENTER_CODE_FROM, 1)) if presenter else ((0.035, .6), (.63, 1))
     body = (0, 1 - frac(head_px) - frac(st.base + 12))   # room for the bank numbers above
     rows = max_layer + 1 + 3          # lanes at -2.5, a gap, then one row per wavefront
     bx_, by_ = axis(fig, 2, x_banks, body, (-1, 32), (max_layer + .6, -3.2))

@@ -12,11 +12,13 @@ import plotly.graph_objects as go
 from engine.metrics.views import Step, WarpPanel
 from engine.plots import style
 from engine.plots.animation import CONTROLS_PX, AnimatedFigure, apply_style, axis, controls, rects, with_frames
-from engine.plots.listing import CodeView, fit_code, source_lines
+from engine.plots.listing import PRESENTER_CODE_FROM, CodeView, fit_code, source_lines
 from engine.plots.style import HIGHLIGHT, LANE_SCALE
 
 # The panels' columns, in paper fractions: matrices, the strip of lines and sectors, the source.
 X_MAT, X_STRIP, X_CODE = (0, .47), (.49, .60), (.625, 1)
+# presenter mode: the same, the listing wider (listing.PRESENTER_CODE_FROM)
+PRESENTER_X = (0, .40), (.42, .52), (PRESENTER_CODE_FROM, 1)
 STRIP_TITLE = "128-B lines<br>32-B sectors"
 
 
@@ -40,7 +42,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
     head_px, gap_px = (44, 10) if presenter else (42, 18)
     title_px = st.base + 8                       # the names above the matrices and the strip
     plot_px = n * (head_px + body_px) + (n - 1) * gap_px
-    x_mat, x_strip, x_code = X_MAT, X_STRIP, X_CODE
+    x_mat, x_strip, x_code = PRESENTER_X if presenter else (X_MAT, X_STRIP, X_CODE)
     fig = AnimatedFigure()
     fig.layout.height = plot_px + CONTROLS_PX + 8
     ox, oy = axis(fig, 1, (0, 1), (0, 1), (0, 1), (plot_px, 0))      # the overlay: x paper, y px from the top
@@ -92,13 +94,14 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
                               body_px, st)
         code_px = body_px / max(view.n_rows, body_px / (font * 1.45))
         place = lambda row, top=body_top, h=code_px: top + (row + .5) * h   # noqa: E731
+        # the band first, under the text: drawn over it, its translucent yellow paled the line it lit
+        fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, fill="toself", fillcolor=HIGHLIGHT, line={"width": 0},
+                                 mode="lines", hoverinfo="skip", showlegend=False))
+        lights.append((len(fig.data) - 1, view, place, code_px, x_code[0]))
         fig.add_trace(go.Scatter(x=[x_code[0]] * view.n_rows, y=[place(i) for i in range(view.n_rows)], xaxis=ox,
                                  yaxis=oy, mode="text", text=view.texts, textposition="middle right",
                                  hoverinfo="skip", showlegend=False, cliponaxis=False,
                                  textfont={"family": style.CODE_FAMILY, "size": font}))
-        fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, fill="toself", fillcolor=HIGHLIGHT, line={"width": 0},
-                                 mode="lines", hoverinfo="skip", showlegend=False))
-        lights.append((len(fig.data) - 1, view, place, code_px))
         codes.append(view)
     slot_t, sector_t = len(fig.data), len(fig.data) + 1
     fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, mode="lines", line={"color": style.SLOT_LINE, "width": 1, "dash": "dot"},
@@ -122,8 +125,8 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
         for (lt, lanes_fn, st_, sectors_fn), s in zip(mats, now):
             data += [lanes_fn(s), sectors_fn(s)]
             idx += [lt, st_]
-        for (t, view, place, code_px), s in zip(lights, now):
-            data.append(_highlight_px(view, s.line, place, code_px))
+        for (t, view, place, code_px, left), s in zip(lights, now):
+            data.append(_highlight_px(view, s.line, place, code_px, left))
             idx.append(t)
         slots, sectors, lanes = _merge([_strip_slots(s, pl) for s, pl in zip(now, strips)]), \
             _merge([_strip_sectors(s, pl) for s, pl in zip(now, strips)]), \
@@ -169,12 +172,13 @@ def _merge(parts: list[dict]) -> dict:
     return out
 
 
-def _highlight_px(view: CodeView, line: int, place, code_px: float) -> dict:
+def _highlight_px(view: CodeView, line: int, place, code_px: float, left: float) -> dict:
+    """The band behind `line`, from the listing's left edge (`left`, paper) to the figure's right."""
     if line not in view.rows_of:
         return {"x": [], "y": []}
     r0, r1 = view.rows_of[line]
     top, bottom = place(r0) - code_px / 2, place(r1) + code_px / 2
-    return {"x": [.625, 1, 1, .625, .625], "y": [top, top, bottom, bottom, top]}
+    return {"x": [left, 1, 1, left, left], "y": [top, top, bottom, bottom, top]}
 
 
 def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:

@@ -13,6 +13,12 @@ from engine.kernels import sources
 from engine.plots import style
 from engine.plots.style import HIGHLIGHT, Sizes
 
+# Where the listing beside a trace figure starts, as a share of the figure's width, in presenter mode.
+# Its letters are a projector's there but its column is fitted to the figure with the sidebar open
+# (style.Sizes.narrowest): at the normal share (about .63) a line held some 30 characters and most of
+# a kernel's lines wrapped; the pictures to its left are square-celled and gave up the room unseen.
+PRESENTER_CODE_FROM = .55
+
 
 def source_lines(file: str) -> list[str]:
     """A kernel's source, line by line (for the listing beside a figure)."""
@@ -34,45 +40,54 @@ class CodeView:
 
 
 def code_view(lines: list[str], chars: int, lo: int | None = None, hi: int | None = None,
-              strip_comments: bool = False) -> CodeView:
+              compact: bool = False) -> CodeView:
     """lines[lo-1 .. hi-1] (1-based, inclusive; default: from the kernel's `__global__` line to
-    the end), each wrapped to `chars` columns with its line number in front."""
+    the end), each wrapped to `chars` columns with its line number in front. compact (presenter
+    mode: a projector's larger letters in the same column) leaves out comments after code, halves the
+    indentation and narrows the numbers' gutter: at 4 spaces a level and 5 columns of gutter,
+    Tile phases' guarded load (`STS(As, ty, tx, (row < M && a_col < K) ? ...`) took 4 rows of 20
+    characters."""
     if lo is None:
         lo = next((n for n, l in enumerate(lines, 1) if "__global__" in l), 1)
     hi = len(lines) if hi is None else min(hi, len(lines))
     while hi > lo and not lines[hi - 1].strip():
         hi -= 1
+    digits, gap = (len(str(hi)), 1) if compact else (3, 2)
+    gutter = digits + gap
     texts, rows_of = [], {}
     for n in range(lo, hi + 1):
         line = lines[n - 1].rstrip()
-        if strip_comments and "//" in line and line.strip() and not line.strip().startswith("//"):
+        if compact and "//" in line and line.strip() and not line.strip().startswith("//"):
             line = line[:line.index("//")].rstrip()
         indent = len(line) - len(line.lstrip())
-        body = textwrap.wrap(line.strip(), max(chars - 5 - indent, 12), break_long_words=True) or [""]
+        if compact:
+            indent //= 2
+        # a wrapped line's further rows 2 columns further in, all of them inside `chars`
+        body = textwrap.wrap(line.strip(), max(chars - gutter, indent + 2 + 12), initial_indent=" " * indent,
+                             subsequent_indent=" " * (indent + 2), break_long_words=True, break_on_hyphens=False) or [""]
         start = len(texts)
         for i, part in enumerate(body):
-            prefix = f"{n:3d}  " if i == 0 else "     "
-            texts.append(prefix + " " * indent + ("" if i == 0 else "  ") + part)
+            texts.append((f"{n:>{digits}}" if i == 0 else " " * digits) + " " * gap + part)
         rows_of[n] = (start, len(texts) - 1)
     return CodeView(texts, rows_of, lo, hi)
 
 
-def code_window(lines: list[str], wanted: set[int], max_rows: int, chars: int, strip_comments: bool) -> CodeView:
+def code_window(lines: list[str], wanted: set[int], max_rows: int, chars: int, compact: bool) -> CodeView:
     """The kernel's source, cut to at most `max_rows` display rows around the lines the frames
     highlight (so a long kernel still reads at a legible size): the window grows from those lines
     outwards while it fits."""
-    view = code_view(lines, chars, strip_comments=strip_comments)
+    view = code_view(lines, chars, compact=compact)
     if view.n_rows <= max_rows or not wanted:
         return view
     lo, hi = max(min(wanted), view.first), min(max(wanted), view.last)
-    best = code_view(lines, chars, lo, hi, strip_comments)
+    best = code_view(lines, chars, lo, hi, compact)
     grew = True
     while grew:
         grew = False
         for cand in ((lo - 1, hi), (lo, hi + 1)):
             if cand[0] < view.first or cand[1] > view.last:
                 continue
-            trial = code_view(lines, chars, *cand, strip_comments)
+            trial = code_view(lines, chars, *cand, compact)
             if trial.n_rows <= max_rows:
                 lo, hi, best, grew = cand[0], cand[1], trial, True
     return best
@@ -83,7 +98,7 @@ def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: flo
     whole kernel fits the column; below that, the smallest and a window around the highlighted lines."""
     for font in range(st.code, max(st.code - 4, st.least - 1), -1):
         rows, chars = int(height_px / (font * 1.45)), chars_fitting(width_px, font)
-        view = code_view(lines, chars, strip_comments=st.presenter)
+        view = code_view(lines, chars, compact=st.presenter)
         if view.n_rows <= rows:
             return view, font
     return code_window(lines, wanted, rows, chars, st.presenter), font

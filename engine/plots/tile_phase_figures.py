@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from engine.metrics.views import TileView
 from engine.plots import style
 from engine.plots.animation import AnimatedFigure, apply_style, axis, controls, headed_figure, rects, with_frames
-from engine.plots.listing import code_trace, fit_code, highlight, highlight_trace, source_lines
+from engine.plots.listing import PRESENTER_CODE_FROM, code_trace, fit_code, highlight, highlight_trace, source_lines
 
 
 def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 900,
@@ -32,7 +32,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
     body = (frac(bar_px), 1 - frac(head_px) - frac(st.base + 10))
     widths = [span(k), span(n), span(n)]
     titles = (f"A ({m}x{k})", f"B ({k}x{n})", f"C ({m}x{n})")
-    pic_w, gaps = .6, .025
+    pic_w, gaps = (PRESENTER_CODE_FROM - .04 if presenter else .6), .025
     slots = panel_widths(widths, [title_width(t, st) for t in titles], pic_w - 2 * gaps)
     x0, refs = 0.0, []
     for i, ((rows, cols), slot, title) in enumerate(zip((shape_a, shape_b, shape_c), slots, titles)):
@@ -81,7 +81,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
                                                   "yanchor": "top", "thickness": 10, "tickfont": {"size": st.base - 2}}},
                              hovertemplate="C[%{y}][%{x}] = %{marker.color:.3f}<extra></extra>"))
     sums = len(fig.data) - 1
-    x_code = (.64, 1)
+    x_code = (PRESENTER_CODE_FROM if presenter else .64, 1)
     view, font = fit_code(source, {load_line, compute_line}, (x_code[1] - x_code[0]) * st.narrowest, body_px, st)
     sx, sy = axis(fig, 5, x_code, (0, 1 - frac(head_px)), (0, 1), (max(view.n_rows, body_px / (font * 1.45)) - .5, -.5))
     fig.add_trace(highlight_trace(view, load_line, sx, sy))

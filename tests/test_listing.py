@@ -1,0 +1,39 @@
+"""The source listing beside the trace figures (engine/plots/listing.py): wrapped inside its column,
+and in presenter mode, where its letters are a projector's, compact enough that a kernel's lines
+mostly fit one row each."""
+import pytest
+
+from engine.plots import listing, style
+
+KERNELS = ["tiled_guarded.cu", "shared_bank_conflicts.cu", "naive_x_rows.cu", "naive_x_cols.cu", "pad_rows.cu"]
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("file", KERNELS)
+@pytest.mark.parametrize("chars", [33, 41, 60])   # (under ~30 a deep line keeps 12 characters of its own)
+def test_every_row_fits_its_column_and_every_line_is_shown_in_order(file, chars, compact):
+    """A wrapped line's further rows are indented 2 more: they too stay within `chars` (they had run
+    2 characters past it)."""
+    lines = listing.source_lines(file)
+    view = listing.code_view(lines, chars, compact=compact)
+    assert max(map(len, view.texts)) <= chars
+    spans = [view.rows_of[n] for n in range(view.first, view.last + 1)]
+    assert spans[0][0] == 0 and spans[-1][1] == view.n_rows - 1
+    assert all(b[0] == a[1] + 1 for a, b in zip(spans, spans[1:]))
+    for n, (r0, r1) in view.rows_of.items():
+        code = lines[n - 1].split("//")[0] if compact and lines[n - 1].strip()[:2] != "//" else lines[n - 1]
+        shown = "".join(view.texts[r][len(str(view.last)) + 1 if compact else 5:] for r in range(r0, r1 + 1))
+        assert "".join(shown.split()) == "".join(code.split())   # a long word may be cut across rows
+
+
+def test_presenter_listings_wrap_few_lines():
+    """Presenter mode's column (listing.PRESENTER_CODE_FROM, at the figure's narrowest) and compact rows:
+    Tile phases' guarded load, 4 rows of 20 characters before, takes 3 at most, and most lines 1."""
+    st = style.PRESENTER
+    chars = listing.chars_fitting((1 - listing.PRESENTER_CODE_FROM) * st.narrowest, st.code)
+    assert chars >= 40
+    view = listing.code_view(listing.source_lines("tiled_guarded.cu"), chars, compact=True)
+    r0, r1 = view.rows_of[25]
+    assert "STS(As" in view.texts[r0] and r1 - r0 + 1 <= 3
+    wrapped = [n for n, (a, b) in view.rows_of.items() if b > a]
+    assert len(wrapped) <= len(view.rows_of) // 4, wrapped
