@@ -47,7 +47,8 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
     build = lambda: drawn(df, peaks, provs)   # noqa: E731
     df, figs, headline, table = cached.page_part(("benchmarks", files, font), build) if files else build()
     st.markdown(headline)
-    fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
+    with ui.controls("Chart pictures"):
+        fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
     for name, fig in figs.items():
         filename = export.chart_filename(name, [p.get("gpu") for p in provs], [p.get("date") for p in provs])
         config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "width": 1200, "height": 700,
@@ -354,12 +355,15 @@ st.subheader("Recorded runs" + ("" if status.available else " (not live)"))
 runs = benchmark.recorded_runs()
 for line in benchmark.damaged_runs():   # a shipped file cut short or overwritten: named, never read
     st.warning(line, icon=":material/warning:")
-choices = st.multiselect("Recorded on a GPU", [p.name for p in runs],
-                         key=view_state.names_state("runs", [p.name for p in runs],
-                                                    [p.name for p in benchmark.opening_runs(runs)], "a recorded run here"))
-view_state.remember(runs=",".join(choices))   # the runs shown are in the link too: an H100-beside-H200 view to hand out
-uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
-                           accept_multiple_files=True, max_upload_size=schema.MAX_MB)
+# Folded away in presenter mode (ui.controls), as every page's controls: the chart on the first screen.
+runs_box = ui.controls("Runs shown")
+with runs_box:
+    choices = st.multiselect("Recorded on a GPU", [p.name for p in runs],
+                             key=view_state.names_state("runs", [p.name for p in runs],
+                                                        [p.name for p in benchmark.opening_runs(runs)], "a recorded run here"))
+    view_state.remember(runs=",".join(choices))   # the runs shown are in the link too: an H100-beside-H200 view to hand out
+    uploads = st.file_uploader("Add JSON exports from other machines, to compare GPUs", type="json",
+                               accept_multiple_files=True, max_upload_size=schema.MAX_MB)
 frames, peaks, labels, provs, files, shown = [], None, [], [], [], []
 for path, df, prov in cached.readable([benchmark.RECORDED / name for name in choices]):
     shown.append(path.name)
@@ -384,7 +388,7 @@ for up in uploads or []:
     peaks = peaks or prov["peaks"]
     labels.append(schema.plain(f"{df['gpu'].iloc[0]} (uploaded {up.name}, recorded {prov['date'][:10]})"))
 if frames:
-    st.markdown("**Recorded on:** " + "; ".join(labels))
+    runs_box.markdown("**Recorded on:** " + "; ".join(labels))   # with the pickers: folded away with them too
     show(pd.concat(frames, ignore_index=True), peaks, "recorded",
          "Recorded results, not measured now. Roofs are those of the first GPU listed.", provs, tuple(files))
     for i, name in enumerate(shown):   # each run shown, exported as it was recorded

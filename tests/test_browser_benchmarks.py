@@ -252,3 +252,26 @@ def test_the_documents_figures_and_the_autotuning_sweep_are_drawn(tmp_path, shot
     assert drawn["plot"]["height"] > 300 and drawn["legendBox"]["top"] >= drawn["plot"]["bottom"]
     assert title_bottom <= notes_top, "the title is drawn over the provenance lines"
     assert "From ladder-again.json, ladder.json: a configuration timed in more than one file shows its latest" in text
+
+
+def test_presenter_mode_opens_on_a_chart_with_the_run_pickers_folded_away(server, shots):
+    """The runs' picker, the upload box and the camera's format filled the first screen and the first
+    chart began below it; folded into bars, as every page's controls in presenter mode."""
+    with browser.chromium() as b:
+        page = b.new_page(viewport=browser.VIEW)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{server}/benchmarks?presenter=1")
+        page.wait_for_selector("h1", timeout=60000)
+        browser.wait_for_chart(page, 4)
+        browser.wait_idle(page)
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(shots / "benchmarks-presenter-first-screen.png"))
+        chart = page.locator(".js-plotly-plot").first.bounding_box()
+        assert chart["y"] < browser.VIEW["height"] - 200, chart   # the chart's title and most of its plot
+        assert not page.get_by_text("Add JSON exports from other machines").is_visible()
+        assert not page.get_by_text("Recorded on:").is_visible()
+        page.locator("[data-testid='stExpander'] summary", has_text="Runs shown").click()
+        page.get_by_text("Add JSON exports from other machines").wait_for(state="visible")
+        assert page.get_by_text("Recorded on:").is_visible()   # which runs: with the pickers
+        assert not errors, errors
