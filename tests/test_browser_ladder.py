@@ -108,3 +108,30 @@ def test_choosing_a_rung_redraws_the_page_and_the_link(server, page, shots):
     page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "ladder-intervals-1280x720.png"))
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("presenter", ["0", "1"])
+def test_the_speed_chart_names_every_rung_level_and_inside_its_figure(server, page, shots, presenter):
+    """The rungs' names stood upright under their bars with no margin made for them: "tiled_guarded"
+    and "double_buffered" ran off the figure's foot. Now level, broken after their underscores, each
+    inside the figure and under its own bar, with the sidebar open (the narrowest the chart is drawn)."""
+    from tests.test_browser_layout import sidebar_open
+    page.goto(f"{server}/ladder?presenter={presenter}&rung=blocktile_2d")
+    ready(page, "blocktile_2d")
+    sidebar_open(page, True)
+    page.wait_for_function("Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))"
+                           ".some(t => t.textContent.startsWith('Measured GFLOP/s'))", timeout=60000)
+    drawn = page.evaluate("""() => { const gd = Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .find(d => (d.querySelector('.gtitle') || {}).textContent?.startsWith('Measured GFLOP/s'));
+        gd.scrollIntoView();
+        const box = gd.getBoundingClientRect();
+        const ticks = Array.from(gd.querySelectorAll('.xtick text')).map(t => { const r = t.getBoundingClientRect();
+            return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+                    turned: (t.getAttribute('transform') || '').includes('rotate')}; });
+        return {box: {left: box.left, right: box.right, top: box.top, bottom: box.bottom}, ticks}; }""")
+    page.screenshot(path=str(shots / f"ladder-speed-names-presenter{presenter}.png"))
+    ticks, box = drawn["ticks"], drawn["box"]
+    assert [t["text"].replace(" ", "") for t in ticks] == list(registry.LADDER_RUNGS)   # a tick's lines run together
+    assert not any(t["turned"] for t in ticks), ticks
+    assert all(box["left"] <= t["left"] and t["right"] <= box["right"] and t["bottom"] <= box["bottom"] for t in ticks), drawn
+    assert all(a["right"] < b["left"] for a, b in zip(ticks, ticks[1:])), ticks   # none on its neighbour
