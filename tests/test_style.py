@@ -112,3 +112,15 @@ def test_a_count_reads_singular_for_one_and_separates_thousands():
     assert style.count(1, "lane") == "1 lane" and style.count(32, "lane") == "32 lanes"
     assert style.count(2046, "zero") == "2,046 zeros" and style.count(0, "sector") == "0 sectors"
     assert style.count(1, "element") == "1 element"
+
+
+@pytest.mark.parametrize("n", [1, 24, 25, 33, 100, 128, 129, 257, 1000])
+def test_a_sliders_labels_are_spread_out_and_end_on_the_last_frame(n):
+    """Bank conflicts' slider of 128 instructions labelled 1, 13, ... 121, not 128."""
+    from engine.plots.animation import _sparse
+    labels = [str(i + 1) for i in range(n)]
+    shown = [i for i, lab in enumerate(_sparse(labels)) if lab]
+    assert shown[0] == 0 and shown[-1] == n - 1 and len(shown) <= 25
+    gaps = [b - a for a, b in zip(shown, shown[1:])]
+    assert not gaps or min(gaps) >= max(gaps) / 2, gaps   # no two labels much closer than the rest
+    assert all(_sparse(labels)[i] == labels[i] for i in shown)

@@ -96,11 +96,20 @@ def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redr
 
 
 def _sparse(labels: list[str], most: int = 24) -> list[str]:
-    """Slider tick labels: every one when few, else every k-th, so they never run together."""
+    """Slider tick labels: every one when few, else every k-th, so they never run together, and the
+    last (a slider of 128 instructions ended its labels at 121): the k-th before it gives way where the
+    two would stand closer than k."""
     if len(labels) <= most:
         return labels
     k = -(-len(labels) // most)
-    return [lab if i % k == 0 else "" for i, lab in enumerate(labels)]
+    shown = [i for i in range(len(labels)) if i % k == 0]
+    last = len(labels) - 1
+    if shown[-1] != last:
+        if last - shown[-1] < k:
+            shown.pop()
+        shown.append(last)
+    keep = set(shown)
+    return [lab if i in keep else "" for i, lab in enumerate(labels)]
 
 
 class AnimatedFigure(go.Figure):
