@@ -224,7 +224,7 @@ def fragment_figure(operand: str, recorded: np.ndarray, owners: np.ndarray, lane
         # number, but a viewer reading the text (and the layout test) found two labels on one cell.
         # Blank as a space, not "": Plotly removes an empty text's element, and an animation without
         # redraw never makes it again, so the cells the last lanes held stayed blank under later ones.
-        others = owners.astype(str).astype(object)
+        others = owners.astype(str)   # a copy
         others[y, x] = " "
         frames.append({"name": str(each), "traces": [0, 1, 2], "data": [
             {"text": [fragment_headline(operand, each, held)]}, {"text": others.ravel().tolist()},

@@ -78,8 +78,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     st.session_state["_shown_page"] = page
     turned_on = st.session_state.pop("_fold_next", False)
     if on and (last_shown != page or turned_on):
-        count = st.session_state["_fold_count"] = st.session_state.get("_fold_count", 0) + 1
-        st.session_state["_fold"] = f"{st.session_state.setdefault('_fold_session', secrets.token_hex(4))}.{count}"
+        st.session_state["_fold"] = secrets.token_hex(4)   # a new request: carried out once per tab
     fold = f"window.__matmulFoldSidebar({st.session_state['_fold']!r});" if on and "_fold" in st.session_state else ""
     # Projector: the sidebar folds away (its arrow, top left, brings it back).
     st.set_page_config(page_title=f"{title} · CUDA Matmul Explorer", layout="wide",
