@@ -7,6 +7,11 @@ from pathlib import Path
 
 from tests import server
 
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:   # no browser tests then (available() says why)
+    PlaywrightTimeout = TimeoutError
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 VIEW = {"width": 1280, "height": 720}   # a projector's screen: what the browser tests look at
@@ -130,3 +135,26 @@ def wait_settled(page, index: int = 0, timeout_ms: int = 5000) -> dict:
             return now
         last = now
     return last
+
+
+def choose(page, label: str, option: str, exact: bool = True, unfold: str | None = None, tries: int = 6) -> None:
+    """Picks `option` in the select labelled `label` as a person does: opens its list, clicks the option.
+    `unfold`: the text of the folded group holding the select, clicked open first. A list opened while
+    that group is still unfolding, or while a rerun redraws the controls (which may fold the group
+    again), closes at once: seen on a loaded 2-core CI machine. So each step is retried until the
+    option shows."""
+    box = page.get_by_role("combobox", name=label, exact=True).first
+    want = page.get_by_role("option", name=option, exact=exact).first
+    for _ in range(tries):
+        try:
+            if unfold is not None and not box.is_visible():
+                page.get_by_text(unfold).first.click()
+            box.wait_for(state="visible", timeout=5000)
+            if not want.is_visible():
+                box.click(timeout=5000)
+            want.wait_for(state="visible", timeout=3000)
+            want.click(timeout=3000)
+            return
+        except PlaywrightTimeout:   # folded or closed again by a rerun: once more
+            continue
+    raise AssertionError(f"the option {option!r} of {label!r} never showed in {tries} tries")

@@ -97,8 +97,7 @@ def test_the_ladder_shows_the_rung_its_diff_and_the_engines_counts_and_survives_
 def test_choosing_a_rung_redraws_the_page_and_the_link(server, page, shots):
     page.goto(f"{server}/ladder?m=256&n=256&k=256")
     ready(page, "blocktile_1d")
-    page.get_by_role("combobox", name="Rung", exact=True).first.click()
-    page.get_by_role("option", name="6. double_buffered", exact=False).click()
+    browser.choose(page, "Rung", "6. double_buffered", exact=False)
     ready(page, "double_buffered")
     page.wait_for_function("() => location.href.includes('rung=double_buffered')", timeout=10000)
     texts = browser.figure_texts(page)

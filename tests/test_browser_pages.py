@@ -55,12 +55,7 @@ def parameters(page) -> str:
 
 def choose_parameter(page, name: str, option: str) -> None:
     """Unfolds the parameter group and picks `option` in the select of parameter `name`."""
-    page.get_by_text("Kernel parameters:").click()
-    box = page.get_by_role("combobox", name=name, exact=True).first
-    box.wait_for(state="visible")
-    page.wait_for_timeout(400)   # the group's unfolding: a click during it closes the list again
-    box.click()
-    page.get_by_role("option", name=option, exact=True).click()
+    browser.choose(page, name, option, unfold="Kernel parameters:")
 
 
 def line_of(head: str) -> int:
