@@ -10,9 +10,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from engine.metrics.views import Step, WarpPanel
-from engine.plots import style
+from engine.plots import listing, style
 from engine.plots.animation import CONTROLS_PX, AnimatedFigure, apply_style, axis, controls, rects, with_frames
-from engine.plots.listing import PRESENTER_CODE_FROM, CodeView, fit_code, source_lines
+from engine.plots.listing import PRESENTER_CODE_FROM, fit_code, source_lines
 from engine.plots.style import HIGHLIGHT, LANE_SCALE
 
 # The panels' columns, in paper fractions: matrices, the strip of lines and sectors, the source.
@@ -126,7 +126,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
             data += [lanes_fn(s), sectors_fn(s)]
             idx += [lt, st_]
         for (t, view, place, code_px, left), s in zip(lights, now):
-            data.append(_highlight_px(view, s.line, place, code_px, left))
+            data.append(listing.highlight(view, s.line, left, place, code_px / 2))
             idx.append(t)
         slots, sectors, lanes = _merge([_strip_slots(s, pl) for s, pl in zip(now, strips)]), \
             _merge([_strip_sectors(s, pl) for s, pl in zip(now, strips)]), \
@@ -170,15 +170,6 @@ def _merge(parts: list[dict]) -> dict:
             else:
                 out.setdefault(key, []).extend(value)
     return out
-
-
-def _highlight_px(view: CodeView, line: int, place, code_px: float, left: float) -> dict:
-    """The band behind `line`, from the listing's left edge (`left`, paper) to the figure's right."""
-    if line not in view.rows_of:
-        return {"x": [], "y": []}
-    r0, r1 = view.rows_of[line]
-    top, bottom = place(r0) - code_px / 2, place(r1) + code_px / 2
-    return {"x": [left, 1, 1, left, left], "y": [top, top, bottom, bottom, top]}
 
 
 def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:

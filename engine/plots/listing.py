@@ -111,12 +111,16 @@ def code_trace(view: CodeView, xref: str, yref: str, font: int) -> go.Scatter:
                       textfont={"family": style.CODE_FAMILY, "size": font}, cliponaxis=False)
 
 
-def highlight(view: CodeView, line: int) -> dict:
-    """The band behind source line `line` (all its wrapped rows); empty if the line is not shown."""
+def highlight(view: CodeView, line: int, left: float = 0, row_y=None, half_row: float = .5) -> dict:
+    """The band behind source line `line` (all its wrapped rows), from `left` to 1 across; empty if the
+    line is not shown. Rows are y units (row 0 on top) unless `row_y` maps a row to its centre's y, for
+    a listing laid on another axis (Coalescing's, in pixels), with `half_row` half a row there."""
     if line not in view.rows_of:
         return {"x": [], "y": []}
     r0, r1 = view.rows_of[line]
-    return {"x": [0, 1, 1, 0, 0], "y": [r0 - .5, r0 - .5, r1 + .5, r1 + .5, r0 - .5]}
+    y = row_y or (lambda row: row)
+    top, bottom = y(r0) - half_row, y(r1) + half_row
+    return {"x": [left, 1, 1, left, left], "y": [top, top, bottom, bottom, top]}
 
 
 def highlight_trace(view: CodeView, line: int, xref: str, yref: str) -> go.Scatter:
