@@ -1,7 +1,7 @@
 """CUDA Matmul Explorer: `streamlit run app.py`. It routes to the pages in pages/ (Home is pages/home.py)."""
 import streamlit as st
 
-from pages.lib import routing, server, slots, view_state
+from pages.lib import query, routing, server, slots, view_state
 
 # An emoji, not a :material/...: icon: the browser draws an emoji tab icon itself, while a material
 # one is fetched from fonts.gstatic.com, which fails offline.
@@ -25,4 +25,5 @@ with slots.page_slot(page.url_path):
     # slot, so that they wait for this first view to be drawn.
     server.start_once()
     view_state.frame_channel()   # drawn for every page: a move to another page carries it
-    page.run()
+    with query.written_once():   # the settings the page writes into its link: one message, one history entry
+        page.run()

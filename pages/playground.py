@@ -11,7 +11,7 @@ from engine.errors import EngineError
 from engine.kernels import registry
 from engine.metrics import views
 from engine.plots import bank_figures, coalescing_figures, tile_phase_figures
-from pages.lib import cached, ui, view_state
+from pages.lib import cached, query, ui, view_state
 
 ui.setup_page("playground", "Playground", "Start from any traced kernel of the catalog, or a blank one, change it, "
               "and build: compile errors at their lines, the result checked against float64, and the same "
@@ -41,7 +41,7 @@ with ui.controls():
 # starts a new editor (its key), so the editor shows that text and not the old edits.
 last = st.session_state.get(ORIGIN)
 view_state.uses("src")
-token = st.query_params.get("src") if st.session_state.get("_url_seeds") else None
+token = query.params().get("src") if st.session_state.get("_url_seeds") else None
 file_id = uploaded.file_id if uploaded is not None else None
 text = None
 if last is None and token:
@@ -83,7 +83,7 @@ if answer and answer.get("type") == "submit" and answer.get("text") is not None 
     st.rerun()
 
 share = playground.share_token(built)
-st.query_params["src"] = share
+query.params()["src"] = share
 d0, d1 = st.columns([1, 3])
 d0.download_button("Download the .cu", built, f"{saved.kernel}.cu", "text/plain", on_click="ignore")
 d1.caption("This page's address now carries your kernel: copy it from the address bar to share it.")

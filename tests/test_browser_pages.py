@@ -285,6 +285,47 @@ def test_back_leaves_a_page_in_one_press_whatever_its_settings_wrote(server, pag
     assert value(page, "M") == "32" and page.locator("[data-testid='stException']").count() == 0
 
 
+@pytest.mark.parametrize("name", ["coalescing", "tile_phases", "bank_conflicts", "benchmarks"])
+def test_back_leaves_a_page_opened_from_its_address_in_one_press(server, page, name):
+    """A page's first run wrote its settings into the URL one by one before history.js was in place,
+    each a history entry: opened from a typed or bookmarked address, Back took up to ten presses to
+    leave it (Tile phases: 10, Benchmarks: 5), each showing the same view."""
+    open_page(page, f"{server}/{name}") if name != "benchmarks" else _open_benchmarks(page, f"{server}/{name}")
+    page.wait_for_function("() => history.state && history.state.matmulEntry")   # history.js is in place
+    page.go_back()   # from the page to the tab's blank start
+    page.wait_for_url("about:blank", timeout=10000)
+
+
+def _open_benchmarks(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("h1", timeout=60000)
+    browser.wait_for_chart(page)
+    browser.wait_idle(page)
+
+
+def test_back_walks_the_pages_visited_each_at_the_address_it_showed(server, page):
+    """Home's entry took the next page's first settings (/?kernel=naive_x_rows&...), and Home opened
+    from its address pushed a second entry of its own (?presenter=0)."""
+    page.goto(f"{server}/")
+    page.wait_for_selector("h1", timeout=60000)
+    browser.wait_idle(page)
+    go_to(page, "Coalescing")
+    box = page.get_by_label("M", exact=True).first
+    box.fill("33")
+    box.press("Enter")
+    page.wait_for_function("() => location.href.includes('m=33')", timeout=60000)
+    go_to(page, "Tile phases")
+    page.go_back()
+    page.wait_for_url(re.compile(r"/coalescing\?.*m=33"), timeout=30000)
+    page_ready(page)
+    assert value(page, "M") == "33"
+    page.go_back()
+    page.wait_for_url(f"{server}/", timeout=30000)
+    page.go_back()
+    page.wait_for_url("about:blank", timeout=10000)
+    assert not page.errors, page.errors
+
+
 def sidebar_folded(page) -> bool:
     return page.evaluate("document.querySelector(\"[data-testid='stSidebar']\").dataset.collapsed") == "true"
 

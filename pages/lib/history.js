@@ -2,15 +2,41 @@
 // change of the URL's query, and the pages write each control's value back into it (so a link is
 // the view): Back then stepped through a page's own settings, three or four presses to leave it.
 // A change of query on the same page now replaces the entry; a move to another page still adds one.
+// This script runs only once Streamlit has drawn it, seconds after a page's first run may have
+// written its settings (pages/lib/query.py writes them in one message): that push left an entry of
+// the same page behind it, the address as opened, and Back seemed to do nothing the first time.
+// So the entries made from here on are marked, and Back landing on an unmarked entry of the page
+// it left goes on back past it.
 (() => {
   if (window.__matmulHistory) return;
   window.__matmulHistory = true;
-  const push = window.history.pushState.bind(window.history);
-  window.history.pushState = function (state, title, url) {
-    let samePage = false;
+  const h = window.history;
+  const push = h.pushState.bind(h), replace = h.replaceState.bind(h);
+  const marked = (state) => Object.assign({}, state && typeof state === "object" ? state : {}, {matmulEntry: true});
+  const pathOf = (url) => {
     try {
-      samePage = url != null && new URL(url, window.location.href).pathname === window.location.pathname;
-    } catch (e) { /* a URL the browser cannot read: left to pushState itself */ }
-    return samePage ? window.history.replaceState(state, title, url) : push(state, title, url);
+      return url == null ? window.location.pathname : new URL(url, window.location.href).pathname;
+    } catch (e) {
+      return null;   // a URL the browser cannot read: left to the browser itself
+    }
   };
+  let shown = window.location.pathname;   // the page of the entry shown, to compare where Back lands
+  h.replaceState = function (state, title, url) {
+    const result = replace(marked(state), title, url);
+    shown = window.location.pathname;
+    return result;
+  };
+  h.pushState = function (state, title, url) {
+    const path = pathOf(url);
+    if (path === null) return push(state, title, url);
+    const result = path === window.location.pathname ? replace(marked(state), title, url) : push(marked(state), title, url);
+    shown = window.location.pathname;
+    return result;
+  };
+  replace(marked(h.state), "", window.location.href);   // the entry shown now is this page's from here on
+  window.addEventListener("popstate", () => {
+    const left = shown;
+    shown = window.location.pathname;
+    if (!(h.state && h.state.matmulEntry) && shown === left) h.back();
+  });
 })();

@@ -13,7 +13,7 @@ import streamlit as st
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
-from pages.lib import view_state
+from pages.lib import query, view_state
 
 # A compile-time parameter's name (contract.py's rule for them): how a link's ?BM=7 is told from ?m=7.
 _PARAM = view_state.PARAMETER
@@ -109,10 +109,10 @@ def _link_names(kernels: list[str], names: dict) -> bool:
     for a kernel shown before are dropped from the URL. True on the page's first run (its link's)."""
     seen = st.session_state.setdefault(view_state.page_key("_link_names"), None)
     first = seen is None
-    url = [k for k in st.query_params if _PARAM.fullmatch(k)]
+    url = [k for k in query.params() if _PARAM.fullmatch(k)]
     if seen is None:   # the page's first run: what the link asked for
         asked = url if st.session_state.get("_url_seeds") else []
-        seen = (tuple(kernels), {k: st.query_params[k] for k in asked if k not in names})
+        seen = (tuple(kernels), {k: query.params()[k] for k in asked if k not in names})
         st.session_state[view_state.page_key("_link_names")] = seen
     shown, unknown = seen
     if tuple(kernels) == shown:
@@ -123,7 +123,7 @@ def _link_names(kernels: list[str], names: dict) -> bool:
                                 f"{'has' if len(kernels) == 1 else 'have'} no parameter {said} (takes {takes}); ignored")
     for name in url:
         if name not in names and not (tuple(kernels) == shown and name in unknown):
-            del st.query_params[name]
+            del query.params()[name]
     return first
 
 

@@ -21,7 +21,7 @@ from engine.kernels import registry
 from engine.kernels.problem import make_problem
 from engine.plots import animation, movie
 from engine.tracing import tracer
-from pages.lib import cached, routing, server, view_state
+from pages.lib import cached, query, routing, server, view_state
 from pages.lib.slots import LINE
 
 # Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced
@@ -60,10 +60,10 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
             st.session_state["_older_names"] = view_state.read_older_names(registry.parameter_names())
     elif came_from != page and has_view:
         st.session_state["_url_seeds"] = False
-        st.query_params.clear()
+        query.params().clear()
     # A plain session value, not widget state: widget state does not follow the user across pages.
     if "presenter_mode" not in st.session_state:
-        raw = st.query_params.get("presenter")
+        raw = query.params().get("presenter")
         value, why = (False, None) if raw is None else view_state.parse(raw, False)
         st.session_state["presenter_mode"] = bool(value)
         if why:   # said under the title (below), as any control's value the link gives and it cannot take
@@ -89,7 +89,10 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                   help="For a projector at 1280x720: sidebar and controls folded away, bigger text, "
                        "figures sized to fit the screen with the Play button in view.")
         mode_banner()
-    st.query_params["presenter"] = "1" if on else "0"
+    # Normal mode is what a link without the name opens on, so a fresh visit leaves its address as it
+    # came: Home's quick first run had pushed ?presenter=0 as a history entry before history.js was in place.
+    if on or "presenter" in query.params():
+        query.params()["presenter"] = "1" if on else "0"
     st.html(f"<script>window.__matmulPlotlyModule = {_PLOTLY_MODULE!r};\n{animation.PLAYER_JS}\n{_HISTORY_JS}\n"
             f"{_FOLD_JS}\n{fold}</script>", unsafe_allow_javascript=True)
     # A dashboard, not a document: less empty space above the title, so more of the figure shows.

@@ -8,6 +8,8 @@ import threading
 
 import streamlit as st
 
+from pages.lib import query
+
 SPEEDS = ["slow", "normal", "fast"]
 # Where this script run's messages about its link go (notes_here()): each session's script runs in a
 # thread of its own.
@@ -41,7 +43,7 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     saved = st.session_state.setdefault(page_key("_saved"), {})
     notes = st.session_state.setdefault(page_key("_url_notes"), {})
     if key not in st.session_state:
-        raw = st.query_params.get(name) if url and st.session_state.get("_url_seeds") else None
+        raw = query.params().get(name) if url and st.session_state.get("_url_seeds") else None
         fallback = saved.get(f"{scope}.{name}" if scope else name, default)
         if raw is None:
             st.session_state[key] = fallback
@@ -101,12 +103,12 @@ def window_of(frame_name: str, start_name: str, width: int, total: int) -> None:
     page's control sets: a link that names a frame (?step=200) past the first window and no start
     opens on the window holding it, as if it had said ?from=161. Before, it opened on the first
     window and said instruction 200 was not a frame of it."""
-    raw = st.query_params.get(frame_name)
+    raw = query.params().get(frame_name)
     if (not st.session_state.get("_url_seeds") or page_key(start_name) in st.session_state
-            or start_name in st.query_params or raw is None or not re.fullmatch(r"[0-9]{1,9}", raw)):
+            or start_name in query.params() or raw is None or not re.fullmatch(r"[0-9]{1,9}", raw)):
         return
     if width < int(raw) <= total:
-        st.query_params[start_name] = str((int(raw) - 1) // width * width + 1)
+        query.params()[start_name] = str((int(raw) - 1) // width * width + 1)
 
 
 def names_state(name: str, choices: list[str], default: list[str], what: str) -> str:
@@ -116,7 +118,7 @@ def names_state(name: str, choices: list[str], default: list[str], what: str) ->
     key = page_key(name)
     uses(name)
     if key not in st.session_state:
-        raw = st.query_params.get(name) if st.session_state.get("_url_seeds") else None
+        raw = query.params().get(name) if st.session_state.get("_url_seeds") else None
         kept = st.session_state.get(page_key("_saved"), {}).get(name)
         asked = [n for n in (raw if raw is not None else kept if kept is not None else ",".join(default)).split(",") if n]
         unknown = [n for n in asked if n not in choices]
@@ -195,16 +197,16 @@ def leave_out_unknown() -> None:
     used = getattr(_NOTES, "used", None)
     if used is None or not st.session_state.get("_url_seeds"):
         return
-    unread = [n for n in st.query_params if n not in used and not PARAMETER.fullmatch(n)]
+    unread = [n for n in query.params() if n not in used and not PARAMETER.fullmatch(n)]
     said = st.session_state.get(page_key("_unknown_notes"))
     if said is None:   # the page's first run: its link's names
-        said = [f"?{quoted(name)}={quoted(st.query_params.get(name))} is not a setting of this view: left out"
+        said = [f"?{quoted(name)}={quoted(query.params().get(name))} is not a setting of this view: left out"
                 for name in unread]
         st.session_state[page_key("_unknown_notes")] = said
     # Later, names the page wrote itself and no longer reads (?block= once both kernels shown are tiled)
     # go without a word: left in, a link copied from the address bar named them as a stranger's mistakes.
     for name in unread:
-        del st.query_params[name]
+        del query.params()[name]
     for message in said:
         url_note(message)
 
@@ -215,21 +217,21 @@ def read_older_names(parameters: list[str]) -> list[str]:
     before any control reads it; a name the link also gives the new way keeps the new one. Returns
     a one-line message for each."""
     said = []
-    for old in list(st.query_params):
-        raw = st.query_params[old]
+    for old in list(query.params()):
+        raw = query.params()[old]
         new = {old.upper(): raw} if old.upper() in parameters and old != old.upper() else \
             {"m": raw, "n": raw, "k": raw} if old == "size" else None
         if new is None:
             continue
-        del st.query_params[old]
+        del query.params()[old]
         if old == "size":   # state() says in this line's place if m, n and k cannot take it (_size_note)
             st.session_state["_older_size"] = raw
         if old == "size" and not (raw.isdigit() and int(raw) >= 1):   # one line, not one more for each of m, n, k
             said.append(f"?size={quoted(raw)} (an older link's name for m, n and k) is not a whole number of at least 1: "
                         "left out")
             continue
-        taken = {name: value for name, value in new.items() if name not in st.query_params}
-        st.query_params.update(taken)
+        taken = {name: value for name, value in new.items() if name not in query.params()}
+        query.params().update(taken)
         said.append(f"?{old}={quoted(raw)} is an older link's name: read as "
                     + ("&".join(f"{name}={quoted(value)}" for name, value in taken.items()) or "nothing (the link also gives "
                        + ", ".join(new) + ")"))
@@ -268,7 +270,7 @@ def remember(**values) -> None:
     uses(*values)
     for k, v in values.items():
         saved[k] = v
-        st.query_params[k] = str(int(v) if isinstance(v, bool) else v)
+        query.params()[k] = str(int(v) if isinstance(v, bool) else v)
 
 
 def keep(**values) -> None:
@@ -329,13 +331,13 @@ def frame(name: str, names: list[str]) -> str | None:
     None: the first frame."""
     uses(name)
     seen, kept = page_key(f"_frame_seen.{name}"), page_key(f"_frame.{name}")
-    raw = st.query_params.get(name)
+    raw = query.params().get(name)
     from_link = raw is not None and seen not in st.session_state and st.session_state.get("_url_seeds")
     st.session_state[seen] = True
     if not from_link and kept in st.session_state:
         raw = st.session_state[kept]
     if raw in names:
-        st.session_state[kept] = st.query_params[name] = raw
+        st.session_state[kept] = query.params()[name] = raw
         return raw
     if from_link and names:
         url_note(f"?{name}={quoted(raw)} is not a frame of this animation ({names[0]} to {names[-1]}): "

@@ -1,0 +1,64 @@
+"""The page's URL query, written to the browser once per script run.
+
+Every write to st.query_params is a message of its own, and the browser's Streamlit pushes a
+history entry for each that changes the address: a page's first run wrote its settings one by one
+(presenter, kernel, m, n, k, each parameter, the block, ...), nine or ten entries before history.js
+(which turns a same-page push into a replace) had been drawn, so Back took up to ten presses to
+leave a page opened from a link. Here a run reads and writes a draft of the query (params()), and
+app.py sends it once, when the page's script ends (written_once()): one entry at most, and by then
+history.js is in place."""
+from __future__ import annotations
+
+import threading
+from collections.abc import MutableMapping
+from contextlib import contextmanager
+
+import streamlit as st
+
+# The run in progress's draft: each session's script runs in a thread of its own.
+_RUN = threading.local()
+
+
+class Draft(MutableMapping):
+    """The query as the run has it so far: names to values (strings, as the URL holds them)."""
+
+    def __init__(self, start: dict[str, str]):
+        self.data = dict(start)
+
+    def __getitem__(self, name: str) -> str:
+        return self.data[name]
+
+    def __setitem__(self, name: str, value) -> None:
+        self.data[name] = str(value)
+
+    def __delitem__(self, name: str) -> None:
+        del self.data[name]
+
+    def __iter__(self):
+        return iter(list(self.data))   # a copy: callers delete names while they walk them
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self.data)
+
+
+def params():
+    """The query to read and write: the run's draft under app.py, else st.query_params itself (a
+    page's script run on its own, as some tests do, writes straight through)."""
+    draft = getattr(_RUN, "draft", None)
+    return draft if draft is not None else st.query_params
+
+
+@contextmanager
+def written_once():
+    """Around a page's run: the query it leaves is sent in one message, also when the run ends early
+    (st.stop after a refusal, a rerun, a click that interrupts it); nothing is sent if it is unchanged."""
+    draft = _RUN.draft = Draft(st.query_params.to_dict())
+    try:
+        yield draft
+    finally:
+        _RUN.draft = None
+        if draft.data != st.query_params.to_dict():
+            st.query_params.from_dict(draft.data)
