@@ -67,6 +67,17 @@ def test_a_bad_size_in_the_url_is_named_with_the_size_shown_instead(raw, why):
     assert not any(w.startswith(f"?m={raw}") for w in _said(at))
 
 
+@pytest.mark.parametrize("page, key, hi", [("pages/coalescing.py", "coalescing.m", 128),
+                                           ("pages/ladder.py", "ladder.k", None)])
+def test_a_size_fields_help_names_the_sizes_the_page_takes(page, key, hi):
+    """A size typed outside the range only turned the field red: the range was said nowhere but in
+    the tooltip of a small icon on the field."""
+    at = open_page(page)
+    field = at.number_input(key=key)
+    assert field.help.endswith(f"{int(field.min):,} to {int(field.max):,} on this page"), field.help
+    assert hi is None or field.max == hi
+
+
 def test_a_value_not_among_the_choices_is_named():
     """?tile=7 became 16 silently; now TILE is the parameter's own name, and 7 is not one of its values."""
     at = open_page("pages/tile_phases.py", {"TILE": "7"})

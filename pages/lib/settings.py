@@ -44,7 +44,9 @@ def size_inputs(defaults: tuple[int, int, int], hi: int, lo: int = 1, step: int 
     """M, N and K, each its own number input (sizes need not be square), in one row."""
     helps = ("rows of A and C", "columns of B and C", "columns of A, rows of B")
     cols = st.columns(3)
-    m, n, k = (int(col.number_input(name.upper(), lo, hi, step=step, help=why,
+    # The range in the help as well: a number typed outside it is refused by the field itself, which
+    # only turns red and names the range in the tooltip of a small icon
+    m, n, k = (int(col.number_input(name.upper(), lo, hi, step=step, help=f"{why}: {lo:,} to {hi:,} on this page",
                                     key=view_state.state(name, d, lo=lo, hi=hi, what="size")))
                for col, name, d, why in zip(cols, "mnk", defaults, helps))
     view_state.remember(m=m, n=n, k=k)
