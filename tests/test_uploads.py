@@ -69,6 +69,15 @@ HOSTILE = {
                        "parameter BS (it takes TILE)", True),
     "params-lower-case": (_with(_set_row(3, "params", {"tile": 16})), "results[3].params: expected an object of "
                           "compile-time parameters", False),
+    # A NaN the file gives was called missing, and 1e308 "not a number": each is now said as it is.
+    "gflops-nan": (_with(_set_row(3, "gflops", float("nan"))), "results[3].gflops: expected a positive number for a "
+                   "timed row, got NaN", False),
+    "gflops-absent": (_with(lambda d: d["results"][3].pop("gflops")), "results[3].gflops: missing; expected a "
+                      "positive number for a timed row", False),
+    "gflops-1e308": (_with(_set_row(3, "gflops", 1e308)), "results[3].gflops: expected a number from -1e300 to "
+                     "1e300, got 1e+308", False),
+    "peak-1e308": (_with(lambda d: d["provenance"]["peaks"].__setitem__("fp32_gflops", 1e308)),
+                   "provenance.peaks.fp32_gflops: expected a number above 0, at most 1e300, got 1e+308", False),
 }
 
 

@@ -203,6 +203,19 @@ def _is_params(value) -> bool:
         for name, v in value.items())
 
 
+# What a number of the right type but outside BOUNDS is told was expected: 1e308 is a number, and
+# "expected a number, got 1e+308" read as a contradiction.
+_BOUNDED = {"number": "a number from -1e300 to 1e300", "positive": "a number above 0, at most 1e300",
+            "count": f"a whole number from 0 to {INT_MAX:,}", "size": KINDS["size"][1]}
+
+
+def _wanted(field: Field, value) -> str:
+    """What a message says `value` should have been: the field's words, or its bounds where it is of
+    the right type and only out of them (NaN is outside every bound, and is told it is not a number)."""
+    in_type = type(value) in KINDS[field.kind][0] and not (isinstance(value, float) and value != value)
+    return _BOUNDED[field.kind] if in_type and field.kind in _BOUNDED and not field.expected else field.wanted
+
+
 def _valid(value, kind: str) -> bool:
     return bool(_fits(pd.Series([value], dtype=object), kind)[0])
 
@@ -226,7 +239,7 @@ def _check_object(obj, path: str, schema: dict[str, Field], problems: _Problems)
         elif _valid(value, field.kind):
             out[name] = " ".join(value.split()) if field.kind == "name" else value   # one line in a label
         else:
-            problems.add(f"{where}: expected {field.wanted}, got {_show(value)}", order=order)
+            problems.add(f"{where}: expected {_wanted(field, value)}, got {_show(value)}", order=order)
     return out
 
 
@@ -304,15 +317,17 @@ def _row_types(raw: list, problems: _Problems) -> pd.DataFrame:
         col = frame[name]
         missing = col.isna().to_numpy()   # absent, null or NaN
         wrong = ~missing & ~_fits(col, field.kind)
-        checks = [(wrong, field.wanted), (missing & field.required, field.wanted)]
+        checks = [(wrong, None), (missing & field.required, field.wanted)]
         if name in DRAWN:   # a timed row is drawn on log axes: the value must be there, above zero
             low = timed & ~missing & ~wrong & ~_fits(col, "positive")
             checks.append((timed & (missing | low), "a positive number for a timed row"))
         for rows, wanted in checks:
             for i in np.flatnonzero(rows)[:MAX_MESSAGES]:
-                got = "missing; " if missing[i] else ""
-                problems.add(f"results[{i}].{name}: {got}expected {wanted}" + ("" if missing[i] else
-                             f", got {_show(col.iloc[i])}"), row=i, order=order)
+                # pandas reads an absent field and a NaN the file gives alike: the file says which
+                given = raw[i].get(name) if missing[i] else col.iloc[i]
+                got = f", got {_show(given)}" if given is not None else ""
+                problems.add(f"results[{i}].{name}: {'' if got else 'missing; '}expected "
+                             f"{wanted or _wanted(field, given)}{got}", row=i, order=order)
             problems.count += max(0, int(rows.sum()) - MAX_MESSAGES)
     return frame
 
