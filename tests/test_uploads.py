@@ -3,6 +3,7 @@
 Every damaged or hostile file gets a one-line message naming the field and what was expected; the
 recorded run (and every other upload) is still charted; nothing an upload says is read as Markdown.
 """
+import html
 import json
 import re
 import subprocess
@@ -454,3 +455,27 @@ def test_nothing_timed_with_null_timings_charts_and_exports_without_an_error(tmp
     source.write_text(json.dumps(doc))
     assert main(["bench", "--from", str(source), "--out", str(tmp_path / "out"), "--formats", "json"]) == 0
     assert json.loads((tmp_path / "out" / "results.json").read_text())["results"][0]["gflops"] is None
+
+
+def test_legend_entries_of_long_named_uploads_fit_the_figure_and_stay_apart():
+    """An upload's long GPU name and its run's ("valid-renamed.json (uploaded) #2") pushed legend
+    entries past the figure's right edge at 1280 px, where Plotly clips them: two uploads of one file
+    could not be told apart."""
+    from engine.plots import style
+    doc = _doc()
+    doc["provenance"]["gpu"] = "Other H200 ![img](http://evil/x.png) <b>bold</b> " + "x" * 30
+    (up, prov), _ = benchmark.load_upload("valid-renamed.json", _bytes(doc))
+    (rec, _), _ = benchmark.load_upload("recorded.json", _bytes(_doc()))
+    df = pd.concat([rec.assign(run="h200-2026-11-21.json"), up.assign(run="valid-renamed.json (uploaded)"),
+                    up.assign(run="valid-renamed.json (uploaded) #2")], ignore_index=True)
+    df = benchmark.derive(df, prov["peaks"])
+    font = style.SCREEN.chart
+    room = 0.98 * (style.SCREEN.narrowest - 110)   # the plot at its narrowest, as charts._legend_grid counts it
+    for name, fig in charts.all_charts(df, prov["peaks"], font=font).items():
+        entries = [t for t in fig.data if t.showlegend is not False and t.name]
+        names = [t.name for t in entries]
+        assert len(set(names)) == len(names), (name, names)
+        legend_font = fig.layout.legend.font.size
+        for n in names:
+            assert 24 + 0.5 * legend_font * len(html.unescape(n)) + 16 <= room, (name, n, legend_font)
+        assert any("#2" in n for n in names), (name, names)

@@ -83,14 +83,36 @@ def _labels_of(df: pd.DataFrame) -> pd.Series:
     return pd.Series([_label(*values) for values in zip(*columns)], index=df.index, dtype=object)
 
 
-def labels(df: pd.DataFrame, base: pd.Series | None = None) -> pd.Series:
-    """Row labels; with several GPUs, each followed by its GPU. `base`: the rows' _labels_of, if made."""
+def labels(df: pd.DataFrame, base: pd.Series | None = None, short: bool = False) -> pd.Series:
+    """Row labels; with several GPUs, each followed by its GPU. `base`: the rows' _labels_of, if made.
+    short: the GPU's and the run's names cut to NAME_ROOM characters each (a chart's legend)."""
     out = _labels_of(df) if base is None else base
     if "gpu" in df and df["gpu"].nunique() > 1:
-        out = out + " · " + df["gpu"].astype(str)
+        out = out + " · " + _cut(df["gpu"].astype(str), short)
     if runs_apart(df):
-        out = out + " · " + df["run"].astype(str)   # a GPU with several runs shown: which run each is
+        out = out + " · " + _cut(df["run"].astype(str), short)   # a GPU with several runs shown: which run each is
     return out
+
+
+# A legend entry is drawn on one line and Plotly clips what runs past the figure: an upload's GPU
+# name of 50 characters and its run's ("... (uploaded) #2") pushed entries past a 1280 px page's
+# figure, and two uploads of one file could not be told apart.
+NAME_ROOM = 20
+
+
+def _cut(names: pd.Series, short: bool) -> pd.Series:
+    """Each name at most NAME_ROOM characters, its middle given up (a run's "#2" and "(uploaded)"
+    are at its end), unless that would make two names one."""
+    if not short:
+        return names
+    cut = {n: short_name(n) for n in names.unique()}
+    return names.map(cut) if len(set(cut.values())) == len(cut) else names
+
+
+def short_name(name: str) -> str:
+    """`name` in at most NAME_ROOM characters: its start and end, an ellipsis for the middle."""
+    head = NAME_ROOM // 2 - 1
+    return name if len(name) <= NAME_ROOM else name[:head] + "…" + name[-(NAME_ROOM - head - 1):]
 
 
 def runs_apart(df: pd.DataFrame) -> bool:
@@ -130,7 +152,7 @@ def _series(df: pd.DataFrame):
     ok["size"] = np.cbrt(ok["m"].astype(float) * ok["n"] * ok["k"])
     base = every.loc[ok.index]
     # Plotly reads some HTML in names (<b>, <a href>); a GPU's name comes from a file: shown as text.
-    ok["label"] = labels(df, every).loc[ok.index].map(lambda s: html.escape(s, quote=False))
+    ok["label"] = labels(df, every, short=True).loc[ok.index].map(lambda s: html.escape(s, quote=False))
     ok["color"] = base.map(palette)
     ok["rank"] = base.map(list(palette).index)
     # A line style per run where runs are named (two of one GPU look apart), else per GPU.
@@ -203,10 +225,11 @@ def _legend_grid(fig: go.Figure, font: int) -> tuple[int, int, int]:
     plot = style.SCREEN.narrowest - 100 - 10
 
     def columns(size: int) -> int:
-        return max(1, int(0.98 * plot // (24 + 0.5 * size * longest + 16)))
+        return int(0.98 * plot // (24 + 0.5 * size * longest + 16))
 
-    size = next(f for f in (font, font - 1, font - 2) if columns(f) == columns(font - 2))
-    return columns(size), max(1, -(-len(names) // columns(size))), size
+    # (and a smaller font where only that fits the longest entry in one column: an upload's run and GPU)
+    size = next((f for f in (font, font - 1, font - 2) if columns(f) == columns(font - 2) and columns(f) >= 1), font - 2)
+    return max(1, columns(size)), max(1, -(-len(names) // max(1, columns(size)))), size
 
 
 def _note_lines(note: str, font: int) -> list[str]:
