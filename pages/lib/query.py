@@ -10,7 +10,7 @@ history.js is in place."""
 from __future__ import annotations
 
 import threading
-from collections.abc import MutableMapping
+from collections import UserDict
 from contextlib import contextmanager
 
 import streamlit as st
@@ -19,26 +19,14 @@ import streamlit as st
 _RUN = threading.local()
 
 
-class Draft(MutableMapping):
+class Draft(UserDict):
     """The query as the run has it so far: names to values (strings, as the URL holds them)."""
 
-    def __init__(self, start: dict[str, str]):
-        self.data = dict(start)
-
-    def __getitem__(self, name: str) -> str:
-        return self.data[name]
-
     def __setitem__(self, name: str, value) -> None:
-        self.data[name] = str(value)
-
-    def __delitem__(self, name: str) -> None:
-        del self.data[name]
+        super().__setitem__(name, str(value))
 
     def __iter__(self):
         return iter(list(self.data))   # a copy: callers delete names while they walk them
-
-    def __len__(self) -> int:
-        return len(self.data)
 
     def to_dict(self) -> dict[str, str]:
         return dict(self.data)
