@@ -205,8 +205,8 @@ def test_hostile_uploads_get_a_message_and_the_recorded_run_stays_charted(server
         exceptions = page.locator("[data-testid='stException']").count()
     assert 'results[3].gflops: expected a number, got "fast"' in text
     assert f"{evil} (uploaded evil.json, recorded {DAY})" in text   # the name as written, as text
-    # in the charts too, its middle cut to keep the legend inside the figure
-    assert f"naive_x_rows 16x16 · {charts.short_name(evil)}" in legend, legend
+    # in the charts too, its end cut to keep the legend inside the figure
+    assert f"naive_x_rows 16x16 · {charts.short_gpu(evil)}" in legend, legend
     assert not [u for u in images + fetched if "evil" in u], "something was fetched from the uploaded name"
     assert not [u for u in links if "evil" in u], "a link was made of the uploaded name"
     assert exceptions == 0 and "Traceback" not in text and 'File "/' not in text

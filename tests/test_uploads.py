@@ -479,3 +479,16 @@ def test_legend_entries_of_long_named_uploads_fit_the_figure_and_stay_apart():
         for n in names:
             assert 24 + 0.5 * legend_font * len(html.unescape(n)) + 16 <= room, (name, n, legend_font)
         assert any("#2" in n for n in names), (name, names)
+
+
+def test_legends_of_two_gpus_keep_the_model_that_tells_them_apart():
+    """Cut in the middle, "NVIDIA H100 80GB HBM3" was "NVIDIA H1… 80GB HBM3" in the legends: the
+    model, the one word that tells an H100's lines from an H200's, was what the cut gave up."""
+    (h200, prov), _ = benchmark.load_upload("h200.json", _bytes(_doc()))
+    (h100, _), _ = benchmark.load_upload("h100.json", _with(_set_prov("gpu", "NVIDIA H100 80GB HBM3")))
+    df = benchmark.derive(pd.concat([h200.assign(gpu="NVIDIA H200"), h100.assign(gpu="NVIDIA H100 80GB HBM3")],
+                                    ignore_index=True), prov["peaks"])
+    for name, fig in charts.all_charts(df, prov["peaks"]).items():
+        gpus = {t.name.rsplit(" · ", 1)[-1] for t in fig.data if t.showlegend is not False and t.name and " · " in t.name}
+        assert gpus == {"H200", "H100 80GB HBM3"}, (name, gpus)
+    assert charts.short_gpu("NVIDIA GeForce RTX 4090 Laptop GPU") == "GeForce RTX 4090 La…"

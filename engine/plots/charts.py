@@ -88,9 +88,9 @@ def labels(df: pd.DataFrame, base: pd.Series | None = None, short: bool = False)
     short: the GPU's and the run's names cut to NAME_ROOM characters each (a chart's legend)."""
     out = _labels_of(df) if base is None else base
     if "gpu" in df and df["gpu"].nunique() > 1:
-        out = out + " · " + _cut(df["gpu"].astype(str), short)
+        out = out + " · " + _cut(df["gpu"].astype(str), short, gpu=True)
     if runs_apart(df):
-        out = out + " · " + _cut(df["run"].astype(str), short)   # a GPU with several runs shown: which run each is
+        out = out + " · " + _cut(df["run"].astype(str), short, gpu=False)   # a GPU with several runs shown: which run each is
     return out
 
 
@@ -100,19 +100,33 @@ def labels(df: pd.DataFrame, base: pd.Series | None = None, short: bool = False)
 NAME_ROOM = 20
 
 
-def _cut(names: pd.Series, short: bool) -> pd.Series:
-    """Each name at most NAME_ROOM characters, its middle given up (a run's "#2" and "(uploaded)"
-    are at its end), unless that would make two names one."""
+def _cut(names: pd.Series, short: bool, gpu: bool) -> pd.Series:
+    """Each name at most NAME_ROOM characters, unless that would make two names one. A GPU's name
+    loses the vendor's word all of them start with and then its end ("NVIDIA H100 80GB HBM3" is
+    "H100 80GB HBM3": the model, which tells GPUs apart, comes first); a run's its middle (a run's
+    "#2" and "(uploaded)" are at its end)."""
     if not short:
         return names
-    cut = {n: short_name(n) for n in names.unique()}
+    cut = {n: short_gpu(n) if gpu else short_name(n) for n in names.unique()}
     return names.map(cut) if len(set(cut.values())) == len(cut) else names
 
 
-def short_name(name: str) -> str:
-    """`name` in at most NAME_ROOM characters: its start and end, an ellipsis for the middle."""
-    head = NAME_ROOM // 2 - 1
-    return name if len(name) <= NAME_ROOM else name[:head] + "…" + name[-(NAME_ROOM - head - 1):]
+VENDOR = "NVIDIA "
+
+
+def short_gpu(name: str) -> str:
+    """A GPU's name in a legend: without the vendor's word, its end given up where it is too long."""
+    return short_name(name[len(VENDOR):] if name.startswith(VENDOR) and len(name) > len(VENDOR) else name,
+                      keep_end=False)
+
+
+def short_name(name: str, keep_end: bool = True) -> str:
+    """`name` in at most NAME_ROOM characters: its start and (keep_end) its end, an ellipsis for
+    what is left out."""
+    if len(name) <= NAME_ROOM:
+        return name
+    head = NAME_ROOM // 2 - 1 if keep_end else NAME_ROOM - 1
+    return name[:head] + "…" + (name[-(NAME_ROOM - head - 1):] if keep_end else "")
 
 
 def runs_apart(df: pd.DataFrame) -> bool:
@@ -367,8 +381,10 @@ def telemetry(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.F
     # two runs shown together had been drawn as one line running from the first into the second.
     key = "run" if "run" in df else "gpu" if "gpu" in df else None
     groups = [(None, df)] if key is None else list(df.groupby(key, sort=False, dropna=False))
-    for g, (group, part) in enumerate(groups):
-        tail = f" · {html.escape(str(group), quote=False)}" if len(groups) > 1 else ""
+    # Cut as the other charts' legends cut them (labels(short=True)).
+    shown = list(_cut(pd.Series([str(group) for group, _ in groups]), True, gpu=key == "gpu"))
+    for g, ((_, part), name) in enumerate(zip(groups, shown)):
+        tail = f" · {html.escape(name, quote=False)}" if len(groups) > 1 else ""
         for i, col in enumerate(have):
             fig.add_scatter(x=np.arange(1, len(part) + 1), y=part[col], mode="lines+markers", name=names[col] + tail,
                             yaxis="y" if i == 0 else f"y{i + 1}",
