@@ -210,3 +210,30 @@ def test_leaving_a_page_while_it_plays_and_coming_back_draws_it_still(server, pa
     page.wait_for_timeout(2500)   # slow: a frame every 700 ms
     assert browser.shown(page)["active"] == first
     assert not page.errors, page.errors
+
+
+# The bands' groups before their listings' text in the SVG (Coalescing's two listings share a subplot:
+# band, text, band, text), i.e. drawn under it: Plotly draws a subplot's
+# traces in their groups' order, and its transitions move the groups a frame updates to the end.
+BAND_UNDER_TEXT = """() => Array.from(document.querySelector('.js-plotly-plot').querySelectorAll('.scatterlayer'))
+  .map(layer => Array.from(layer.children).map(g => (g.querySelector('.js-fill') || {getAttribute: () => ''})
+    .getAttribute('d') ? 'band' : g.querySelectorAll('.textpoint').length > 2 ? 'text' : ''))
+  .filter(kinds => kinds.includes('band') && kinds.includes('text'))
+  .map(kinds => kinds.lastIndexOf('band') < kinds.lastIndexOf('text'))"""
+
+
+@pytest.mark.parametrize("address", ["coalescing?presenter=1", "bank_conflicts", "tile_phases?presenter=1"])
+def test_the_lit_source_line_stays_under_its_text_while_stepping(server, page, shots, address):
+    """From the first Step on, the yellow band was drawn over the listing's text: the line it lit, the
+    one the class should read, was the palest on the screen (about 1.9:1 on a projector)."""
+    open_page(page, f"{server}/{address}")
+    assert page.evaluate(BAND_UNDER_TEXT) and all(page.evaluate(BAND_UNDER_TEXT))
+    for _ in range(3):
+        browser.click_button(page, "Step ▶")
+        browser.wait_settled(page)
+        assert all(page.evaluate(BAND_UNDER_TEXT)), page.evaluate(BAND_UNDER_TEXT)
+    browser.scrub(page, 0.6)
+    browser.wait_settled(page)
+    assert all(page.evaluate(BAND_UNDER_TEXT))
+    page.screenshot(path=str(shots / f"lit-line-{address.split('?')[0]}.png"))
+    assert not page.errors, page.errors

@@ -11,7 +11,15 @@ from engine.metrics.analysis import served_lanes
 from engine.metrics.views import BankSteps, SharedKernel, Step
 from engine.plots import style
 from engine.plots.animation import AnimatedFigure, apply_style, axis, controls, headed_figure, with_frames
-from engine.plots.listing import PRESENTER_CODE_FROM, code_trace, fit_code, highlight, highlight_trace, source_lines
+from engine.plots.listing import (
+    PRESENTER_CODE_FROM,
+    TEXT_ABOVE_BAND,
+    code_trace,
+    fit_code,
+    highlight,
+    highlight_trace,
+    source_lines,
+)
 from engine.plots.style import LANE_SCALE
 
 
@@ -63,12 +71,12 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
         info = [f"bank {b}, word {w}<br>lanes {', '.join(map(str, lanes))}" + (" (broadcast)" if len(lanes) > 1 else "")
                 for b, w, lanes in zip(lay["bank"], lay["word"], lay["lane"])]
         # named by the instruction's number among the warp's (the slider's label): a link names it (url_key)
-        frames.append({"name": str(step.index + 1), "traces": [0, 2, 3, 4], "data": [
+        frames.append({"name": str(step.index + 1), "traces": [0, 2, 3, 4, 5], "data": [
             {"text": [bank_note(label, step, total, what)]},
             {"x": wx, "y": wy},
             {"x": [int(b) for b in lay["bank"]], "y": [int(y) for y in lay["layer"]], "marker": {"color": colors},
              "customdata": info},
-            highlight(view, step.line)]})
+            highlight(view, step.line), TEXT_ABOVE_BAND]})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     apply_style(fig, st)

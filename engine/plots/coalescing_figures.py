@@ -126,8 +126,8 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
             data += [lanes_fn(s), sectors_fn(s)]
             idx += [lt, st_]
         for (t, view, place, code_px, left), s in zip(lights, now):
-            data.append(listing.highlight(view, s.line, left, place, code_px / 2))
-            idx.append(t)
+            data += [listing.highlight(view, s.line, left, place, code_px / 2), listing.TEXT_ABOVE_BAND]
+            idx += [t, t + 1]   # the band, then its text (added after it)
         slots, sectors, lanes = _merge([_strip_slots(s, pl) for s, pl in zip(now, strips)]), \
             _merge([_strip_sectors(s, pl) for s, pl in zip(now, strips)]), \
             _merge([_strip_lanes(s, pl) for s, pl in zip(now, strips)])

@@ -123,6 +123,13 @@ def highlight(view: CodeView, line: int, left: float = 0, row_y=None, half_row: 
     return {"x": [left, 1, 1, left, left], "y": [top, top, bottom, bottom, top]}
 
 
+# What an animation frame sends the listing's text trace, after its band: Plotly's transition draws
+# the traces a frame updates after (above) those it does not, in the frame's order, so a band updated
+# alone moved over the text from the first step on, and its translucent yellow paled the very line it
+# lit. Updated after the band (with nothing changed), the text stays on top.
+TEXT_ABOVE_BAND = {"visible": True}
+
+
 def highlight_trace(view: CodeView, line: int, xref: str, yref: str) -> go.Scatter:
     return go.Scatter(**highlight(view, line), xaxis=xref, yaxis=yref, fill="toself", fillcolor=HIGHLIGHT,
                       line={"width": 0}, mode="lines", hoverinfo="skip", showlegend=False)
