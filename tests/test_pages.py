@@ -410,3 +410,22 @@ def test_the_coalescing_highlight_band_starts_where_the_listing_does(presenter):
     fills = [i for i, d in enumerate(fig["data"]) if d.get("fill") == "toself" and d.get("fillcolor") == style.HIGHLIGHT]
     texts = [i for i, d in enumerate(fig["data"]) if d.get("textfont", {}).get("family") == style.CODE_FAMILY]
     assert len(fills) == len(texts) >= 1 and all(f < t for f, t in zip(fills, texts)), (fills, texts)
+
+
+PAGE_FILES = [None, "pages/coalescing.py", "pages/tile_phases.py", "pages/bank_conflicts.py", "pages/ladder.py",
+              "pages/tensor_cores.py", "pages/benchmarks.py", "pages/playground.py"]
+
+
+@pytest.mark.parametrize("page", PAGE_FILES)
+def test_every_page_says_its_mode_on_its_title_in_presenter_mode(page):
+    """In presenter mode the sidebar, whose banner says the mode, is folded away: Bank conflicts and the
+    Ladder had said nowhere else that their traces came from the CPU."""
+    at = open_page(page, {"presenter": "1"})
+    assert at.title[0].value.endswith(" :gray-badge[CPU mode]"), at.title[0].value
+
+
+def test_the_gpu_mode_badge_names_the_gpu_as_written(monkeypatch):
+    from engine.devices.gpu_client import GpuStatus
+    from pages.lib import ui
+    monkeypatch.setattr(ui, "device_status", lambda: GpuStatus(True, "NVIDIA H200 [x]*_"))
+    assert ui.mode_badge() == r":green-badge[GPU mode · NVIDIA H200 \[x\]\*\_]"

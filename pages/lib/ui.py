@@ -112,7 +112,9 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
                # inline code is drawn smaller than its text (12 px in a caption): not on a projector
                "[data-testid='stMain'] code {font-size: max(0.9em, 14px) !important;}" if on else
                "h1 {font-size: 2.2rem !important; padding: 0 0 .3rem 0 !important;}") + "</style>")
-    st.title(title)
+    # The mode on the title's line as well as in the sidebar's banner: folded away in presenter mode (and
+    # wherever a person folds it), the sidebar had been the only place that said which mode was on.
+    st.title(f"{title} {mode_badge()}")
     if not on:   # in presenter mode the figure's own headline says it, in bigger letters
         st.caption(intro)
     view_state.notes_here()
@@ -254,6 +256,17 @@ def controls(label: str = "Controls"):
     """Where a page puts its controls: on screen normally, folded into an expander for a projector,
     so the headline, the figure and its Play button fit on one 1280x720 screen."""
     return st.expander(label, expanded=False) if view_state.presenter() else st.container()
+
+
+def mode_badge() -> str:
+    """The mode as a badge (Markdown) for a page's title: CPU mode, or GPU mode and the GPU's name."""
+    st_ = device_status()
+    return f":green-badge[GPU mode · {_badge_text(st_.name)}]" if st_.available else ":gray-badge[CPU mode]"
+
+
+def _badge_text(text: str) -> str:
+    """Text a badge directive holds as written: its closing bracket and Markdown's marks escaped."""
+    return re.sub(r"([\\\[\]*_`~:$<>])", r"\\\1", text)
 
 
 def mode_banner() -> None:
