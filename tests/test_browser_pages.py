@@ -326,6 +326,27 @@ def test_back_walks_the_pages_visited_each_at_the_address_it_showed(server, page
     assert not page.errors, page.errors
 
 
+@pytest.mark.parametrize("presenter", [False, True])
+def test_back_after_a_reload_opens_the_page_left_at_its_address(server, page, presenter):
+    """A reload starts a new session, which knows nothing of the pages before it: Back then opened
+    Coalescing at its defaults (kernel naive_x_rows, instruction 1), though its address named the view."""
+    mode = "&presenter=1" if presenter else ""
+    open_page(page, f"{server}/coalescing?kernel=naive_transposed_b&m=40&step=14{mode}")
+    assert "naive_transposed_b" in " ".join(browser.wait_settled(page)["heads"])
+    if presenter:
+        page.locator("[data-testid='stExpandSidebarButton']").first.click()
+    go_to(page, "Tile phases")
+    page.reload()
+    page_ready(page)
+    page.go_back()
+    page.wait_for_url(re.compile(r"/coalescing\?.*step=14"), timeout=30000)
+    page_ready(page)
+    heads = " ".join(browser.wait_settled(page)["heads"])
+    assert "naive_transposed_b" in heads and "instruction 14 of" in heads, heads
+    assert re.search(r"[?&]m=40(&|$)", page.url) and "kernel=naive_transposed_b" in page.url, page.url
+    assert not page.errors, page.errors
+
+
 def sidebar_folded(page) -> bool:
     return page.evaluate("document.querySelector(\"[data-testid='stSidebar']\").dataset.collapsed") == "true"
 

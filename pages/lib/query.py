@@ -50,3 +50,16 @@ def written_once():
         _RUN.draft = None
         if draft.data != st.query_params.to_dict():
             st.query_params.from_dict(draft.data)
+        st.session_state[LEFT] = draft.to_dict()
+
+
+# The query the session's last run left: a page switch that keeps it (Streamlit's st.switch_page, and
+# AppTest's) hands the next page the last page's settings, where Back or Forward hands it its own.
+LEFT = "_query_left"
+
+
+def carried_over() -> bool:
+    """Whether the query now is the one the last run left (not one the browser brought with it). A page
+    run on its own (no draft: some tests switch pages so) cannot tell, and takes it as carried over."""
+    draft = getattr(_RUN, "draft", None)
+    return draft is None or draft.to_dict() == st.session_state.get(LEFT)

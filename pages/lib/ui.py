@@ -52,15 +52,21 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     if has_view:
         st.session_state["_page"] = page
     # The URL describes the page the session opened on (a shared link): it seeds that page's
-    # controls. Once the user moves to another page, parameters left in the URL belong to the page
-    # they came from, so they are dropped and each page restores its own last view instead.
+    # controls. A move to another page by the sidebar comes with no query (the browser's Streamlit
+    # drops it) or with the query the last page left (a switch on the server keeps it), and the page
+    # restores its own last view. One that comes with another query is Back or Forward to an entry of
+    # this page: its address is the view it showed, and it seeds the controls as a link does. It had
+    # been dropped too, which only the session's memory of the page made good: after a reload (a new
+    # session) Back opened the page at its defaults.
     if came_from is None:
         st.session_state["_url_seeds"] = True
         if "_older_names" not in st.session_state:   # once: the URL is rewritten
             st.session_state["_older_names"] = view_state.read_older_names(registry.parameter_names())
     elif came_from != page and has_view:
-        st.session_state["_url_seeds"] = False
-        query.params().clear()
+        st.session_state["_url_seeds"] = (any(name != "presenter" for name in query.params())
+                                          and not query.carried_over())
+        if not st.session_state["_url_seeds"]:
+            query.params().clear()
     # A plain session value, not widget state: widget state does not follow the user across pages.
     if "presenter_mode" not in st.session_state:
         raw = query.params().get("presenter")
