@@ -11,7 +11,7 @@ from engine.bench import benchmark, claim_checks, export, schema, speeds, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts, style
-from pages.lib import cached, choice, claim_texts, settings, ui, view_state
+from pages.lib import cached, choice, claim_texts, query, settings, ui, view_state
 from pages.lib.slots import LINE, heavy
 
 ui.setup_page("benchmarks", "Benchmarks", "The same kernels timed on the GPU against cuBLAS: median of many CUDA-event-timed "
@@ -315,7 +315,7 @@ if status.available:
             sizes = benchmark.parse_sizes(sizes_text)
         except EngineError as exc:
             st.error(str(exc))
-            st.stop()
+            query.stop()
         timing = benchmark.Settings(reps=int(reps), flush_l2=flush)
         st.session_state["bench_prov"] = benchmark.provenance(status.info, timing)
         st.session_state["bench_rows"] = rows = []

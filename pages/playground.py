@@ -20,7 +20,7 @@ ui.setup_page("playground", "Playground", "Start from any traced kernel of the c
 on, why = playground.status()
 if not on:
     st.info(why, icon=":material/lock:")
-    st.stop()
+    query.stop()
 
 starters = playground.starters()
 EDITOR = "playground_editor"
@@ -91,7 +91,7 @@ d1.caption("This page's address now carries your kernel: copy it from the addres
 for problem in saved.problems:
     st.error(str(problem), icon=":material/error:")
 if saved.problems:
-    st.stop()
+    query.stop()
 
 spec = ui.or_stop("Reading your kernel's contract", playground.spec_of, saved)
 with ui.controls("Sizes and parameters"):
@@ -116,7 +116,7 @@ failed = st.session_state.get(FAILED)
 if failed and failed[0] == asked:
     for line in playground.diagnostics(failed[1]) or [playground.Diagnostic(0, failed[1])]:
         st.error(str(line), icon=":material/error:")
-    st.stop()
+    query.stop()
 try:
     with st.spinner(f"Building and tracing block ({bx}, {by}) of {saved.kernel} at {m}x{n}x{k} in the sandbox..."):
         trace, inst = cached.playground_trace(saved, spec, problem, ((bx, by),))
@@ -192,7 +192,7 @@ if status.available:
                 mine = playground.time_on_gpu(saved, problem)
             except EngineError as exc:
                 st.error(str(exc).replace(str(saved.path), saved.path.name), icon=":material/error:")
-                st.stop()
+                query.stop()
             settings = benchmark.Settings()
             rows = [benchmark.measure(name, m, n, k, settings) for name in others]
         st.session_state[view_state.page_key("timed")] = (asked, mine, rows)

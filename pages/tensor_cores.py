@@ -12,7 +12,7 @@ from engine.kernels import documents, registry
 from engine.kernels.problem import make_problem
 from engine.metrics import ldmatrix_banks, recorded_fragments, stalls, tensor_evidence, tensor_tiles
 from engine.plots import charts, listing, style, tensor_figures
-from pages.lib import cached, choice, settings, speed_runs, ui, view_state
+from pages.lib import cached, choice, query, settings, speed_runs, ui, view_state
 
 ui.setup_page("tensor_cores", "Tensor cores", "FP16 inputs, FP32 sums, 16 × 8 × 16 per instruction: what the "
               "document's WMMA kernel gets wrong, how the faster rungs split the work, and who holds which element.")
@@ -245,7 +245,7 @@ st.subheader("6. Sizes that are not multiples of 8: cuBLAS's cliff, and rungs wi
 if (cliff_run := benchmark.any_size_run()) is None:
     st.info("No recorded run of the tensor rungs at sizes that are not multiples of 8 ships with this copy.",
             icon=":material/history:")
-    st.stop()
+    query.stop()
 cliff_df, cliff_prov = cached.recorded(cliff_run)
 cliff, cliff_fig = cached.page_part(("tc-cliff", *cached.file_version(cliff_run)), lambda: (
     (c := speeds.cliff(cliff_df)), tensor_figures.cliff_figure(c, charts.notes([cliff_prov], cliff_df))))

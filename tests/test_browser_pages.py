@@ -347,6 +347,29 @@ def test_back_after_a_reload_opens_the_page_left_at_its_address(server, page, pr
     assert not page.errors, page.errors
 
 
+def test_a_page_that_refuses_a_choice_keeps_it_in_its_address(server, page):
+    """After st.stop every message of the run is refused, the query's too: Tile phases refusing the
+    unguarded kernel at 40³ left the address naming the guarded one, so a reload showed another view."""
+    open_page(page, f"{server}/tile_phases?presenter=1&m=40&n=40&k=40")
+    browser.choose(page, "Kernel", "Shared-memory tiled, no guards", exact=False, unfold="Controls")
+    page.wait_for_selector("[data-testid='stAlertContentError']", timeout=60000)
+    page.wait_for_function("() => location.href.includes('kernel=tiled_unguarded')", timeout=30000)
+    said = page.inner_text("[data-testid='stAlertContentError']")
+    page.reload()
+    page.wait_for_selector("[data-testid='stAlertContentError']", timeout=60000)
+    assert page.inner_text("[data-testid='stAlertContentError']") == said and "presenter=1" in page.url
+    assert not page.errors, page.errors
+
+
+def test_the_playground_switched_off_keeps_presenter_mode_in_its_address(server, page):
+    open_page(page, f"{server}/coalescing?presenter=1")
+    page.locator("[data-testid='stExpandSidebarButton']").first.click()
+    page.locator("[data-testid='stSidebarNav'] a", has_text="Playground").click()
+    page.wait_for_url(re.compile(r"/playground\?(.*&)?presenter=1(&|$)"), timeout=30000)
+    assert "is off on this server" in page.inner_text("body")
+    assert not page.errors, page.errors
+
+
 def sidebar_folded(page) -> bool:
     return page.evaluate("document.querySelector(\"[data-testid='stSidebar']\").dataset.collapsed") == "true"
 

@@ -48,9 +48,24 @@ def written_once():
         yield draft
     finally:
         _RUN.draft = None
-        if draft.data != st.query_params.to_dict():
-            st.query_params.from_dict(draft.data)
         st.session_state[LEFT] = draft.to_dict()
+        _send(draft)
+
+
+def _send(draft: Draft) -> None:
+    if draft.data != st.query_params.to_dict():
+        st.query_params.from_dict(draft.data)
+
+
+def stop():
+    """st.stop(), the run's query sent first. After st.stop every message of the run is refused, the
+    query's too: a page that stopped (a refused setting, the Playground switched off) had left the
+    address as it came, without its settings or presenter=1, so a reload or a copied link showed
+    another view."""
+    draft = getattr(_RUN, "draft", None)
+    if draft is not None:
+        _send(draft)
+    st.stop()
 
 
 # The query the session's last run left: a page switch that keeps it (Streamlit's st.switch_page, and

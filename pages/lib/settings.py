@@ -144,8 +144,7 @@ def check(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tu
     drawn after it."""
     why = reason(kernel, m, n, k, params, block)
     if why:
-        st.error(why, icon=":material/error:")
-        st.stop()
+        view_state.refuse(why)
 
 
 def kernel_settings(kernels: list[str], sizes: tuple[int, int, int], hi: int, lo: int = 1,

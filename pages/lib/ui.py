@@ -293,8 +293,7 @@ def or_stop(what: str, fn, *args):
         with st.spinner(f"{what}..."):
             return fn(*args)
     except EngineError as exc:
-        st.error(str(exc), icon=":material/error:")
-        st.stop()
+        view_state.refuse(str(exc))
 
 
 def grid_of(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> tuple[int, int]:
@@ -303,8 +302,7 @@ def grid_of(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: 
         spec = registry.get(kernel)
         return spec.launches[-1].grid(registry.bind(spec, make_problem(m, n, k, block=block, params=params)))
     except EngineError as exc:
-        st.error(str(exc), icon=":material/error:")
-        st.stop()
+        view_state.refuse(str(exc))
 
 
 def trace_or_stop(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int],

@@ -252,6 +252,15 @@ def quoted(raw) -> str:
     return _MARKUP.sub(r"\\\1", text).replace("\\://", "\\:\u2060//").replace("www.", "www\u2060.")
 
 
+def refuse(message: str):
+    """A setting the engine refuses: its one line under the title, with the link's notes, and the run
+    ends there (its address sent: query.stop). Where it was raised, among the controls, presenter mode
+    folds it away, and a refusing link opened in presenter mode showed an empty page."""
+    box = getattr(_NOTES, "box", None)
+    (box if box is not None else st).error(message, icon=":material/error:")
+    query.stop()
+
+
 def url_note(message: str):
     """A one-line message about the page's link: a value a control cannot take, a parameter the
     kernel does not have. Returns its slot: an older ?size= line is rewritten there (_size_note)."""
