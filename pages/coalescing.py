@@ -64,8 +64,12 @@ for name in chosen:
     panel = views.warp_panel(*traced[name], sx, sy, warp, first_step, WINDOW)
     if panel.steps:
         panels.append(panel)
+    elif total := views.count_steps(*traced[name], sx, sy, warp, "global"):
+        # Its warp is active: the start set for the first kernel is past this one's last instruction.
+        top.warning(f"{name}: warp {warp} of block ({sx}, {sy}) makes {total} global accesses at this size, "
+                    f"none from instruction {first_step + 1} on.")
     else:
-        top.warning(f"{name}: warp {warp} of block ({bx}, {by}) has no active lanes at this size.")
+        top.warning(f"{name}: warp {warp} of block ({sx}, {sy}) has no active lanes at this size.")
 
 if panels:
     def build(presenter: bool):

@@ -429,3 +429,15 @@ def test_the_gpu_mode_badge_names_the_gpu_as_written(monkeypatch):
     from pages.lib import ui
     monkeypatch.setattr(ui, "device_status", lambda: GpuStatus(True, "NVIDIA H200 [x]*_"))
     assert ui.mode_badge() == r":green-badge[GPU mode · NVIDIA H200 \[x\]\*\_]"
+
+
+def test_coalescing_says_when_the_start_is_past_the_other_kernels_instructions():
+    """Warp 1 of tiled_guarded makes 3 global accesses at 48x32x20: from instruction 5 it had been said
+    to have no active lanes."""
+    at = open_page("pages/coalescing.py", {"kernel": "naive_transposed_b", "compare": "tiled_guarded", "m": "48",
+                                           "n": "32", "k": "20", "block": "16x16", "warp": "1", "TILE": "32",
+                                           "from": "5"})
+    said = [w.value for w in at.warning]
+    assert "tiled_guarded: warp 1 of block (0, 0) makes 3 global accesses at this size, none from instruction 5 on." \
+        in said, said
+    assert not any("no active lanes" in w for w in said), said
