@@ -223,7 +223,11 @@ def autotuning_sweep() -> None:
     # the first in file order: an H100 sweep of one tensor rung sorts before the H200's full ladder.
     swept_on = [df["gpu"].iloc[0] for _, df, _ in sweeps]
     gpus = sorted(dict.fromkeys(swept_on), key=lambda g: -swept_on.count(g))
-    gpu = st.selectbox("Swept on", gpus) if len(gpus) > 1 else gpus[0]
+    if len(gpus) > 1:   # kept in the URL (?tuned_on=; ?swept= is the size choice's), so a link opens on it
+        gpu = st.selectbox("Swept on", gpus, key=view_state.state("tuned_on", gpus[0], gpus))
+        view_state.remember(tuned_on=gpu)
+    else:
+        gpu = gpus[0]
     runs = [(name, df, prov) for name, df, prov in sweeps if df["gpu"].iloc[0] == gpu]
     def ranked():
         # % of cuBLAS again over the files together: a tensor sweep's cuBLAS FP16 is in a file of its own.

@@ -541,3 +541,19 @@ def test_the_tables_lead_columns_stay_however_wide_the_labels(monkeypatch):
                        "GFLOP/s": [1.0], "% of cuBLAS": [2.0], "precision": ["fp32"], "M": [4096]})
     ui.fitting_table(df, ("GPU", "kernel", "GFLOP/s", "% of cuBLAS"))
     assert shown[0][:4] == ["GPU", "kernel", "GFLOP/s", "% of cuBLAS"]
+
+
+def test_the_gpu_a_sweep_is_shown_for_is_in_the_link():
+    """"Swept on" was the one control of the page its link left out: a reload or a copied link showed
+    the H200's sweeps where the H100's had been chosen."""
+    at = _open()
+    choice = next(s for s in at.selectbox if s.label == "Swept on")
+    other = choice.options[-1]
+    assert other != choice.value
+    choice.set_value(other).run()
+    assert at.query_params["tuned_on"] == other
+    linked = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    linked.query_params["tuned_on"] = other
+    linked.run()
+    linked.switch_page("pages/benchmarks.py").run()
+    assert not linked.exception and next(s for s in linked.selectbox if s.label == "Swept on").value == other
