@@ -9,17 +9,9 @@ import plotly.graph_objects as go
 
 from engine.metrics.analysis import served_lanes
 from engine.metrics.views import BankSteps, SharedKernel, Step
-from engine.plots import style
+from engine.plots import listing, style
 from engine.plots.animation import AnimatedFigure, apply_style, axis, controls, headed_figure, with_frames
-from engine.plots.listing import (
-    PRESENTER_CODE_FROM,
-    TEXT_ABOVE_BAND,
-    code_trace,
-    fit_code,
-    highlight,
-    highlight_trace,
-    source_lines,
-)
+from engine.plots.listing import PRESENTER_CODE_FROM, code_trace, fit_code, highlight, highlight_trace, source_lines
 from engine.plots.style import LANE_SCALE
 
 
@@ -76,7 +68,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
             {"x": wx, "y": wy},
             {"x": [int(b) for b in lay["bank"]], "y": [int(y) for y in lay["layer"]], "marker": {"color": colors},
              "customdata": info},
-            highlight(view, step.line), TEXT_ABOVE_BAND]})
+            highlight(view, step.line), listing.TEXT_ABOVE_BAND]})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     apply_style(fig, st)

@@ -7,17 +7,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from engine.metrics.views import TileView
-from engine.plots import style
+from engine.plots import listing, style
 from engine.plots.animation import AnimatedFigure, apply_style, axis, controls, headed_figure, rects, with_frames
-from engine.plots.listing import (
-    PRESENTER_CODE_FROM,
-    TEXT_ABOVE_BAND,
-    code_trace,
-    fit_code,
-    highlight,
-    highlight_trace,
-    source_lines,
-)
+from engine.plots.listing import PRESENTER_CODE_FROM, code_trace, fit_code, highlight, highlight_trace, source_lines
 
 
 def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 900,
@@ -113,7 +105,7 @@ def tile_phase_figure(tiles: TileView, presenter: bool = False, duration: int = 
                 rr, cc = np.mgrid[0:done.shape[0], 0:done.shape[1]]
                 data.append({"x": (cc + c0).ravel().tolist(), "y": (rr + r0).ravel().tolist(),
                              "marker": {"color": np.round(done.ravel(), 4).tolist()}})
-            data += [highlight(view, load_line if stage == "load" else compute_line), TEXT_ABOVE_BAND]
+            data += [highlight(view, load_line if stage == "load" else compute_line), listing.TEXT_ABOVE_BAND]
             # "2-load": a link names it (url_key) without an escaped space
             frames.append({"name": f"{ph.phase + 1}-{stage}", "traces": [0, *dynamic, sums, lit, lit + 1], "data": data})
             labels.append(f"{ph.phase + 1} {stage}" if len(phases) <= 6 else f"{ph.phase + 1}{stage[0].upper()}")
