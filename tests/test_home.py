@@ -21,8 +21,11 @@ def texts(at: AppTest) -> list[str]:
 
 
 def test_mode_is_stated_once_in_the_sidebar():
+    """Explained once, in the sidebar; beside the title only its badge (ui.mode_badge)."""
     at = open_home()
-    notices = [t for t in texts(at) if re.search(r"no nvidia gpu|cpu mode|gpu mode", t, re.I)]
+    titles = [str(t.value) for t in at.title]
+    assert titles == ["CUDA Matmul Explorer :gray-badge[CPU mode]"], titles
+    notices = [t for t in texts(at) if re.search(r"no nvidia gpu|cpu mode|gpu mode", t, re.I) and t not in titles]
     assert len(notices) == 1, notices
     assert [str(i.value) for i in list(at.sidebar.info) + list(at.sidebar.success)] == notices
 
