@@ -193,20 +193,20 @@ def test_hostile_uploads_get_a_message_and_the_recorded_run_stays_charted(server
         page.get_by_text("damaged.json is not shown").wait_for(timeout=60000)
         browser.wait_idle(page)
         browser.wait_for_chart(page, 4)
-        # the charts redraw with the upload after the script is done
-        page.wait_for_function("Array.from(document.querySelectorAll('.legendtext')).some(t => "
+        # the charts redraw with the upload after the script is done (its GPU named in the key of runs)
+        page.wait_for_function("Array.from(document.querySelectorAll('.legend2text')).some(t => "
                                "t.textContent.includes('![x](htt'))", timeout=60000)
         page.get_by_text("damaged.json is not shown").scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "benchmarks-hostile-uploads.png"))
         text = page.inner_text("body").replace("\u2060", "")   # the word joiners that stop autolinks
         links = page.evaluate("Array.from(document.querySelectorAll('a')).map(a => a.href)")
         images = page.evaluate("Array.from(document.querySelectorAll('img, image')).map(i => i.src || i.href.baseVal)")
-        legend = page.evaluate("Array.from(document.querySelectorAll('.legendtext')).map(t => t.textContent)")
+        legend = page.evaluate("Array.from(document.querySelectorAll('.legend2text')).map(t => t.textContent)")
         exceptions = page.locator("[data-testid='stException']").count()
     assert 'results[3].gflops: expected a number, got "fast"' in text
     assert f"{evil} (uploaded evil.json, recorded {DAY})" in text   # the name as written, as text
-    # in the charts too, its end cut to keep the legend inside the figure
-    assert f"naive_x_rows 16x16 · {charts.short_gpu(evil)}" in legend, legend
+    # in the charts' key of runs too, its end cut to keep the legend inside the figure
+    assert charts.short_gpu(evil) in legend, legend
     assert not [u for u in images + fetched if "evil" in u], "something was fetched from the uploaded name"
     assert not [u for u in links if "evil" in u], "a link was made of the uploaded name"
     assert exceptions == 0 and "Traceback" not in text and 'File "/' not in text
@@ -277,3 +277,41 @@ def test_presenter_mode_opens_on_a_chart_with_the_run_pickers_folded_away(server
         page.get_by_text("Add JSON exports from other machines").wait_for(state="visible")
         assert page.get_by_text("Recorded on:").is_visible()   # which runs: with the pickers
         assert not errors, errors
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+def test_two_gpus_runs_are_keyed_once_not_named_in_every_entry(server, shots, presenter):
+    """An H100 run beside an H200 run drew one legend entry per kernel and GPU (40 entries, each
+    naming its GPU, in one column: each chart about 2,000 px tall at 1280x720). Now: each kernel once,
+    and a key of the two GPUs' line styles, whose entries stand apart."""
+    runs = {}
+    for path in benchmark.recorded_runs():   # the first FP32 run of each of two GPUs
+        df, _ = benchmark.load_document(path.read_text())
+        if (df["kernel"] == "naive_x_rows").any():
+            runs.setdefault(df["gpu"].iloc[0], path.name)
+    assert len(runs) >= 2, runs
+    shown = list(runs.items())[:2]
+    with browser.chromium() as b:
+        page = b.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"{server}/benchmarks?runs={','.join(name for _, name in shown)}" + ("&presenter=1" if presenter else ""))
+        page.wait_for_selector("h1", timeout=60000)
+        browser.wait_for_chart(page, 4)
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot .legend2text').length >= 2", timeout=60000)
+        first = page.locator(".js-plotly-plot").first
+        drawn = first.evaluate("""gd => ({
+            height: gd.getBoundingClientRect().height,
+            kernels: Array.from(gd.querySelectorAll('.legendtext')).map(t => t.textContent),
+            key: Array.from(gd.querySelectorAll('.legend2 .traces')).map(t => {
+                const r = t.getBoundingClientRect(), text = t.querySelector('.legend2text');
+                return [text.textContent, r.left, text.getBoundingClientRect().right]; }),
+            plot: gd.querySelector('.nsewdrag').getBoundingClientRect().bottom,
+            keyTop: gd.querySelector('.legend2').getBoundingClientRect().top,
+            kernelsTop: gd.querySelector('.legend').getBoundingClientRect().top})""")
+        first.evaluate("e => e.scrollIntoView({block: 'end'})")
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(shots / f"benchmarks-two-gpus-presenter{presenter}.png"))
+    assert [k[0] for k in drawn["key"]] == [charts.short_gpu(gpu) for gpu, _ in shown], drawn["key"]
+    assert drawn["key"][0][2] < drawn["key"][1][1], f"the key's entries overlap: {drawn['key']}"
+    assert len(drawn["kernels"]) == len(set(drawn["kernels"])) and not any(" · " in k for k in drawn["kernels"])
+    assert drawn["plot"] < drawn["keyTop"] < drawn["kernelsTop"], drawn
+    assert drawn["height"] < 1500, drawn["height"]

@@ -481,6 +481,34 @@ def test_legend_entries_of_long_named_uploads_fit_the_figure_and_stay_apart():
         assert any("#2" in n for n in names), (name, names)
 
 
+def test_two_runs_legend_each_kernel_once_and_key_the_runs_apart():
+    """Shown beside an H100 run, an H200 run doubled every legend: one entry per kernel and GPU, each
+    naming the GPU, 40 entries in a column that made each chart about 2,000 px tall. Now each kernel
+    has one entry (a click hides it in both runs) and a key says which line style is which GPU."""
+    (h200, prov), _ = benchmark.load_upload("h200.json", _bytes(_doc()))
+    one = benchmark.derive(h200.assign(gpu="NVIDIA H200"), prov["peaks"])
+    both = benchmark.derive(pd.concat([h200.assign(gpu="NVIDIA H200", run="a.json"),
+                                       h200.assign(gpu="NVIDIA H100 80GB HBM3", run="b.json")], ignore_index=True), prov["peaks"])
+    alone, paired = charts.all_charts(one, prov["peaks"]), charts.all_charts(both, prov["peaks"])
+    for name in ("gflops_vs_size", "percent_of_cublas", "roofline"):
+        entries = [t for t in paired[name].data if t.showlegend is not False and t.name]
+        kernels = [t.name for t in entries if t.legend != charts.KEY]
+        assert kernels == [t.name for t in alone[name].data if t.showlegend is not False and t.name], name
+        key = [t for t in entries if t.legend == charts.KEY]
+        assert [t.name for t in key] == ["H200", "H100 80GB HBM3"], name
+        styles = {t.name: t.line.dash if name != "roofline" else t.marker.symbol for t in key}
+        drawn = {t.name.rsplit(" · ", 1)[1]: t.line.dash if name != "roofline" else t.marker.symbol
+                 for t in paired[name].data if t.showlegend is False and (t.name or "").rsplit(" · ", 1)[0] in kernels}
+        assert styles == drawn and len(set(styles.values())) == 2, (name, styles, drawn)
+        # each curve hides with its kernel's entry, and hovers with its GPU named
+        curves = [t for t in paired[name].data if t.showlegend is False and (t.name or "").rsplit(" · ", 1)[0] in kernels]
+        assert len(curves) >= 2 * len(kernels) and all(t.legendgroup == t.name.rsplit(" · ", 1)[0] for t in curves), name
+        assert all(t.name in t.hovertemplate for t in curves), name
+        # the key's rows add to the chart's height, not a second set of the kernels'
+        assert paired[name].layout.height <= alone[name].layout.height + 60, name
+        assert paired[name].layout.legend2.itemclick is False, name
+
+
 def test_legends_of_two_gpus_keep_the_model_that_tells_them_apart():
     """Cut in the middle, "NVIDIA H100 80GB HBM3" was "NVIDIA H1… 80GB HBM3" in the legends: the
     model, the one word that tells an H100's lines from an H200's, was what the cut gave up."""
@@ -489,6 +517,8 @@ def test_legends_of_two_gpus_keep_the_model_that_tells_them_apart():
     df = benchmark.derive(pd.concat([h200.assign(gpu="NVIDIA H200"), h100.assign(gpu="NVIDIA H100 80GB HBM3")],
                                     ignore_index=True), prov["peaks"])
     for name, fig in charts.all_charts(df, prov["peaks"]).items():
-        gpus = {t.name.rsplit(" · ", 1)[-1] for t in fig.data if t.showlegend is not False and t.name and " · " in t.name}
+        # the runs' key where the kernels are charted; the telemetry's entries name theirs
+        gpus = {t.name for t in fig.data if t.legend == charts.KEY} or {
+            t.name.rsplit(" · ", 1)[-1] for t in fig.data if t.showlegend is not False and t.name and " · " in t.name}
         assert gpus == {"H200", "H100 80GB HBM3"}, (name, gpus)
     assert charts.short_gpu("NVIDIA GeForce RTX 4090 Laptop GPU") == "GeForce RTX 4090 La…"

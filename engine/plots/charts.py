@@ -161,12 +161,17 @@ def _series(df: pd.DataFrame):
     palette = colors(df, every)
     ok = df[df["status"] == "ok"].copy() if "status" in df else df.iloc[:0].copy()
     if ok.empty or "gflops" not in ok:   # nothing timed (an upload of errors and wrong results only)
-        return ok.iloc[:0].assign(size=[], label=[], color=[], gpu_i=[], gflops=[], intensity=[], pct_cublas=[],
-                                  median_ms=[], spread=[])
+        return ok.iloc[:0].assign(size=[], label=[], kernel_label=[], run_label=[], color=[], gpu_i=[], gflops=[],
+                                  intensity=[], pct_cublas=[], median_ms=[], spread=[])
     ok["size"] = np.cbrt(ok["m"].astype(float) * ok["n"] * ok["k"])
     base = every.loc[ok.index]
     # Plotly reads some HTML in names (<b>, <a href>); a GPU's name comes from a file: shown as text.
-    ok["label"] = labels(df, every, short=True).loc[ok.index].map(lambda s: html.escape(s, quote=False))
+    text = lambda s: html.escape(s, quote=False)   # noqa: E731
+    ok["label"] = labels(df, every, short=True).loc[ok.index].map(text)
+    # The label's kernel and its run (GPU, run's name: "" where one run is shown), apart, for the legend
+    # (_legend_entries)
+    ok["kernel_label"] = base.map(text)
+    ok["run_label"] = labels(df, pd.Series("", index=df.index), short=True).loc[ok.index].str.removeprefix(" · ").map(text)
     ok["color"] = base.map(palette)
     ok["rank"] = base.map(list(palette).index)
     # A line style per run where runs are named (two of one GPU look apart), else per GPU.
@@ -179,18 +184,52 @@ def _series(df: pd.DataFrame):
 def _curves(fig: go.Figure, ok: pd.DataFrame, y: str, hover: str, custom: str | None = None) -> None:
     """Per label: a line through the square power-of-two sizes; odd and non-square sizes as separate
     diamonds of the same colour (power-of-two strides behave differently, and that should show)."""
+    runs = _several_runs(ok)
     for name, part in ok.groupby("label", sort=False):
         color, dash = part["color"].iloc[0], GPU_DASHES[part["gpu_i"].iloc[0] % len(GPU_DASHES)]
-        m = part["m"].astype(int)
-        square = part[(part["m"] == part["n"]) & (part["n"] == part["k"]) & ((m & (m - 1)) == 0)]
+        square = _square(part)
         other = part.drop(square.index)
         for sub, mode, symbol, show in ((square, "lines+markers", "circle", True), (other, "markers", "diamond", square.empty)):
             if sub.empty:
                 continue
-            fig.add_scatter(x=sub["size"], y=sub[y], mode=mode, name=name, legendgroup=name, showlegend=show,
+            fig.add_scatter(x=sub["size"], y=sub[y], mode=mode, name=name, showlegend=show and not runs,
+                            legendgroup=part["kernel_label"].iloc[0] if runs else name,
                             line={"color": color, "dash": dash}, marker={"color": color, "symbol": symbol, "size": 8},
                             text=_shapes(sub), customdata=sub[custom] if custom else None,
                             hovertemplate="%{text}: " + hover + f"<extra>{name}</extra>")
+    if runs:
+        _legend_entries(fig, ok, lines=True)
+
+
+def _square(part: pd.DataFrame) -> pd.DataFrame:
+    """The rows of square power-of-two sizes: the ones a line joins."""
+    m = part["m"].astype(int)
+    return part[(part["m"] == part["n"]) & (part["n"] == part["k"]) & ((m & (m - 1)) == 0)]
+
+
+def _several_runs(ok: pd.DataFrame) -> bool:
+    """Whether the labels name runs (or GPUs): several are shown."""
+    return bool(ok["run_label"].ne("").any())
+
+
+KEY = "legend2"   # the legend of runs: which line style (or marker) is which GPU or run
+
+
+def _legend_entries(fig: go.Figure, ok: pd.DataFrame, lines: bool) -> None:
+    """With several runs shown, a legend entry per kernel (its colour; a click hides it in every run)
+    and a key, a second legend, of the runs' line styles (lines) or markers: one entry per kernel and
+    run made two H100 and H200 runs' charts about 2,000 px tall, a column of 40 entries each naming a
+    GPU. Entries only: the curves are drawn, and named in full for their hover, by the caller."""
+    for kernel, part in ok.groupby("kernel_label", sort=False):
+        color, joined = part["color"].iloc[0], lines and not _square(part).empty
+        fig.add_scatter(x=[None], y=[None], mode="lines+markers" if joined else "markers", name=kernel, legendgroup=kernel,
+                        line={"color": color}, hoverinfo="skip",
+                        marker={"color": color, "size": 8 if lines else 9, "symbol": "circle" if joined or not lines else "diamond"})
+    for run, part in ok.groupby("run_label", sort=False):
+        i = part["gpu_i"].iloc[0]
+        fig.add_scatter(x=[None], y=[None], mode="lines" if lines else "markers", name=run, legend=KEY, hoverinfo="skip",
+                        line={"color": style.INK, "dash": GPU_DASHES[i % len(GPU_DASHES)]},
+                        marker={"color": style.INK, "size": 9, "symbol": GPU_SYMBOLS[i % len(GPU_SYMBOLS)]})
 
 
 def _shapes(df: pd.DataFrame) -> list[str]:
@@ -223,7 +262,7 @@ def _log_axis(values, kind: str = "decades") -> dict:
             "range": [math.log10(lo / pad), math.log10(hi * pad)]}
 
 
-def _legend_grid(fig: go.Figure, font: int) -> tuple[int, int, int]:
+def _legend_grid(fig: go.Figure, font: int, legend: str = "legend", mark: int = 24) -> tuple[int, int, int]:
     """The legend's columns, rows and font: as many columns of the widest entry as fit the figure at
     its narrowest (style.Sizes.narrowest, less the margins), drawn as that many at every width
     (_layout). Plotly's own wrapping made as many rows as it liked (one entry a row at a projector's
@@ -232,14 +271,15 @@ def _legend_grid(fig: go.Figure, font: int) -> tuple[int, int, int]:
     characters at 15 px, 307 px wide) and 16 px before the next column's marker: with 0.98 of the
     plot's width shared out and no gap counted, "double_buffered ... i4" ended 4 px from
     "prefetched ..."'s marker. The font is `font`, or a pixel or two less where that keeps a column
-    more (the longest ladder labels: 14 px, two columns)."""
-    names = [html.unescape(t.name) for t in fig.data if t.showlegend is not False and t.name]
+    more (the longest ladder labels: 14 px, two columns). legend: which legend's entries (KEY: the runs',
+    whose marks are a line alone, `mark` 40 px to the name: at 24, "H100 80GB HBM3" ran into the next)."""
+    names = [html.unescape(t.name) for t in fig.data if t.showlegend is not False and t.name and (t.legend or "legend") == legend]
     longest = max((len(n) for n in names), default=0)
     # the plot at the narrowest: the margins _layout sets, and a little that the y axis's labels may add
     plot = style.SCREEN.narrowest - 100 - 10
 
-    def columns(size: int) -> int:
-        return int(0.98 * plot // (24 + 0.5 * size * longest + 16))
+    def columns(size: int) -> int:   # (no more than there are entries: a smaller font gains nothing there)
+        return min(int(0.98 * plot // (mark + 0.5 * size * longest + 16)), max(1, len(names)))
 
     # (and a smaller font where only that fits the longest entry in one column: an upload's run and GPU)
     size = next((f for f in (font, font - 1, font - 2) if columns(f) == columns(font - 2) and columns(f) >= 1), font - 2)
@@ -278,25 +318,35 @@ def _layout(fig: go.Figure, title: str, font: int, note: str = "", upright: int 
                            font={"size": note_px, "color": style.NOTE_INK})
     columns, rows, legend_font = _legend_grid(fig, font - 1)
     legend_px = round(rows * (legend_font + 20) + 8)   # a row as the page draws it (its theme spaces them)
+    # The runs' key (KEY), where several are shown: its rows right under the axis's title, the kernels' under it
+    keyed = any(t.legend == KEY for t in fig.data)
+    key_columns, key_rows, key_font = _legend_grid(fig, legend_font, KEY, mark=40) if keyed else (1, 0, legend_font)
+    key_px = round(key_rows * (key_font + 20) + 8) if keyed else 0
     # the tick labels and the axis title under the plot (upright labels as tall as they are long)
     axis_px = round((0.6 * upright if upright else 1.3) * font + 1.3 * font + 24)
     plot_px = PLOT_HEIGHT + 10 * (font - EXPORT_FONT)
     # the title at the top of the picture, whatever the number of note lines below it (placed in the
     # middle of the top margin, a tall margin put it among them)
     top = round(12 + 1.3 * font + 6 + len(lines) * 1.35 * note_px + 10) if lines else 50
+    legends = {"legend": _legend_box(legend_font, columns, axis_px + key_px, plot_px)}
+    if keyed:   # a key to read, not to click: its entries stand for no curve of their own
+        legends[KEY] = {**_legend_box(key_font, key_columns, axis_px, plot_px), "itemclick": False, "itemdoubleclick": False}
     return style.apply(fig, font, title={"text": title, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1,
                                          "yanchor": "top", "pad": {"t": 12}},
-                       height=top + axis_px + legend_px + plot_px,
-                       # the legend's top under the axis's title: the plot's height is fixed, so that
-                       # offset is a fixed share of it
-                       legend={"font": {"size": legend_font}, "orientation": "h", "x": 0, "xanchor": "left",
-                               "y": -axis_px / plot_px, "yanchor": "top",
-                               # as many columns as at the narrowest at every width: by the entry's
-                               # pixels, a wider page (the sidebar closed) drew more columns, so fewer
-                               # rows than the margin's, and ~250 px of blank under them on a projector
-                               "entrywidthmode": "fraction", "entrywidth": 0.98 / columns,
-                               "maxheight": 1},   # never scrolled: Plotly's default is half the figure
-                       margin={"t": top, "b": axis_px + legend_px, "l": 70, "r": 30})
+                       height=top + axis_px + key_px + legend_px + plot_px, **legends,
+                       margin={"t": top, "b": axis_px + key_px + legend_px, "l": 70, "r": 30})
+
+
+def _legend_box(font: int, columns: int, below_px: int, plot_px: int) -> dict:
+    """A legend in rows of `columns` entries, its top `below_px` under the plot."""
+    # the plot's height is fixed, so that offset is a fixed share of it. The ink named: Streamlit's
+    # theme colours the first legend's text only, and the key's was drawn grey, as if switched off.
+    return {"font": {"size": font, "color": style.INK}, "orientation": "h", "x": 0, "xanchor": "left", "y": -below_px / plot_px, "yanchor": "top",
+            # as many columns as at the narrowest at every width: by the entry's pixels, a wider page
+            # (the sidebar closed) drew more columns, so fewer rows than the margin's, and ~250 px of
+            # blank under them on a projector
+            "entrywidthmode": "fraction", "entrywidth": 0.98 / columns,
+            "maxheight": 1}   # never scrolled: Plotly's default is half the figure
 
 
 def gflops_vs_size(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> go.Figure:
@@ -361,12 +411,16 @@ def roofline(df: pd.DataFrame, peaks: dict, font: int = EXPORT_FONT, note: str =
                         line={"color": style.ROOF if dash == "solid" else style.SECOND_ROOF, "dash": dash}, hoverinfo="name")
         fig.add_annotation(x=4, y=math.log10(peak), text=name, showarrow=False, xanchor="right", yanchor="bottom",
                            font={"size": font - 2})   # log axes: annotation positions are log10 values
+    runs = _several_runs(ok)
     for name, part in ok.groupby("label", sort=False):
-        fig.add_scatter(x=part["intensity"], y=part["gflops"], mode="markers", name=name,
+        fig.add_scatter(x=part["intensity"], y=part["gflops"], mode="markers", name=name, showlegend=not runs,
+                        legendgroup=part["kernel_label"].iloc[0] if runs else name,
                         marker={"size": 9, "color": part["color"].iloc[0],
                                 "symbol": GPU_SYMBOLS[part["gpu_i"].iloc[0] % len(GPU_SYMBOLS)]},
                         text=_shapes(part),
                         hovertemplate="%{text}: %{y:,.0f} GFLOP/s at %{x:.0f} FLOP/B" + f"<extra>{name}</extra>")
+    if runs:
+        _legend_entries(fig, ok, lines=False)
     fig.update_xaxes(title="arithmetic intensity (FLOP per byte, each matrix moved once)", **_log_axis(ai))
     fig.update_yaxes(title="GFLOP/s", **_log_axis(list(ok["gflops"]) + [r[0] * 1.6 for r in roofs]))
     return _layout(fig, "Roofline", font, note)
