@@ -18,14 +18,16 @@ with ui.controls():
     # the kernels on a row of their own: beside the sizes their names were cut ('…walks r')
     c0, c1 = st.columns(2)
     # The catalog lists the lanes-on-rows mapping first and the coalesced one second: the lesson, side by side.
+    # Each its title alone, the documents it is from under them: with their names a title was cut at
+    # half width ("float4 loads, A transposed in shared memory — from “Matrix M…")
     first = c0.selectbox("Kernel", kernels, key=view_state.state("kernel", kernels[0], kernels),
-                         format_func=ui.kernel_label)
+                         format_func=lambda k: registry.get(k).title)
     options = ["(none)"] + kernels
     second = c1.selectbox("Side by side with", options, key=view_state.state("compare", kernels[1], options),
-                          # its title alone: with its documents' names it was cut at half width
                           format_func=lambda k: k if k == "(none)" else registry.get(k).title)
     view_state.remember(kernel=first, compare=second)
     chosen = [first] + ([second] if second not in ("(none)", first) else [])
+    st.caption("  \n".join(f"{name}: from {registry.get(name).source_titles}" for name in chosen))
     if second == first:   # two identical panels said nothing: one, and why
         st.caption(f"Side by side with itself: {first} is shown once; pick another kernel to compare.")
     # 32x32 by default: a warp is then one row of the block, so lanes-on-rows touches 32 rows of A

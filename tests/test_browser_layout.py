@@ -132,3 +132,28 @@ def test_every_presenter_table_fits_beside_the_open_sidebar(server, page, shots,
         page.screenshot(path=str(shots / f"layout-{name}-presenter-table-sidebar-open.png"))
     assert found == [], found
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("query", ["kernel=warptile&compare=%28none%29", "kernel=vectorized&compare=warptile",
+                                   "kernel=prefetched&compare=%28none%29&presenter=1"])
+def test_a_long_kernels_listing_reads_at_every_frame(server, page, shots, query):
+    """Coalescing's warptile, vectorized, double_buffered and prefetched lit 60-odd lines of global
+    accesses, all squeezed into one listing: its rows were shorter than its letters and printed on top of
+    each other (528 overlapping text pairs). The listing now shows the window holding each frame's line."""
+    presenter = "presenter=1" in query
+    page.goto(f"{server}/coalescing?{query}")
+    ready(page, "coalescing")
+    found, lit = {}, {}
+    for at, move in (("first", None), ("middle", .55), ("last", 1.0)):
+        if move is not None:
+            browser.scrub(page, move)
+        drawn = browser.wait_settled(page)
+        page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / f"coalescing-listing-{query.split('&')[0][7:]}-{at}.png"))
+        found[at] = problems(page, "coalescing", presenter)
+        # each panel's lit row is the line its headline names
+        lit[at] = (drawn["lit"], [int(line) for line in __import__("re").findall(r"line (\d+)", " ".join(drawn["heads"]))])
+    assert not page.errors, page.errors
+    assert found == {"first": [], "middle": [], "last": []}, found
+    for at, (shown_lines, named) in lit.items():
+        assert shown_lines == named, (at, shown_lines, named)

@@ -37,3 +37,34 @@ def test_presenter_listings_wrap_few_lines():
     assert "STS(As" in view.texts[r0] and r1 - r0 + 1 <= 3
     wrapped = [n for n, (a, b) in view.rows_of.items() if b > a]
     assert len(wrapped) <= len(view.rows_of) // 4, wrapped
+
+
+def _access_lines(file: str) -> list[int]:
+    """The lines of a kernel's source that make a global or shared access, top to bottom: the lines
+    an animation of it lights up."""
+    lines = listing.source_lines(file)
+    return [n for n, line in enumerate(lines, 1) if any(m in line for m in ("LDG", "STG", "LDS", "STS", "CP_ASYNC4"))
+            and not line.lstrip().startswith(("//", "#"))]
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+@pytest.mark.parametrize("body_px", [175, 330])   # Coalescing's two panels, and its one
+@pytest.mark.parametrize("file", sorted(p.name for p in listing.sources.CUDA_DIR.glob("*.cu")))
+def test_every_frames_line_is_shown_in_a_window_whose_rows_fit(file, body_px, presenter):
+    """Coalescing's warptile lit 64 lines of global accesses, and one window of them all got the
+    height of 23 rows: its lines printed on top of each other. Each window now fits the column, and
+    each frame's window holds its line."""
+    st = style.PRESENTER if presenter else style.SCREEN
+    frame_lines = _access_lines(file)
+    if not frame_lines:
+        pytest.skip("no access in its source")
+    width = (1 - listing.PRESENTER_CODE_FROM if presenter else .375) * st.narrowest
+    frames = frame_lines + frame_lines[:3]   # and back to the top, as a loop's second pass does
+    windows, at, font = listing.fit_windows(listing.source_lines(file), frames, width, body_px, st)
+    rows = int(body_px / (font * 1.45))
+    assert len(at) == len(frames)
+    for line, i in zip(frames, at):
+        assert line in windows[i].rows_of, (line, windows[i].first, windows[i].last)
+    for w in windows:
+        one_line = len(w.rows_of) == 1   # a single line wrapped past the column's rows: all it can do
+        assert w.n_rows <= rows or one_line, (w.first, w.last, w.n_rows, rows)

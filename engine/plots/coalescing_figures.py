@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from engine.metrics.views import Step, WarpPanel
 from engine.plots import listing, style
 from engine.plots.animation import CONTROLS_PX, AnimatedFigure, apply_style, axis, controls, rects, with_frames
-from engine.plots.listing import PRESENTER_CODE_FROM, fit_code, source_lines
+from engine.plots.listing import PRESENTER_CODE_FROM, fit_windows, source_lines
 from engine.plots.style import HIGHLIGHT, LANE_SCALE
 
 # The panels' columns, in paper fractions: matrices, the strip of lines and sectors, the source.
@@ -90,14 +90,15 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
         strips.append(_StripPlace(x_strip, body_top + strip_top, row_px,
                                   min((x_strip[1] - x_strip[0]) * st.width / 37, row_px) * .8))
         # source
-        view, font = fit_code(source_lines(p.file), {s.line for s in p.steps}, (x_code[1] - x_code[0]) * st.narrowest,
-                              body_px, st)
-        code_px = body_px / max(view.n_rows, body_px / (font * 1.45))
+        windows, window_at, font = fit_windows(source_lines(p.file), [s.line for s in p.steps],
+                                               (x_code[1] - x_code[0]) * st.narrowest, body_px, st)
+        view = windows[window_at[0]]
+        code_px = body_px / max(max(w.n_rows for w in windows), body_px / (font * 1.45))
         place = lambda row, top=body_top, h=code_px: top + (row + .5) * h   # noqa: E731
         # the band first, under the text: drawn over it, its translucent yellow paled the line it lit
         fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, fill="toself", fillcolor=HIGHLIGHT, line={"width": 0},
                                  mode="lines", hoverinfo="skip", showlegend=False))
-        lights.append((len(fig.data) - 1, view, place, code_px, x_code[0]))
+        lights.append((len(fig.data) - 1, windows, window_at, place, code_px, x_code[0]))
         fig.add_trace(go.Scatter(x=[x_code[0]] * view.n_rows, y=[place(i) for i in range(view.n_rows)], xaxis=ox,
                                  yaxis=oy, mode="text", text=view.texts, textposition="middle right",
                                  hoverinfo="skip", showlegend=False, cliponaxis=False,
@@ -125,8 +126,10 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
         for (lt, lanes_fn, st_, sectors_fn), s in zip(mats, now):
             data += [lanes_fn(s), sectors_fn(s)]
             idx += [lt, st_]
-        for (t, view, place, code_px, left), s in zip(lights, now):
-            data += [listing.highlight(view, s.line, left, place, code_px / 2), listing.TEXT_ABOVE_BAND]
+        for (t, windows, window_at, place, code_px, left), p, s in zip(lights, panels, now):
+            view = windows[window_at[min(i, len(p.steps) - 1)]]   # the window holding this frame's line
+            data += [listing.highlight(view, s.line, left, place, code_px / 2),
+                     listing.window_text(view, left, place) if len(windows) > 1 else listing.TEXT_ABOVE_BAND]
             idx += [t, t + 1]   # the band, then its text (added after it)
         slots, sectors, lanes = _merge([_strip_slots(s, pl) for s, pl in zip(now, strips)]), \
             _merge([_strip_sectors(s, pl) for s, pl in zip(now, strips)]), \

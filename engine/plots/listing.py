@@ -72,20 +72,28 @@ def code_view(lines: list[str], chars: int, lo: int | None = None, hi: int | Non
     return CodeView(texts, rows_of, lo, hi)
 
 
+def _start(lines: list[str], wanted: set[int]) -> int:
+    """Where a listing starts: the kernel's `__global__` line, or a wanted line above it (in a helper
+    the kernel calls: mma_ldmatrix's copies, whose lit line had been left out of the listing)."""
+    start = next((n for n, l in enumerate(lines, 1) if "__global__" in l), 1)
+    return max(1, min([start, *wanted]))
+
+
 def code_window(lines: list[str], wanted: set[int], max_rows: int, chars: int, compact: bool) -> CodeView:
     """The kernel's source, cut to at most `max_rows` display rows around the lines the frames
     highlight (so a long kernel still reads at a legible size): the window grows from those lines
     outwards while it fits."""
-    view = code_view(lines, chars, compact=compact)
+    view = code_view(lines, chars, _start(lines, wanted), compact=compact)
     if view.n_rows <= max_rows or not wanted:
         return view
-    lo, hi = max(min(wanted), view.first), min(max(wanted), view.last)
+    first = view.first
+    lo, hi = max(min(wanted), first), min(max(wanted), view.last)
     best = code_view(lines, chars, lo, hi, compact)
     grew = True
     while grew:
         grew = False
         for cand in ((lo - 1, hi), (lo, hi + 1)):
-            if cand[0] < view.first or cand[1] > view.last:
+            if cand[0] < first or cand[1] > view.last:
                 continue
             trial = code_view(lines, chars, *cand, compact)
             if trial.n_rows <= max_rows:
@@ -98,10 +106,42 @@ def fit_code(lines: list[str], wanted: set[int], width_px: float, height_px: flo
     whole kernel fits the column; below that, the smallest and a window around the highlighted lines."""
     for font in range(st.code, max(st.code - 4, st.least - 1), -1):
         rows, chars = int(height_px / (font * 1.45)), chars_fitting(width_px, font)
-        view = code_view(lines, chars, compact=st.presenter)
+        view = code_view(lines, chars, _start(lines, wanted), compact=st.presenter)
         if view.n_rows <= rows:
             return view, font
     return code_window(lines, wanted, rows, chars, st.presenter), font
+
+
+def fit_windows(lines: list[str], frame_lines: list[int], width_px: float, height_px: float,
+                st: Sizes) -> tuple[list[CodeView], list[int], int]:
+    """fit_code for an animation whose frames light up `frame_lines` (one line a frame): the listing's
+    windows, each frame's window (an index into them) and the font. Where the lines the frames light
+    span more rows than the column holds at the smallest font, there are several windows, down the
+    kernel, each frame shown the one that holds its line: one window of them all had rows shorter
+    than its letters (Coalescing's warptile: 64 lines of global accesses in the height of 23 rows,
+    printed on top of each other)."""
+    wanted = set(frame_lines)
+    view, font = fit_code(lines, wanted, width_px, height_px, st)
+    rows, chars = int(height_px / (font * 1.45)), chars_fitting(width_px, font)
+    if view.n_rows <= rows:
+        return [view], [0] * len(frame_lines), font
+    groups: list[list[int]] = []   # the wanted lines, in runs whose rows fit the column
+    for line in sorted(wanted):
+        if groups and code_view(lines, chars, groups[-1][0], line, st.presenter).n_rows <= rows:
+            groups[-1].append(line)
+        else:
+            groups.append([line])
+    window_of = {line: i for i, group in enumerate(groups) for line in group}
+    return ([code_window(lines, set(group), rows, chars, st.presenter) for group in groups],
+            [window_of[line] for line in frame_lines], font)
+
+
+def window_text(view: CodeView, x: float = 0, row_y=None) -> dict:
+    """What a frame sends the listing's text trace where the listing has several windows (fit_windows):
+    its window's rows, at x and row_y(row) (default: the row's number, as code_trace lays them). Sent
+    after the band, as TEXT_ABOVE_BAND is."""
+    y = row_y or (lambda row: row)
+    return {"x": [x] * view.n_rows, "y": [y(r) for r in range(view.n_rows)], "text": view.texts}
 
 
 def code_trace(view: CodeView, xref: str, yref: str, font: int) -> go.Scatter:
