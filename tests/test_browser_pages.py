@@ -361,6 +361,32 @@ def test_a_page_that_refuses_a_choice_keeps_it_in_its_address(server, page):
     assert not page.errors, page.errors
 
 
+def test_controls_a_refusal_left_undrawn_come_back_showing_the_view_kept(server, page):
+    """Streamlit keeps the state of the controls a stopped run did not draw, and the browser draws them
+    anew at their defaults: after Tile phases refused M = 17, M = 64 showed Block x 0, Block y 0 and
+    Speed slow beside a figure of block (1, 1) played fast, and the next change (K) took them."""
+    open_page(page, f"{server}/tile_phases?kernel=tiled_unguarded&m=32&n=32&k=32&speed=fast&bx=1&by=1")
+    box = page.get_by_label("M", exact=True).first
+    box.fill("17")
+    box.press("Enter")
+    page.wait_for_selector("[data-testid='stAlertContentError']", timeout=60000)
+    browser.wait_idle(page)
+    box.fill("64")
+    box.press("Enter")
+    page.wait_for_selector("[data-testid='stAlertContentError']", state="detached", timeout=60000)
+    page_ready(page)
+    speed = page.locator("[data-testid='stSlider']", has_text="Speed").locator("[data-testid='stSliderThumbValue']")
+    assert (value(page, "Block x"), value(page, "Block y"), speed.inner_text()) == ("1", "1", "fast")
+    k = page.get_by_label("K", exact=True).first
+    k.fill("48")
+    k.press("Enter")
+    page.wait_for_function("() => location.href.includes('k=48')", timeout=60000)
+    page_ready(page)
+    assert re.search(r"[?&]bx=1&by=1(&|$)", page.url) and "speed=fast" in page.url, page.url
+    assert (value(page, "Block x"), value(page, "Block y"), speed.inner_text()) == ("1", "1", "fast")
+    assert not page.errors, page.errors
+
+
 def test_the_playground_switched_off_keeps_presenter_mode_in_its_address(server, page):
     open_page(page, f"{server}/coalescing?presenter=1")
     page.locator("[data-testid='stExpandSidebarButton']").first.click()

@@ -65,7 +65,12 @@ def stop():
     draft = getattr(_RUN, "draft", None)
     if draft is not None:
         _send(draft)
+    st.session_state[STOPPED] = True   # the next run puts the controls not drawn back on screen as kept (view_state.state)
     st.stop()
+
+
+# Set by a run that stopped (stop()), for the next run (ui.setup_page moves it to AFTER_STOP).
+STOPPED, AFTER_STOP = "_run_stopped", "_after_stop"
 
 
 # The query the session's last run left: a page switch that keeps it (Streamlit's st.switch_page, and

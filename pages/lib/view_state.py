@@ -59,6 +59,8 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
                               f"?{name}={quoted(raw)} {why}; showing {name}={_text(value)}",
                               value)
             st.session_state[key] = value
+    else:
+        redrawn(key)
     kept = _within(st.session_state[key], default, choices, lo, hi)
     if kept != st.session_state[key]:
         st.session_state[key] = kept
@@ -128,6 +130,8 @@ def names_state(name: str, choices: list[str], default: list[str], what: str) ->
             st.session_state.setdefault(page_key("_url_notes"), {})[key] = (
                 f"?{name}= names {quoted(', '.join(unknown))}, not {what}: left out", known)
         st.session_state[key] = known
+    else:
+        redrawn(key)
     notes = st.session_state.get(page_key("_url_notes"), {})
     if key in notes:
         if st.session_state[key] == notes[key][1] and st.session_state.get("_url_seeds"):
@@ -135,6 +139,16 @@ def names_state(name: str, choices: list[str], default: list[str], what: str) ->
         else:   # the user's own choice now, not the link's (as state() does)
             del notes[key]
     return key
+
+
+def redrawn(key: str) -> None:
+    """After a run that stopped (a refused setting: query.stop), a control's kept value set again, so the
+    browser shows it. Streamlit keeps the state of the controls a stopped run did not draw, and the
+    browser, which dropped them, draws them anew at their defaults: Tile phases refusing M = 17, then
+    given M = 64, showed Block x 0, Block y 0 and Speed slow while it drew block (1, 1) fast, and the
+    next change took the 0, 0 and slow the browser showed. A value set by the page is sent with its control."""
+    if st.session_state.get(query.AFTER_STOP):
+        st.session_state[key] = st.session_state[key]
 
 
 def _within(value, default, choices, lo, hi):
