@@ -78,7 +78,7 @@ if panels:
         return coalescing_figures.coalescing_figure(panels, presenter, duration, "step")
     fig = cached.figure(lambda: build(view_state.presenter()))
     # on the instruction the link names (?step=, which the player keeps at the one shown)
-    top.plotly_chart(fig.opened_at(view_state.frame("step", fig.frame_names())), width="stretch",
+    top.plotly_chart(fig.opened_at(view_state.frame("step", fig.frame_names())).on_page("coalescing"), width="stretch",
                      config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     top.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "

@@ -387,6 +387,33 @@ def test_controls_a_refusal_left_undrawn_come_back_showing_the_view_kept(server,
     assert not page.errors, page.errors
 
 
+ARRIVING_JS = """async ([key, page]) => {
+  const gd = document.createElement('div');
+  document.querySelector("[data-testid='stMain']").appendChild(gd);
+  await window.Plotly.newPlot(gd, [{x: [0], y: [0]}], {meta: {url_key: key, page: page},
+    sliders: [{active: 0, steps: [{label: '1-load', method: 'animate', args: [['1-load']]}]}]});
+  await window.Plotly.addFrames(gd, [{name: '1-load', data: [{x: [0], y: [0]}]}]);
+}"""
+
+
+def test_a_figure_arriving_after_a_move_keeps_its_frame_out_of_the_next_pages_address(server, page):
+    """Tile phases playing, the Ladder, Back and, 0.3 s later, Forward: the Tile phases figure of the run
+    Back started arrived on the Ladder, and the player took it for the Ladder's (the page shown when it
+    was first drawn) and wrote its ?phase= into the Ladder's address (a reload then said "?phase=1-load is
+    not a setting of this view"). That arrival, made here at once: a figure naming Tile phases as its
+    page, drawn on the Ladder, beside one naming the Ladder (whose frame the address does take)."""
+    page.goto(f"{server}/ladder")
+    page.wait_for_selector("h1", timeout=60000)
+    browser.wait_for_chart(page)
+    browser.wait_idle(page)
+    page.evaluate(ARRIVING_JS, ["phase", "tile_phases"])
+    page.evaluate(ARRIVING_JS, ["probe", "ladder"])
+    page.wait_for_function("() => location.href.includes('probe=1-load')", timeout=10000)
+    page.wait_for_timeout(1000)   # the player's polls (every 0.3 s) over both
+    assert "phase=" not in page.url, page.url
+    assert not page.errors, page.errors
+
+
 def test_the_playground_switched_off_keeps_presenter_mode_in_its_address(server, page):
     open_page(page, f"{server}/coalescing?presenter=1")
     page.locator("[data-testid='stExpandSidebarButton']").first.click()

@@ -183,3 +183,12 @@ def test_the_pages_keep_their_frames_by_the_name_their_address_ends_in():
         if named == "home":   # the default page: its address ends in no name, and it has no animation
             continue
         assert page_icon_and_name(root / file)[1] == named, file
+
+
+@pytest.mark.parametrize("page,key,params", PAGES)
+def test_each_animation_names_the_page_whose_address_takes_its_frame(page, key, params):
+    """The player wrote a figure's frame into the address of the page shown when the figure was first
+    drawn: a figure arriving after a move (Back, then Forward 0.3 s later) wrote Tile phases' ?phase=
+    into the Ladder's address. Each figure now names its page."""
+    meta = figures(open_page(page, params))[0]["layout"]["meta"]
+    assert meta == {"url_key": key, "page": Path(page).stem}

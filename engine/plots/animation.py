@@ -153,6 +153,18 @@ class AnimatedFigure(go.Figure):
         opened._frozen = {**base, "data": data, "layout": layout}
         return opened
 
+    def on_page(self, page: str) -> "AnimatedFigure":
+        """This figure saying which page it is drawn on (layout.meta.page, beside its url_key): the
+        player (player.js) writes the frame it stands on into that page's address only. It had taken
+        the page the address showed when the figure was first drawn, and a figure of a run that
+        arrived after a move (Back to Tile phases, Forward to the Ladder 0.3 s later) wrote its
+        ?phase= into the Ladder's address. A copy, as opened_at's: a frozen figure is shared."""
+        base = self.to_dict()
+        layout = {**base["layout"], "meta": {**base["layout"].get("meta", {}), "page": page}}
+        marked = AnimatedFigure()
+        marked._frozen = {**base, "layout": layout}
+        return marked
+
     def freeze(self) -> "AnimatedFigure":
         """Done: to_dict() is computed once and the same dict handed out from then on. A figure
         shared by every session showing its view (pages/lib/ui.py cached_figure) then costs each

@@ -74,10 +74,12 @@
     return !!trans && (!!trans._animationRaf || (trans._frameQueue || []).length > 0);
   };
 
-  // The page a figure belongs to: where this drawing of it (its layout object) was first seen. A
-  // page's figure can outlive a move to another (Back, until Streamlit clears it), and its frame must
-  // not become the next page's.
-  const pageOf = (gd) => (gd.layout.__matmulPage = gd.layout.__matmulPage || pageName());
+  // The page a figure belongs to: the one its layout names (AnimatedFigure.on_page), else where this
+  // drawing of it (its layout object) was first seen. A page's figure can outlive a move to another
+  // (Back, until Streamlit clears it), or arrive after one (a run Forward left behind), and its frame
+  // must not become the next page's.
+  const pageOf = (gd) => ((gd.layout.meta || {}).page
+                          || (gd.layout.__matmulPage = gd.layout.__matmulPage || pageName()));
 
   function report(page, key, name) {
     shown[page] = Object.assign({}, shown[page], {[key]: name});
