@@ -53,7 +53,10 @@ def test_a_link_value_is_quoted_short_and_as_the_characters_it_holds(page, param
                                       ("-5", "is not a size this page takes (1 to 128)"),
                                       ("99999999", "is not a size this page takes (1 to 128)"),
                                       ("abc", "is not a whole number"),
-                                      ("12.5", "is not a whole number")])
+                                      ("12.5", "is not a whole number"),
+                                      # Python's int() reads these: a link's digits are ASCII
+                                      ("1_0", "is not a whole number"), ("1_000", "is not a whole number"),
+                                      ("\u0663", "is not a whole number"), ("\uff16\uff14", "is not a whole number")])
 def test_a_bad_size_in_the_url_is_named_with_the_size_shown_instead(raw, why):
     """?m=0 became 1 without a word (and the headline then read '1 lanes -> 1 sector ... coalesced')."""
     at = open_page("pages/coalescing.py", {"m": raw, "n": "24", "k": "8"})

@@ -171,6 +171,10 @@ def parse(raw: str, default, choices=None, lo=None, hi=None, what: str = "value"
         if raw in ("1", "true", "True", "0", "false", "False"):
             return raw in ("1", "true", "True"), None
         return None, "is not on or off (1 or 0)"
+    # A whole number as a link writes one, in ASCII digits: int() also takes "1_000", "١٢" and "６４"
+    # (a link's ?m=1_0 read as m=10 without a word, and ?m=1_000 was said to be too large)
+    if isinstance(default, int) and not re.fullmatch(r"[+-]?[0-9]+", raw):
+        return None, "is not a whole number"
     try:
         value = type(default)(raw)
     except ValueError:
