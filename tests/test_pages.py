@@ -441,3 +441,17 @@ def test_coalescing_says_when_the_start_is_past_the_other_kernels_instructions()
     assert "tiled_guarded: warp 1 of block (0, 0) makes 3 global accesses at this size, none from instruction 5 on." \
         in said, said
     assert not any("no active lanes" in w for w in said), said
+
+
+def test_two_kernels_refused_for_a_parameter_they_share_are_told_which_value_runs_both():
+    """Coalescing's warptile beside prefetched said only that prefetched needs at most 48 KB of shared
+    memory: the BK it took was warptile's (one select for a name both declare), and nothing said so."""
+    at = open_page("pages/coalescing.py", {"kernel": "warptile", "compare": "prefetched"})
+    said = [e.value for e in at.error]
+    assert len(said) == 1 and said[0].startswith("prefetched needs at most 48 KB"), said
+    hint = re.search(r"The kernels shown take ([A-Z, ]+) from the same selects: with ([A-Z]+) (\d+) both run\.$", said[0])
+    assert hint and "BK" in hint[1].split(", "), said
+    both = open_page("pages/coalescing.py", {"kernel": "warptile", "compare": "prefetched", hint[2]: hint[3]})
+    assert not both.error and len(figures(both)) == 1
+    alone = [e.value for e in open_page("pages/tile_phases.py", {"kernel": "tiled_unguarded", "m": "17"}).error]
+    assert len(alone) == 1 and "the same selects" not in alone[0]   # one kernel: nothing shared to speak of

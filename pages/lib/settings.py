@@ -153,5 +153,27 @@ def kernel_settings(kernels: list[str], sizes: tuple[int, int, int], hi: int, lo
     m, n, k = size_inputs(sizes, hi, lo)
     params, block = parameter_inputs(kernels, block_default, opening=opening)
     for kernel in kernels:
-        check(kernel, m, n, k, params[kernel], block)
+        why = reason(kernel, m, n, k, params[kernel], block)
+        if why:
+            hint = shared_hint(kernels, m, n, k, params, block)
+            view_state.refuse(why + ("" if why.endswith(".") or not hint else ".") + hint)
     return Settings(m, n, k, params, block)
+
+
+def shared_hint(kernels: list[str], m: int, n: int, k: int, params: dict[str, dict[str, int]],
+                block: tuple[int, int]) -> str:
+    """Where kernels shown together share a parameter (one select for a name both declare) and one is
+    refused: which values they share and, where changing one of them runs both, that change.
+    Coalescing's warptile beside prefetched said only "prefetched needs at most 48 KB of shared memory
+    (it would take 64 KB)": the BK it took was warptile's 32, and nothing said so."""
+    shared = [name for name in params[kernels[0]] if all(name in params[other] for other in kernels[1:])]
+    if len(kernels) < 2 or not shared:
+        return ""
+    said = f" The kernels shown take {', '.join(shared)} from the same selects"
+    for name in shared:
+        for value in registry.get(kernels[0]).params[name]:
+            if value != params[kernels[0]][name] and all(
+                    value in registry.get(kernel).params[name]
+                    and reason(kernel, m, n, k, {**params[kernel], name: value}, block) is None for kernel in kernels):
+                return f"{said}: with {name} {value} both run."
+    return f"{said}, and no other value of one of them runs both: compare with another kernel."
