@@ -5,6 +5,7 @@ at least 14 px in presenter mode (Plotly's SVG text included), and the title, th
 button on one screen. One server and one browser for all; one page load per page and mode, the
 sidebar toggled in place. Screenshots go to $MATMUL_EXPLORER_SCREENSHOTS (CI: screenshots/).
 """
+import re
 from pathlib import Path
 
 import pytest
@@ -152,8 +153,27 @@ def test_a_long_kernels_listing_reads_at_every_frame(server, page, shots, query)
         page.screenshot(path=str(shots / f"coalescing-listing-{query.split('&')[0][7:]}-{at}.png"))
         found[at] = problems(page, "coalescing", presenter)
         # each panel's lit row is the line its headline names
-        lit[at] = (drawn["lit"], [int(line) for line in __import__("re").findall(r"line (\d+)", " ".join(drawn["heads"]))])
+        lit[at] = (drawn["lit"], [int(line) for line in re.findall(r"line (\d+)", " ".join(drawn["heads"]))])
     assert not page.errors, page.errors
     assert found == {"first": [], "middle": [], "last": []}, found
     for at, (shown_lines, named) in lit.items():
         assert shown_lines == named, (at, shown_lines, named)
+
+
+def test_a_browser_set_to_dark_gets_the_light_page_the_figures_are_drawn_for(server, chrome, shots):
+    """In a browser that prefers dark, Streamlit drew the page dark, and the figures' dark ink (the
+    headline that says what a frame shows, the listings, the notes) stood on it unreadable."""
+    context = chrome.new_context(viewport=browser.VIEW, color_scheme="dark")
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/coalescing")
+        ready(page, "coalescing")
+        page.screenshot(path=str(shots / "coalescing-dark-preference.png"))
+        colours = page.evaluate("""() => ({
+            page: getComputedStyle(document.querySelector("[data-testid='stApp']")).backgroundColor,
+            headline: getComputedStyle(Array.from(document.querySelectorAll('.js-plotly-plot .textpoint text'))
+                .find(t => /instruction \\d+ of/.test(t.textContent))).fill})""")
+    finally:
+        context.close()
+    light = lambda rgb: sum(map(int, re.findall(r"\d+", rgb)[:3])) > 600   # noqa: E731
+    assert light(colours["page"]) and not light(colours["headline"]), colours
