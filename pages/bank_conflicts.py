@@ -42,7 +42,7 @@ if shown.steps:
     label = ", ".join([kernel] + [f"{name} {value}" for name, value in params.items()]) + f", warp {warp}"
     fig = cached.figure(lambda: bank_figures.bank_figure(shown, label, view_state.presenter(), duration, "step"))
     # on the instruction the link names (?step=, which the player keeps at the one shown)
-    top.plotly_chart(fig.opened_at(view_state.frame("step", fig.frame_names())).on_page("bank_conflicts"), width="stretch",
+    top.plotly_chart(fig.opened_at(view_state.frame("step", fig.frame_names())).on_page(view_state.page_name()), width="stretch",
                      config={"displaylogo": False, "displayModeBar": False}, key="bank-figure")
     top.caption("Top row: the warp's 32 lanes, wired to the bank (column) holding the word each reads. Green: the "
                "first word a bank serves; red: every further word of the same bank, one more wavefront each. "

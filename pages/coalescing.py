@@ -20,11 +20,11 @@ with ui.controls():
     # The catalog lists the lanes-on-rows mapping first and the coalesced one second: the lesson, side by side.
     # Each its title alone, the documents it is from under them: with their names a title was cut at
     # half width ("float4 loads, A transposed in shared memory — from “Matrix M…")
-    first = c0.selectbox("Kernel", kernels, key=view_state.state("kernel", kernels[0], kernels),
-                         format_func=lambda k: registry.get(k).title)
+    title = lambda k: k if k == "(none)" else registry.get(k).title   # noqa: E731
+    first = c0.selectbox("Kernel", kernels, key=view_state.state("kernel", kernels[0], kernels), format_func=title)
     options = ["(none)"] + kernels
     second = c1.selectbox("Side by side with", options, key=view_state.state("compare", kernels[1], options),
-                          format_func=lambda k: k if k == "(none)" else registry.get(k).title)
+                          format_func=title)
     view_state.remember(kernel=first, compare=second)
     chosen = [first] + ([second] if second not in ("(none)", first) else [])
     st.caption("  \n".join(f"{name}: from {registry.get(name).source_titles}" for name in chosen))
@@ -78,7 +78,7 @@ if panels:
         return coalescing_figures.coalescing_figure(panels, presenter, duration, "step")
     fig = cached.figure(lambda: build(view_state.presenter()))
     # on the instruction the link names (?step=, which the player keeps at the one shown)
-    top.plotly_chart(fig.opened_at(view_state.frame("step", fig.frame_names())).on_page("coalescing"), width="stretch",
+    top.plotly_chart(fig.opened_at(view_state.frame("step", fig.frame_names())).on_page(view_state.page_name()), width="stretch",
                      config={"displaylogo": False, "displayModeBar": False}, key="coalescing-figure")
     top.caption("Squares: the elements the warp's active lanes touch, coloured by lane. Red outlines: the 32-byte "
                "sectors they fall in. Middle: one row per 128-byte line the lanes touch, its four 32-byte sectors "

@@ -122,7 +122,7 @@ recorded = recorded_fragments.recorded_map(operand)
 shown_lane = view_state.frame_or_control("lane", lane, [str(n) for n in range(32)])
 fragment_map = cached.figure(lambda: tensor_figures.fragment_figure(operand, recorded, recorded_fragments.owners(operand),
                                                                   shown_lane, PROJECTOR, speed, "lane"), by_mode=False)
-st.plotly_chart(fragment_map.on_page("tensor_cores"), width="stretch", config=CHART, key="tc-fragment")
+st.plotly_chart(fragment_map.on_page(view_state.page_name()), width="stretch", config=CHART, key="tc-fragment")
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
            "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ... (two names in a "
            "cell where WMMA's fragment holds the element twice)")

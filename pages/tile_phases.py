@@ -35,7 +35,7 @@ with ui.controls():
 view = views.tile_view(trace, bx, by)
 fig = cached.figure(lambda: tile_phase_figures.tile_phase_figure(view, view_state.presenter(), duration, "phase"))
 # on the phase the link names (?phase=2-load, which the player keeps at the one shown)
-top.plotly_chart(fig.opened_at(view_state.frame("phase", fig.frame_names())).on_page("tile_phases"), width="stretch",
+top.plotly_chart(fig.opened_at(view_state.frame("phase", fig.frame_names())).on_page(view_state.page_name()), width="stretch",
                  config={"displaylogo": False, "displayModeBar": False}, key="tile-figure")
 (r0, r1), (c0, c1) = view.rows, view.cols
 top.caption(f"Block ({bx}, {by}) owns rows {r0}-{min(r1, m) - 1} and columns {c0}-{min(c1, n) - 1} of C. "

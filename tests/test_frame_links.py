@@ -192,3 +192,9 @@ def test_each_animation_names_the_page_whose_address_takes_its_frame(page, key, 
     into the Ladder's address. Each figure now names its page."""
     meta = figures(open_page(page, params))[0]["layout"]["meta"]
     assert meta == {"url_key": key, "page": Path(page).stem}
+
+
+
+def test_the_tensor_cores_fragment_map_names_its_page_too():
+    maps = [f for f in figures(open_page("pages/tensor_cores.py", {})) if f["layout"].get("meta", {}).get("url_key")]
+    assert [f["layout"]["meta"] for f in maps] == [{"url_key": "lane", "page": "tensor_cores"}]

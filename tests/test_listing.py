@@ -68,3 +68,14 @@ def test_every_frames_line_is_shown_in_a_window_whose_rows_fit(file, body_px, pr
     for w in windows:
         one_line = len(w.rows_of) == 1   # a single line wrapped past the column's rows: all it can do
         assert w.n_rows <= rows or one_line, (w.first, w.last, w.n_rows, rows)
+
+
+def test_a_lit_line_in_a_helper_opens_the_listing_at_the_helpers_signature():
+    """A line lit in a helper above the kernel's `__global__` had been left out of the listing; shown
+    from the line itself, the listing began inside the helper's body."""
+    lines = listing.source_lines("double_buffered.cu")
+    lit = next(n for n, line in enumerate(lines, 1) if "LDG4(A" in line or "LDG(A" in line)
+    view = listing.code_view(lines, 200, listing._start(lines, {lit}))
+    assert lit in view.rows_of and view.first < lit
+    assert lines[view.first - 1].startswith(("__device__", "template")), lines[view.first - 1]
+    assert listing._start(lines, set()) == next(n for n, line in enumerate(lines, 1) if "__global__" in line)

@@ -50,12 +50,12 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     windows, window_at, font = fit_windows(source_lines(shown.file), [s.line for s in steps],
                                            (x_code[1] - x_code[0]) * st.narrowest, body_px, st)
     view = windows[window_at[0]]
-    cx, cy = axis(fig, 3, x_code, body, (0, 1), (max(max(w.n_rows for w in windows), body_px / (font * 1.45)) - .5, -.5))
+    cx, cy = axis(fig, 3, x_code, body, (0, 1), (listing.rows_shown(windows, body_px, font) - .5, -.5))
     fig.add_trace(highlight_trace(view, steps[0].line, cx, cy))
     fig.add_trace(code_trace(view, cx, cy, font))
     frames = []
     for step, lay, at in zip(steps, layers, window_at):
-        view = windows[at]   # the window holding this step's line
+        view = windows[at]
         wx, wy = [], []   # a wire from each lane to each word it reads (4 for a 128-bit access)
         for b, y, lanes in zip(lay["bank"], lay["layer"], lay["lane"]):
             for lane in lanes:
@@ -70,7 +70,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
             {"x": wx, "y": wy},
             {"x": [int(b) for b in lay["bank"]], "y": [int(y) for y in lay["layer"]], "marker": {"color": colors},
              "customdata": info},
-            highlight(view, step.line), listing.window_text(view) if len(windows) > 1 else listing.TEXT_ABOVE_BAND]})
+            highlight(view, step.line), listing.frame_text(windows, view)]})
     for t, d in zip(frames[0]["traces"], frames[0]["data"]):
         fig.data[t].update(d)
     apply_style(fig, st)

@@ -93,7 +93,7 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
         windows, window_at, font = fit_windows(source_lines(p.file), [s.line for s in p.steps],
                                                (x_code[1] - x_code[0]) * st.narrowest, body_px, st)
         view = windows[window_at[0]]
-        code_px = body_px / max(max(w.n_rows for w in windows), body_px / (font * 1.45))
+        code_px = body_px / listing.rows_shown(windows, body_px, font)
         place = lambda row, top=body_top, h=code_px: top + (row + .5) * h   # noqa: E731
         # the band first, under the text: drawn over it, its translucent yellow paled the line it lit
         fig.add_trace(go.Scatter(xaxis=ox, yaxis=oy, fill="toself", fillcolor=HIGHLIGHT, line={"width": 0},
@@ -127,9 +127,8 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
             data += [lanes_fn(s), sectors_fn(s)]
             idx += [lt, st_]
         for (t, windows, window_at, place, code_px, left), p, s in zip(lights, panels, now):
-            view = windows[window_at[min(i, len(p.steps) - 1)]]   # the window holding this frame's line
-            data += [listing.highlight(view, s.line, left, place, code_px / 2),
-                     listing.window_text(view, left, place) if len(windows) > 1 else listing.TEXT_ABOVE_BAND]
+            view = windows[window_at[min(i, len(p.steps) - 1)]]   # (a panel of fewer steps stays on its last)
+            data += [listing.highlight(view, s.line, left, place, code_px / 2), listing.frame_text(windows, view, left, place)]
             idx += [t, t + 1]   # the band, then its text (added after it)
         slots, sectors, lanes = _merge([_strip_slots(s, pl) for s, pl in zip(now, strips)]), \
             _merge([_strip_sectors(s, pl) for s, pl in zip(now, strips)]), \

@@ -73,10 +73,20 @@ def code_view(lines: list[str], chars: int, lo: int | None = None, hi: int | Non
 
 
 def _start(lines: list[str], wanted: set[int]) -> int:
-    """Where a listing starts: the kernel's `__global__` line, or a wanted line above it (in a helper
-    the kernel calls: mma_ldmatrix's copies, whose lit line had been left out of the listing)."""
+    """Where a listing starts: the kernel's `__global__` line, or above it the signature of a helper
+    the kernel calls with a wanted line in it (mma_ldmatrix's copies, whose lit line had been left out
+    of the listing): the top-level lines (at column 0, not a brace, comment or directive) its body
+    follows, a `template <...>` line included."""
     start = next((n for n, l in enumerate(lines, 1) if "__global__" in l), 1)
-    return max(1, min([start, *wanted]))
+    first = min([start, *(w for w in wanted if w >= 1)])
+    if first == start:
+        return start
+    top = lambda n: lines[n - 1][:1] not in ("", " ", "\t", "}", "/", "#")   # noqa: E731
+    while first > 1 and not top(first):
+        first -= 1
+    while first > 1 and top(first - 1):
+        first -= 1
+    return first
 
 
 def code_window(lines: list[str], wanted: set[int], max_rows: int, chars: int, compact: bool) -> CodeView:
@@ -123,7 +133,7 @@ def fit_windows(lines: list[str], frame_lines: list[int], width_px: float, heigh
     wanted = set(frame_lines)
     view, font = fit_code(lines, wanted, width_px, height_px, st)
     rows, chars = int(height_px / (font * 1.45)), chars_fitting(width_px, font)
-    if view.n_rows <= rows:
+    if view.n_rows <= rows or not wanted:
         return [view], [0] * len(frame_lines), font
     groups: list[list[int]] = []   # the wanted lines, in runs whose rows fit the column
     for line in sorted(wanted):
@@ -142,6 +152,18 @@ def window_text(view: CodeView, x: float = 0, row_y=None) -> dict:
     after the band, as TEXT_ABOVE_BAND is."""
     y = row_y or (lambda row: row)
     return {"x": [x] * view.n_rows, "y": [y(r) for r in range(view.n_rows)], "text": view.texts}
+
+
+def rows_shown(windows: list[CodeView], height_px: float, font: int) -> float:
+    """The display rows the column is divided into: the tallest window's, or as many as fit at `font`
+    (a short listing keeps its rows the font's height, at the top)."""
+    return max(max(w.n_rows for w in windows), height_px / (font * 1.45))
+
+
+def frame_text(windows: list[CodeView], view: CodeView, x: float = 0, row_y=None) -> dict:
+    """What a frame sends the listing's text trace, after its band: its window's rows where the
+    listing has several (window_text), else nothing new (TEXT_ABOVE_BAND)."""
+    return window_text(view, x, row_y) if len(windows) > 1 else TEXT_ABOVE_BAND
 
 
 def code_trace(view: CodeView, xref: str, yref: str, font: int) -> go.Scatter:

@@ -46,6 +46,8 @@ def written_once():
     draft = _RUN.draft = Draft(st.query_params.to_dict())
     try:
         yield draft
+        # A run that ended (not stopped, not cut short by a rerun) drew every control of the page
+        st.session_state.pop(STOPPED, None)
     finally:
         _RUN.draft = None
         st.session_state[LEFT] = draft.to_dict()
@@ -65,11 +67,13 @@ def stop():
     draft = getattr(_RUN, "draft", None)
     if draft is not None:
         _send(draft)
-    st.session_state[STOPPED] = True   # the next run puts the controls not drawn back on screen as kept (view_state.state)
+    st.session_state[STOPPED] = True   # the runs after it send each control's kept value again (view_state.redrawn)
     st.stop()
 
 
-# Set by a run that stopped (stop()), for the next run (ui.setup_page moves it to AFTER_STOP).
+# Set by a run that stopped (stop()) until a run ends whole (written_once): a run cut short by a rerun
+# (a quick second change) may not reach the controls either. Each run reads it at its start (ui.setup_page
+# copies it to AFTER_STOP).
 STOPPED, AFTER_STOP = "_run_stopped", "_after_stop"
 
 

@@ -139,12 +139,14 @@ def reason(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: t
     return None
 
 
-def check(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> None:
-    """Nothing when the kernel takes them; else its one-line reason next to the controls, and nothing
-    drawn after it."""
-    why = reason(kernel, m, n, k, params, block)
+def check(kernel: str, m: int, n: int, k: int, params: dict[str, dict[str, int]], block: tuple[int, int],
+          shown: list[str]) -> None:
+    """Nothing when the kernel takes them; else its one-line reason under the title, and nothing
+    drawn after it. params: each kernel's of those shown together (shared_hint)."""
+    why = reason(kernel, m, n, k, params[kernel], block)
     if why:
-        view_state.refuse(why)
+        hint = shared_hint(kernel, shown, m, n, k, params, block)
+        view_state.refuse(why + ("" if why.endswith(".") or not hint else ".") + hint)
 
 
 def kernel_settings(kernels: list[str], sizes: tuple[int, int, int], hi: int, lo: int = 1,
@@ -153,27 +155,28 @@ def kernel_settings(kernels: list[str], sizes: tuple[int, int, int], hi: int, lo
     m, n, k = size_inputs(sizes, hi, lo)
     params, block = parameter_inputs(kernels, block_default, opening=opening)
     for kernel in kernels:
-        why = reason(kernel, m, n, k, params[kernel], block)
-        if why:
-            hint = shared_hint(kernels, m, n, k, params, block)
-            view_state.refuse(why + ("" if why.endswith(".") or not hint else ".") + hint)
+        check(kernel, m, n, k, params, block, kernels)
     return Settings(m, n, k, params, block)
 
 
-def shared_hint(kernels: list[str], m: int, n: int, k: int, params: dict[str, dict[str, int]],
+def shared_hint(refused: str, kernels: list[str], m: int, n: int, k: int, params: dict[str, dict[str, int]],
                 block: tuple[int, int]) -> str:
-    """Where kernels shown together share a parameter (one select for a name both declare) and one is
-    refused: which values they share and, where changing one of them runs both, that change.
-    Coalescing's warptile beside prefetched said only "prefetched needs at most 48 KB of shared memory
-    (it would take 64 KB)": the BK it took was warptile's 32, and nothing said so."""
-    shared = [name for name in params[kernels[0]] if all(name in params[other] for other in kernels[1:])]
-    if len(kernels) < 2 or not shared:
+    """Where kernels shown together share parameters (one select for a name both declare) and one is
+    refused for the values it took from them: so, and the single change that runs both, the shared
+    values it would choose itself tried first. Coalescing's warptile beside prefetched said only
+    "prefetched needs at most 48 KB of shared memory (it would take 64 KB)": the BK it took was
+    warptile's 32, and nothing said so. Nothing where its own values are refused too (the sizes are
+    the cause, as tiled_unguarded's at M = 17)."""
+    own = registry.get(refused).default_params()
+    shared = [name for name in params[refused] if len(kernels) > 1 and all(name in params[other] for other in kernels)]
+    if not shared or reason(refused, m, n, k, own, block) is not None:
         return ""
     said = f" The kernels shown take {', '.join(shared)} from the same selects"
-    for name in shared:
-        for value in registry.get(kernels[0]).params[name]:
-            if value != params[kernels[0]][name] and all(
-                    value in registry.get(kernel).params[name]
-                    and reason(kernel, m, n, k, {**params[kernel], name: value}, block) is None for kernel in kernels):
-                return f"{said}: with {name} {value} both run."
+    # first a shared value set back to the refused kernel's own, then any other
+    changes = [(name, own[name]) for name in shared] + [(name, v) for name in shared for v in registry.get(refused).params[name]]
+    for name, value in changes:
+        if value != params[refused][name] and all(
+                value in registry.get(kernel).params[name]
+                and reason(kernel, m, n, k, {**params[kernel], name: value}, block) is None for kernel in kernels):
+            return f"{said}: with {name} {value} both run."
     return f"{said}, and no other value of one of them runs both: compare with another kernel."

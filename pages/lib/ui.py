@@ -45,7 +45,7 @@ def setup_page(page: str, title: str, intro: str, has_view: bool = True) -> None
     A page without view state in the URL (Home) passes has_view=False."""
     routing.routed_by_app()
     st.session_state["_ran"] = True
-    st.session_state[query.AFTER_STOP] = st.session_state.pop(query.STOPPED, False)
+    st.session_state[query.AFTER_STOP] = st.session_state.get(query.STOPPED, False)
     server.start_once()
     server.announce_compiles()
     view_state.take_frames_shown()   # before the page's animation asks which frame it stands on

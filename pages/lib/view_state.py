@@ -21,6 +21,11 @@ def presenter() -> bool:
     return st.session_state.get("presenter_mode", False)
 
 
+def page_name() -> str:
+    """The page this run draws (ui.setup_page): the last part of its address."""
+    return st.session_state.get("_page", "")
+
+
 def page_key(name: str) -> str:
     return f"{st.session_state.get('_page', '')}.{name}"
 
