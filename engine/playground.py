@@ -71,6 +71,15 @@ def share_token(text: str) -> str:
     return SHARE_PREFIX + base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
 
 
+def shareable(text: str) -> bool:
+    """Whether a source can travel as a share link and a download: UTF-8 text (a browser's JSON can
+    carry a lone surrogate) no larger than the Playground takes."""
+    try:
+        return len(text.encode("utf-8")) <= MAX_SOURCE_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
 def source_from_token(token: str) -> str:
     """The source a share link carries; a damaged or oversized one is a one-line error. The
     decompressed size is bounded before it is reached, so a small token cannot inflate into gigabytes."""

@@ -6,7 +6,7 @@ import streamlit as st
 from code_editor import code_editor
 
 from engine import animations, playground
-from engine.bench import benchmark
+from engine.bench import benchmark, schema
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.metrics import views
@@ -33,6 +33,8 @@ with ui.controls():
     start = c0.selectbox("Start from", starters, key=view_state.state("start", "tiled_guarded", starters),
                          format_func=lambda s: "A blank kernel" if s == playground.BLANK else ui.kernel_label(s),
                          help="switching throws away your edits (download them first)")
+    # (max_upload_size is in whole megabytes, the least 1: the file's own limit is said in the help
+    # and checked by playground.text_of)
     uploaded = c1.file_uploader("Or open a .cu file", type=["cu"], max_upload_size=1,
                                 help=f"up to {playground.MAX_SOURCE_BYTES // 1024} KB of text")
 
@@ -62,14 +64,20 @@ if text is not None:
     st.session_state[EDITOR + "_n"] = st.session_state.get(EDITOR + "_n", 0) + 1
 
 built = st.session_state[BUILT]
-saved = ui.or_stop("Reading your kernel", playground.save, built)
+# Read before the editor is drawn, refused after it: a source that could not be read (no extern "C"
+# kernel, a name or size it refuses) had stopped the page before the editor, and the student's edit
+# was gone with it, the address still holding the build before.
+try:
+    saved, unread = playground.save(built), None
+except EngineError as exc:
+    saved, unread = None, str(exc)
 # The lines messages are about (the source reader's rules, this source's last failed build), passed
 # to the editor's gutter; Ace drops them where the component sets its text after they came, so the
 # messages under the editor name the line too.
 failed = st.session_state.get(FAILED)
-built_errors = playground.diagnostics(failed[1]) if failed and failed[0][0] == saved.digest else []
+built_errors = playground.diagnostics(failed[1]) if saved and failed and failed[0][0] == saved.digest else []
 marks = [{"row": d.line - 1, "column": 0, "type": "error", "text": d.message}
-         for d in saved.problems + built_errors if d.line]
+         for d in (saved.problems if saved else []) + built_errors if d.line]
 answer = code_editor(built, lang="c_cpp", height=[14, 22], key=f"{EDITOR}_{st.session_state[EDITOR + '_n']}",
                      buttons=[{"name": "Build (Ctrl+Enter)", "feather": "Play", "primary": True, "hasText": True,
                                "showWithIcon": True, "commands": ["submit"], "alwaysOn": True,
@@ -82,18 +90,21 @@ if answer and answer.get("type") == "submit" and answer.get("text") is not None 
     st.session_state[EDITOR + "_n"] += 1
     st.rerun()
 
-share = playground.share_token(built)
-query.params()["src"] = share
-d0, d1 = st.columns([1, 3])
-d0.download_button("Download the .cu", built, f"{saved.kernel}.cu", "text/plain", on_click="ignore")
-d1.caption("This page's address now carries your kernel: copy it from the address bar to share it.")
+if playground.shareable(built):   # (not a lone surrogate, nor past the size the Playground takes)
+    query.params()["src"] = playground.share_token(built)
+    d0, d1 = st.columns([1, 3])
+    d0.download_button("Download the .cu", built, f"{saved.kernel if saved else 'kernel'}.cu", "text/plain",
+                       on_click="ignore")
+    d1.caption("This page's address now carries your kernel: copy it from the address bar to share it.")
+if saved is None:
+    view_state.refuse(schema.plain(unread))
 
-for problem in saved.problems:
-    st.error(str(problem), icon=":material/error:")
+for problem in saved.problems:   # the student's source quoted: plain text, not Markdown
+    st.error(schema.plain(str(problem)), icon=":material/error:")
 if saved.problems:
     query.stop()
 
-spec = ui.or_stop("Reading your kernel's contract", playground.spec_of, saved)
+spec = ui.or_stop("Reading your kernel's contract", playground.spec_of, saved, plain=True)
 with ui.controls("Sizes and parameters"):
     cols = st.columns(3 + len(spec.params))
     # Sizes up to 256: a whole trace of a naive kernel at 256^3 is 33 M records, over the cap.
@@ -103,7 +114,7 @@ with ui.controls("Sizes and parameters"):
     for col, (name, allowed) in zip(cols[3:], spec.params.items()):
         params[name] = col.selectbox(name, allowed, key=view_state.state(name, spec.default_params()[name], allowed))
     view_state.remember(start=start, m=m, n=n, k=k, **params)
-problem = ui.or_stop("Checking your kernel's contract", playground.problem_for, spec, m, n, k, params)
+problem = ui.or_stop("Checking your kernel's contract", playground.problem_for, spec, m, n, k, params, plain=True)
 grid = spec.launches[-1].grid(problem)
 
 e0, e1, e2, e3, e4 = st.columns([1, 1, 1, 1.3, 1.6])
@@ -115,7 +126,7 @@ asked = (saved.digest, m, n, k, tuple(params.items()), bx, by)
 failed = st.session_state.get(FAILED)
 if failed and failed[0] == asked:
     for line in playground.diagnostics(failed[1]) or [playground.Diagnostic(0, failed[1])]:
-        st.error(str(line), icon=":material/error:")
+        st.error(schema.plain(str(line)), icon=":material/error:")
     query.stop()
 try:
     with st.spinner(f"Building and tracing block ({bx}, {by}) of {saved.kernel} at {m}x{n}x{k} in the sandbox..."):
@@ -191,7 +202,7 @@ if status.available:
             try:
                 mine = playground.time_on_gpu(saved, problem)
             except EngineError as exc:
-                st.error(str(exc).replace(str(saved.path), saved.path.name), icon=":material/error:")
+                st.error(schema.plain(str(exc).replace(str(saved.path), saved.path.name)), icon=":material/error:")
                 query.stop()
             settings = benchmark.Settings()
             rows = [benchmark.measure(name, m, n, k, settings) for name in others]

@@ -109,3 +109,38 @@ def test_off_unless_the_server_turns_it_on(server, page, shots):
     assert any("--playground" in t for t in text), text
     assert not [f for f in page.frames if "code_editor" in f.url]
     page.screenshot(path=str(shots / "playground-off.png"))
+
+
+def test_a_source_it_cannot_read_keeps_the_editor_and_the_edit(playground_server, page, shots):
+    """Without `extern "C"` the page stopped before the editor: the student's edit was gone, the address
+    still held the build before, and the message drew `__global__` as a bold "global"."""
+    page.goto(f"{playground_server}/playground?start=blank")
+    page_ready(page)
+    edit_and_build(page, 'extern "C" __global__', "__global__")
+    page.wait_for_function("document.querySelectorAll(\"[data-testid='stAlertContentError']\").length > 0", timeout=60000)
+    page.screenshot(path=str(shots / "playground-unreadable.png"))
+    said = page.locator("[data-testid='stAlertContentError']").first.inner_text()
+    assert 'extern "C" __global__ void' in said, said
+    shown = editor_text(page)
+    assert "__global__ void my_kernel" in shown and 'extern "C"' not in shown
+    assert page.get_by_text("Download the .cu").count() == 1
+    page.goto(page.url)   # the address carries the edit too
+    page.wait_for_function("document.querySelectorAll(\"[data-testid='stAlertContentError']\").length > 0", timeout=60000)
+    assert 'extern "C"' not in editor_text(page)
+    assert not page.errors, page.errors
+
+
+def test_a_refused_build_leaves_the_sizes_and_speed_as_they_were(playground_server, page):
+    """A build the tracing rules refused stopped the page before its size controls: fixed and built
+    again, the Playground showed M, N and K at 1 and Speed slow, and the next build ran at 1x1x1."""
+    page.goto(f"{playground_server}/playground?start=blank&m=48&speed=fast")
+    page_ready(page)
+    edit_and_build(page, "STG(C, row * N + col, sum);", "C[row * N + col] = sum;")
+    page.wait_for_function("document.querySelectorAll(\"[data-testid='stAlertContentError']\").length > 0", timeout=60000)
+    edit_and_build(page, "C[row * N + col] = sum;", "STG(C, row * N + col, sum);")
+    page_ready(page)
+    speed = page.locator("[data-testid='stSlider']", has_text="Speed").locator("[data-testid='stSliderThumbValue']")
+    shown = [page.get_by_label(name, exact=True).first.input_value() for name in ("M", "N", "K")]
+    assert (shown, speed.inner_text()) == (["48", "64", "64"], "fast")
+    assert "m=48" in page.url and "speed=fast" in page.url, page.url
+    assert not page.errors, page.errors

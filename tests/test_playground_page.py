@@ -1,6 +1,8 @@
 """The Playground page (pages/playground.py) with Streamlit's AppTest, in CPU mode: off unless switched
 on, and, on, a kernel from a share link built and traced in the sandbox, its errors at their lines.
 (The editor itself is a browser component: tests/test_browser_playground.py types in it.)"""
+import re
+
 import pytest
 
 from engine import playground, sandbox
@@ -18,7 +20,9 @@ def switched_on(monkeypatch, tmp_path):
 
 
 def texts(at, kind: str) -> list[str]:
-    return [str(e.value) for e in getattr(at, kind)]
+    """The messages as a browser shows them: the Playground's quote a student's source as plain text,
+    each Markdown character escaped (schema.plain), which the browser draws as itself."""
+    return [re.sub(r"\\(.)", r"\1", str(e.value)) for e in getattr(at, kind)]
 
 
 def test_off_unless_the_server_turns_it_on(monkeypatch):

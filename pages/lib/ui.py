@@ -287,14 +287,16 @@ def mode_banner() -> None:
                 icon=":material/memory:")
 
 
-def or_stop(what: str, fn, *args):
+def or_stop(what: str, fn, *args, plain: bool = False):
     """fn(*args), saying what is being computed while it runs (a new size or tile can take a second
-    or more), or a one-line message in the page and nothing else drawn."""
+    or more), or a one-line message in the page and nothing else drawn. plain: the message quotes a
+    student's source or its compiler (the Playground), shown as the characters it holds: as Markdown,
+    `extern "C" __global__` had been drawn as extern "C" **global**."""
     try:
         with st.spinner(f"{what}..."):
             return fn(*args)
     except EngineError as exc:
-        view_state.refuse(str(exc))
+        view_state.refuse(schema.plain(str(exc)) if plain else str(exc))
 
 
 def grid_of(kernel: str, m: int, n: int, k: int, params: dict[str, int], block: tuple[int, int]) -> tuple[int, int]:
