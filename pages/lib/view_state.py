@@ -27,7 +27,7 @@ def page_name() -> str:
 
 
 def page_key(name: str) -> str:
-    return f"{st.session_state.get('_page', '')}.{name}"
+    return f"{page_name()}.{name}"
 
 
 def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", what: str = "value",
