@@ -34,6 +34,9 @@ def shutdown() -> None:
         build.stop()
     if workers is not None:
         workers.stop_all()
+    cache = sys.modules.get("engine.kernels.cache")
+    if cache is not None:
+        cache.sweep_opened()
 
 
 atexit.register(shutdown)

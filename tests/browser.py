@@ -74,6 +74,7 @@ HEADLINE = r"/(instruction|load|store) [\d,]+ of|phase \d+ of/"
 SHOWN_JS = """(i) => {
   const HEADLINE = """ + HEADLINE + """;
   const gd = document.querySelectorAll('.js-plotly-plot')[i];
+  if (!gd || !gd._fullLayout || !gd._transitionData) return null;   // between a rerun's charts
   const texts = Array.from(gd.querySelectorAll('.scatterlayer .textpoint text'));
   const heads = texts.map(t => t.textContent).filter(t => HEADLINE.test(t));
   const box = (el) => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
@@ -89,10 +90,17 @@ SHOWN_JS = """(i) => {
 }"""
 
 
-def shown(page, index: int = 0) -> dict:
+def shown(page, index: int = 0, timeout_ms: int = 30000) -> dict:
     """The headlines, the highlighted source line of each panel, the slider position and the number
-    of drawn layout shapes of the index-th figure, as displayed now."""
-    return page.evaluate(SHOWN_JS, index)
+    of drawn layout shapes of the index-th figure, as displayed now. A rerun replaces its charts a
+    moment after the last run's are gone (a page opened by Back had none for an instant, and the
+    read failed on it): then it waits for the figure to be drawn again."""
+    for _ in range(timeout_ms // 100):
+        found = page.evaluate(SHOWN_JS, index)
+        if found is not None:
+            return found
+        page.wait_for_timeout(100)
+    raise AssertionError(f"figure {index} was not drawn within {timeout_ms} ms")
 
 
 def wait_for_headline(page, timeout_ms: int = 60000) -> None:

@@ -139,6 +139,54 @@ def test_a_python_process_that_used_the_engine_exits_promptly(tmp_path):
             proc.wait()
 
 
+def _builds_forever(conn) -> None:
+    """A worker caught halfway through a build (a worker builds what the app had not built for it)."""
+    from engine.kernels import cache
+    folder = cache.cache_dir() / f".building-{os.getpid()}-half"
+    folder.mkdir()
+    (folder / "naive_x_rows-cpu-0.so").write_bytes(b"half")
+    conn.send("building")
+    time.sleep(3600)
+
+
+def test_a_workers_unfinished_build_goes_with_the_process_that_stopped_it(tmp_path):
+    """Stopping kills the workers; what one of them was building had stayed in the cache until the
+    next start swept it (the server's signal test once found a build folder left)."""
+    code = ("from engine.devices.workers import Worker\n"
+            "from engine.kernels import cache\n"
+            "from tests.test_stop import _builds_forever\n"
+            "cache.cache_dir()\n"
+            "worker = Worker(_builds_forever, 'test worker')\n"
+            "print(worker.conn.recv(), flush=True)\n")
+    cache = tmp_path / "cache"
+    done = subprocess.run([sys.executable, "-c", code], cwd=server.ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "MATMUL_EXPLORER_CACHE": str(cache)})
+    assert done.returncode == 0 and done.stdout.strip() == "building", done.stderr[-2000:]
+    assert not _left_behind([], cache), _left_behind([], cache)
+
+
+def test_a_build_folder_written_into_while_it_is_removed_is_still_removed(tmp_path, monkeypatch):
+    """A build thread can put its next file in after rmtree has listed the folder: rmtree then leaves
+    the folder, and the interpreter exits before that thread removes it."""
+    from engine.kernels import cache as compile_cache
+    folder = tmp_path / ".building-1-race"
+    folder.mkdir()
+    real, calls = compile_cache.shutil.rmtree, []
+
+    def racing(path, *args, **kwargs):
+        real(path, *args, **kwargs)
+        if not calls:                                   # the thread's write lands just then
+            Path(path).mkdir()
+            (Path(path) / "key.h").write_text("late")
+        calls.append(path)
+
+    monkeypatch.setattr(compile_cache.shutil, "rmtree", racing)
+    monkeypatch.setattr(compile_cache, "_IN_FLIGHT", {folder})
+    monkeypatch.setattr(compile_cache, "_CLOSED", __import__("threading").Event())
+    compile_cache.discard_in_flight()
+    assert not folder.exists()
+
+
 @pytest.mark.gpu
 def test_a_signal_stops_a_gpu_server_while_it_traces_and_times(tmp_path):
     """GPU mode: the GPU worker (PyCUDA) is killed with the rest, its shared memory freed."""

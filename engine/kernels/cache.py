@@ -319,7 +319,28 @@ def discard_in_flight() -> None:
         folders = list(_IN_FLIGHT)
         _IN_FLIGHT.clear()
     for folder in folders:
+        _remove_folder(folder)
+
+
+def _remove_folder(folder: Path, tries: int = 20) -> None:
+    """rmtree, again while the folder is still there: a build thread writing its next input file
+    (build.py writes a header before it starts the compiler) can put one in after rmtree listed the
+    folder, so that the folder is not empty when rmtree removes it, and the interpreter then exits
+    before that thread removes it itself. Once the folder is gone, that thread cannot write into it."""
+    for _ in range(tries):
         shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            return
+        time.sleep(0.01)
+
+
+def sweep_opened() -> None:
+    """At shutdown, once the workers are gone: what they were building when they were killed (a
+    worker builds what the app had not built for it) goes now, not at the next start."""
+    with _OPENED_LOCK:
+        opened = list(_OPENED)
+    for path in opened:
+        sweep_stale(path)
 
 
 # ------------------------------------------------------------------ size, eviction and clearing
