@@ -5,6 +5,7 @@ import argparse
 import json
 import math
 import os
+import select
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from engine import outputs
 from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import cache, documents, registry, sass
-from engine.kernels.problem import add_param_options, make_problem, params_given, parse_block
+from engine.kernels.problem import add_param_options, block_given, make_problem, params_given
 from engine.metrics import analysis
 from engine.tracing import tracer
 from engine.tracing.plan import DEFAULT_RECORD_CAP, parse_blocks
@@ -124,7 +125,7 @@ def save_trace(trace, out: Path, tmp: Path) -> None:
 
 def cmd_trace(args) -> int:
     spec = registry.get(args.kernel)
-    block = parse_block(args.block) if args.block else spec.default_block
+    block = block_given(spec, args.block) or spec.default_block
     problem = make_problem(args.m, args.n, args.k, block=block, params=params_given(args, registry.parameter_names()))
     blocks = parse_blocks(args.blocks)
     out, tmp = trace_destination(args.out) if args.out else (None, None)
@@ -188,6 +189,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe nobody reads any more. Flushing it again was the test, but the write
+    that failed had emptied the buffer, so that flush passed: `kernels | head -c 0` printed
+    "error: [Errno 32] Broken pipe" and exit code 2. poll() says it of the pipe itself (POLLERR)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):   # no real file behind stdout (captured, closed)
+        return False
+
+
 def main(argv=None) -> int:
     try:   # from the first step: a Ctrl-C while the subcommands' modules import (seconds) is stopped too
         args = _parser().parse_args(argv)
@@ -199,9 +212,7 @@ def main(argv=None) -> int:
         print("stopped", file=sys.stderr)
         return 130
     except BrokenPipeError as exc:
-        try:
-            sys.stdout.flush()
-        except BrokenPipeError:   # `... | head`: the reader has what it wanted; no traceback, and none at exit
+        if _stdout_reader_gone():   # `... | head`: the reader has what it wanted; no traceback, and none at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 141
         print(f"error: {exc}", file=sys.stderr)   # another pipe (a browser's that died), not stdout's

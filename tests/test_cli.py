@@ -388,3 +388,13 @@ def test_a_broken_pipe_that_is_not_stdouts_is_an_error_not_a_quiet_exit(monkeypa
     monkeypatch.setattr(cli, "cmd_cache", broken)
     assert main(["cache"]) == 2
     assert capsys.readouterr().err.strip() == "error: [Errno 32] Broken pipe"
+
+
+def test_output_into_a_pipe_nobody_reads_ends_quietly():
+    """`python -m engine kernels | head -c 0`: the write that failed had emptied the buffer, so flushing
+    again passed, and a closed stdout was told as "error: [Errno 32] Broken pipe" with exit code 2."""
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "kernels"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()          # before it writes: the reader is gone from the start
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and err == "", err

@@ -218,11 +218,42 @@ def test_the_cli_shows_the_cache_and_clears_it(cache, capsys):
     assert list(folder.iterdir()) == []
 
 
+def test_builds_that_could_not_be_removed_are_not_reported_cleared(cache, capsys, monkeypatch):
+    """`cache --clear` ignored a failed unlink and said "cleared 2 builds" with one of them still there."""
+    from engine.cli import main
+    folder = cache_dir()
+    _entry(folder, "k0-cpu-00000000000000000000", 2**20, 100)
+    _entry(folder, "k1-cpu-11111111111111111111", 2**20, 100)
+    real = Path.unlink
+
+    def refuse(self, *args, **kwargs):
+        if self.name.startswith("k1-"):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    assert main(["cache", "--clear"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: cleared 1 builds (1.0 MB) from {folder}, but 1 could not be removed, k1-cpu-"), err
+    assert err.endswith("(Permission denied)") and "\n" not in err, err
+    assert {p.name.split(".")[0] for p in folder.iterdir()} == {"k1-cpu-11111111111111111111"}
+
+
 def test_a_budget_that_is_not_a_number_is_a_one_line_error(cache, monkeypatch):
     from engine.kernels import cache as compile_cache
     monkeypatch.setenv(compile_cache.BUDGET_ENV, "lots")
     with pytest.raises(EngineError, match="MATMUL_EXPLORER_COMPILE_CACHE_MB must be a number of megabytes"):
         compile_cache.budget_bytes()
+
+
+def test_a_bad_budget_is_said_before_the_compile_not_after_it(cache, monkeypatch):
+    """The budget was read only to evict after a new build: a trace compiled for seconds, then failed."""
+    from engine.kernels import cache as compile_cache
+    monkeypatch.setenv(compile_cache.BUDGET_ENV, "lots")
+    built = []
+    with pytest.raises(EngineError, match="MATMUL_EXPLORER_COMPILE_CACHE_MB must be a number of megabytes"):
+        compile_cache.atomic_build(compile_cache.build_path("k0", "cpu", "0" * 20), built.append)
+    assert built == []
 
 
 # ------------------------------------------------------------------ only the build of its key is loaded

@@ -293,3 +293,22 @@ def test_two_uploads_of_one_name_are_two_runs_and_one_run_is_not_named_in_its_la
     assert not charts.labels(rows.assign(run="a.json")).str.contains("a.json").any()
     both = pd.concat([rows.assign(gpu="H100", run="a.json"), rows.assign(gpu="H200", run="b.json")], ignore_index=True)
     assert "run" not in benchmark.table(both)   # a run per GPU: the GPU column tells them apart
+
+
+def test_results_json_is_strict_json_whatever_numbers_a_row_has(tmp_path):
+    """A result not checked (rel_error NaN) was written as a bare NaN, which browsers' JSON.parse, jq and
+    strict readers refuse; now null, and the file reads back as the same run."""
+    doc = json.loads(RECORDED.read_text())
+    doc["results"][0]["rel_error"] = float("nan")
+    doc["results"][1]["rel_error"] = None
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(doc))
+    assert main(["bench", "--from", str(source), "--out", str(tmp_path / "out"), "--formats", "json"]) == 0
+    text = (tmp_path / "out" / "results.json").read_text()
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    written = json.loads(text, parse_constant=refuse)
+    assert written["results"][0]["rel_error"] is None
+    assert len(written["results"]) == len(doc["results"])

@@ -40,3 +40,49 @@ def test_inputs_are_random_and_never_zero():
     a, b = make_inputs(make_problem(20, 30, 10))
     assert a.shape == (20, 10) and b.shape == (10, 30) and a.dtype == np.float32
     assert (a > 0).mean() > 0.99 and a.std() > 0.2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    # Each had been a raw ValueError or TypeError from deep inside, or (a seed below 0) a trace
+    # worker dead of numpy's refusal, its traceback in the terminal.
+    ({"seed": "x"}, "the seed must be a whole number, got 'x'"),
+    ({"seed": 1.5}, "the seed must be a whole number, got 1.5"),
+    ({"seed": -1}, "the seed must be from 0 to 2**64 - 1, got -1"),
+    ({"block": "32x8"}, "block must be a pair (x, y) like (32, 8), got '32x8'"),   # had been read as (3, 2)
+    ({"block": 5}, "block must be a pair (x, y) like (32, 8), got 5"),
+    ({"block": (32, 8.5)}, f"block y must be an integer from 1 to {MAX_DIM:,}, got 8.5"),
+])
+def test_a_malformed_seed_or_block_is_one_line(kwargs, message):
+    with pytest.raises(EngineError) as info:
+        make_problem(8, 8, 8, **kwargs)
+    assert str(info.value) == message
+
+
+def test_a_block_given_as_a_list_or_a_whole_float_seed_is_taken():
+    p = make_problem(8, 8, 8, block=[32, 8], seed=3.0)
+    assert p.block == (32, 8) and p.seed == 3 and isinstance(p.seed, int)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"blocks": [(1,)]}, "a block must be a pair (x, y) like (3, 1), got (1,)"),
+    ({"blocks": "0,0"}, "blocks are a list of (x, y) pairs like [(0, 0), (3, 1)], got '0,0'"),
+    ({"blocks": [(0.5, 0)]}, "a block's x must be a whole number, got 0.5"),   # had been traced as block 0
+    ({"cap": "a"}, "the record cap must be a whole number, got 'a'"),
+    ({"cap": 1.5}, "the record cap must be a whole number, got 1.5"),
+])
+def test_a_malformed_choice_of_blocks_or_cap_is_one_line(kwargs, message):
+    from engine.tracing.plan import make_plan
+    with pytest.raises(EngineError) as info:
+        make_plan("tiled_guarded", make_problem(32, 32, 32), **kwargs)
+    assert str(info.value) == message
+
+
+def test_block_is_refused_for_a_kernel_whose_block_follows_from_its_parameters(capsys, tmp_path):
+    """`trace tiled_guarded --block 7x3` traced its 16 x 16 blocks without a word about the 7 x 3."""
+    from engine.cli import main
+    assert main(["trace", "tiled_guarded", "--m", "32", "--n", "32", "--k", "32", "--source", "cpu",
+                 "--block", "7x3"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: tiled_guarded's block follows from its parameters; --block "
+                                               "sets the launch block of the kernels that take one (the naive kernels)")
+    assert main(["bench", "--kernels", "tiled_guarded", "--sizes", "64", "--block", "7x3", "--out", str(tmp_path)]) == 2
+    assert "tiled_guarded's block follows from its parameters" in capsys.readouterr().err

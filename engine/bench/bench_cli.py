@@ -10,7 +10,7 @@ from engine.bench import benchmark, export, schema
 from engine.devices import gpu_client
 from engine.errors import EngineError
 from engine.kernels import registry
-from engine.kernels.problem import add_param_options, params_given, parse_block
+from engine.kernels.problem import add_param_options, block_given, params_given
 
 
 def register(sub) -> None:
@@ -91,12 +91,14 @@ def cmd_bench(args) -> int:
         benchmark.check_params(kernels, params)
         settings = benchmark.Settings(args.warmup, args.reps, args.flush_l2)   # checked before any GPU is asked
         sizes = benchmark.parse_sizes(args.sizes)
+        # A block for the kernels that take one; refused where none of them does.
+        takes = [k for k in kernels if registry.get(k).block_shapes]
+        blocks = {k: block_given(registry.get(k), args.block) for k in takes or kernels[:1]} if args.block else None
         status = gpu_client.status()
         if not status.available:
             raise EngineError(f"no GPU to time on ({status.reason}); use --from a recorded results.json")
         prov = benchmark.provenance(status.info, settings)
         rows = []
-        blocks = {k: parse_block(args.block) for k in kernels} if args.block else None
         for row in benchmark.sweep(kernels, sizes, settings, params, blocks):
             rows.append(row)
             shape = f"{row['m']}x{row['n']}x{row['k']}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import signal
@@ -224,8 +225,21 @@ def figures(rows: list[dict], prov: dict, font: int = style.EXPORT_FONT) -> dict
 
 def write_json(rows: list[dict], prov: dict, path: Path) -> Path:
     """The run as the JSON document the explorer reads back (recorded runs, uploads)."""
-    outputs.write(path, json.dumps(to_document(rows, prov), indent=1, default=float))
+    # Strict JSON, which browsers, jq and pandas read: a NaN (a result not checked, or read so from
+    # the file it came from) had been written as a bare NaN, which none of them takes.
+    outputs.write(path, json.dumps(_finite(to_document(rows, prov)), indent=1, default=float, allow_nan=False))
     return path
+
+
+def _finite(value):
+    """value with every NaN or infinite number (numpy's too) as None: JSON's null."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "f"):
+        return float(value) if math.isfinite(value) else None
+    return value
 
 
 # What each file bench writes begins with: an existing file of one of its names is replaced only if

@@ -256,6 +256,7 @@ def atomic_build(target: Path, build, background: bool = False) -> Path:
     a matching pair or a mismatch it rebuilds)."""
     if is_built(target):
         return target
+    budget = budget_bytes()   # a bad setting said before the compile, not after its seconds of work
     with _TARGET_LOCKS_LOCK:
         lock = _TARGET_LOCKS.setdefault(target, threading.Lock())
         behind_background = _BUILDERS.get(target) is True and not background
@@ -270,7 +271,7 @@ def atomic_build(target: Path, build, background: bool = False) -> Path:
                 _build_into(target, build)
             finally:
                 _BUILDERS.pop(target, None)
-    evict()
+    evict(budget)
     return target
 
 
@@ -411,26 +412,37 @@ def evict(budget: int | None = None, path: Path | None = None) -> int:
                 break
             if now - entry.used < _RECENT_S:
                 continue
-            for f in entry.files:
-                try:
-                    f.unlink()
-                except OSError:
-                    pass
-            freed += entry.nbytes
+            freed += _remove_files(entry.files)[0]
         return freed
+
+
+def _remove_files(files: list[Path]) -> tuple[int, list[tuple[Path, OSError]]]:
+    """Removes files; (bytes removed, each file that stayed with why). A file already gone counts as
+    removed (another process evicted it first), with no bytes."""
+    freed, failed = 0, []
+    for f in files:
+        try:
+            size = f.lstat().st_size
+            f.unlink()
+            freed += size
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            failed.append((f, exc))
+    return freed, failed
 
 
 def clear(path: Path | None = None) -> tuple[int, int]:
     """Empties the cache (builds of processes still running are left to finish). Returns (bytes,
-    entries) removed."""
+    entries) removed; an EngineError that says so where a file could not be removed."""
     path = path or cache_dir()
     found = entries(path)
+    freed, failed, removed = 0, [], 0   # failed: one (file, why) per build that stayed
     for entry in found:
-        for f in entry.files:
-            try:
-                f.unlink()
-            except OSError:
-                pass
+        nbytes, stayed = _remove_files(entry.files)
+        freed += nbytes
+        failed += stayed[:1]
+        removed += not stayed
     # Builds are files: a directory under a build's name is in its way (_in_the_way), and clearing is
     # the way out it names. Other folders (the Playground's) are not builds.
     try:
@@ -439,5 +451,13 @@ def clear(path: Path | None = None) -> tuple[int, int]:
         strays = []
     for d in strays:
         shutil.rmtree(d.path, ignore_errors=True)
+        if os.path.lexists(d.path):
+            failed.append((Path(d.path), OSError("a directory that could not be emptied")))
+        else:
+            removed += 1
     sweep_stale(path)
-    return sum(e.nbytes for e in found), len(found) + len(strays)
+    if failed:   # had been reported as cleared, every entry counted
+        where, exc = failed[0]
+        raise EngineError(f"cleared {removed} builds ({freed / 2**20:.1f} MB) from {path}, but {len(failed)} "
+                          f"could not be removed, {where.name} among them ({exc.strerror or exc})")
+    return freed, removed

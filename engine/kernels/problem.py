@@ -90,16 +90,28 @@ def make_problem(m, n, k, block=(16, 16), seed=0, params=None) -> Problem:
     """params: compile-time parameters by name. Those not given take the kernel's defaults when the
     problem is bound to a kernel (registry.bind)."""
     m, n, k = check_size("M", m), check_size("N", n), check_size("K", k)
-    bx, by = (check_size("block x", block[0]), check_size("block y", block[1]))
+    bx, by = (check_size(f"block {axis}", v) for axis, v in zip("xy", pair("block", block)))
     if bx * by > 1024:
         raise EngineError(f"a block of {bx}x{by} = {bx * by} threads is over CUDA's limit of 1024")
-    return Problem(m, n, k, (bx, by), int(seed), {name: _whole(name, v) for name, v in dict(params or {}).items()})
+    seed = whole("the seed", seed)
+    if not 0 <= seed < 2**64:   # numpy's generators take none below 0: the worker had died of it
+        raise EngineError(f"the seed must be from 0 to 2**64 - 1, got {_short(seed)}")
+    return Problem(m, n, k, (bx, by), seed, {name: whole(name, v) for name, v in dict(params or {}).items()})
 
 
-def _whole(name: str, value) -> int:
+def pair(name: str, value, like: str = "(32, 8)") -> tuple:
+    """(x, y) from a pair of any kind (a tuple, a list, an array); a one-line reason for anything else:
+    a string "32x8" had been read as its first two characters."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise EngineError(f"{name} must be a pair (x, y) like {like}, got {_short(value)}")
+    return value[0], value[1]
+
+
+def whole(name: str, value) -> int:
     """Any whole number (16 or 16.0); whether the kernel allows it is the registry's to say."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
-        raise EngineError(f"{name} must be a whole number, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not (isinstance(value, numbers.Integral) or float(value).is_integer())):
+        raise EngineError(f"{name} must be a whole number, got {_short(value)}")
     return int(value)
 
 
@@ -144,6 +156,18 @@ def parse_block(text: str) -> tuple[int, int]:
         return int(bx), int(by)
     except ValueError:
         raise EngineError(f"block shape must look like 32x8, got {text!r}") from None
+
+
+def block_given(spec, text: str | None) -> tuple[int, int] | None:
+    """--block for kernel `spec`: its shape where the kernel takes one at launch (the naive kernels),
+    None where none was given. Any other kernel's block follows from its parameters, and a --block
+    given to one had been dropped without a word."""
+    if not text:
+        return None
+    if not spec.block_shapes:
+        raise EngineError(f"{spec.name}'s block follows from its parameters; --block sets the launch block of "
+                          "the kernels that take one (the naive kernels)")
+    return parse_block(text)
 
 
 def make_inputs(problem: Problem) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ import numpy as np
 from engine.devices import line
 from engine.errors import EngineError
 from engine.kernels import registry, sources
-from engine.kernels.problem import Problem
+from engine.kernels.problem import Problem, pair, whole
 from engine.tracing.records import RAW_DTYPE, STORED_BYTES
 
 RECORD_CAP_ENV = "MATMUL_EXPLORER_RECORD_CAP"
@@ -161,7 +161,7 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
              cap: int | None = DEFAULT_RECORD_CAP) -> TracePlan:
     """make_plan for an entry that need not be in the catalog (a Playground kernel's)."""
     kernel = spec.name
-    cap = record_cap() if cap is None else cap
+    cap = record_cap() if cap is None else whole("the record cap", cap)
     if cap < 1:   # --cap -5 was taken, and every trace then "over the cap of -5"
         raise EngineError(f"the record cap must be at least 1, got {cap:,}")
     if not spec.traceable:
@@ -200,6 +200,9 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
 
 
 def _chosen_blocks(blocks: list[tuple[int, int]], grid: tuple[int, int], problem: Problem) -> np.ndarray:
+    if isinstance(blocks, (str, bytes)):   # a string's characters had been read as the blocks
+        raise EngineError(f"blocks are a list of (x, y) pairs like [(0, 0), (3, 1)], got {blocks!r:.40}")
+    blocks = [tuple(whole(f"a block's {axis}", v) for axis, v in zip("xy", pair("a block", b, "(3, 1)"))) for b in blocks]
     # Checked as Python integers first: a coordinate past 64 bits cannot even be a numpy index.
     bad = [f"{x},{y}" for x, y in blocks if not (0 <= x < grid[0] and 0 <= y < grid[1])]
     if bad or not blocks:
