@@ -129,6 +129,9 @@ def _source(tmp_path, text: str) -> str:
     ("REQUIRE(BS > 0);", 5, "needs a condition and a message"),
     ("#ifndef TN\n#define TN\n#endif", 5, "TN has no default"),
     ("#ifndef TN\n#define TN 3   // one of: 4 8\n#endif", 6, "the default TN=3 is not one of 4 8"),
+    # Had been read as no list at all, so TN could only be its default, without a word.
+    ("#ifndef TN\n#define TN 8   // one of: 8 16 abc\n#endif", 6,
+     "the values after 'one of:' must be whole numbers, like 'one of: 8 16 32', got '8 16 abc'"),
     ("LAUNCH_GRID(1, 1);", 6, "a second LAUNCH_GRID (the first is on line 5)"),
     ("#define LOOP (LOOP + 1)\nREQUIRE(LOOP > 0, \"needs LOOP\");", 5, "LOOP is defined in terms of itself"),
 ])

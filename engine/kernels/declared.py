@@ -294,6 +294,10 @@ def read(file: str) -> Declared:
                 raise pending.error(f"the parameter {name} has no default (#define {name} <value> "
                                     "on the next line)")
             default = _default(m.group(2), pending)
+            listed = re.search(r"//\s*one of:(.*?)(?://|$)", text)
+            if listed and not m.group(3):   # `one of: 8 16 abc` had been read as no list: the default alone
+                raise line.error(f"the values after 'one of:' must be whole numbers, like 'one of: 8 16 32', "
+                                 f"got {listed.group(1).strip()!r}")
             allowed = tuple(int(v) for v in re.split(r"[\s,]+", m.group(3).strip())) if m.group(3) else (default,)
             if default not in allowed:
                 raise line.error(f"the default {name}={default} is not one of {' '.join(map(str, allowed))}")
