@@ -91,8 +91,9 @@ try:   # the tiles follow from the parameters alone (the sizes above are what a 
 except EngineError as exc:
     h, why = None, str(exc)
 st.subheader(f"2. Block → {h.unit if h else 'warp'} → instruction: {rung}")
-if h is None:
-    st.info(f"No hierarchy drawn: {why}.", icon=":material/error:")
+if h is None:   # the reason once: where the controls already said it, pointed to, not repeated
+    st.info("No hierarchy drawn: these parameters are refused (the message under the controls)." if wrong and
+            why.rstrip(".") in wrong else f"No hierarchy drawn: {why}.", icon=":material/error:")
 else:
     defaults = params == registry.get(rung).default_params()
     st.plotly_chart(cached.page_part(("tc-hierarchy", rung, *sorted(params.items())),

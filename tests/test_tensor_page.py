@@ -419,3 +419,14 @@ def test_the_speed_caption_names_the_rungs_whose_times_include_a_padding_launch(
         assert f"At 4,095³ the times of {', '.join(tma)} include a first launch" in text
     text = _texts(open_page(PAGE, {"timed": "4096", "run": "h100-tensor-every-size-2026-11-27.json"}))
     assert "At 4,096³ the times of wgmma_padded include a first launch" in text
+
+
+def test_parameters_refused_under_the_controls_are_not_refused_again_in_section_2():
+    """wgmma_epilogue with STORE_BUFS 4: the 257 KB refusal stood under the controls and again, word for
+    word, as section 2's reason for drawing no hierarchy."""
+    at = open_page(PAGE, {"rung": "wgmma_epilogue", "store_bufs": "4"})
+    said = [e.value for e in at.error]
+    assert len(said) == 1 and "257 KB" in said[0], said
+    texts = [i.value for i in at.info] + [m.value for m in at.markdown]
+    assert sum("257 KB" in t for t in texts) == 0, texts
+    assert any(t.startswith("No hierarchy drawn: these parameters are refused") for t in texts), texts
