@@ -108,6 +108,19 @@ def test_an_older_links_names_are_read_as_the_new_ones_and_said_so():
     assert "?tile=8 is an older link's name: read as nothing (the link also gives TILE)" in _said(at)
 
 
+def test_an_older_name_for_a_parameter_no_kernel_shown_has_is_one_line():
+    """/ladder?tile=8 said "?tile=8 is an older link's name: read as TILE=8" and then "?TILE=8: blocktile_1d
+    has no parameter TILE ...; ignored": two lines about one value, the first of them saying it was read."""
+    at = open_page("pages/ladder.py", {"size": "17", "tile": "8"})
+    said = _said(at)
+    assert [w for w in said if "TILE" in w] == [
+        "?tile=8 (an older link's name for TILE): blocktile_1d has no parameter TILE (takes BM, BN, BK, TM); ignored"]
+    assert "?size=17 is an older link's name: read as m=17&n=17&k=17" in said
+    at.number_input(key="ladder.m").set_value(20).run()   # and so on every later run
+    assert [w for w in _said(at) if "TILE" in w] == [
+        "?tile=8 (an older link's name for TILE): blocktile_1d has no parameter TILE (takes BM, BN, BK, TM); ignored"]
+
+
 def test_a_parameter_the_kernel_does_not_have_is_named():
     """?BM=7 on a page whose kernels have no BM was ignored without a word."""
     at = open_page("pages/coalescing.py", {"BM": "7"})

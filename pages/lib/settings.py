@@ -120,9 +120,8 @@ def _link_names(kernels: list[str], names: dict) -> bool:
     if tuple(kernels) == shown:
         for name, raw in unknown.items():
             takes = ", ".join(names) or "no compile-time parameters"
-            said = view_state.quoted(name)
-            view_state.url_note(f"?{said}={view_state.quoted(raw)}: {' and '.join(kernels)} "
-                                f"{'has' if len(kernels) == 1 else 'have'} no parameter {said} (takes {takes}); ignored")
+            view_state.ignored_note(name, raw, f"{' and '.join(kernels)} {'has' if len(kernels) == 1 else 'have'} "
+                                    f"no parameter {view_state.quoted(name)} (takes {takes}); ignored")
     for name in url:
         if name not in names and not (tuple(kernels) == shown and name in unknown):
             del query.params()[name]

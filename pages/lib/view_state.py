@@ -195,7 +195,7 @@ def notes_here() -> None:
     """Messages about the page's link go here (under the title, ui.setup_page): wherever its controls
     are, folded away in presenter mode included, the message is on the first screen."""
     _NOTES.box = st.container()
-    _NOTES.size_slot, _NOTES.size_shown = None, None
+    _NOTES.size_slot, _NOTES.size_shown, _NOTES.older_slots = None, None, {}
     _NOTES.used = {"presenter"}
 
 
@@ -255,6 +255,8 @@ def read_older_names(parameters: list[str]) -> list[str]:
             continue
         taken = {name: value for name, value in new.items() if name not in query.params()}
         query.params().update(taken)
+        if old != "size" and taken:   # its line is the one said again where no kernel shown has the parameter
+            st.session_state.setdefault("_older_params", {})[old.upper()] = old
         said.append(f"?{old}={quoted(raw)} is an older link's name: read as "
                     + ("&".join(f"{name}={quoted(value)}" for name, value in taken.items()) or "nothing (the link also gives "
                        + ", ".join(new) + ")"))
@@ -292,7 +294,23 @@ def url_note(message: str):
     slot.warning(message, icon=":material/link_off:")
     if message.startswith(f"?size={quoted(st.session_state.get('_older_size', ''))} is an older link's name"):
         _NOTES.size_slot = slot
+    for name, old in st.session_state.get("_older_params", {}).items():
+        if message.startswith(f"?{quoted(old)}=") and "is an older link's name" in message:
+            _NOTES.older_slots[name] = slot
     return slot
+
+
+def ignored_note(name: str, raw, why: str) -> None:
+    """A link's parameter that no kernel shown has: one line. Where the link gave it by an older name
+    (?tile=8), that name's line becomes this one: "read as TILE=8" and then "no parameter TILE;
+    ignored" had been two lines about one value."""
+    old = st.session_state.get("_older_params", {}).get(name)
+    slot = getattr(_NOTES, "older_slots", {}).get(name)
+    said = f"?{quoted(old)}={quoted(raw)} (an older link's name for {name})" if old else f"?{quoted(name)}={quoted(raw)}"
+    if slot is not None:
+        slot.warning(f"{said}: {why}", icon=":material/link_off:")
+    else:
+        url_note(f"{said}: {why}")
 
 
 def remember(**values) -> None:
