@@ -165,6 +165,50 @@ def test_a_workers_unfinished_build_goes_with_the_process_that_stopped_it(tmp_pa
     assert not _left_behind([], cache), _left_behind([], cache)
 
 
+def _compiles(conn) -> None:
+    """A worker that compiles what the app had not built for it (the GPU worker builds the plain cubins
+    a benchmark times, for one)."""
+    from engine.kernels import build, cache
+
+    def compile_slowly(out):
+        build._run(["sleep", "37"], "a compile that takes its time")   # as a compiler is run: its own session
+
+    conn.send("compiling")
+    cache.atomic_build(cache.build_path("k0", "cpu", "0" * 20), compile_slowly)
+
+
+def test_a_workers_compiler_stops_with_the_process_that_stopped_the_worker(tmp_path):
+    """The worker was killed outright (SIGKILL), and the compiler it had started, in a session of its
+    own, went on compiling into a folder nobody would remove, after the app had stopped."""
+    code = ("import sys, time\n"
+            "from engine.devices.workers import Worker\n"
+            "from engine.kernels import cache\n"
+            "from tests.test_stop import _compiles\n"
+            "cache.cache_dir()\n"
+            "worker = Worker(_compiles, 'test worker')\n"
+            "print(worker.conn.recv(), worker.process.pid, flush=True)\n"
+            "sys.stdin.readline()\n")
+    cache = tmp_path / "cache"
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=server.ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "MATMUL_EXPLORER_CACHE": str(cache)})
+    try:
+        said, pid = proc.stdout.readline().split()
+        assert said == "compiling"
+        assert _wait_for(lambda: any(server.command(p).startswith("sleep 37") for p in server.descendants(int(pid))), 30), \
+            "the worker never started its compiler"
+        pids = server.descendants(proc.pid)
+        start = time.monotonic()
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        proc.wait(timeout=60)
+        assert time.monotonic() - start < PROMPTLY_S
+        assert _wait_for(lambda: not _left_behind(pids, cache), 2), _left_behind(pids, cache)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_a_build_folder_written_into_while_it_is_removed_is_still_removed(tmp_path, monkeypatch):
     """A build thread can put its next file in after rmtree has listed the folder: rmtree then leaves
     the folder, and the interpreter exits before that thread removes it."""

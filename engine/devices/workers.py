@@ -16,6 +16,7 @@ import os
 import queue
 import signal
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Mapping
@@ -107,10 +108,19 @@ def _child(target: Callable, conn) -> None:
     included; the app decides what stops (it stops its workers itself), so a worker ignores it
     rather than dying mid-request with a traceback in the terminal."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_now)
     # Blocked since before the process existed (Worker.__init__): a Ctrl-C in the bootstrap waited,
     # and is dropped here, ignored, rather than ending the worker with Python's own traceback.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     target(conn)
+
+
+def _stop_now(signum, frame) -> None:
+    """A worker asked to stop (stop_all, the app stopping) ends what it started first: a compiler runs
+    in a session of its own, so killing the worker alone had left it compiling after the app was gone."""
+    from engine import lifecycle  # noqa: PLC0415 - only when stopping
+    lifecycle.shutdown()
+    os._exit(0)
 
 
 _START_LOCK = threading.Lock()
@@ -207,9 +217,24 @@ class Worker:
         shm.sweep(self.process.pid)   # what it was handing over when it died
 
 
+# How long stopping workers waits for them to end what they started before killing them: a worker
+# waiting on its compiler stops at once; one inside a kernel or a long C call cannot, and is killed.
+STOP_GRACE_S = 0.5
+
+
 def stop_all() -> None:
-    """Kills every worker this process started (a request in progress gets WorkerCrashed) and frees
-    what they were handing over: for an app that is stopping, which waits for no request."""
+    """Stops every worker this process started (a request in progress gets WorkerCrashed) and frees
+    what they were handing over: for an app that is stopping, which waits for no request. Each is
+    asked first (SIGTERM: it kills its compilers), and killed if it has not ended within STOP_GRACE_S."""
+    workers = [w for w in list(_LIVE) if w.process.is_alive()]
+    for worker in workers:
+        try:
+            worker.process.terminate()
+        except OSError:
+            pass
+    deadline = time.monotonic() + STOP_GRACE_S
+    for worker in workers:
+        worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
     for worker in list(_LIVE):
         worker.stop()
 
