@@ -463,3 +463,20 @@ def test_presenter_mode_folds_the_sidebar_on_each_page_even_after_it_was_opened(
     open_page(page, f"{server}/bank_conflicts?presenter=1&m=32&n=32&k=32")
     wait_folded(page)
     assert not page.errors, page.errors
+
+
+def test_a_gif_made_on_the_page_is_offered_for_download(server, page):
+    """In a browser, Make GIF ended in Streamlit's error box every time (the frames' progress drawn from
+    a thread without the page's script context); the HTML player, drawn without progress, worked."""
+    open_page(page, f"{server}/tile_phases?m=16&n=16&k=16&TILE=8")
+    page.get_by_text("Export this animation for slides").click()
+    page.get_by_role("button", name="Make GIF").click()
+    button = page.get_by_role("button", name=re.compile(r"^Download .*\.gif$"))
+    button.wait_for(timeout=120000)
+    with page.expect_download(timeout=30000) as got:
+        button.click()
+    assert got.value.suggested_filename.endswith(".gif")
+    with open(got.value.path(), "rb") as f:
+        assert f.read(6) == b"GIF89a"
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert not page.errors, page.errors

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.kernels import registry
 from pages.lib import cached
+from tests import browser
 
 APP = __import__("pathlib").Path(__file__).resolve().parent.parent / "app.py"
 
@@ -339,6 +340,20 @@ def test_an_animation_export_takes_its_place_in_line_when_clicked(monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
     assert len(asked) == 1 and asked[0][0] == "gif"
     assert isinstance(asked[0][1], int) and asked[0][1] > before
+
+
+@pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+@pytest.mark.parametrize("fmt", ["gif", "mp4"])
+def test_an_animation_export_made_on_the_page_ends_with_its_download(fmt):
+    """Every GIF and MP4 export ended in Streamlit's error box: the frames' progress was drawn from the
+    thread that drives Chromium, which has no script context (NoSessionContext). The test above had
+    stood in for the export, so the page never ran a real one."""
+    at = open_page("pages/tile_phases.py", {"m": "16", "n": "16", "k": "16", "tile": "8"})
+    at.button(key=f"animation-{fmt}").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    made = [b for b in at.get("download_button") if b.key == f"animation-download-{fmt}"]
+    assert len(made) == 1 and made[0].proto.label.endswith(f".{fmt}")
+    assert [s.label.startswith(f"Made the {fmt.upper()} (") for s in at.status] == [True], [s.label for s in at.status]
 
 
 def _titles_apart(fig: dict, pattern: str, font: int) -> list[tuple[float, float]]:

@@ -10,6 +10,7 @@ the page, so that a page view never waits behind it.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from contextlib import contextmanager
 
@@ -60,6 +61,30 @@ def off_page_slot():
         if gave_up:
             PAGE_SLOTS.acquire(kind=_SLOTS.kind)
             _SLOTS.page = True
+
+
+@contextmanager
+def from_any_thread(fn):
+    """A function that calls fn from whatever thread calls it, for as long as the block runs: an
+    animation export reports each frame from the thread that drives Chromium, where a page element
+    raised NoSessionContext (Streamlit knows a page's script only in its own threads) and ended the
+    export in Streamlit's error box. The calls are handed to a thread of this page's script, made
+    as Streamlit lets a page make one (its context attached before it starts)."""
+    calls: queue.SimpleQueue = queue.SimpleQueue()
+
+    def relay():
+        while (args := calls.get()) is not None:
+            fn(*args)
+    thread = threading.Thread(target=relay, name="page-relay", daemon=True)
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        add_script_run_ctx(thread, ctx)
+    thread.start()
+    try:
+        yield lambda *args: calls.put(args)
+    finally:
+        calls.put(None)
+        thread.join(timeout=5)
 
 
 def _show_place(what: str):

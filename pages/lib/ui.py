@@ -21,7 +21,7 @@ from engine.kernels import registry
 from engine.kernels.problem import make_problem
 from engine.plots import animation, movie
 from engine.tracing import tracer
-from pages.lib import cached, query, routing, server, view_state
+from pages.lib import cached, query, routing, server, slots, view_state
 from pages.lib.slots import LINE
 
 # Streamlit fetches its Plotly module only once a chart arrives, after the page's script has traced
@@ -338,8 +338,10 @@ def animation_exports(build, title: str) -> None:
         with st.status(f"Making the {EXPORT_NAMES[fmt]}: Chromium steps through the frames", expanded=False) as box:
             bar = st.progress(0.0)
             try:
-                data = cached.animation_file(fmt, build, title, lambda done, total: bar.progress(
-                    done / total, f"frame {done} of {total}"), st.session_state.pop(f"animation-place-{fmt}", None))
+                with slots.from_any_thread(lambda done, total: bar.progress(done / total, f"frame {done} of {total}")) \
+                        as progress:
+                    data = cached.animation_file(fmt, build, title, progress,
+                                                 st.session_state.pop(f"animation-place-{fmt}", None))
             except EngineError as exc:
                 box.update(label=str(exc), state="error")
                 return
