@@ -177,3 +177,19 @@ def test_a_browser_set_to_dark_gets_the_light_page_the_figures_are_drawn_for(ser
         context.close()
     light = lambda rgb: sum(map(int, re.findall(r"\d+", rgb)[:3])) > 600   # noqa: E731
     assert light(colours["page"]) and not light(colours["headline"]), colours
+
+
+@pytest.mark.parametrize("path", [
+    "coalescing?m=17&n=1&k=16",
+    "coalescing?m=17&n=1&k=16&presenter=1",
+    "coalescing?m=1&n=1&k=1",
+])
+def test_the_matrices_names_stand_apart_however_narrow_the_matrices(server, page, shots, path):
+    """At N = 1, B (16x1) and C (17x1) are a cell wide each: their names were printed over each other,
+    reading "B (16C(17x1)". Each matrix now gets at least its name's width."""
+    page.goto(f"{server}/{path}")
+    ready(page, path.split("?")[0])
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / f"narrow-matrices-{path.replace('?', '-').replace('&', '-')}.png"))
+    assert problems(page, "coalescing", "presenter=1" in path) == []
+    assert not page.errors, page.errors

@@ -4,6 +4,7 @@ source line it comes from; with the verdict (coalesced or not) in each frame's h
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ X_MAT, X_STRIP, X_CODE = (0, .47), (.49, .60), (.625, 1)
 # presenter mode: the same, the listing wider (listing.PRESENTER_CODE_FROM)
 PRESENTER_X = (0, .40), (.42, .52), (PRESENTER_CODE_FROM, 1)
 STRIP_TITLE = "128-B lines<br>32-B sectors"
+LABEL_EM = 0.62   # a character of a matrix's name, in em of its font (Open Sans' digits and capitals, with room)
 
 
 def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration: int = 300,
@@ -56,12 +58,10 @@ def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration
         body_top = r * (head_px + body_px + gap_px) + head_px
         y_dom = (1 - (body_top + body_px) / plot_px, 1 - (body_top + title_px) / plot_px)
         # matrices, side by side on one square-celled axis
-        offsets, x, titles = {}, 0, []
-        for name, (rows, cols) in p.arrays.items():
-            offsets[name] = x
-            titles.append((name, x, rows, cols))
-            x += cols + max(2, cols // 8)
         mrows = max(rows for rows, _ in p.arrays.values())
+        # the names' room at the narrowest the figure is drawn (the cells are smallest there, the names as wide)
+        offsets, x = _side_by_side(p.arrays, (x_mat[1] - x_mat[0]) * st.narrowest, body_px - title_px, st.base)
+        titles = [(name, offsets[name], rows, cols) for name, (rows, cols) in p.arrays.items()]
         mx, my = axis(fig, 2 + r, x_mat, y_dom, (-1, x - 1), (mrows - .5, -.5), anchor_square=True)
         cell = min((x_mat[1] - x_mat[0]) * st.width / max(x, 1), (body_px - title_px) / max(mrows, 1))
         for name, x0, rows, cols in titles:
@@ -172,6 +172,27 @@ def _merge(parts: list[dict]) -> dict:
             else:
                 out.setdefault(key, []).extend(value)
     return out
+
+
+def _side_by_side(arrays: dict, width_px: float, height_px: float, font: float) -> tuple[dict, int]:
+    """Where each matrix starts, in cells, and the cells they span together, for matrices side by side
+    with square cells in width_px x height_px. Each gets at least the width
+    of its name above it: at N = 1, B (16x1) and C (17x1) are a cell wide each, and their names had
+    been printed over each other ("B (16C(17x1)")."""
+    words = {name: len(f"{name} ({rows}x{cols})") * LABEL_EM * font for name, (rows, cols) in arrays.items()}
+    mrows = max(rows for rows, _ in arrays.values())
+    cell = math.inf
+    for _ in range(16):   # the cell shrinks as the names widen the row, which widens them: until it holds
+        offsets, x = {}, 0
+        for name, (_, cols) in arrays.items():
+            slot = max(cols, math.ceil(words[name] / cell)) if math.isfinite(cell) else cols
+            offsets[name] = x + (slot - cols) // 2
+            x += slot + max(2, cols // 8)
+        fits = min(width_px / max(x, 1), height_px / max(mrows, 1))
+        if fits == cell:
+            break
+        cell = fits
+    return offsets, x
 
 
 def _cell_grid(grid, xref: str, yref: str) -> go.Scatter:
