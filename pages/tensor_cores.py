@@ -28,10 +28,12 @@ with ui.controls():
                         format_func=lambda r: f"{rungs.index(r) + 1}. {r}")   # its title would not fit at 1280 px
     operand = c1.selectbox("Fragment", operands, key=view_state.state("operand", "mma_a", operands),
                            format_func=lambda o: recorded_fragments.OPERANDS[o].label)
-    lane = c2.number_input("Lane", 0, 31, key=view_state.state("lane", 0, lo=0, hi=31),
+    lane_key = view_state.state("lane", 0, lo=0, hi=31)
+    view_state.control_follows_frame("lane", lane_key, range(32))
+    lane = c2.number_input("Lane", 0, 31, key=lane_key,
                            help="The lane the map opens on. Play, Step and the slider move on from it; once the "
                                 "map stands still, the page's link follows it, so a reload or a copied link opens "
-                                "on the lane shown.")
+                                "on the lane shown, and so does this box the next time the page is drawn.")
     speed = view_state.speed_control(c3, animations.SPEEDS["tensor_cores"])
     view_state.remember(rung=rung, operand=operand, lane=lane)
     # The rung's tiles (section 2) and what a live run times (section 5): its parameters and sizes.
@@ -127,8 +129,9 @@ st.plotly_chart(fragment_map.on_page(view_state.page_name()), width="stretch", c
 st.caption("Recorded on an H200 by cuda/fragment_probe.cu (each element loaded as its own index). Each cell: the "
            "lane(s) holding it; the lane's own cells in blue, in its register order x0, x1, ... (two names in a "
            "cell where WMMA's fragment holds the element twice)")
-ui.animation_exports(lambda: tensor_figures.fragment_figure(operand, recorded, recorded_fragments.owners(operand), lane, True,
-                                                            speed, "lane"),
+# opening where the map stands, as the page's figure does (the box's lane only where the user typed it)
+ui.animation_exports(lambda: tensor_figures.fragment_figure(operand, recorded, recorded_fragments.owners(operand),
+                                                            shown_lane, True, speed, "lane"),
                      f"Tensor cores: who holds what, {op.label}")
 
 # ------------------------------------------------------------------ 4. ldmatrix banks

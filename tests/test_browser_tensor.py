@@ -350,7 +350,9 @@ def test_a_rerun_keeps_the_lane_the_player_was_left_on(server, page):
     page.wait_for_timeout(1000)
     assert settled(page) == want("mma_a", 8)
     link_on(page, 8)
-    assert lane_box(page) == "5"   # the box still says where the map opened
+    # The map was drawn anew opening on lane 8, and the box says so: it had kept 5, and typing 5
+    # into a box that said 5 changed nothing while the map stood on 8.
+    assert lane_box(page) == "8"
     # A lane typed in the box is where the map opens then, whatever the player was left on.
     page.locator("[data-testid='stNumberInput'] input").first.fill("12")
     page.keyboard.press("Enter")
@@ -358,6 +360,30 @@ def test_a_rerun_keeps_the_lane_the_player_was_left_on(server, page):
     browser.wait_idle(page)
     page.wait_for_timeout(1000)
     assert settled(page) == want("mma_a", 12)
+    assert not page.errors, page.errors
+
+
+def test_after_a_rerun_the_lane_box_says_the_lane_shown_and_typing_the_first_lane_goes_back(server, page):
+    """Step twice from lane 0, then another control (the Fragment): the map stood on lane 2 and the box
+    said 0, and typing 0 did nothing (the box already said 0), so a student could not go back to lane 0
+    from the box."""
+    page.goto(f"{server}/tensor_cores?operand=mma_a&lane=0")
+    ready(page)
+    for lane in (1, 2):
+        browser.click_button(page, "Step ▶", FRAGMENT)
+        assert settled(page) == want("mma_a", lane)
+    link_on(page, 2)
+    browser.choose(page, "Fragment", "mma.sync B", exact=False)
+    page.wait_for_function("() => new URL(location.href).searchParams.get('operand') === 'mma_b'", timeout=30000)
+    browser.wait_idle(page)
+    page.wait_for_timeout(1000)
+    assert settled(page) == want("mma_b", 2) and lane_box(page) == "2"
+    page.locator("[data-testid='stNumberInput'] input").first.fill("0")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('lane') === '0'", timeout=30000)
+    browser.wait_idle(page)
+    page.wait_for_timeout(1000)
+    assert settled(page) == want("mma_b", 0) and lane_box(page) == "0"
     assert not page.errors, page.errors
 
 

@@ -395,6 +395,20 @@ def frame(name: str, names: list[str]) -> str | None:
     return None
 
 
+def control_follows_frame(name: str, key: str, values) -> None:
+    """Before the control of frame_or_control is made: on a run where the user left it as it was, it
+    takes the frame the player was left on, which the figure is then drawn opening on. The box had
+    kept the lane it last opened on (0) beside a map standing on lane 2 after every rerun, and typing
+    0 then changed nothing: the box already said 0, so the map stayed on 2."""
+    seen, kept = page_key(f"_control.{name}"), page_key(f"_frame.{name}")
+    shown, now = st.session_state.get(kept), st.session_state.get(key)
+    if now is None or now != st.session_state.get(seen):
+        return   # the page's first run, or the user changed the control: theirs
+    frame = next((v for v in values if str(v) == shown), None)   # what a browser sends is anyone's
+    if frame is not None and frame != now:
+        st.session_state[key] = st.session_state[seen] = frame
+
+
 def frame_or_control(name: str, value: int, names: list[str]) -> int:
     """For an animation both a control and its player move (Tensor cores' Lane box and the map's
     Play/Step): the control's value on a run where it has changed (the user typed a lane), else the
