@@ -417,3 +417,16 @@ def test_every_grey_cell_keeps_its_lane_number_while_the_map_moves(server, page,
             lane = lane_shown(page)
             assert owner_labels(page) == cells - len(recorded_fragments.recorded_map("mma_a")[lane]), lane
     assert not page.errors, page.errors
+
+
+def test_the_speed_charts_labels_are_drawn_at_one_size(server, page):
+    """A share shown to a tenth ("769 / 99.7%", a whole percent would read as a tie) was wider than its
+    bar, and Plotly drew it shrunk beside its neighbours' full-size labels."""
+    page.goto(f"{server}/tensor_cores")
+    ready(page)
+    scales = page.evaluate("""() => { const gd = Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .find(d => ((d.layout.title || {}).text || '').includes('TFLOP/s at '));
+        return Array.from(gd.querySelectorAll('.bartext')).map(t => {
+            const m = /scale\\(([\\d.]+)/.exec(t.getAttribute('transform') || ''); return m ? parseFloat(m[1]) : 1; }); }""")
+    assert len(scales) >= 10 and set(scales) == {1}, scales
+    assert not page.errors, page.errors
