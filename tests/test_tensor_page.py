@@ -430,3 +430,12 @@ def test_parameters_refused_under_the_controls_are_not_refused_again_in_section_
     texts = [i.value for i in at.info] + [m.value for m in at.markdown]
     assert sum("257 KB" in t for t in texts) == 0, texts
     assert any(t.startswith("No hierarchy drawn: these parameters are refused") for t in texts), texts
+
+
+def test_the_slower_by_column_follows_from_the_times_as_shown():
+    """The times were shown to two decimals (0.06 and 0.02) beside "2.7×": a student dividing the shown
+    numbers got 3.0. Shown to three significant figures, the division gives the column's figure."""
+    from engine.plots import tensor_figures
+    table = tensor_figures.seed_table(tensor_evidence.seed_evidence())
+    for shown, warp, slower in zip(table["time (ms)"], table["wmma_warp (ms)"], table["slower by"]):
+        assert abs(float(shown) / float(warp) - float(slower.rstrip("×"))) < 0.06, (shown, warp, slower)

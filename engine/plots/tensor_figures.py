@@ -43,8 +43,10 @@ def seed_table(ev: SeedEvidence) -> pd.DataFrame:
     return pd.DataFrame({
         "M = N = K": [f"{n:,}" for n in t["M = N = K"]],
         "warps launched / tiles of C": [f"{w:,} / {n:,} = {w // n}" for w, n in zip(t["warps launched"], t["tiles of C"])],
-        "time (ms)": [f"{v:.2f}" for v in t["time (ms)"]],
-        "wmma_warp (ms)": [f"{v:.2f}" for v in t["wmma_warp time (ms)"]],
+        # three significant figures: at two decimals 0.06 / 0.02 stood beside "2.7×", which a student
+        # checking by hand could not get back
+        "time (ms)": [f"{v:.3g}" for v in t["time (ms)"]],
+        "wmma_warp (ms)": [f"{v:.3g}" for v in t["wmma_warp time (ms)"]],
         "slower by": [f"{v:.1f}×" for v in t["slower by"]],
     })
 
