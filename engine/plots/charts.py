@@ -514,11 +514,18 @@ def _escaped(texts: pd.Series) -> np.ndarray:
 
 
 def all_charts(df: pd.DataFrame, peaks: dict, font: int = EXPORT_FONT, note: str = "") -> dict[str, go.Figure]:
-    charts = {"gflops_vs_size": gflops_vs_size(df, font, note), "percent_of_cublas": pct_of_cublas(df, font, note),
-              "roofline": roofline(df, peaks, font, note)}
+    plain = without_percent(note)   # only the percent chart has a 100%
+    charts = {"gflops_vs_size": gflops_vs_size(df, font, plain), "percent_of_cublas": pct_of_cublas(df, font, note),
+              "roofline": roofline(df, peaks, font, plain)}
     if "sm_clock_mhz" in df:
-        charts["telemetry"] = telemetry(df, font, note)
+        charts["telemetry"] = telemetry(df, font, plain)
     return charts
+
+
+def without_percent(note: str) -> str:
+    """A note (notes()) for a chart with no percentages: "cuBLAS 13.1.0" where it said "100% = cuBLAS
+    13.1.0", which under GFLOP/s or clocks named a 100% the chart did not have."""
+    return note.replace(f"100% = {CUBLAS_WORD}", CUBLAS_WORD)
 
 
 def provenance_note(prov: dict) -> str:
@@ -535,6 +542,7 @@ def provenance_note(prov: dict) -> str:
 
 
 NOT_RECORDED = "not recorded"   # what an older file, made before a field existed, says for it
+CUBLAS_WORD = "cuBLAS"         # how measured_with names it: without_percent finds it so
 
 
 def cublas_text(prov: dict) -> str:
@@ -572,7 +580,7 @@ def measured_with(prov: dict, rows: pd.DataFrame | None) -> str:
     # "100% = cuBLAS 13.1.0": what the chart's percentages are of, as a label; "% of cuBLAS 13.1.0 ·
     # toolkit nvcc ..." read as a sentence cut off. No longer than it was: a chart's note keeps it on one line.
     version, toolkit = cublas_text(prov), toolkit_text(prov)
-    parts = [f"100% = cuBLAS {version}" if version != NOT_RECORDED else f"100% = cuBLAS (version {NOT_RECORDED})",
+    parts = [f"100% = {CUBLAS_WORD} {version}" if version != NOT_RECORDED else f"100% = {CUBLAS_WORD} (version {NOT_RECORDED})",
              toolkit if toolkit.startswith("nvcc ") else f"toolkit {toolkit}"]
     if prov.get("driver"):
         parts.append(f"driver {prov['driver']}")
