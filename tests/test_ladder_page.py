@@ -214,3 +214,14 @@ def test_the_timed_size_follows_a_size_changed_in_the_session_and_is_kept_across
     at.switch_page("pages/coalescing.py").run()
     at.switch_page("pages/ladder.py").run()
     assert at.select_slider(key="ladder.4096x4096x4096.timed").value == 2048
+
+
+def test_the_barrier_timeline_says_it_draws_only_the_first_intervals_of_a_longer_loop():
+    """At K = 512 the timeline drew tiles 0 to 3 of 32 and said nothing: it read as the whole loop."""
+    from tests.test_pages import figures, open_page
+
+    def axis_title(at):
+        return next(a["title"]["text"] for f in figures(at) for name, a in f["layout"].items()
+                    if name.startswith("xaxis") and "barrier" in (a.get("title") or {}).get("text", ""))
+    assert axis_title(open_page("pages/ladder.py", {"k": "512"})).endswith("· the first 8 drawn, of a loop over 32 tiles")
+    assert axis_title(open_page("pages/ladder.py", {"m": "64", "n": "64", "k": "64"})) == "barrier interval (barriers passed)"
