@@ -183,6 +183,8 @@ def test_a_browser_set_to_dark_gets_the_light_page_the_figures_are_drawn_for(ser
     "coalescing?m=17&n=1&k=16",
     "coalescing?m=17&n=1&k=16&presenter=1",
     "coalescing?m=1&n=1&k=1",
+    "coalescing?m=17&n=33&k=1&presenter=1",
+    "coalescing",   # and the usual size as it was
 ])
 def test_the_matrices_names_stand_apart_however_narrow_the_matrices(server, page, shots, path):
     """At N = 1, B (16x1) and C (17x1) are a cell wide each: their names were printed over each other,

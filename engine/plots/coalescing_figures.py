@@ -22,6 +22,7 @@ X_MAT, X_STRIP, X_CODE = (0, .47), (.49, .60), (.625, 1)
 PRESENTER_X = (0, .40), (.42, .52), (PRESENTER_CODE_FROM, 1)
 STRIP_TITLE = "128-B lines<br>32-B sectors"
 LABEL_EM = 0.62   # a character of a matrix's name, in em of its font (Open Sans' digits and capitals, with room)
+LEFT_MARGIN_PX = 8   # the figure's margin left of the matrices' axis (animation.apply_style)
 
 
 def coalescing_figure(panels: list[WarpPanel], presenter: bool = False, duration: int = 300,
@@ -176,18 +177,28 @@ def _merge(parts: list[dict]) -> dict:
 
 def _side_by_side(arrays: dict, width_px: float, height_px: float, font: float) -> tuple[dict, int]:
     """Where each matrix starts, in cells, and the cells they span together, for matrices side by side
-    with square cells in width_px x height_px. Each gets at least the width
-    of its name above it: at N = 1, B (16x1) and C (17x1) are a cell wide each, and their names had
-    been printed over each other ("B (16C(17x1)")."""
-    words = {name: len(f"{name} ({rows}x{cols})") * LABEL_EM * font for name, (rows, cols) in arrays.items()}
+    with square cells in width_px x height_px. A gap is widened only where two names above the
+    matrices would meet (half of each wider than the distance between the matrices' middles): at
+    N = 1, B (16x1) and C (17x1) are a cell wide each, and their names had been printed over each
+    other ("B (16C(17x1)"). Other sizes keep their layout."""
+    items = [(name, cols, len(f"{name} ({rows}x{cols})") * LABEL_EM * font) for name, (rows, cols) in arrays.items()]
     mrows = max(rows for rows, _ in arrays.values())
     cell = math.inf
-    for _ in range(16):   # the cell shrinks as the names widen the row, which widens them: until it holds
-        offsets, x = {}, 0
-        for name, (_, cols) in arrays.items():
-            slot = max(cols, math.ceil(words[name] / cell)) if math.isfinite(cell) else cols
-            offsets[name] = x + (slot - cols) // 2
-            x += slot + max(2, cols // 8)
+    for _ in range(16):   # the cell shrinks as wider gaps widen the row, which widens the names in cells
+        half = [words / 2 / cell if math.isfinite(cell) else 0 for _, _, words in items]
+        # the first matrix far enough in that its name starts inside the figure: the axis starts at its
+        # left edge, with only the figure's margin to its left (A (17x1) at K = 1 had lost its "A ")
+        margin = LEFT_MARGIN_PX / cell if math.isfinite(cell) else 0
+        x = max(0, math.ceil(half[0] - margin - 1 - items[0][1] / 2))
+        offsets = {}
+        for i, (name, cols, _) in enumerate(items):
+            offsets[name] = x
+            gap = max(2, cols // 8)
+            if i + 1 < len(items):   # the middles' distance holds half of each name, and a cell between
+                gap = max(gap, math.ceil(half[i] + half[i + 1] + 1 - (cols + items[i + 1][1]) / 2))
+            x += cols + gap
+        name, cols, _ = items[-1]
+        x = max(x, math.ceil(offsets[name] + cols / 2 + half[-1] + 1))   # and the last name ends on the axis
         fits = min(width_px / max(x, 1), height_px / max(mrows, 1))
         if fits == cell:
             break
