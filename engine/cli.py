@@ -149,10 +149,10 @@ def cmd_cache(args) -> int:
     path = cache.cache_dir()
     if args.clear:
         nbytes, count = cache.clear(path)
-        print(f"cleared {count} builds ({nbytes / 2**20:.1f} MB) from {path}")
+        print(f"cleared {cache.builds_text(count)} ({nbytes / 2**20:.1f} MB) from {path}")
         return 0
     nbytes, count = cache.usage(path)
-    print(f"{path}: {count} builds, {nbytes / 2**20:.1f} MB of {cache.budget_bytes() / 2**20:.0f} MB "
+    print(f"{path}: {cache.builds_text(count)}, {nbytes / 2**20:.1f} MB of {cache.budget_bytes() / 2**20:.0f} MB "
           f"(${cache.BUDGET_ENV}; the least recently used go first)")
     return 0
 
@@ -196,7 +196,8 @@ def _stdout_reader_gone() -> bool:
     try:
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)
-        return any(events & select.POLLERR for _, events in poller.poll(0))
+        # Linux says POLLERR of a pipe whose reader is gone; other systems say POLLHUP
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
     except (AttributeError, OSError, ValueError):   # no real file behind stdout (captured, closed)
         return False
 

@@ -212,9 +212,9 @@ def test_the_cli_shows_the_cache_and_clears_it(cache, capsys):
     _entry(folder, "k0-cpu-00000000000000000000", 3 * 2**20, 100)
     assert main(["cache"]) == 0
     out = capsys.readouterr().out
-    assert f"{folder}: 1 builds, 3.0 MB of 200 MB" in out
+    assert f"{folder}: 1 build, 3.0 MB of 200 MB" in out
     assert main(["cache", "--clear"]) == 0
-    assert "cleared 1 builds (3.0 MB)" in capsys.readouterr().out
+    assert "cleared 1 build (3.0 MB)" in capsys.readouterr().out
     assert list(folder.iterdir()) == []
 
 
@@ -234,9 +234,29 @@ def test_builds_that_could_not_be_removed_are_not_reported_cleared(cache, capsys
     monkeypatch.setattr(Path, "unlink", refuse)
     assert main(["cache", "--clear"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: cleared 1 builds (1.0 MB) from {folder}, but 1 could not be removed, k1-cpu-"), err
+    assert err.startswith(f"error: cleared 1 build (1.0 MB) from {folder}, but 1 could not be removed, k1-cpu-"), err
     assert err.endswith("(Permission denied)") and "\n" not in err, err
     assert {p.name.split(".")[0] for p in folder.iterdir()} == {"k1-cpu-11111111111111111111"}
+
+
+def test_an_entry_another_process_evicted_first_still_counts_as_freed(cache, monkeypatch):
+    """Two processes evicting at once: the entry the other removed after this one's scan counted 0
+    bytes freed, so this one went on and evicted the next entry too, leaving the cache under budget."""
+    from engine.kernels import cache as compile_cache
+    folder = cache_dir()
+    for i, age in enumerate([5000, 4000, 3000]):
+        _entry(folder, f"k{i}-cpu-{str(i) * 20}", 2**20, age)
+    scan = compile_cache.entries
+
+    def raced(path=None):
+        found = scan(path)
+        for f in found[0].files:   # the other process removes the oldest right after this scan
+            f.unlink()
+        return found
+
+    monkeypatch.setattr(compile_cache, "entries", raced)
+    compile_cache.evict(budget=2 * 2**20 + 2 * 72)
+    assert {p.name.split(".")[0] for p in folder.iterdir()} == {"k1-cpu-" + "1" * 20, "k2-cpu-" + "2" * 20}
 
 
 def test_a_budget_that_is_not_a_number_is_a_one_line_error(cache, monkeypatch):

@@ -47,7 +47,8 @@ def test_inputs_are_random_and_never_zero():
     # worker dead of numpy's refusal, its traceback in the terminal.
     ({"seed": "x"}, "the seed must be a whole number, got 'x'"),
     ({"seed": 1.5}, "the seed must be a whole number, got 1.5"),
-    ({"seed": -1}, "the seed must be from 0 to 2**64 - 1, got -1"),
+    ({"seed": -1}, "the seed must be 0 or more, got -1"),
+    ({"block": {"x": 32, "y": 8}}, "block must be a pair (x, y) like (32, 8), got {'x': 32, 'y': 8}"),
     ({"block": "32x8"}, "block must be a pair (x, y) like (32, 8), got '32x8'"),   # had been read as (3, 2)
     ({"block": 5}, "block must be a pair (x, y) like (32, 8), got 5"),
     ({"block": (32, 8.5)}, f"block y must be an integer from 1 to {MAX_DIM:,}, got 8.5"),

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from multiprocessing import resource_tracker, spawn
 from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
 from typing import Callable
 
 from engine.devices import shm
@@ -116,10 +118,28 @@ def _child(target: Callable, conn) -> None:
 
 
 def _stop_now(signum, frame) -> None:
-    """A worker asked to stop (stop_all, the app stopping) ends what it started first: a compiler runs
-    in a session of its own, so killing the worker alone had left it compiling after the app was gone."""
-    from engine import lifecycle  # noqa: PLC0415 - only when stopping
-    lifecycle.shutdown()
+    """A worker asked to stop (Worker.stop, the app stopping) ends what it started first: a compiler
+    runs in a session of its own, so killing the worker alone had left it compiling after the app
+    was gone. This runs between two steps of whatever the worker was doing, which may hold any of
+    the engine's locks (build._run holds one while it starts a compiler), so it takes none: every
+    child of this process is killed with its process group, found in /proc (a compiler just forked
+    and not yet listed anywhere included), and its unfinished build folders go (the app sweeps what
+    a race leaves, cache.sweep_opened)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second request while this runs changes nothing
+    me = os.getpid()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            pid = int(stat.parent.name)
+            if int(fields[1]) != me:
+                continue
+            # a compiler leads a session of its own: its group holds the stages it started
+            os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+    cache = sys.modules.get("engine.kernels.cache")
+    if cache is not None:
+        cache.discard_in_flight_now()
     os._exit(0)
 
 
@@ -209,7 +229,19 @@ class Worker:
             raise WorkerCrashed(f"{doing} failed ({message}); the {self.what} was restarted")
         raise EngineError(message)
 
-    def stop(self) -> None:
+    def ask_to_stop(self) -> None:
+        """SIGTERM: the worker kills its compilers and exits (_stop_now)."""
+        try:
+            if self.process.is_alive():
+                self.process.terminate()
+        except OSError:
+            pass
+
+    def stop(self, grace: float | None = None) -> None:
+        """Asked first, then killed if it has not ended within grace seconds (STOP_GRACE_S): a hung
+        request, a Ctrl-C of the CLI and the app stopping all end its compilers with it."""
+        self.ask_to_stop()
+        self.process.join(timeout=STOP_GRACE_S if grace is None else grace)
         if self.process.is_alive():
             self.process.kill()
         self.process.join(timeout=10)
@@ -217,26 +249,21 @@ class Worker:
         shm.sweep(self.process.pid)   # what it was handing over when it died
 
 
-# How long stopping workers waits for them to end what they started before killing them: a worker
-# waiting on its compiler stops at once; one inside a kernel or a long C call cannot, and is killed.
+# How long stopping a worker waits for it to end what it started before killing it: a worker waiting
+# on its compiler stops at once; one inside a kernel or a long C call cannot, and is killed.
 STOP_GRACE_S = 0.5
 
 
 def stop_all() -> None:
     """Stops every worker this process started (a request in progress gets WorkerCrashed) and frees
-    what they were handing over: for an app that is stopping, which waits for no request. Each is
-    asked first (SIGTERM: it kills its compilers), and killed if it has not ended within STOP_GRACE_S."""
-    workers = [w for w in list(_LIVE) if w.process.is_alive()]
+    what they were handing over: for an app that is stopping, which waits for no request. All are
+    asked at once, and those not ended within one STOP_GRACE_S are killed."""
+    workers = list(_LIVE)
     for worker in workers:
-        try:
-            worker.process.terminate()
-        except OSError:
-            pass
+        worker.ask_to_stop()
     deadline = time.monotonic() + STOP_GRACE_S
     for worker in workers:
-        worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
-    for worker in list(_LIVE):
-        worker.stop()
+        worker.stop(grace=max(0.0, deadline - time.monotonic()))
 
 
 class Pool:

@@ -323,6 +323,18 @@ def discard_in_flight() -> None:
         _remove_folder(folder)
 
 
+def discard_in_flight_now() -> None:
+    """discard_in_flight for a worker told to stop (workers._stop_now), which may have stopped while
+    holding the register's lock: without it (the worker exits right after; what a race leaves, the
+    app sweeps once the worker is gone)."""
+    try:
+        folders = list(_IN_FLIGHT)
+    except RuntimeError:   # another thread changed it meanwhile: the app's sweep has them
+        return
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _remove_folder(folder: Path, tries: int = 20) -> None:
     """rmtree, again while the folder is still there: a build thread writing its next input file
     (build.py writes a header before it starts the compiler) can put one in after rmtree listed the
@@ -412,15 +424,17 @@ def evict(budget: int | None = None, path: Path | None = None) -> int:
                 break
             if now - entry.used < _RECENT_S:
                 continue
-            freed += _remove_files(entry.files)[0]
+            # what stayed is not freed; a file another process removed first is (it counted in total)
+            freed += entry.nbytes - sum(size for _, _, size in _remove_files(entry.files)[1])
         return freed
 
 
-def _remove_files(files: list[Path]) -> tuple[int, list[tuple[Path, OSError]]]:
-    """Removes files; (bytes removed, each file that stayed with why). A file already gone counts as
-    removed (another process evicted it first), with no bytes."""
+def _remove_files(files: list[Path]) -> tuple[int, list[tuple[Path, OSError, int]]]:
+    """Removes files; (bytes removed, each file that stayed with why and its size). A file already
+    gone counts as removed (another process evicted it first), with no bytes."""
     freed, failed = 0, []
     for f in files:
+        size = 0
         try:
             size = f.lstat().st_size
             f.unlink()
@@ -428,8 +442,13 @@ def _remove_files(files: list[Path]) -> tuple[int, list[tuple[Path, OSError]]]:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            failed.append((f, exc))
+            failed.append((f, exc, size))
     return freed, failed
+
+
+def builds_text(count: int) -> str:
+    """"1 build", "3 builds": how messages count builds."""
+    return f"{count:,} build{'' if count == 1 else 's'}"
 
 
 def clear(path: Path | None = None) -> tuple[int, int]:
@@ -452,12 +471,12 @@ def clear(path: Path | None = None) -> tuple[int, int]:
     for d in strays:
         shutil.rmtree(d.path, ignore_errors=True)
         if os.path.lexists(d.path):
-            failed.append((Path(d.path), OSError("a directory that could not be emptied")))
+            failed.append((Path(d.path), OSError("a directory that could not be emptied"), 0))
         else:
             removed += 1
     sweep_stale(path)
     if failed:   # had been reported as cleared, every entry counted
-        where, exc = failed[0]
-        raise EngineError(f"cleared {removed} builds ({freed / 2**20:.1f} MB) from {path}, but {len(failed)} "
+        where, exc, _ = failed[0]
+        raise EngineError(f"cleared {builds_text(removed)} ({freed / 2**20:.1f} MB) from {path}, but {len(failed)} "
                           f"could not be removed, {where.name} among them ({exc.strerror or exc})")
     return freed, removed

@@ -94,17 +94,20 @@ def make_problem(m, n, k, block=(16, 16), seed=0, params=None) -> Problem:
     if bx * by > 1024:
         raise EngineError(f"a block of {bx}x{by} = {bx * by} threads is over CUDA's limit of 1024")
     seed = whole("the seed", seed)
-    if not 0 <= seed < 2**64:   # numpy's generators take none below 0: the worker had died of it
-        raise EngineError(f"the seed must be from 0 to 2**64 - 1, got {_short(seed)}")
+    if seed < 0:   # numpy's generators take none below 0: the trace worker had died of it
+        raise EngineError(f"the seed must be 0 or more, got {_short(seed)}")
     return Problem(m, n, k, (bx, by), seed, {name: whole(name, v) for name, v in dict(params or {}).items()})
 
 
 def pair(name: str, value, like: str = "(32, 8)") -> tuple:
     """(x, y) from a pair of any kind (a tuple, a list, an array); a one-line reason for anything else:
     a string "32x8" had been read as its first two characters."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
-        raise EngineError(f"{name} must be a pair (x, y) like {like}, got {_short(value)}")
-    return value[0], value[1]
+    try:
+        if isinstance(value, (str, bytes)) or len(value) != 2:
+            raise TypeError
+        return value[0], value[1]
+    except (TypeError, KeyError, IndexError):   # no length, or not indexed by position (a dict)
+        raise EngineError(f"{name} must be a pair (x, y) like {like}, got {_short(value)}") from None
 
 
 def whole(name: str, value) -> int:

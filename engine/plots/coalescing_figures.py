@@ -189,7 +189,8 @@ def _side_by_side(arrays: dict, width_px: float, height_px: float, font: float) 
         # the first matrix far enough in that its name starts inside the figure: the axis starts at its
         # left edge, with only the figure's margin to its left (A (17x1) at K = 1 had lost its "A ")
         margin = LEFT_MARGIN_PX / cell if math.isfinite(cell) else 0
-        x = max(0, math.ceil(half[0] - margin - 1 - items[0][1] / 2))
+        # (a matrix at x has its middle x + cols / 2 + 0.5 cells from the axis' start at -1)
+        x = max(0, math.ceil(half[0] - margin - 0.5 - items[0][1] / 2))
         offsets = {}
         for i, (name, cols, _) in enumerate(items):
             offsets[name] = x

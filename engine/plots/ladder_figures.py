@@ -116,21 +116,11 @@ def intervals_figure(timelines: list[Timeline], presenter: bool = False) -> go.F
                           row=i, col=1)
         fig.update_yaxes(categoryorder="array", categoryarray=[MULTIPLY, COPY], row=i, col=1)
         fig.update_xaxes(range=[-0.6, SHOWN_INTERVALS - 0.4], dtick=1, row=i, col=1,
-                         title={"text": _axis_title(timelines) if i == len(timelines) else ""})
+                         title={"text": "barrier interval (barriers passed)" if i == len(timelines) else ""})
     style.apply(fig, st.base, height=(150 + 150 * len(timelines)) * st.scale,
                 margin={"l": 10, "r": 10, "t": 60, "b": 40}, bargap=0.15)
     fig.update_annotations(font={"size": st.base + 1})
     return fig
-
-
-def _axis_title(timelines: list[Timeline]) -> str:
-    """Says where the run goes on past what is drawn: at K = 512 the 8 intervals drawn are 4 of 32
-    tiles, and without a word the timeline read as the whole loop."""
-    drawn = [t.intervals.loc[(t.intervals["epoch"] < SHOWN_INTERVALS) & (t.intervals["what"] == MULTIPLY), "epoch"].nunique()
-             for t in timelines]
-    more = max((t.multiplies for t, d in zip(timelines, drawn) if t.multiplies > d), default=0)
-    return "barrier interval (barriers passed)" + (
-        f" · the first {SHOWN_INTERVALS} drawn, of a loop over {more:,} tiles" if more else "")
 
 
 def _panel_title(t: Timeline, shown: pd.DataFrame) -> str:
@@ -145,7 +135,11 @@ def _panel_title(t: Timeline, shown: pd.DataFrame) -> str:
     else:
         verdict = (f"{overlap} of {multiplies} multiply intervals drawn also load the next tile "
                    f"({t.overlap} of {t.multiplies} in all)")
-    return f"<b>{html.escape(t.name)}</b>, warp {t.warp}: {verdict}"
+    # At K = 512 the intervals drawn are tiles 0 to 3 of 32, and without a word the timeline read as
+    # the whole loop.
+    part = f" (tiles 0–{multiplies - 1} of {t.multiplies:,} drawn)" if 0 < multiplies < t.multiplies \
+        and "in all" not in verdict else ""   # where the verdict has not said so already
+    return f"<b>{html.escape(t.name)}</b>, warp {t.warp}: {verdict}{part}"
 
 
 # --------------------------------------------------------------------------- measured speed

@@ -45,10 +45,15 @@ def seed_table(ev: SeedEvidence) -> pd.DataFrame:
         "warps launched / tiles of C": [f"{w:,} / {n:,} = {w // n}" for w, n in zip(t["warps launched"], t["tiles of C"])],
         # three significant figures: at two decimals 0.06 / 0.02 stood beside "2.7×", which a student
         # checking by hand could not get back
-        "time (ms)": [f"{v:.3g}" for v in t["time (ms)"]],
-        "wmma_warp (ms)": [f"{v:.3g}" for v in t["wmma_warp time (ms)"]],
+        "time (ms)": [_three_figures(v) for v in t["time (ms)"]],
+        "wmma_warp (ms)": [_three_figures(v) for v in t["wmma_warp time (ms)"]],
         "slower by": [f"{v:.1f}×" for v in t["slower by"]],
     })
+
+
+def _three_figures(v: float) -> str:
+    """0.0564, 2.34, 18.2, 1,234: three significant figures, never in powers of ten."""
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def source_figure(lines: list[str], faults: list[SeedFault], presenter: bool = False) -> go.Figure:
@@ -291,7 +296,7 @@ def speed_figure(s: TensorSpeeds, chosen: str, note: str) -> go.Figure:
             for t, p, r in zip(tflops, pct, rung)]
     colors = [style.PALETTE[4] if k == chosen else style.RED if k == REFERENCE else style.BLUE if r
               else style.SECOND_ROOF for k, r in zip(names, rung)]
-    # constraintext none: Plotly shrinks a label wider than its bar, and "769 / 99.7%" (a share shown
+    # constraintext none: Plotly shrinks a label wider than its bar, and "769<br>99.7%" (a share shown
     # to a tenth, where a whole percent would read as a tie) was drawn smaller than its neighbours.
     fig = go.Figure(go.Bar(x=names, y=[t or 0 for t in tflops], marker_color=colors, text=text,
                            textposition="outside", constraintext="none", textfont={"size": st.base - 2},

@@ -256,7 +256,7 @@ def read_older_names(parameters: list[str]) -> list[str]:
         taken = {name: value for name, value in new.items() if name not in query.params()}
         query.params().update(taken)
         if old != "size" and taken:   # its line is the one said again where no kernel shown has the parameter
-            st.session_state.setdefault("_older_params", {})[old.upper()] = old
+            st.session_state.setdefault("_older_params", {})[old.upper()] = (old, raw)
         said.append(f"?{old}={quoted(raw)} is an older link's name: read as "
                     + ("&".join(f"{name}={quoted(value)}" for name, value in taken.items()) or "nothing (the link also gives "
                        + ", ".join(new) + ")"))
@@ -294,8 +294,8 @@ def url_note(message: str):
     slot.warning(message, icon=":material/link_off:")
     if message.startswith(f"?size={quoted(st.session_state.get('_older_size', ''))} is an older link's name"):
         _NOTES.size_slot = slot
-    for name, old in st.session_state.get("_older_params", {}).items():
-        if message.startswith(f"?{quoted(old)}=") and "is an older link's name" in message:
+    for name, (old, raw) in st.session_state.get("_older_params", {}).items():
+        if message.startswith(f"?{quoted(old)}={quoted(raw)} is an older link's name"):
             _NOTES.older_slots[name] = slot
     return slot
 
@@ -304,10 +304,13 @@ def ignored_note(name: str, raw, why: str) -> None:
     """A link's parameter that no kernel shown has: one line. Where the link gave it by an older name
     (?tile=8), that name's line becomes this one: "read as TILE=8" and then "no parameter TILE;
     ignored" had been two lines about one value."""
-    old = st.session_state.get("_older_params", {}).get(name)
+    # Only while that line is on the page (the link this session opened on), and of this value: a later
+    # link's ?TILE=5 is not the first one's ?tile=8.
     slot = getattr(_NOTES, "older_slots", {}).get(name)
-    said = f"?{quoted(old)}={quoted(raw)} (an older link's name for {name})" if old else f"?{quoted(name)}={quoted(raw)}"
-    if slot is not None:
+    old, given = st.session_state.get("_older_params", {}).get(name, (None, None))
+    older = slot is not None and given == raw
+    said = f"?{quoted(old)}={quoted(raw)} (an older link's name for {name})" if older else f"?{quoted(name)}={quoted(raw)}"
+    if older:
         slot.warning(f"{said}: {why}", icon=":material/link_off:")
     else:
         url_note(f"{said}: {why}")
@@ -398,8 +401,10 @@ def frame(name: str, names: list[str]) -> str | None:
 def control_follows_frame(name: str, key: str, values) -> None:
     """Before the control of frame_or_control is made: on a run where the user left it as it was, it
     takes the frame the player was left on, which the figure is then drawn opening on. The box had
-    kept the lane it last opened on (0) beside a map standing on lane 2 after every rerun, and typing
-    0 then changed nothing: the box already said 0, so the map stayed on 2."""
+    kept the lane it last opened on (0) beside a map redrawn on lane 2, and typing 0 then changed
+    nothing: the box already said 0, so the map stayed on 2. Between a Step and the next run the box
+    still says where the map opened (the player reports its frame without a rerun, which would
+    redraw the map under a student's scrub), and typing that same lane then changes nothing."""
     seen, kept = page_key(f"_control.{name}"), page_key(f"_frame.{name}")
     shown, now = st.session_state.get(kept), st.session_state.get(key)
     if now is None or now != st.session_state.get(seen):
