@@ -84,7 +84,8 @@ if traced:
     st.caption("Each column is one barrier interval (the trace's epoch: the __syncthreads the warp has passed). Top row: "
                "the warp's global loads of a K tile (for double_buffered, B's cp.async copies, their commit group in "
                "the hover); bottom row: its shared loads, multiplying the newest tile loaded before the barrier. "
-               "Yellow: both in one interval, the copy of the next tile in flight during the multiply.")
+               "Yellow: both in one interval, the copy of the next tile in flight during the multiply. "
+               + ladder_figures.tiles_drawn(shown))
 
 # ------------------------------------------------------------------ measured speed
 st.subheader("Measured speed against cuBLAS SGEMM")

@@ -135,11 +135,21 @@ def _panel_title(t: Timeline, shown: pd.DataFrame) -> str:
     else:
         verdict = (f"{overlap} of {multiplies} multiply intervals drawn also load the next tile "
                    f"({t.overlap} of {t.multiplies} in all)")
-    # At K = 512 the intervals drawn are tiles 0 to 3 of 32, and without a word the timeline read as
-    # the whole loop.
-    part = f" (tiles 0–{multiplies - 1} of {t.multiplies:,} drawn)" if 0 < multiplies < t.multiplies \
-        and "in all" not in verdict else ""   # where the verdict has not said so already
-    return f"<b>{html.escape(t.name)}</b>, warp {t.warp}: {verdict}{part}"
+    return f"<b>{html.escape(t.name)}</b>, warp {t.warp}: {verdict}"
+
+
+def tiles_drawn(timelines: list[Timeline]) -> str:
+    """Which tiles of each rung's loop the timeline draws, where it draws fewer than the loop has: at
+    K = 512 it drew tiles 0 to 3 of 32 and, without a word, read as the whole loop. A sentence for
+    under the figure (in the panels' titles it ran past a projector's screen)."""
+    parts = []
+    for t in timelines:
+        shown = t.intervals[(t.intervals["epoch"] < SHOWN_INTERVALS) & (t.intervals["what"] == MULTIPLY)]
+        drawn = int(shown["epoch"].nunique())
+        if 0 < drawn < t.multiplies:
+            parts.append(f"tiles 0–{drawn - 1} of {t.name}'s {t.multiplies:,}")
+    return f"Drawn: the first {SHOWN_INTERVALS} barrier intervals, {' and '.join(parts)}." \
+        if parts else ""
 
 
 # --------------------------------------------------------------------------- measured speed
