@@ -24,10 +24,9 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from multiprocessing import resource_tracker, spawn
 from multiprocessing.reduction import ForkingPickler
-from pathlib import Path
 from typing import Callable
 
-from engine.devices import shm
+from engine.devices import host_memory, shm
 from engine.errors import EngineError, WorkerCrashed
 
 # The longest a request may be given: inf, or 1e10, had passed as timeouts and failed in the wait for
@@ -122,20 +121,15 @@ def _stop_now(signum, frame) -> None:
     runs in a session of its own, so killing the worker alone had left it compiling after the app
     was gone. This runs between two steps of whatever the worker was doing, which may hold any of
     the engine's locks (build._run holds one while it starts a compiler), so it takes none: every
-    child of this process is killed with its process group, found in /proc (a compiler just forked
-    and not yet listed anywhere included), and its unfinished build folders go (the app sweeps what
-    a race leaves, cache.sweep_opened)."""
+    process below this one is killed, found in /proc (a compiler just forked and not yet listed
+    anywhere included), and its unfinished build folders go (the app sweeps what a race leaves,
+    cache.sweep_opened)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second request while this runs changes nothing
-    me = os.getpid()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for pid in host_memory.descendants():
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            pid = int(stat.parent.name)
-            if int(fields[1]) != me:
-                continue
             # a compiler leads a session of its own: its group holds the stages it started
             os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
     cache = sys.modules.get("engine.kernels.cache")
     if cache is not None:
