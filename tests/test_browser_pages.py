@@ -347,6 +347,69 @@ def test_back_after_a_reload_opens_the_page_left_at_its_address(server, page, pr
     assert not page.errors, page.errors
 
 
+
+class HeldQueries:
+    """The app's websocket, routed through the test: while `held`, the server's query writes
+    (page_info_changed) wait here, in order, and everything else goes on, so a test can make a run's
+    query arrive late on purpose. `finished` counts the runs that ended meanwhile."""
+
+    def __init__(self, page):
+        self.held, self.queue, self.finished = False, [], 0
+        page.route_web_socket(re.compile(r"/_stcore/stream"), self._route)
+
+    def _route(self, ws) -> None:
+        self.ws = ws
+        ws.connect_to_server().on_message(self._from_server)
+
+    def _from_server(self, message) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        kind = None
+        if isinstance(message, bytes):
+            msg = ForwardMsg()
+            msg.ParseFromString(message)
+            kind = msg.WhichOneof("type")
+        if self.held and kind == "page_info_changed":
+            self.queue.append(message)
+            return
+        self.finished += self.held and kind == "script_finished"
+        self.ws.send(message)
+
+    def release(self) -> None:
+        self.held = False
+        for message in self.queue:
+            self.ws.send(message)
+        self.queue.clear()
+
+
+def test_a_query_arriving_after_back_is_not_left_in_the_address_moved_to(server, page):
+    """A Tile phases run ended, its query (M = 64) still on its way, and Back: the browser's Streamlit
+    writes a query into the address it shows when it arrives, and Coalescing's address became
+    /coalescing?kernel=tiled_guarded&m=64&...&TILE=16; Coalescing's own run, which had the right query
+    from the browser's request, saw nothing to change. Made late here on purpose: the server's
+    query of the run that M = 64 started held until Back has been pressed."""
+    wire = HeldQueries(page)
+    open_page(page, f"{server}/coalescing?kernel=naive_transposed_b&m=40&step=14")
+    go_to(page, "Tile phases")
+    wire.held = True
+    box = page.get_by_label("M", exact=True).first
+    box.fill("64")
+    box.press("Enter")
+    for _ in range(300):
+        if wire.finished:
+            break
+        page.wait_for_timeout(100)
+    assert wire.finished, "the Tile phases run did not finish"
+    page.go_back()
+    page.wait_for_url(re.compile(r"/coalescing\?"), timeout=30000)
+    wire.release()
+    page_ready(page)
+    page.wait_for_timeout(1000)   # anything else on its way
+    page_ready(page)
+    assert "kernel=naive_transposed_b" in page.url and re.search(r"[?&]m=40(&|$)", page.url), page.url
+    assert "TILE=" not in page.url and "step=14" in page.url, page.url
+    assert "instruction 14 of" in " ".join(browser.wait_settled(page)["heads"])
+    assert not page.errors, page.errors
+
 def test_a_page_that_refuses_a_choice_keeps_it_in_its_address(server, page):
     """After st.stop every message of the run is refused, the query's too: Tile phases refusing the
     unguarded kernel at 40³ left the address naming the guarded one, so a reload showed another view."""

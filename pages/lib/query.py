@@ -6,7 +6,15 @@ history entry for each that changes the address: a page's first run wrote its se
 (which turns a same-page push into a replace) had been drawn, so Back took up to ten presses to
 leave a page opened from a link. Here a run reads and writes a draft of the query (params()), and
 app.py sends it once, when the page's script ends (written_once()): one entry at most, and by then
-history.js is in place."""
+history.js is in place.
+
+The browser's Streamlit writes a query it is sent into the address it shows when it arrives, whatever
+page that is (document.location.pathname). So a run's query is never sent once the person has moved
+on: a run cut short by a move to another page, or by Back or Forward, sends nothing (its query had
+been written into the next page's address: Back from Tile phases to Coalescing left
+/coalescing?kernel=tiled_guarded&m=40&TILE=16...). And the first run on a page after a move sends its
+query even when the server thinks it unchanged: one the last page sent just before the move may
+have arrived after it (the browser leaves a write of the address it already shows undone)."""
 from __future__ import annotations
 
 import threading
@@ -14,6 +22,8 @@ from collections import UserDict
 from contextlib import contextmanager
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
 # The run in progress's draft: each session's script runs in a thread of its own.
 _RUN = threading.local()
@@ -42,20 +52,45 @@ def params():
 @contextmanager
 def written_once():
     """Around a page's run: the query it leaves is sent in one message, also when the run ends early
-    (st.stop after a refusal, a rerun, a click that interrupts it); nothing is sent if it is unchanged."""
+    (st.stop after a refusal, a rerun, a click that interrupts it); nothing is sent if it is unchanged,
+    or if the run was cut short by a move away (see the module's docstring)."""
+    here = _page_here()
+    moved_in = st.session_state.get(_SENT_ON, here) != here
     draft = _RUN.draft = Draft(st.query_params.to_dict())
+    away = False
     try:
         yield draft
         # A run that ended (not stopped, not cut short by a rerun) drew every control of the page
         st.session_state.pop(STOPPED, None)
+    except RerunException as cut:
+        away = moves_away(cut.rerun_data, here)
+        raise
     finally:
         _RUN.draft = None
         st.session_state[LEFT] = draft.to_dict()
-        _send(draft)
+        if not away:
+            st.session_state[_SENT_ON] = here
+            _send(draft, always=moved_in)
 
 
-def _send(draft: Draft) -> None:
-    if draft.data != st.query_params.to_dict():
+# The page whose run last sent its query (written_once), to tell a page's first run after a move.
+_SENT_ON = "_query_sent_on"
+
+
+def _page_here() -> str:
+    ctx = get_script_run_ctx()
+    return ctx.page_script_hash if ctx is not None else ""
+
+
+def moves_away(rerun, here: str) -> bool:
+    """Whether the rerun that cut a run short takes the browser to another address than the run's: Back
+    or Forward (the address is then one the browser already holds, even on the same page) or another
+    page. A rerun on the same page (a control changed) names this page's script."""
+    return rerun.is_history_navigation or rerun.page_script_hash not in ("", here)
+
+
+def _send(draft: Draft, always: bool = False) -> None:
+    if always or draft.data != st.query_params.to_dict():
         st.query_params.from_dict(draft.data)
 
 

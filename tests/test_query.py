@@ -1,0 +1,98 @@
+"""What a page's run sends of its query (pages/lib/query.py), with Streamlit's query and session
+stood in for: the browser writes a query it is sent into the address it shows when it arrives, so a
+run's query must not be sent after a move away, and must be sent again on the page moved to."""
+from __future__ import annotations
+
+import types
+
+import pytest
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+
+from pages.lib import query
+
+TILE_PHASES, COALESCING = "hash-tile-phases", "hash-coalescing"
+
+
+class FakeQuery:
+    """st.query_params as a run sees it: what the browser's request brought, and each message sent."""
+
+    def __init__(self, params: dict):
+        self.params, self.sent = dict(params), []
+
+    def to_dict(self) -> dict:
+        return dict(self.params)
+
+    def from_dict(self, params: dict) -> None:
+        self.params = dict(params)
+        self.sent.append(dict(params))
+
+
+class FakeStreamlit:
+    """The st that query.py reads: session state, and the query of the run in progress."""
+
+    def __init__(self, session):
+        self.session_state, self._session = session.state, session
+
+    @property
+    def query_params(self) -> FakeQuery:
+        return self._session.query
+
+
+@pytest.fixture
+def session(monkeypatch):
+    """A session whose runs are on the page `session.page`, with the query `session.query`."""
+    state = types.SimpleNamespace(page=TILE_PHASES, query=FakeQuery({}), state={})
+    monkeypatch.setattr(query, "st", FakeStreamlit(state))
+    monkeypatch.setattr(query, "get_script_run_ctx", lambda: types.SimpleNamespace(page_script_hash=state.page))
+    return state
+
+
+def run(session, page: str, brought: dict, writes: dict, cut: RerunData | None = None) -> list[dict]:
+    """One run of `page`, its request bringing `brought`, writing `writes`, cut short by `cut` if
+    given; what it sent."""
+    session.page, session.query = page, FakeQuery(brought)
+    try:
+        with query.written_once() as draft:
+            draft.update(writes)
+            if cut is not None:
+                raise RerunException(cut)
+    except RerunException:
+        pass
+    return session.query.sent
+
+
+def test_a_run_sends_its_query_once_and_only_when_it_changed(session):
+    assert run(session, TILE_PHASES, {"m": "40"}, {"m": "64"}) == [{"m": "64"}]
+    assert run(session, TILE_PHASES, {"m": "64"}, {"m": "64"}) == []
+
+
+def test_a_run_cut_short_by_a_control_of_its_page_still_sends_its_query(session):
+    run(session, TILE_PHASES, {}, {})
+    assert run(session, TILE_PHASES, {"m": "40"}, {"m": "64"}, RerunData(page_script_hash=TILE_PHASES)) == [{"m": "64"}]
+
+
+@pytest.mark.parametrize("cut", [
+    RerunData(page_script_hash=COALESCING, is_history_navigation=True),    # Back to another page
+    RerunData(page_script_hash=TILE_PHASES, is_history_navigation=True),   # Back to an entry of this page
+    RerunData(page_script_hash=COALESCING),                                # the sidebar's link
+], ids=["back-to-another-page", "back-on-this-page", "sidebar"])
+def test_a_run_cut_short_by_a_move_away_sends_nothing(session, cut):
+    """Back from Tile phases while its run was still going: the run's query, sent as it ended, was
+    written into Coalescing's address (/coalescing?kernel=tiled_guarded&m=40&TILE=16...)."""
+    run(session, TILE_PHASES, {}, {})
+    assert run(session, TILE_PHASES, {"m": "40"}, {"m": "64", "TILE": "16"}, cut) == []
+
+
+def test_the_first_run_on_a_page_moved_to_sends_its_query_even_unchanged(session):
+    """A query the last page sent just before the move can arrive after it, into the next page's
+    address; the server, which has the next page's query from the browser's request, saw nothing to
+    send, and the address kept the other page's settings."""
+    run(session, TILE_PHASES, {}, {"m": "64"})
+    assert run(session, COALESCING, {"kernel": "naive_x_rows"}, {}) == [{"kernel": "naive_x_rows"}]
+    assert run(session, COALESCING, {"kernel": "naive_x_rows"}, {}) == []   # not again on the same page
+
+
+def test_a_sessions_first_run_sends_nothing_unchanged(session):
+    """A fresh visit leaves its address as it came (an address with a name twice, say, is not rewritten)."""
+    assert run(session, COALESCING, {"kernel": "naive_x_rows"}, {}) == []
