@@ -36,7 +36,7 @@ NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "
 def drawn(df: pd.DataFrame, peaks: dict, provs: list[dict]) -> tuple:
     """What show() draws of the runs: the derived rows, the charts, the headline and the table."""
     df = benchmark.derive(df, peaks)
-    return (df, charts.all_charts(df, peaks, font, note=charts.notes(provs, df)),
+    return (df, charts.all_charts(df, peaks, font, provs=provs),
             benchmark.headline(df, escape=schema.plain), benchmark.table(df))
 
 
@@ -251,7 +251,7 @@ def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, 
     gpu = df["gpu"].iloc[0]
     rung = "ladder rung" if family.rungs == tuning.RUNGS else "tensor rung"
     found, fig = cached.page_part(("sweep_family", files, gpu, font, family.name), lambda: (
-        tuning.verdicts(ranked), charts.tuning_sweep(ranked, font, charts.notes(provs, df), tuning.cublas_gflops(df, family),
+        tuning.verdicts(ranked), charts.tuning_sweep(ranked, font, charts.notes(provs, df, percent=False), tuning.cublas_gflops(df, family),
                                                      rung, family.cublas_name)))
     st.markdown(f"**The {family.name}.** Every configuration swept of each rung, timed at "
                 f"{tuning.sweep_size(df, family.rungs)}³ on the {schema.plain(gpu)}; the winner is starred, the "

@@ -252,7 +252,7 @@ if (cliff_run := benchmark.any_size_run()) is None:
     query.stop()
 cliff_df, cliff_prov = cached.recorded(cliff_run)
 cliff, cliff_fig = cached.page_part(("tc-cliff", *cached.file_version(cliff_run)), lambda: (
-    (c := speeds.cliff(cliff_df)), tensor_figures.cliff_figure(c, charts.notes([cliff_prov], cliff_df))))
+    (c := speeds.cliff(cliff_df)), tensor_figures.cliff_figure(c, charts.notes([cliff_prov], cliff_df, percent=False))))
 st.markdown(speeds.cliff_story(cliff))
 st.plotly_chart(cliff_fig, width="stretch", config=CHART, key="tc-cliff")
 st.caption(f"A {speeds.run_label(cliff_prov, False)} ({cliff_run.parent.name}/{cliff_run.name}), not measured now; each kernel with its "

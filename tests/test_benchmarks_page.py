@@ -308,6 +308,9 @@ def test_the_autotuning_sweep_ranks_each_rung_and_flags_a_default_that_loses(mon
     at = _open_over(monkeypatch, tmp_path, synthetic_runs.SQUARE, synthetic_runs.sweep_rows())
     assert not at.exception, [e.value for e in at.exception]
     sweep = _charts(at)["Autotuning sweep: the configurations timed for each rung"]
+    # Its note names the cuBLAS of its dotted line, without a "100% =": the chart has no percentages
+    note = " ".join(a["text"] for a in sweep["layout"]["annotations"])
+    assert "cuBLAS" in note and "100% =" not in note, note
     stars = [t for t in sweep["data"] if t["name"] == "the winner" and t.get("showlegend") is False]
     assert [_numbers(t["y"]) for t in stars] == [[12000.0], [30000.0], [31000.0]]
     warnings = [str(w.value) for w in at.warning]

@@ -309,6 +309,9 @@ def test_the_cliff_section_reads_its_numbers_from_the_recorded_run_at_sizes_not_
     assert padded["4,095³<br>not ×8"] == f"{tf['wgmma_padded', 4095]:,.0f}"
     over = {a["x"]: a["text"] for a in fig["layout"]["annotations"] if a["x"] in labels}
     assert over["4,095³<br>not ×8"] == f"<b>{ratios[odd.index(4095)]:.1f}×</b>"
+    # The run's note names the cuBLAS it timed, without a "100% =": the chart has no percentages
+    title = fig["layout"]["title"]["text"]
+    assert "cuBLAS 13." in title and "100% =" not in title, title
     prov = json.loads(run.read_text())["provenance"]
     assert f"recorded {prov['gpu']} run of {prov['date'][:10]}" in text
     # This run's build pads where TMA cannot copy the rows: a time for every TMA rung at every size,

@@ -152,9 +152,9 @@ def test_any_value_in_any_field_gives_messages_never_an_exception():
             assert run is not None or messages, (field, value)
             if run is not None:
                 df, prov = run
-                note = charts.notes([prov]) + benchmark.headline(df, escape=schema.plain)
                 if field in CHARTED and value != doc["results"][0].get(field):
-                    charts.all_charts(benchmark.derive(df, prov["peaks"]), prov["peaks"], note=note)
+                    charts.all_charts(benchmark.derive(df, prov["peaks"]), prov["peaks"], provs=[prov],
+                                      extra=benchmark.headline(df, escape=schema.plain))
                     benchmark.table(df)
 
 

@@ -220,7 +220,7 @@ def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.
 def figures(rows: list[dict], prov: dict, font: int = style.EXPORT_FONT) -> dict:
     """Every chart of one run, each carrying its provenance in the picture."""
     df = derive(of_run(as_frame(rows), prov), prov["peaks"])
-    return charts.all_charts(df, prov["peaks"], font, note=charts.notes([prov], df)) if len(df) else {}
+    return charts.all_charts(df, prov["peaks"], font, provs=[prov]) if len(df) else {}
 
 
 def write_json(rows: list[dict], prov: dict, path: Path) -> Path:

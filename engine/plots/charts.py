@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -513,19 +514,18 @@ def _escaped(texts: pd.Series) -> np.ndarray:
     return np.array([html.escape(t, quote=False) for t in texts])
 
 
-def all_charts(df: pd.DataFrame, peaks: dict, font: int = EXPORT_FONT, note: str = "") -> dict[str, go.Figure]:
-    plain = without_percent(note)   # only the percent chart has a 100%
-    charts = {"gflops_vs_size": gflops_vs_size(df, font, plain), "percent_of_cublas": pct_of_cublas(df, font, note),
-              "roofline": roofline(df, peaks, font, plain)}
+def all_charts(df: pd.DataFrame, peaks: dict, font: int = EXPORT_FONT, provs: Sequence[dict] = (),
+               extra: str = "") -> dict[str, go.Figure]:
+    """Every chart of the runs `provs` (their rows in `df`), each with the runs' notes (notes()) and
+    `extra` under its title."""
+    def note(percent: bool) -> str:
+        return notes(provs, df, percent=percent) + extra
+    charts = {"gflops_vs_size": gflops_vs_size(df, font, note(False)),
+              "percent_of_cublas": pct_of_cublas(df, font, note(True)),
+              "roofline": roofline(df, peaks, font, note(False))}
     if "sm_clock_mhz" in df:
-        charts["telemetry"] = telemetry(df, font, plain)
+        charts["telemetry"] = telemetry(df, font, note(False))
     return charts
-
-
-def without_percent(note: str) -> str:
-    """A note (notes()) for a chart with no percentages: "cuBLAS 13.1.0" where it said "100% = cuBLAS
-    13.1.0", which under GFLOP/s or clocks named a 100% the chart did not have."""
-    return note.replace(f"100% = {CUBLAS_WORD}", CUBLAS_WORD)
 
 
 def provenance_note(prov: dict) -> str:
@@ -542,7 +542,6 @@ def provenance_note(prov: dict) -> str:
 
 
 NOT_RECORDED = "not recorded"   # what an older file, made before a field existed, says for it
-CUBLAS_WORD = "cuBLAS"         # how measured_with names it: without_percent finds it so
 
 
 def cublas_text(prov: dict) -> str:
@@ -573,15 +572,16 @@ def clock_text(rows: pd.DataFrame | None) -> str:
     return f"SM clock {lo:,.0f} MHz" if lo == hi else f"SM clock {lo:,.0f}–{hi:,.0f} MHz (median {mhz.median():,.0f})"
 
 
-def measured_with(prov: dict, rows: pd.DataFrame | None) -> str:
+def measured_with(prov: dict, rows: pd.DataFrame | None, percent: bool = True) -> str:
     """What a run's % of cuBLAS depends on beyond the kernels, on one line: the cuBLAS it is against,
     the toolkit that built the kernels, the driver and the SM clock during the run. Every part is
-    there, 'not recorded' where the file is older than the field."""
+    there, 'not recorded' where the file is older than the field. Under a chart without percentages
+    (percent=False) the cuBLAS is named without "100% =", which there named a 100% the chart did not have."""
     # "100% = cuBLAS 13.1.0": what the chart's percentages are of, as a label; "% of cuBLAS 13.1.0 ·
     # toolkit nvcc ..." read as a sentence cut off. No longer than it was: a chart's note keeps it on one line.
     version, toolkit = cublas_text(prov), toolkit_text(prov)
-    parts = [f"100% = {CUBLAS_WORD} {version}" if version != NOT_RECORDED else f"100% = {CUBLAS_WORD} (version {NOT_RECORDED})",
-             toolkit if toolkit.startswith("nvcc ") else f"toolkit {toolkit}"]
+    cublas = f"cuBLAS {version}" if version != NOT_RECORDED else f"cuBLAS (version {NOT_RECORDED})"
+    parts = [f"100% = {cublas}" if percent else cublas, toolkit if toolkit.startswith("nvcc ") else f"toolkit {toolkit}"]
     if prov.get("driver"):
         parts.append(f"driver {prov['driver']}")
     return " · ".join(parts + [clock_text(rows)])
@@ -594,10 +594,12 @@ def run_rows(df: pd.DataFrame | None, prov: dict) -> pd.DataFrame | None:
     return df[df["recorded"] == prov.get("date")]
 
 
-def notes(provs: list[dict], df: pd.DataFrame | None = None) -> str:
+def notes(provs: Sequence[dict], df: pd.DataFrame | None = None, percent: bool = True) -> str:
     """The provenance of each run shown, as a chart's note, two lines each: where and how it was
     measured (provenance_note), and what its % of cuBLAS depends on (measured_with; the SM clock
-    from its rows in `df`). Plain text: Plotly reads some HTML, and a GPU's name comes from a file."""
+    from its rows in `df`; percent=False for a chart without percentages). Plain text: Plotly reads
+    some HTML, and a GPU's name comes from a file."""
     # (dict.fromkeys: two runs alike, as the files of one sweep, are said once)
-    lines = list(dict.fromkeys(line for p in provs for line in (provenance_note(p), measured_with(p, run_rows(df, p)))))
+    lines = list(dict.fromkeys(line for p in provs
+                               for line in (provenance_note(p), measured_with(p, run_rows(df, p), percent))))
     return "<br>".join(html.escape(line, quote=False) for line in lines)

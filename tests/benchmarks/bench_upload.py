@@ -72,7 +72,7 @@ def engine_path(data: bytes) -> dict[str, float]:
     df, figures["derive"] = timed(benchmark.derive, both, prov["peaks"])
 
     def show():   # pages/benchmarks.py show(), less the Streamlit calls
-        charts.all_charts(df, prov["peaks"], 14, note=charts.notes([prov, run[1]]))
+        charts.all_charts(df, prov["peaks"], 14, provs=[prov, run[1]])
         benchmark.headline(df, escape=schema.plain)
         benchmark.table(df)
     _, figures["charts"] = timed(show)
