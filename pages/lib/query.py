@@ -14,23 +14,38 @@ on: a run cut short by a move to another page, or by Back or Forward, sends noth
 been written into the next page's address: Back from Tile phases to Coalescing left
 /coalescing?kernel=tiled_guarded&m=40&TILE=16...). And the first run on a page after a move sends its
 query even when the server thinks it unchanged: one the last page sent just before the move may
-have arrived after it (the browser leaves a write of the address it already shows undone)."""
+have arrived after it (the browser leaves a write of the address it already shows undone).
+
+A session's first run writes its address itself, by a script drawn on the page, as a replacement of
+the address it came with: the message the browser's Streamlit acts on pushes a history entry, and
+history.js, which turns that push into a replacement, is drawn by the same run, so on a busy machine
+it was in place too late. The address as opened then stayed behind as an entry of its own: Forward
+from outside the app reopened it, at the page's defaults, and the page's write there cut off every
+entry after it (the view a student had set, and the pages visited after it)."""
 from __future__ import annotations
 
+import json
 import threading
 from collections import UserDict
 from contextlib import contextmanager
+from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.state.session_state_proxy import get_session_state
 
 # The run in progress's draft: each session's script runs in a thread of its own.
 _RUN = threading.local()
 
 
 class Draft(UserDict):
-    """The query as the run has it so far: names to values (strings, as the URL holds them)."""
+    """The query as the run has it so far: names to values (strings, as the URL holds them), for the
+    page at `path`."""
+
+    def __init__(self, params: dict, path: str = ""):
+        super().__init__(params)
+        self.path = path
 
     def __setitem__(self, name: str, value) -> None:
         super().__setitem__(name, str(value))
@@ -50,13 +65,14 @@ def params():
 
 
 @contextmanager
-def written_once():
-    """Around a page's run: the query it leaves is sent in one message, also when the run ends early
-    (st.stop after a refusal, a rerun, a click that interrupts it); nothing is sent if it is unchanged,
-    or if the run was cut short by a move away (see the module's docstring)."""
+def written_once(path: str = ""):
+    """Around a page's run (`path`: the page's URL path, "" for Home): the query it leaves is sent in
+    one message, also when the run ends early (st.stop after a refusal, a rerun, a click that
+    interrupts it); nothing is sent if it is unchanged, or if the run was cut short by a move away
+    (see the module's docstring)."""
     here = _page_here()
     moved_in = st.session_state.get(_SENT_ON, here) != here
-    draft = _RUN.draft = Draft(st.query_params.to_dict())
+    draft = _RUN.draft = Draft(st.query_params.to_dict(), path)
     away = False
     try:
         yield draft
@@ -69,11 +85,12 @@ def written_once():
         _RUN.draft = None
         st.session_state[LEFT] = draft.to_dict()
         if not away:
-            st.session_state[_SENT_ON] = here
             _send(draft, always=moved_in)
+            st.session_state[_SENT_ON] = here
 
 
-# The page whose run last sent its query (written_once), to tell a page's first run after a move.
+# The page whose run last sent its query (written_once), to tell a page's first run after a move,
+# and the session's first run (none yet).
 _SENT_ON = "_query_sent_on"
 
 
@@ -90,8 +107,38 @@ def moves_away(rerun, here: str) -> bool:
 
 
 def _send(draft: Draft, always: bool = False) -> None:
-    if always or draft.data != st.query_params.to_dict():
+    if not (always or draft.data != st.query_params.to_dict()):
+        return
+    if _SENT_ON in st.session_state:
         st.query_params.from_dict(draft.data)
+    else:   # the session's first run (see the module's docstring)
+        _replace_address(draft.data, draft.path)
+
+
+def _replace_address(params: dict[str, str], path: str) -> None:
+    """The address written by a script on the page, in place of the one the browser shows, and on the
+    server without a message (as Streamlit keeps it: the query of the run's client state). The script
+    writes only while the browser still shows this page: drawn after a move, it leaves that address alone."""
+    with get_session_state().query_params() as kept:
+        kept.clear_with_no_forward_msg(preserve_embed=True)
+        for name, value in params.items():
+            kept.set_with_no_forward_msg(name, value)
+    query = urlencode(params, doseq=True)   # as Streamlit encodes it (QueryParams._send_query_param_msg)
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        ctx.query_string = query
+    base = (st.get_option("server.baseUrlPath") or "").strip("/")
+    want = "".join(f"/{part}" for part in (base, path) if part)
+    st.sidebar.html(f"<script>{ADDRESS_JS % (json.dumps(want), json.dumps('?' + query if query else ''))}</script>",
+                    unsafe_allow_javascript=True)
+
+
+# want: the page's path without a trailing slash; search: "?query", or "" for none
+ADDRESS_JS = r"""(() => {
+  const want = %s, search = %s;
+  if (decodeURI(location.pathname).replace(/\/+$/, "") !== want || location.search === search) return;
+  history.replaceState(history.state, "", location.pathname + search + location.hash);
+})();"""
 
 
 def stop():
