@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 
 import pytest
-from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 
 from pages.lib import query
@@ -19,12 +19,14 @@ class FakeQuery:
     """st.query_params as a run sees it: what the browser's request brought, and each message sent."""
 
     def __init__(self, params: dict):
-        self.params, self.sent = dict(params), []
+        self.params, self.sent, self.stopped = dict(params), [], False
 
     def to_dict(self) -> dict:
         return dict(self.params)
 
     def from_dict(self, params: dict) -> None:
+        if self.stopped:   # a message after st.stop: the run ends there
+            raise StopException()
         self.params = dict(params)
         self.sent.append(dict(params))
 
@@ -38,6 +40,11 @@ class FakeStreamlit:
     @property
     def query_params(self) -> FakeQuery:
         return self._session.query
+
+    def stop(self) -> None:
+        """As Streamlit's: the stop asked for, every message after it refused (StopException)."""
+        self._session.query.stopped = True
+        raise StopException()
 
 
 @pytest.fixture
@@ -109,3 +116,33 @@ def test_the_first_run_on_a_page_moved_to_sends_its_query_even_unchanged(session
     run(session, TILE_PHASES, {}, {"m": "64"})
     assert run(session, COALESCING, {"kernel": "naive_x_rows"}, {}) == [{"kernel": "naive_x_rows"}]
     assert run(session, COALESCING, {"kernel": "naive_x_rows"}, {}) == []   # not again on the same page
+
+
+def test_a_page_stopped_on_its_first_run_after_a_move_sends_its_query_even_unchanged(session):
+    """A page that stops (a refusal) sends its query before st.stop, as written_once would at the end;
+    the repair a page's first run after a move makes was left out there, so a query the last page had
+    sent just before the move stayed in this page's address."""
+    run(session, TILE_PHASES, {}, {"m": "64"})
+    session.page, session.query = COALESCING, FakeQuery({"kernel": "naive_x_rows"})
+    with pytest.raises(StopException):
+        with query.written_once(PATHS[COALESCING]):
+            query.stop()
+    assert session.query.sent == [{"kernel": "naive_x_rows"}]
+
+
+def test_a_sessions_first_address_keeps_the_embedding_names_and_is_this_pages():
+    """The script that writes the first address, in a real run (AppTest): ?embed=true (which Streamlit's
+    to_dict leaves out, and the browser's Streamlit reads from the address) is kept, and the script
+    writes only on this page's path."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_pages import APP, TIMEOUT
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["embed"] = "true"
+    at.query_params["m"] = "40"
+    at.switch_page("pages/tile_phases.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.query_params["embed"] == "true" and at.query_params["kernel"] == "tiled_guarded"
+    script = next(h.proto.body for h in at.get("html") if "const [want, page, search]" in h.proto.body)
+    assert '["/tile_phases", "tile_phases", "?embed=true&m=40&kernel=tiled_guarded&n=40&' in script, script

@@ -2,11 +2,12 @@
 // change of the URL's query, and the pages write each control's value back into it (so a link is
 // the view): Back then stepped through a page's own settings, three or four presses to leave it.
 // A change of query on the same page now replaces the entry; a move to another page still adds one.
-// This script runs only once Streamlit has drawn it, seconds after a page's first run may have
-// written its settings (pages/lib/query.py writes them in one message): that push left an entry of
-// the same page behind it, the address as opened, and Back seemed to do nothing the first time.
-// So the entries made from here on are marked, and Back landing on an unmarked entry of the page
-// it left goes on back past it.
+// This script runs only once Streamlit has drawn it, which on a busy machine came after a page's
+// first run had written its settings: that push left an entry of the same page behind it, the
+// address as opened. A session's first write is now a replacement made by a script of its own
+// (pages/lib/query.py); for an entry left so all the same (a query sent by a message before this
+// script ran), the entries made from here on are marked, and Back landing on an unmarked entry of
+// the page it left goes on back past it.
 (() => {
   if (window.__matmulHistory) return;
   window.__matmulHistory = true;

@@ -5,8 +5,8 @@ history entry for each that changes the address: a page's first run wrote its se
 (presenter, kernel, m, n, k, each parameter, the block, ...), nine or ten entries before history.js
 (which turns a same-page push into a replace) had been drawn, so Back took up to ten presses to
 leave a page opened from a link. Here a run reads and writes a draft of the query (params()), and
-app.py sends it once, when the page's script ends (written_once()): one entry at most, and by then
-history.js is in place.
+app.py sends it once, when the page's script ends (written_once()): one entry at most, made a
+replacement by history.js (and no entry at all for a session's first write: see below).
 
 The browser's Streamlit writes a query it is sent into the address it shows when it arrives, whatever
 page that is (document.location.pathname). So a run's query is never sent once the person has moved
@@ -41,11 +41,11 @@ _RUN = threading.local()
 
 class Draft(UserDict):
     """The query as the run has it so far: names to values (strings, as the URL holds them), for the
-    page at `path`."""
+    page at `path` whose script's hash is `page`; moved_in: the page's first run after a move."""
 
-    def __init__(self, params: dict, path: str = ""):
+    def __init__(self, params: dict, path: str = "", page: str = ""):
         super().__init__(params)
-        self.path = path
+        self.path, self.page, self.moved_in = path, page, False
 
     def __setitem__(self, name: str, value) -> None:
         super().__setitem__(name, str(value))
@@ -66,13 +66,13 @@ def params():
 
 @contextmanager
 def written_once(path: str = ""):
-    """Around a page's run (`path`: the page's URL path, "" for Home): the query it leaves is sent in
-    one message, also when the run ends early (st.stop after a refusal, a rerun, a click that
-    interrupts it); nothing is sent if it is unchanged, or if the run was cut short by a move away
-    (see the module's docstring)."""
+    """Around a page's run (`path`: the page's URL path, "" for Home): the query it leaves is sent
+    once, when the run ends, also when it ends early (stop() sends it before st.stop; a rerun, a click
+    that interrupts it); nothing is sent if it is unchanged, or if the run was cut short by a move
+    away (see the module's docstring)."""
     here = _page_here()
-    moved_in = st.session_state.get(_SENT_ON, here) != here
-    draft = _RUN.draft = Draft(st.query_params.to_dict(), path)
+    draft = _RUN.draft = Draft(st.query_params.to_dict(), path, here)
+    draft.moved_in = st.session_state.get(_SENT_ON, here) != here
     away = False
     try:
         yield draft
@@ -85,12 +85,11 @@ def written_once(path: str = ""):
         _RUN.draft = None
         st.session_state[LEFT] = draft.to_dict()
         if not away:
-            _send(draft, always=moved_in)
-            st.session_state[_SENT_ON] = here
+            _send(draft, always=draft.moved_in)
 
 
-# The page whose run last sent its query (written_once), to tell a page's first run after a move,
-# and the session's first run (none yet).
+# The page (its script's hash) whose run last sent its query or found it unchanged (_send): to tell a
+# page's first run after a move, and the session's first write (none yet).
 _SENT_ON = "_query_sent_on"
 
 
@@ -107,36 +106,47 @@ def moves_away(rerun, here: str) -> bool:
 
 
 def _send(draft: Draft, always: bool = False) -> None:
+    """The draft sent where it changed (always: also unchanged), by a message, or by a script on the
+    session's first write."""
     if not (always or draft.data != st.query_params.to_dict()):
+        st.session_state[_SENT_ON] = draft.page
         return
     if _SENT_ON in st.session_state:
         st.query_params.from_dict(draft.data)
     else:   # the session's first run (see the module's docstring)
         _replace_address(draft.data, draft.path)
+    st.session_state[_SENT_ON] = draft.page   # not where the send raised (a run stopped meanwhile): tried again
 
 
 def _replace_address(params: dict[str, str], path: str) -> None:
-    """The address written by a script on the page, in place of the one the browser shows, and on the
-    server without a message (as Streamlit keeps it: the query of the run's client state). The script
-    writes only while the browser still shows this page: drawn after a move, it leaves that address alone."""
+    """The address written by a script on the page, in place of the one the browser shows. The script
+    writes only while the browser still shows this page: drawn after a move, it leaves that address
+    alone. On the server the query is set without a message, for the rest of this run and the run's
+    client state (which AppTest reads); the browser's Streamlit keeps its own copy of the address as
+    opened and sends that with the next rerun, whose run then writes the address again by a message,
+    a no-op for an address that already says it."""
     with get_session_state().query_params() as kept:
-        kept.clear_with_no_forward_msg(preserve_embed=True)
+        kept.clear_with_no_forward_msg(preserve_embed=True)   # ?embed= and ?embed_options= stay
         for name, value in params.items():
             kept.set_with_no_forward_msg(name, value)
-    query = urlencode(params, doseq=True)   # as Streamlit encodes it (QueryParams._send_query_param_msg)
+        # as Streamlit encodes it (QueryParams._send_query_param_msg), the embedding names with it:
+        # to_dict() leaves them out, and the browser's Streamlit reads them from the address
+        query = urlencode(kept._query_params, doseq=True)
     ctx = get_script_run_ctx()
     if ctx is not None:
         ctx.query_string = query
     base = (st.get_option("server.baseUrlPath") or "").strip("/")
     want = "".join(f"/{part}" for part in (base, path) if part)
-    st.sidebar.html(f"<script>{ADDRESS_JS % (json.dumps(want), json.dumps('?' + query if query else ''))}</script>",
-                    unsafe_allow_javascript=True)
+    args = ", ".join(json.dumps(a) for a in (want, path, "?" + query if query else ""))
+    st.sidebar.html(f"<script>{ADDRESS_JS % args}</script>", unsafe_allow_javascript=True)
 
 
-# want: the page's path without a trailing slash; search: "?query", or "" for none
+# want: the page's whole path (under server.baseUrlPath) without a trailing slash; page: its own part,
+# which is enough behind a proxy that serves the app under a prefix of its own; search: "?query" or "".
 ADDRESS_JS = r"""(() => {
-  const want = %s, search = %s;
-  if (decodeURI(location.pathname).replace(/\/+$/, "") !== want || location.search === search) return;
+  const [want, page, search] = [%s];
+  const here = decodeURI(location.pathname).replace(/\/+$/, "");
+  if (!(here === want || (page && here.endsWith("/" + page))) || location.search === search) return;
   history.replaceState(history.state, "", location.pathname + search + location.hash);
 })();"""
 
@@ -148,7 +158,7 @@ def stop():
     another view."""
     draft = getattr(_RUN, "draft", None)
     if draft is not None:
-        _send(draft)
+        _send(draft, always=draft.moved_in)
     st.session_state[STOPPED] = True   # the runs after it send each control's kept value again (view_state.redrawn)
     st.stop()
 
