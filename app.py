@@ -25,5 +25,5 @@ with slots.page_slot(page.url_path):
     # slot, so that they wait for this first view to be drawn.
     server.start_once()
     view_state.frame_channel()   # drawn for every page: a move to another page carries it
-    with query.written_once(page.url_path):   # the settings the page writes into its link: one message, one history entry
+    with query.written_once(page.url_path):   # the settings the page writes into its link: one write, no history entry of its own
         page.run()
