@@ -237,3 +237,28 @@ def test_the_lit_source_line_stays_under_its_text_while_stepping(server, page, s
     assert all(page.evaluate(BAND_UNDER_TEXT))
     page.screenshot(path=str(shots / f"lit-line-{address.split('?')[0]}.png"))
     assert not page.errors, page.errors
+
+
+def test_a_figure_drawn_anew_while_it_plays_leaves_no_animation_running(server, page):
+    """Streamlit hands a rerun's figure to Plotly.react, which makes the figure's frames anew and leaves
+    a playing animation's loop running on the old ones: it drew the old figure's frames over the new
+    one, and once Streamlit purged the figure (the element gone) it threw TypeErrors ('_currentFrame'
+    of undefined, 'e.emit is not a function') sixty times a second, on every page after it, until a
+    reload; each further change while playing added a loop (a play-through: M changed while playing)."""
+    open_page(page, f"{server}/bank_conflicts?speed=fast")
+    browser.click_button(page, "Play")
+    page.wait_for_function("() => document.querySelector('.js-plotly-plot')._fullLayout.sliders[0].active >= 1",
+                           timeout=20000)
+    playing = page.evaluate("""async () => { const gd = document.querySelector('.js-plotly-plot');
+        const playing = !!gd._transitionData._animationRaf;
+        const frames = gd._transitionData._frames.map(f => ({name: f.name, data: f.data}));
+        await Plotly.react(gd, {data: gd.data, layout: gd.layout, frames: frames});   // as Streamlit does
+        const still = gd._fullLayout.sliders[0].active;
+        await new Promise(r => setTimeout(r, 500));
+        const moved = gd._fullLayout.sliders[0].active !== still;   // the old loop playing on
+        Plotly.purge(gd);
+        return [playing, moved]; }""")
+    assert playing[0], "the figure was not playing"
+    page.wait_for_timeout(1000)
+    assert not page.errors, page.errors[:3]
+    assert not playing[1], "the figure drawn anew went on playing the old figure's frames"

@@ -139,6 +139,35 @@ def test_gif_and_mp4_are_frame_for_frame_what_the_player_plays(chrome, tmp_path,
 
 
 @needs_browser
+def test_each_captured_frame_has_the_sliders_knob_on_its_own_tick(chrome, tmp_path):
+    """A capture takes its screenshot as soon as Plotly.animate has drawn the frame. The slider's knob
+    glided to its tick for 150 ms (Plotly's default slider transition), so the GIF's knob lagged its
+    headline ('instruction 8' with the knob at 7.7) and, dealt out to windows in turn, stepped backwards."""
+    fig, _ = animations.coalescing(speed="fast", m=20, n=24, k=8)
+    page_file = tmp_path / "player.html"
+    page_file.write_text(movie.player_html(fig, "knob"))
+    context = chrome.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(page_file.as_uri() + "#capture")
+    page.wait_for_function("() => window.__ready && document.querySelector('.js-plotly-plot')")
+    page.evaluate("() => window.__ready")
+    names = movie.frame_names(fig)
+    assert len(names) > 3
+    for i, name in enumerate(names):
+        # as the capture steps (engine/plots/movie.py), then one painted frame
+        off = page.evaluate("""async (n) => {
+            await Plotly.animate('figure', [n], {frame: {duration: 0, redraw: false},
+                                                 transition: {duration: 0}, mode: 'immediate'});
+            await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+            const mid = (e) => { const b = e.getBoundingClientRect(); return b.left + b.width / 2; };
+            const gd = document.querySelector('.js-plotly-plot');
+            const ticks = Array.from(gd.querySelectorAll('.slider-tick-rect')).map(mid);
+            return mid(gd.querySelector('.slider-grip-rect')) - ticks[gd._fullLayout.sliders[0].active]; }""", name)
+        assert abs(off) < 1.5, (i, name, off)
+    context.close()
+
+
+@needs_browser
 def test_the_html_player_plays_and_steps_offline(chrome, tmp_path):
     fig, _ = animations.bank_conflicts(speed="fast", size=32)
     heads = [re.sub(r"<[^>]+>", "", f["data"][0]["text"][0]) for f in fig.to_dict()["frames"]]   # as drawn

@@ -86,7 +86,10 @@ def controls(names: list[str], labels: list[str], duration: int, st: Sizes, redr
                                      {"label": "❚❚ Pause", "method": "animate", "args": [[None], args(0)]},
                                      {"label": "◀ Step", "method": "skip", "args": []},
                                      {"label": "Step ▶", "method": "skip", "args": []}]}],
+        # The knob jumps to its frame's tick: Plotly's default glides it there over 150 ms, behind the frame
+        # drawn, and an exported frame's screenshot caught it on the way (a GIF's knob lagged its headline).
         "sliders": [{"active": 0, "x": 0, "len": 1, "y": below(4), "yanchor": "top", "pad": {"t": 0, "b": 0, **ends},
+                     "transition": {"duration": 0},
                      "currentvalue": {"visible": False}, "ticklen": 3, "minorticklen": 0,
                      "font": {"size": max(font - 3, st.least)},
                      "steps": [{"label": lab, "method": "animate", "args": [[name], args(0)]}

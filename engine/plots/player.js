@@ -10,6 +10,7 @@
 //    an error, so it is not reported as one. Every other rejection still is;
 //  - Play continues from the frame shown: Plotly's "fromcurrent" starts after the last frame it
 //    animated itself, which a figure opened on a frame (a shared link) has not got, so Play began at 0;
+//  - a figure drawn anew while it plays stops playing (stopsOnReact, below);
 //  - a figure whose layout.meta.url_key names a query parameter tells the server and the address
 //    which frame it stands on, so a rerun, a reload or a copied link opens it there (below);
 //  - it starts loading Streamlit's Plotly module straight away (see pages/lib/ui.py), next to the
@@ -29,6 +30,30 @@
 
   const frameNames = (gd) => ((gd._transitionData || {})._frames || []).map((f) => f.name);
 
+  // Streamlit hands a rerun's figure to Plotly.react, which makes the figure's frames anew in a new
+  // _transitionData and leaves a playing animation's loop running on the old one: it went on drawing
+  // the old figure's frames over the new one, and once the figure was purged (its element gone; purge
+  // cancels only the loop it can see) the loop threw TypeErrors sixty times a second, on every page
+  // after it, until a reload. So a figure's loop is stopped before react replaces it; playing on after
+  // a rerun is the player's to decide (replay, below). Installed before any animation can start: on a
+  // person's first pointer or key, and by each of the player's own animations.
+  function stopsOnReact() {
+    const P = window.Plotly;
+    if (!P || P.__matmulReact) return;
+    const react = P.react;
+    P.react = function (gd, ...rest) {
+      const div = typeof gd === "string" ? document.getElementById(gd) : gd;
+      const trans = div && div._transitionData;
+      if (trans && trans._animationRaf) {
+        window.cancelAnimationFrame(trans._animationRaf);
+        trans._animationRaf = null;
+        trans._frameQueue = [];
+      }
+      return react.call(this, gd, ...rest);
+    };
+    P.__matmulReact = true;
+  }
+
   // Left/Right step the figure unless what has the focus takes the arrows itself: a text box, a
   // slider, a list, radio buttons. Nor are they a control reached for (reaching, below).
   const ARROW_TAKERS = "input, textarea, select, [contenteditable=''], [contenteditable='true'], [role=slider], " +
@@ -41,6 +66,7 @@
     const names = frameNames(gd);
     const slider = ((gd._fullLayout || {}).sliders || [])[0];
     if (!names.length || !slider || !window.Plotly) return;
+    stopsOnReact();
     const next = Math.min(names.length - 1, Math.max(0, (slider.active || 0) + delta));
     window.Plotly.animate(gd, [names[next]], {
       frame: { duration: 0, redraw: redraws(gd) },
@@ -95,6 +121,7 @@
   function play(gd) {
     const button = ((((gd.layout || {}).updatemenus || [])[0] || {}).buttons || [])[0];
     if (!button || !window.Plotly) return;
+    stopsOnReact();
     fromShown(gd);
     window.Plotly.animate(gd, button.args[0], button.args[1]).catch(() => {});
   }
@@ -104,6 +131,7 @@
   // (replaceState), not the page's own controls: a rerun would redraw the figure under a person
   // still scrubbing it.
   setInterval(() => {
+    stopsOnReact();
     // a move to another page ends any playing on: coming back draws the figure still
     for (const where of replay.keys()) if (!where.startsWith(window.location.pathname + "|")) replay.delete(where);
     document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
@@ -135,6 +163,7 @@
   // played on while the page reran, the figure drawn anew (on the frame reported here) would have
   // stepped back up to a second's worth of frames before playing on.
   function reaching(e) {
+    stopsOnReact();   // also a press inside a figure: its Play, its slider
     if (!e.isTrusted || (e.type === "keydown" && stepKey(e))) return;
     const inside = e.target.closest && e.target.closest(".js-plotly-plot");
     document.querySelectorAll(".js-plotly-plot").forEach((gd) => {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 import threading
 import time
@@ -26,7 +27,7 @@ _OFFERED: set[tuple] = set()    # what the pages have offered already: a few doz
 # The pages whose as-compiled counts need each kernel's SASS listing as well as its trace.
 LISTING_VIEWS = ("bank_conflicts", "ladder")
 # How long Streamlit's own shutdown may take, after the engine's, before the process ends anyway.
-EXIT_GRACE_S = 1.5
+EXIT_GRACE_S = 1.0
 SWITCH_INTERVAL_S = 0.001
 
 
@@ -101,20 +102,42 @@ def announce_compiles() -> None:
 
 
 def _watch_for_stop() -> None:
-    """Streamlit stops its runtime on SIGINT and SIGTERM (its own signal handlers, in the main
-    thread, which the app cannot add to): this thread sees it and stops the engine at once."""
+    """Streamlit stops on SIGINT and SIGTERM by its own signal handlers; the engine is stopped at once
+    by a handler of ours that runs before Streamlit's (below), else as soon as the runtime says it is
+    stopping. Then the process ends within EXIT_GRACE_S whatever Streamlit's own shutdown is at."""
     from streamlit.runtime import Runtime, RuntimeState  # noqa: PLC0415 - only under a real server
 
     if not Runtime.exists():   # AppTest, bare mode: atexit stops the engine (engine/lifecycle.py)
         return
     runtime = Runtime.instance()
+    asked = threading.Event()
+
+    # Streamlit's handler only asks its web server to stop, and the runtime is told (STOPPING) once that
+    # server's graceful shutdown has waited for its connections: 3 to 15 s, once over 20, while a page
+    # was reading a large upload. Signal handlers are set from the main thread, the event loop's: ours
+    # is put there in front of Streamlit's, which it still calls.
+    def chain() -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            before = signal.getsignal(signum)
+
+            def handler(number, frame, before=before) -> None:
+                asked.set()
+                if callable(before):
+                    before(number, frame)
+            signal.signal(signum, handler)
+
+    try:
+        runtime._get_async_objs().eventloop.call_soon_threadsafe(chain)   # private: the loop it runs on
+    except (AttributeError, RuntimeError):   # another Streamlit: the runtime's state alone tells
+        pass
 
     def watch() -> None:
-        while runtime.state not in (RuntimeState.STOPPING, RuntimeState.STOPPED):
-            time.sleep(0.1)
+        while not asked.wait(0.1) and runtime.state not in (RuntimeState.STOPPING, RuntimeState.STOPPED):
+            pass
         lifecycle.shutdown()
-        # Streamlit's own shutdown is quick; this is the bound on it: a thread stuck in a C call
-        # must not keep a stopped server alive. Everything of ours has ended above.
+        # Streamlit's own shutdown is usually quick; this is the bound on it: its web server's wait for
+        # connections, or a thread stuck in a C call, must not keep a stopped server alive. Everything of
+        # ours has ended above.
         time.sleep(EXIT_GRACE_S)
         os._exit(0)
 
