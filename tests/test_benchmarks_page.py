@@ -440,6 +440,38 @@ def test_a_damaged_shipped_run_is_left_out_and_named_and_every_page_still_opens(
     assert at.get("plotly_chart")
 
 
+@pytest.mark.parametrize("how", ["huge", "fifo"])
+def test_a_shipped_run_grown_huge_or_replaced_by_a_pipe_is_left_out_not_read(monkeypatch, tmp_path, how):
+    """A recorded run grown to 40 GB (sparse) had been read whole: a MemoryError on Home, Ladder,
+    Tensor cores and Benchmarks; a named pipe in a run's place held each of them for ever (open()
+    waits for a writer). Neither is read: each is left out and named, and the pages open."""
+    import os
+    import threading
+    runs = tmp_path / "recorded"
+    shutil.copytree(benchmark.RECORDED, runs)
+    spoilt = next(p for p in sorted(runs.glob("*.json")) if p.name != benchmark.OPENING_RUN)
+    if how == "huge":
+        os.truncate(spoilt, 40 * 1024 ** 3)
+    else:
+        spoilt.unlink()
+        os.mkfifo(spoilt, 0o600)
+    monkeypatch.setattr(benchmark, "RECORDED", runs)
+    monkeypatch.setattr(benchmark, "TUNING", runs / "tuning")
+    listed = []
+    reader = threading.Thread(target=lambda: listed.append(benchmark.damaged_runs()), daemon=True)
+    reader.start()
+    reader.join(60)
+    assert listed, "the listing was still reading"
+    assert [d for d in listed[0] if d.startswith(f"{spoilt.name} is left out")], listed[0]
+    for page in (None, "pages/ladder.py", "pages/tensor_cores.py", "pages/benchmarks.py"):
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+        at.run()
+        if page:
+            at.switch_page(page)
+            at.run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+
+
 def test_a_run_of_the_right_shape_with_a_value_the_schema_refuses_is_left_out_in_one_line(monkeypatch, tmp_path):
     """A file that passes the listing's shape check but holds a value schema.read refuses (a speed
     that is a word) is left out where it is read, in one line, and the page goes on."""

@@ -321,7 +321,7 @@ def test_bench_from_reads_no_more_than_the_limit(tmp_path, monkeypatch):
         def read(self, n=-1):
             asked.append(n)
             return self.f.read(n)
-    monkeypatch.setattr(bench_cli, "open", Counted, raising=False)
+    monkeypatch.setattr(schema, "open", Counted, raising=False)   # where read_bounded opens it
     with pytest.raises(cli.EngineError, match=r"big.json: the file is 1,073.7 MB; the limit is 16 MB"):
         bench_cli.read_export(big)
     assert asked and all(0 <= n <= schema.MAX_BYTES + 1 for n in asked)

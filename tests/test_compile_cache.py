@@ -359,6 +359,21 @@ def test_a_fifo_in_an_entrys_place_is_rebuilt_not_waited_on(cache, make, which):
     assert again == target and target.read_bytes() == good and verified_bytes(target) == good
 
 
+@pytest.mark.parametrize("which", ["artefact", "digest"])
+@pytest.mark.parametrize("make", _builders())
+def test_an_entry_grown_huge_is_rebuilt_not_read(cache, make, which):
+    """A 40 GB (sparse) file where a build or its digest should be had been read whole into the
+    server: a MemoryError on every view that used it, after a restart too. Longer than any build
+    writes: rebuilt, without reading it."""
+    target = make()
+    good = target.read_bytes()
+    grown = target if which == "artefact" else _digest_file(target)
+    os.truncate(grown, 40 * 1024 ** 3)
+    assert verified_bytes(target) is None
+    again = _returns_within(make)
+    assert again == target and target.read_bytes() == good and verified_bytes(target) == good
+
+
 @pytest.mark.parametrize("value", ["inf", "-inf", "1e400", "nan", "1e308", "1e-300"])
 def test_a_budget_that_is_no_finite_number_is_a_one_line_error(cache, monkeypatch, value):
     """inf and 1e400 had passed as budgets and failed converting to bytes (OverflowError, a traceback);

@@ -184,3 +184,14 @@ def test_a_fifo_in_place_of_a_saved_listing_is_listed_again_not_waited_on(tmp_pa
     os.mkfifo(kept, 0o600)
     again = _returns_within(lambda: sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0}))
     assert again == first
+
+
+@pytest.mark.skipif(not (sass.nvdisasm() and build.nvcc()), reason="needs nvcc and nvdisasm")
+def test_a_saved_listing_grown_huge_is_listed_again_not_read(tmp_path, monkeypatch):
+    """A 40 GB (sparse) listing had been read whole: a MemoryError on the Ladder and Bank conflicts pages."""
+    import os
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path / "cache"))
+    first = sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0})
+    kept = next((tmp_path / "cache").glob("*.sass.json"))
+    os.truncate(kept, 40 * 1024 ** 3)
+    assert sass.memory_instructions("tiled_guarded.cu", {"TILE": 16, "PAD": 0}) == first

@@ -116,6 +116,13 @@ def test_not_json_and_wrong_format_are_one_line():
         assert run is None and any(want in m for m in messages), (data, messages)
 
 
+def test_an_empty_file_is_said_to_be_empty():
+    """It read "not JSON: Expecting value at line 1, column 1", the parser's words for a file with nothing in it."""
+    for data, want in ((b"", "the file is empty"), (b"  \n\t", "the file holds only blank space")):
+        run, messages = benchmark.load_upload("empty.json", data)
+        assert run is None and messages[1:] == [want], (data, messages)
+
+
 def test_values_that_would_break_a_chart_are_refused():
     for change, field in ((_set_row(0, "m", -4), "results[0].m"), (_set_row(0, "gflops", float("inf")), "results[0].gflops"),
                           (_set_row(0, "tile", 12), "results[0].tile"), (_set_row(0, "block", [16, 16]), "results[0].block"),
@@ -379,7 +386,8 @@ def test_the_engine_takes_exactly_what_the_browser_sends():
     """16,000,000 bytes is the most the browser sends (maxUploadSize = 16, in megabytes of 10**6 bytes):
     the engine read up to 16 MiB, so a file the page could never receive was one the CLI took."""
     assert schema.read(_bytes(_doc()).ljust(16_000_000)).prov   # padded with blanks: still JSON
-    with pytest.raises(schema.BadDocument, match="the limit is 16 MB"):
+    # a byte over it is said in bytes: "the file is 16.0 MB; the limit is 16 MB" read as no excess
+    with pytest.raises(schema.BadDocument, match="the file is 16,000,001 bytes; the limit is 16 MB"):
         schema.read(_bytes(_doc()).ljust(16_000_001))
     page = (ROOT / "pages" / "benchmarks.py").read_text()
     assert "max_upload_size=schema.MAX_MB" in page

@@ -1,8 +1,6 @@
 """`python -m engine bench`: a sweep on the GPU (or a recorded run re-rendered), written as files."""
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from pathlib import Path
 
@@ -36,7 +34,7 @@ def register(sub) -> None:
 def read_export(path: Path) -> schema.Document:
     """An export to re-render, checked like an upload; a missing, damaged or oversized file, or one
     that is not a regular file (a FIFO, /dev/zero), is one line naming it."""
-    data = _read_bounded(path)
+    data = schema.read_bounded(path)
     try:
         doc = schema.read(data)
     except schema.BadDocument as exc:
@@ -45,29 +43,6 @@ def read_export(path: Path) -> schema.Document:
         print(f"warning: {path}: {doc.left_out:,} of {len(doc.raw):,} rows left out: " + "; ".join(doc.skipped),
               file=sys.stderr)
     return doc
-
-
-def _read_bounded(path: Path) -> bytes:
-    """At most MAX_BYTES + 1 bytes of a regular file. Checked before it is opened (opening a FIFO
-    nobody writes waits for ever; a device may never end, /dev/zero grew to gigabytes), then opened
-    without blocking and checked again, in case the name was swapped in between."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise EngineError(f"cannot read {path}: not a regular file (an export is a .json file)")
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
-    with open(fd, "rb") as f:
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise EngineError(f"cannot read {path}: not a regular file (an export is a .json file)")
-            data = f.read(schema.MAX_BYTES + 1)
-        except OSError as exc:
-            raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > schema.MAX_BYTES:
-        raise EngineError(f"{path}: {schema.too_big(max(st.st_size, len(data)), more=st.st_size < len(data))}")
-    return data
 
 
 def cmd_bench(args) -> int:

@@ -450,8 +450,10 @@ def _kernels(path: Path, mtime_ns: int, size: int) -> frozenset | str:
     listing), so a file cut short, emptied or overwritten is left out of every list, not met later by
     a page that reads it."""
     try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError) as exc:
+        doc = json.loads(schema.read_bounded(path))
+    except EngineError as exc:   # no regular file (a FIFO had held every page that lists runs), or too big
+        return str(exc).removeprefix(f"cannot read {path}: ").removeprefix(f"{path}: ")
+    except (ValueError, RecursionError) as exc:
         return f"it is not a JSON file this explorer can read ({type(exc).__name__})"
     if not isinstance(doc, dict) or doc.get("format") not in schema.FORMATS:
         return "it is not a benchmark export of this explorer (no format line it knows)"

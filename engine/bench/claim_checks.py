@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.bench import benchmark, speeds
+from engine.bench import benchmark, schema, speeds
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.plots import charts
@@ -472,7 +472,7 @@ def _recorded_quoted(path: Path | None) -> Quoted:
     if path is None:
         return Quoted("explorer's copy (no recorded run)", QUOTED_N, {})
     try:
-        df, prov = benchmark.load_document(path.read_text())
+        df, prov = benchmark.load_document(schema.read_bounded(path))
     except (OSError, EngineError):   # gone or refused since it was listed: as if none were shipped
         return Quoted("explorer's copy (no recorded run)", QUOTED_N, {})
     return quoted(df, speeds.run_label(prov, live=False))
@@ -480,7 +480,7 @@ def _recorded_quoted(path: Path | None) -> Quoted:
 
 @functools.cache   # the shipped runs do not change while the server runs: read once, not on every rerun
 def _recorded_run(path: Path) -> pd.DataFrame:
-    return benchmark.load_document(path.read_text())[0]
+    return benchmark.load_document(schema.read_bounded(path))[0]
 
 
 def run_of_record(kernel: str, gpus: set, n: int) -> tuple[str, pd.DataFrame] | None:

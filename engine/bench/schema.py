@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -245,8 +248,10 @@ def _check_object(obj, path: str, schema: dict[str, Field], problems: _Problems)
 
 def too_big(size: int, more: bool = False) -> str:
     """The one line for a file over MAX_BYTES (more: at least size bytes, the rest not read)."""
-    return (f"the file is {'more than ' if more else ''}{size / 1e6:,.1f} MB; the limit is {MAX_MB} MB "
-            "(a 20,000-row export is about 13 MB)")
+    # (one decimal that would round to the limit itself, 16,000,001 bytes read "16.0 MB; the limit is 16 MB": bytes)
+    shown = f"{size / 1e6:,.1f} MB" if round(size / 1e6, 1) > MAX_MB else f"{size:,} bytes"
+    return (f"the file is {'more than ' if more else ''}{shown}; the limit is {MAX_MB} MB ({MAX_BYTES:,} bytes; "
+            "a 20,000-row export is about 13 MB)")
 
 
 def _depth(text: bytes) -> int:
@@ -284,6 +289,8 @@ def _parse(data: bytes | str):
     size = len(data.encode() if isinstance(data, str) else data)
     if size > MAX_BYTES:
         raise BadDocument([too_big(size)])
+    if not data.strip():   # (json's own words for it: "Expecting value at line 1, column 1")
+        raise BadDocument(["the file is empty" if not data else "the file holds only blank space"])
     try:
         # as json.loads reads bytes (UTF-8, or UTF-16/32 by their first bytes), then counted as UTF-8
         text = data if isinstance(data, str) else data.decode(json.detect_encoding(data))
@@ -485,3 +492,27 @@ def plain(text: str) -> str:
     renderer: on one line, every character shown as itself, so `![x](http://...)` is not an image
     fetched from elsewhere, and no link, heading or HTML either."""
     return _MARKDOWN.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, " ".join(str(text).split())))
+
+
+def read_bounded(path: Path) -> bytes:
+    """A run's file (an export to read back, a recorded run, a sweep): at most MAX_BYTES of a regular
+    file, else a one-line EngineError. Checked before it is opened (opening a FIFO
+    nobody writes waits for ever; a device may never end, /dev/zero grew to gigabytes), then opened
+    without blocking and checked again, in case the name was swapped in between."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise EngineError(f"cannot read {path}: not a regular file (an export is a .json file)")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with open(fd, "rb") as f:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise EngineError(f"cannot read {path}: not a regular file (an export is a .json file)")
+            data = f.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise EngineError(f"{path}: {too_big(max(st.st_size, len(data)), more=st.st_size < len(data))}")
+    return data

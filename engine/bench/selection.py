@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.bench import benchmark, tuning
+from engine.bench import benchmark, schema, tuning
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
@@ -42,7 +42,7 @@ def sweeps(folder: Path | None = None) -> list[Path]:
 def _read(path: Path):
     """One sweep, or EngineError naming its file (the pages say it in one line)."""
     try:
-        return benchmark.load_document(path.read_bytes())
+        return benchmark.load_document(schema.read_bounded(path))
     except (EngineError, OSError) as exc:
         raise EngineError(f"The size sweep {path.name} cannot be read: {str(exc).splitlines()[0]}") from exc
 

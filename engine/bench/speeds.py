@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from engine.bench import benchmark
+from engine.bench import benchmark, schema
 from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_problem
@@ -254,7 +254,7 @@ def _sweeps() -> tuple[tuple[str, pd.DataFrame], ...]:
     out = []
     for path in benchmark.tuning_runs(holding=SAME_TILE_RUNGS):
         try:
-            out.append((f"the autotuning sweep tuning/{path.name}", benchmark.load_document(path.read_text())[0]))
+            out.append((f"the autotuning sweep tuning/{path.name}", benchmark.load_document(schema.read_bounded(path))[0]))
         except (OSError, EngineError):   # a value schema.read refuses: that sweep is not one to quote
             continue
     return tuple(out)
@@ -298,7 +298,7 @@ class Costs:
 def costs_from_file(path) -> Costs:
     """mma_costs of a recorded run's file; EngineError (one line) where it is not such a run or is damaged."""
     try:
-        run = json.loads(Path(path).read_text())
+        run = json.loads(schema.read_bounded(Path(path)))
         if run.get("format") != COSTS_FORMAT:
             raise ValueError(f"not a run of tests/benchmarks/mma_costs.py (format {run.get('format')!r})")
         costs = mma_costs(run)

@@ -185,9 +185,15 @@ def _touch(target: Path) -> None:
         pass
 
 
+# The most a cache file read back may hold: far above what a build writes (the largest, a traced
+# cubin, is about 2.4 MB). A file grown past it (a full disk's junk, a planted 40 GB sparse file) had
+# been read whole into the server, a MemoryError on every view that used it, after restarts too.
+MOST_BYTES = 64 * 1024 * 1024
+
+
 def read_own(path: Path) -> bytes:
-    """A cache file's bytes, where it is a regular file of ours that nobody else can write; OSError
-    otherwise. A digest shows damage, not who wrote the file: whoever can plant an artefact can plant
+    """A cache file's bytes, where it is a regular file of ours that nobody else can write and at most
+    MOST_BYTES long; OSError otherwise. A digest shows damage, not who wrote the file: whoever can plant an artefact can plant
     its digest too, so the file must also be ours (the cache directory is private, but one that was
     not before may still hold what others put there). Opened without waiting and without following a
     link, and checked on the open file: reading a FIFO put in a file's place had held its reader, and
@@ -197,8 +203,10 @@ def read_own(path: Path) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
             raise OSError(f"{path.name} is not a regular file of this cache's own")
+        if st.st_size > MOST_BYTES:
+            raise OSError(f"{path.name} is {st.st_size:,} bytes, more than any build writes")
         with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
+            return f.read(MOST_BYTES + 1)   # (a file that grows meanwhile is cut, and fails its digest)
     finally:
         os.close(fd)
 
