@@ -416,3 +416,40 @@ def test_a_signal_stops_the_server_while_a_page_reads_a_large_upload(fresh_quiet
         assert _wait_for(lambda: not _left_behind(pids, cache), 2), _left_behind(pids, cache)
     finally:
         context.close()
+
+
+def test_ctrl_c_during_an_animation_export_leaves_no_browser_and_no_profile(tmp_path):
+    """The export's Chromium outlived the process that drove it (by a second), and its profile (100-150
+    KB under the temporary folder) stayed for good: the process ended before the browser's orderly
+    close could remove it. Now shutdown kills the browser and removes the folder it was given."""
+    from engine.plots import movie
+    try:
+        movie.chromium_path()
+    except Exception as exc:   # noqa: BLE001 - no Chromium here: nothing to export with
+        pytest.skip(str(exc))
+    import shutil
+    import tempfile
+    # a short path: Chromium's singleton socket lies in it, and a socket's path has at most 107 bytes
+    temp = Path(tempfile.mkdtemp(prefix="mmx-", dir="/tmp"))
+    env = {**os.environ, "MATMUL_EXPLORER_CACHE": str(tmp_path / "cache"), "MATMUL_EXPLORER_GPU": "0",
+           "TMPDIR": str(temp)}
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "animate", "bank_conflicts", "--source", "cpu",
+                             "--out", str(tmp_path / "out.mp4")], cwd=server.ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        # its singleton socket's folder made: the browser is up and taking frames
+        up = lambda: proc.poll() is not None or (_chrome_up(proc.pid) and any(temp.glob("org.chromium.*/Singleton*")))  # noqa: E731
+        assert _wait_for(up, 120) and proc.poll() is None, proc.poll() is not None and proc.communicate()[1][-800:]
+        time.sleep(0.5)
+        pids = server.descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=PROMPTLY_S)
+        assert _wait_for(lambda: not [p for p in pids if server.alive(p)], 2), [server.command(p) for p in pids]
+        left = [str(p.relative_to(temp)) for p in temp.rglob("*")]
+        assert not left, left[:10]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(temp, ignore_errors=True)

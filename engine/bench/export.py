@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine import outputs
+from engine import lifecycle, outputs
 from engine.bench.benchmark import derive, of_run
 from engine.bench.schema import FORMATS as DOCUMENT_FORMATS
 from engine.bench.schema import as_frame, to_document
@@ -88,18 +88,19 @@ def _chrome_found() -> bool:
 BROWSER_NICE = 19
 
 
-def _start_browser(kaleido) -> None:
+def _start_browser(kaleido, profile: str) -> None:
     """kaleido's server, started from a thread of its own that first lowers its own priority: the
     thread kaleido starts, and the browser processes that thread starts, inherit it (on Linux a
     thread's nice value is its own and passes to what it creates), while the server's threads keep
     theirs (a process cannot raise its priority back without privileges). Waited for in short steps,
-    so a Ctrl-C is taken while Chrome starts (_interruptible)."""
+    so a Ctrl-C is taken while Chrome starts (_interruptible). profile: the folder Chrome keeps its
+    profile in (lifecycle.browser_profile)."""
     def start():
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BROWSER_NICE)
         except (OSError, AttributeError):   # not Linux, or not allowed: at the usual priority
             pass
-        kaleido.start_sync_server(silence_warnings=True)
+        kaleido.start_sync_server(silence_warnings=True, tmp_dir=profile)   # (passed on to choreographer)
     _interruptible(start, "kaleido-start")
 
 
@@ -186,12 +187,13 @@ def image_session():
         raise EngineError(NO_KALEIDO) from None
     if not _chrome_found():
         raise EngineError(NO_CHROME)
-    with _IMAGES, warnings.catch_warnings():
+    with _IMAGES, warnings.catch_warnings(), lifecycle.browser_profile("matmul-charts-profile-") as profile:
         warnings.simplefilter("ignore")   # plotly warns that its defaults are ignored by a running server
         stopped = False
         try:
             try:
-                _start_browser(kaleido)
+                _start_browser(kaleido, profile)
+                lifecycle.browser_started(profile)
             except Exception as exc:   # noqa: BLE001 - kaleido raises bare RuntimeErrors
                 raise _image_error(exc) from None
             yield

@@ -26,6 +26,7 @@ from typing import Callable, Iterable
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from engine import lifecycle
 from engine.errors import EngineError
 from engine.plots import style
 from engine.plots.animation import PLAYER_JS
@@ -206,10 +207,13 @@ async def _capture(path: str, url: str, names: list[str], redraw: bool, each, pr
                 handed += 1
                 progress(handed, len(names))
 
-    async with choreographer.Browser(path=path, headless=True, browser_cls=_unpaced()) as browser:
-        windows = await asyncio.gather(*[open_window(browser) for _ in range(WINDOWS)])
-        # the frames dealt out in turn: each window steps through every WINDOWS-th frame
-        await asyncio.gather(*[take(tab, range(w, len(names), len(windows))) for w, tab in enumerate(windows)])
+    with lifecycle.browser_profile("matmul-movie-profile-") as profile:
+        async with choreographer.Browser(path=path, headless=True, browser_cls=_unpaced(), tmp_dir=profile) as browser:
+            lifecycle.browser_started(profile)
+            windows = await asyncio.gather(*[open_window(browser) for _ in range(WINDOWS)])
+            lifecycle.browser_started(profile)   # where the link came after the first look
+            # the frames dealt out in turn: each window steps through every WINDOWS-th frame
+            await asyncio.gather(*[take(tab, range(w, len(names), len(windows))) for w, tab in enumerate(windows)])
 
 
 # Chromium draws at most 60 frames a second, each when the (emulated) display's vsync says: a
