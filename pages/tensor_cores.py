@@ -185,7 +185,7 @@ elif sizes:
                     f"Measured: cuBLAS FP16 at {at:,}³, {pc.tflops:,.0f} TFLOP/s on {pc.sm_count} SMs at up to "
                     f"{pc.clock_mhz:,.0f} MHz, is **{pc.flop:,.0f} FLOP = {pc.fma:,.0f} FMA per cycle per SM**, "
                     f"{pc.vs_a100:.2f}× the A100's.")
-    missing = [k for k in shown.missing if k != "wmma_seed"]
+    missing = [k for k in shown.missing if k != "wmma_as_written"]
     st.caption(f"Speeds: {label}" + ("" if live else ", not measured now") + ". Orange: the rung chosen above; "
                "blue: the other rungs, with their share of cuBLAS FP16 under the figure; red: cuBLAS FP16 itself "
                f"(the same product: FP16 in, FP32 sums; it ran {tensor_evidence.cublas_fp16_kernel()}, wgmma on Hopper's "

@@ -142,7 +142,7 @@ def test_presenter_mode_enlarges_the_tables_and_the_speed_chart_note(server, pag
 
 
 def test_the_document_kernel_shows_its_source_with_the_two_faulty_lines_and_its_warps_on_one_tile(server, page, shots):
-    page.goto(f"{server}/tensor_cores?rung=wmma_seed")
+    page.goto(f"{server}/tensor_cores?rung=wmma_as_written")
     ready(page)
     assert page.get_by_text("the same kernel is off by", exact=False).count() == 1
     page.locator("h3", has_text="as written").evaluate("h => h.scrollIntoView()")
@@ -251,7 +251,7 @@ def test_the_cliff_chart_shows_cublas_and_the_padded_rung_at_every_recorded_size
     assert not page.errors, page.errors
 
 
-@pytest.mark.parametrize("rung", ["wgmma_tma", "mma_tma", "wmma_seed", "mma_pipelined"])
+@pytest.mark.parametrize("rung", ["wgmma_tma", "mma_tma", "wmma_as_written", "mma_pipelined"])
 @pytest.mark.parametrize("presenter", ["", "&presenter=1"])
 def test_the_hierarchy_labels_stay_inside_their_figure(server, page, rung, presenter):
     """At 1280 x 720 with the sidebar open each panel is about 240 px wide: wgmma's instruction label

@@ -17,7 +17,7 @@ from engine.kernels.problem import make_problem
 
 RECORDED = Path(__file__).parent / "data" / "declared_geometry.json.gz"
 # Sizes that meet and break each size rule: multiples of 16 and not, K and N multiples of 8 and not,
-# wmma_seed's 2048 limit, a size no tile divides.
+# wmma_as_written's 2048 limit, a size no tile divides.
 SIZES = ((96, 96, 96), (37, 45, 29), (4096, 4088, 4095), (2064, 1040, 48))
 
 

@@ -76,17 +76,27 @@ def test_the_kernels_source_is_shown_with_its_two_faulty_lines_lit_and_named():
 
 
 def test_picking_the_document_kernel_at_the_pages_size_is_no_error():
-    """Rung 1 at the page's 4096³ had opened on a red "wmma_seed is refused above 2048": the size is what
+    """Rung 1 at the page's 4096³ had opened on a red "wmma_as_written is refused above 2048": the size is what
     section 5 times, and it never times the document's kernel. A parameter it cannot take still says so."""
-    at = open_page(PAGE, {"rung": "wmma_seed"})
+    at = open_page(PAGE, {"rung": "wmma_as_written"})
     assert not [e.value for e in at.error]
     at = open_page(PAGE, {"rung": "mma_pipelined", "BM": "256", "BN": "256", "STAGES": "5"})
     assert any("needs at most 227 KB of shared memory" in e.value for e in at.error)
 
 
+def test_no_kernel_is_named_after_a_source_document_and_an_older_link_still_opens_it():
+    """The document's WMMA kernel was `wmma_seed` in the Rung list, the address and the notes: a name from
+    the team's word for its source documents, which users never see. An older link keeps working."""
+    assert not [k.name for k in registry.CATALOG if "seed" in k.name.lower()]
+    at = open_page(PAGE, {"rung": "wmma_seed"})
+    assert at.query_params["rung"] in ("wmma_as_written", ["wmma_as_written"]) and not [e.value for e in at.error]
+    assert not [w.value for w in at.warning if "rung" in w.value]
+    assert "seed" not in " ".join(str(o) for o in at.selectbox[0].options).lower()
+
+
 def test_the_hierarchy_of_the_document_kernel_draws_its_4_warps_on_one_tile():
     """Before: "1 warp tile of 16 × 16" for a block whose 4 warps all compute that same tile."""
-    at = open_page(PAGE, {"rung": "wmma_seed"})
+    at = open_page(PAGE, {"rung": "wmma_as_written"})
     fig = next(f for f in _figures(at) if any("block:" in a.get("text", "") for a in f["layout"].get("annotations", [])))
     labels = [a["text"] for a in fig["layout"]["annotations"]]
     assert labels[0] == "block: 16 × 16 of C,<br>4 warps"   # two lines: one ran past a projector's figure

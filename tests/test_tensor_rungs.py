@@ -43,7 +43,7 @@ def test_the_swizzle_removes_every_ldmatrix_conflict_on_the_gpu_too():
 
 def test_the_documents_wmma_kernel_issues_32_times_the_tensor_instructions_it_needs():
     hmma = "sm__inst_executed_pipe_tensor_op_hmma.sum"
-    seed, warp = (GOLDEN["cases"][f"{k} 128x128x128"][hmma] for k in ("wmma_seed", "wmma_warp"))
+    seed, warp = (GOLDEN["cases"][f"{k} 128x128x128"][hmma] for k in ("wmma_as_written", "wmma_warp"))
     # 8 x 8 tiles x 8 k steps of one 16x16x16 mma_sync, each two HMMA.16816 on sm_90
     assert warp == 8 * 8 * 8 * 2 and seed == 32 * warp
 
@@ -52,7 +52,7 @@ ANY_SIZE = ("wmma_block", "mma_ldmatrix", "mma_swizzled", "mma_pipelined", "wgmm
 ODD_SIZES = [(1, 1, 1), (17, 33, 9), (4095, 4097, 511), (1000, 1000, 1000), (3, 4096, 5), (129, 517, 1031)]
 
 
-@pytest.mark.parametrize("kernel", ["wmma_seed", "wmma_warp"])
+@pytest.mark.parametrize("kernel", ["wmma_as_written", "wmma_warp"])
 def test_the_rungs_that_load_fragments_from_global_memory_refuse_sizes_that_are_not_whole_fragments(kernel):
     with pytest.raises(EngineError, match="multiples of 16"):
         registry.bind(registry.get(kernel), make_problem(1000, 512, 512))
@@ -178,7 +178,7 @@ def test_traced_tensor_rungs_are_right_at_odd_sizes_on_the_cpu(kernel, size):
 
 def test_the_documents_wmma_kernel_is_refused_where_its_32_fold_work_would_hold_the_gpu():
     with pytest.raises(EngineError, match="32 times"):
-        registry.bind(registry.get("wmma_seed"), make_problem(4096, 4096, 4096))
+        registry.bind(registry.get("wmma_as_written"), make_problem(4096, 4096, 4096))
 
 
 def test_the_ring_in_dynamic_shared_memory_is_sized_by_the_sources_views():

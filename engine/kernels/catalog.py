@@ -101,7 +101,7 @@ SPLIT_K_PADDED = _entry("pad_rows.cu", declared.launch("split_k_padded.cu", prep
 # ranks against cuBLAS FP32.
 FP32_RUNGS = (*LADDER, SPLIT_K, SPLIT_K_PADDED)
 
-# The tensor-core ladder (cuda/wmma_seed.cu ... wgmma_padded.cu): FP16 inputs, FP32 accumulate.
+# The tensor-core ladder (cuda/wmma_as_written.cu ... wgmma_padded.cu): FP16 inputs, FP32 accumulate.
 # Defaults: the winners of the sweep at 4096^3 on the H200 (engine/bench/recorded/tuning/h200-tensor-*;
 # the persistent wgmma rungs': h200-2026-11-26-wgmma-*). mma_pipelined's tiles stay: in its sweep
 # since its fragments come in two sets (h200-2026-11-26-tensor-mma-4096) it is within 3% of the
@@ -157,7 +157,7 @@ MMA_SYNC_CEILING = ("mma.sync.m16n8k16 itself runs at 652 TFLOP/s on an H100 (fr
                     "mma.sync rung) is 72% of the instruction's own ceiling.")
 
 TENSOR_LADDER = (
-    _tensor("wmma_seed", "WMMA as the document writes it",
+    _tensor("wmma_as_written", "WMMA as the document writes it",
             "The document's kernel, as written: its warps compute every tile 32 times, and it reads B's 16 x 16 "
             "blocks transposed.", kind=Kind.OPAQUE,
             notes=("Launched with blocks of 32 x 4 threads and 8 x M / 16 blocks in y, so that warpM reaches every "

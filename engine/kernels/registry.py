@@ -59,6 +59,11 @@ def previous_rung(name: str) -> str | None:
     return LADDER_RUNGS[i - 1] if i else None
 
 
+# Kernels renamed since links were shared: an older link's name, read as the kernel's name now.
+# (wmma_seed: named after where it came from; it is the document's WMMA kernel as written.)
+FORMER_NAMES = {"wmma_seed": "wmma_as_written"}
+
+
 def get(name: str) -> KernelSpec:
     return lookup(_BY_NAME, name, "kernel")
 

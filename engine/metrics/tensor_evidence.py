@@ -56,7 +56,7 @@ class SeedEvidence:
 
 def seed_warps(n: int) -> tuple[int, int]:
     """(warps the document's launch starts, output tiles) at n³, from the registry's launch geometry."""
-    spec = registry.get("wmma_seed")
+    spec = registry.get("wmma_as_written")
     p = registry.bind(spec, make_problem(n, n, n, block=spec.default_block))
     launch = spec.launches[-1]
     gx, gy = launch.grid(p)
@@ -75,7 +75,7 @@ def seed_evidence() -> SeedEvidence:
                      "recorded warps": r["warps_launched"],
                      "time (ms)": r["ms"], "wmma_warp time (ms)": r["wmma_warp_ms"],
                      "slower by": r["ms"] / r["wmma_warp_ms"]})
-    seed, warp = ncu_case("wmma_seed 128x128x128"), ncu_case("wmma_warp 128x128x128")
+    seed, warp = ncu_case("wmma_as_written 128x128x128"), ncu_case("wmma_warp 128x128x128")
     per_wmma = int(tensor_instructions().loc["wmma_warp", "per operation, per warp"])
     return SeedEvidence(data["device"], pd.DataFrame(rows), int(seed["sm__inst_executed_pipe_tensor_op_hmma.sum"]),
                         int(warp["sm__inst_executed_pipe_tensor_op_hmma.sum"]), per_wmma * (128 // 16) ** 3)
@@ -111,7 +111,7 @@ def tensor_instructions() -> pd.DataFrame:
 
 # ------------------------------------------------------------------ the document's kernel, computed
 
-SEED_FILE = "wmma_seed.cu"
+SEED_FILE = "wmma_as_written.cu"
 FRAGMENT = 16
 # What the recorded run's inputs were (tests/benchmarks/tensor_device.py draws them with make_inputs),
 # and the zero-mean inputs the error is also computed on.
@@ -123,7 +123,7 @@ _FRAGMENT_RE = re.compile(r"fragment<\s*matrix_([ab])\s*,[^>]*,\s*(row_major|col
 
 @dataclass(frozen=True)
 class SeedFault:
-    """One line of the document's kernel that makes it wrong: its number in cuda/wmma_seed.cu, its
+    """One line of the document's kernel that makes it wrong: its number in cuda/wmma_as_written.cu, its
     text, a short name and what it does."""
     line: int
     text: str
@@ -156,7 +156,7 @@ def fragment_layouts() -> dict[str, str]:
 
 
 def _seed_problem(n: int) -> Problem:
-    spec = registry.get("wmma_seed")
+    spec = registry.get("wmma_as_written")
     return registry.bind(spec, make_problem(n, n, n, block=spec.default_block))
 
 
@@ -167,7 +167,7 @@ def seed_warp_tiles(p: Problem) -> np.ndarray:
         warpN = (blockIdx.x * blockDim.x + threadIdx.x) / 32 * 16;
     A warp is 32 consecutive threads of its block (x fastest). Its first and last lanes are worked out;
     floor division never decreases, so where they agree every lane between agrees (checked)."""
-    launch = registry.get("wmma_seed").launches[-1]
+    launch = registry.get("wmma_as_written").launches[-1]
     (gx, gy), (bx, by) = launch.grid(p), launch.block(p)
     per_block = bx * by // 32
     block = np.arange(gx * gy).repeat(per_block)

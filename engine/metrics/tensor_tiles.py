@@ -25,7 +25,7 @@ class Hierarchy:
     instruction: str
     threads: int
     # How many warps of the block compute each warp tile: 1 where the warps split the block's tile;
-    # the document's kernel (wmma_seed) puts all its warps on one tile (its warp index, worked out
+    # the document's kernel (wmma_as_written) puts all its warps on one tile (its warp index, worked out
     # from its source by tensor_evidence.seed_warp_tiles).
     warps_per_tile: int = 1
 
@@ -53,7 +53,7 @@ def hierarchy(rung: str, params: dict[str, int] | None = None) -> Hierarchy:
                          f"wgmma.m64n{q['BN']}k16", bx * by)
     if rung == "mma_tma":   # 8 consumer warps, each 64 x 64 (one of B's 64-wide boxes) of its warpgroup's 64 rows
         return Hierarchy(rung, (q["BM"], q["BN"]), (64, 64), (16, 8, 16), "warp", "mma.sync.m16n8k16", bx * by)
-    if rung == "wmma_seed":
+    if rung == "wmma_as_written":
         tiles = tensor_evidence.seed_warp_tiles(p)
         first = tiles[tiles[:, 0] == 0][:, 1:]          # the first block's warps, each with its tile
         shared = len(first) // len(np.unique(first, axis=0))

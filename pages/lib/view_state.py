@@ -8,6 +8,7 @@ import threading
 
 import streamlit as st
 
+from engine.kernels import registry
 from pages.lib import query
 
 SPEEDS = ["slow", "normal", "fast"]
@@ -49,6 +50,8 @@ def state(name: str, default, choices=None, lo=None, hi=None, scope: str = "", w
     notes = st.session_state.setdefault(page_key("_url_notes"), {})
     if key not in st.session_state:
         raw = query.params().get(name) if url and st.session_state.get("_url_seeds") else None
+        if raw is not None and choices is not None and raw not in choices:
+            raw = registry.FORMER_NAMES.get(raw, raw)   # a kernel renamed since the link was made
         fallback = saved.get(f"{scope}.{name}" if scope else name, default)
         if raw is None:
             st.session_state[key] = fallback

@@ -26,7 +26,7 @@ METRICS = ["smsp__inst_executed_op_ldsm.sum", "sm__sass_l1tex_data_pipe_lsu_wave
            "smsp__inst_executed.sum", "gpu__time_duration.sum", "launch__registers_per_thread",
            "launch__block_size", "launch__grid_size"]
 CASES = [("mma_ldmatrix", 128, 128, 128), ("mma_swizzled", 128, 128, 128), ("mma_pipelined", 128, 128, 128),
-         ("wmma_warp", 128, 128, 128), ("wmma_seed", 128, 128, 128), ("wgmma_tma", 256, 256, 256)]
+         ("wmma_warp", 128, 128, 128), ("wmma_as_written", 128, 128, 128), ("wgmma_tma", 256, 256, 256)]
 TORCH = ("import torch; a = torch.rand(4096, 4096, device='cuda').half(); b = torch.rand(4096, 4096, "
          "device='cuda').half(); torch.mm(a, b); torch.cuda.synchronize()")
 
@@ -50,7 +50,7 @@ def profile(target: list[str], kernel_regex: str) -> list[dict]:
 def main() -> None:
     result = {"ncu": "--clock-control none", "cases": {}}
     for kernel, m, n, k in CASES:
-        function = "matmul_wmma" if kernel == "wmma_seed" else kernel
+        function = "matmul_wmma" if kernel == "wmma_as_written" else kernel
         rows = profile([sys.executable, "tests/benchmarks/ncu_target.py", kernel, str(m), str(n), str(k),
                         "16", "0", "16", "16"], f"^{function}$")
         result["cases"][f"{kernel} {m}x{n}x{k}"] = rows[0] if rows else {}

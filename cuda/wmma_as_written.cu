@@ -1,4 +1,4 @@
-// wmma_seed.cu: the WMMA kernel of "Matrix Multiplication in CUDA", exactly as that document writes
+// wmma_as_written.cu: the WMMA kernel of "Matrix Multiplication in CUDA", exactly as that document writes
 // it (only `extern "C"`, so the engine finds it by name, and the engine's contract block are added).
 // What it gets wrong, measured (the Tensor cores page shows the evidence):
 //   - warpM divides the thread's y index by 32, although a warp is 32 threads along x: the 32 warps
@@ -8,7 +8,7 @@
 //     read transposed, so C = A B only where those blocks happen to be symmetric.
 //   - no guards: M, N and K must be multiples of 16.
 // The engine launches it with blocks of 32 x 4 threads and enough of them in y for warpM to reach
-// the last row tile (registry: wmma_seed).
+// the last row tile (registry: wmma_as_written).
 #include <mma.h>
 using namespace nvcuda::wmma;
 #include "contract.cuh"
