@@ -1,5 +1,5 @@
 // naive_x_cols.cu: one thread per element of C, with threadIdx.x walking the COLUMNS of C.
-// Rung 2, as seeds 002, 003 and 004 write it. Fixes rung 1's mapping: the lanes of a warp now
+// Rung 2, as three of the documents write it (the catalog names them). Fixes rung 1's mapping: the lanes of a warp now
 // hold consecutive columns, so their B reads (and C writes) are consecutive floats, 4 sectors per
 // request, and their A reads are one broadcast address. Still reads every element of A and B
 // from global memory once per output that uses it ("2 N^3 reads" in "Matrix Multiplication using Shared Memory Tiling").

@@ -1,5 +1,5 @@
 // tiled_guarded.cu: shared-memory tiling, one TILE x TILE block per TILE x TILE tile of C
-// (seeds 000 and 002, with their boundary guards). Fixes the naive rungs' re-reading: per phase the
+// (as two of the documents write it, with their boundary guards). Fixes the naive rungs' re-reading: per phase the
 // block loads one tile of A and one of B (each thread one element of each, coalesced), waits at a
 // barrier, and every element loaded is then reused TILE times from shared memory. Out-of-range
 // elements are stored as zeros, so any M, N, K work. TILE is set at compile time (8, 16 or 32).

@@ -1,4 +1,4 @@
-// tiled_unguarded.cu: the tiled kernel as seeds 003 and 004 write it: no boundary guards, and the
+// tiled_unguarded.cu: the tiled kernel as the two tiling documents write it: no boundary guards, and the
 // phase loop runs K / TILE times. Same memory behaviour as tiled_guarded.cu on sizes that are
 // multiples of TILE, and a few instructions lighter. On other sizes it reads and writes outside A, B
 // and C and drops the last partial tile of K, so the engine refuses those sizes.

@@ -48,13 +48,28 @@ def browser_started(folder: str) -> None:
     """Once the browser keeping its profile in `folder` runs: the folder of its singleton socket, which
     Chromium makes in the temporary folder (org.chromium.Chromium.*) and links from the profile. It
     takes the link away first as it dies, so the folder is found now, while the link is there."""
-    for link in Path(folder).rglob("SingletonSocket"):
-        try:
+    try:   # (the walk raises where a folder goes as it is walked: the browser's own, or ours removed)
+        for link in Path(folder).rglob("SingletonSocket"):
             beside = Path(os.readlink(link)).parent
-        except OSError:
+            if beside.name.startswith("org.chromium.") and folder in _PROFILES:   # (not a link of another kind)
+                _PROFILES[folder] = beside
+    except OSError:
+        pass
+
+
+def browser_pids() -> list[int]:
+    """The processes of the browsers this process started (its descendants named chrom*): an export's."""
+    from engine.devices import host_memory  # noqa: PLC0415 - only where an export ran
+
+    pids = []
+    for pid in host_memory.descendants():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"chrom" in f.read().split(b"\0")[0].lower():
+                    pids.append(pid)
+        except OSError:   # gone meanwhile, or not Linux
             continue
-        if beside.name.startswith("org.chromium.") and folder in _PROFILES:   # (not a link of another kind)
-            _PROFILES[folder] = beside
+    return pids
 
 
 def _running(pid: int) -> bool:
@@ -69,24 +84,20 @@ def _running(pid: int) -> bool:
 def _stop_browsers() -> None:
     """Every Chromium this process started (its descendants named chrom*) killed, and their profile
     folders removed, each with its singleton socket's: an export stopped part-way."""
-    from engine.devices import host_memory  # noqa: PLC0415 - only where an export ran
-
     for folder, beside in list(_PROFILES.items()):
         if beside is None:   # a browser stopped as it started: its link, while it is alive
             browser_started(folder)
     killed = []
-    for pid in host_memory.descendants():
+    for pid in browser_pids():
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"chrom" in f.read().split(b"\0")[0].lower():
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
         except OSError:   # gone meanwhile
             continue
     # gone (a killed process finishes the call it is in: a file it was writing came back after the
     # folder was removed), for at most half a second
     end = time.monotonic() + 0.5
-    while time.monotonic() < end and any(os.path.exists(f"/proc/{pid}/cmdline") and _running(pid) for pid in killed):
+    while time.monotonic() < end and any(_running(pid) for pid in killed):
         time.sleep(0.01)
     for folder, beside in list(_PROFILES.items()):
         shutil.rmtree(folder, ignore_errors=True)

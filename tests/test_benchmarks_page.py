@@ -451,7 +451,7 @@ def test_a_shipped_run_grown_huge_or_replaced_by_a_pipe_is_left_out_not_read(mon
     shutil.copytree(benchmark.RECORDED, runs)
     spoilt = next(p for p in sorted(runs.glob("*.json")) if p.name != benchmark.OPENING_RUN)
     if how == "huge":
-        os.truncate(spoilt, 40 * 1024 ** 3)
+        os.truncate(spoilt, schema.MAX_BYTES + 1)
     else:
         spoilt.unlink()
         os.mkfifo(spoilt, 0o600)

@@ -20,7 +20,6 @@ from engine import lifecycle, outputs
 from engine.bench.benchmark import derive, of_run
 from engine.bench.schema import FORMATS as DOCUMENT_FORMATS
 from engine.bench.schema import as_frame, to_document
-from engine.devices import host_memory
 from engine.errors import EngineError
 from engine.plots import charts, style
 
@@ -104,22 +103,10 @@ def _start_browser(kaleido, profile: str) -> None:
     _interruptible(start, "kaleido-start")
 
 
-def _browser_pids() -> list[int]:
-    """The processes of the browser kaleido started (this process's descendants named chrom*)."""
-    pids = []
-    for pid in host_memory.descendants():
-        try:
-            if b"chrom" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].lower():
-                pids.append(pid)
-        except OSError:   # gone meanwhile, or not Linux
-            continue
-    return pids
-
-
 def _lower_browser() -> None:
     """Every thread of the browser's processes at BROWSER_NICE: the browser may have raised its own
     (Chrome gives its main threads a higher priority where it is allowed to, as root)."""
-    for pid in _browser_pids():
+    for pid in lifecycle.browser_pids():
         try:
             for task in Path(f"/proc/{pid}/task").iterdir():
                 os.setpriority(os.PRIO_PROCESS, int(task.name), BROWSER_NICE)
@@ -136,7 +123,7 @@ def _kill_browser() -> None:
     # process ends, and the Streamlit server's script threads never receive KeyboardInterrupt.
     theirs, previous = set(threading.enumerate()) - {threading.current_thread()}, threading.excepthook
     threading.excepthook = lambda args: None if args.thread in theirs else previous(args)
-    for pid in _browser_pids():
+    for pid in lifecycle.browser_pids():
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:

@@ -211,7 +211,7 @@ def file_version(path: Path) -> tuple:
 # room opening it held the interpreter lock that every other page view waits for.
 def recorded(path: Path):
     """benchmark.load_document of a recorded file: (rows, provenance), shared, read-only."""
-    return RESULTS.get(("recorded", *file_version(path)), lambda: benchmark.load_document(path.read_bytes()))
+    return RESULTS.get(("recorded", *file_version(path)), lambda: benchmark.load_document(schema.read_bounded(path)))
 
 
 def readable(paths) -> list[tuple]:
@@ -229,7 +229,7 @@ def readable(paths) -> list[tuple]:
 
 def recorded_document(path: Path) -> schema.Document:
     """schema.read of a recorded file (its rows as written, for its exports), shared, read-only."""
-    return RESULTS.get(("recorded_document", *file_version(path)), lambda: schema.read(path.read_bytes()))
+    return RESULTS.get(("recorded_document", *file_version(path)), lambda: schema.read(schema.read_bounded(path)))
 
 
 def page_part(key: tuple, build):

@@ -104,7 +104,9 @@ def announce_compiles() -> None:
 def _watch_for_stop() -> None:
     """Streamlit stops on SIGINT and SIGTERM by its own signal handlers; the engine is stopped at once
     by a handler of ours that runs before Streamlit's (below), else as soon as the runtime says it is
-    stopping. Then the process ends within EXIT_GRACE_S whatever Streamlit's own shutdown is at."""
+    stopping. The process then ends EXIT_GRACE_S after the engine's shutdown, whatever Streamlit's own
+    is at. A signal whose handler before ours was no function (the default, or ignored) stops the
+    engine and the process all the same: a server is stopped by either only when it is asked to."""
     from streamlit.runtime import Runtime, RuntimeState  # noqa: PLC0415 - only under a real server
 
     if not Runtime.exists():   # AppTest, bare mode: atexit stops the engine (engine/lifecycle.py)
@@ -134,11 +136,13 @@ def _watch_for_stop() -> None:
     def watch() -> None:
         while not asked.wait(0.1) and runtime.state not in (RuntimeState.STOPPING, RuntimeState.STOPPED):
             pass
-        lifecycle.shutdown()
-        # Streamlit's own shutdown is usually quick; this is the bound on it: its web server's wait for
-        # connections, or a thread stuck in a C call, must not keep a stopped server alive. Everything of
-        # ours has ended above.
-        time.sleep(EXIT_GRACE_S)
-        os._exit(0)
+        try:
+            lifecycle.shutdown()
+        finally:   # whatever it raised, the process still ends
+            # Streamlit's own shutdown is usually quick; this is the bound on it: its web server's wait
+            # for connections, or a thread stuck in a C call, must not keep a stopped server alive.
+            # Everything of ours has ended above.
+            time.sleep(EXIT_GRACE_S)
+            os._exit(0)
 
     threading.Thread(target=watch, name="matmul-explorer-stop-watch", daemon=True).start()
