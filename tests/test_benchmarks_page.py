@@ -417,6 +417,17 @@ def _damaged_copy(monkeypatch, tmp_path):
     return cut.name, overwritten.name
 
 
+def _each_opens(pages) -> None:
+    """Each page (None: Home) opens from the app without an exception."""
+    for page in pages:
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+        at.run()
+        if page:
+            at.switch_page(page)
+            at.run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+
+
 def test_a_damaged_shipped_run_is_left_out_and_named_and_every_page_still_opens(monkeypatch, tmp_path):
     """A recorded run cut short and a sweep overwritten with `[]` had taken down Home, Ladder and
     Benchmarks (the listing read every file with a bare json.loads): they are left out of every list,
@@ -426,13 +437,7 @@ def test_a_damaged_shipped_run_is_left_out_and_named_and_every_page_still_opens(
     assert cut not in listed and overwritten not in listed and len(listed) > 2
     damaged = benchmark.damaged_runs()
     assert len(damaged) == 2 and damaged[0].startswith(cut) and damaged[1].startswith(f"tuning/{overwritten}")
-    for page in (None, "pages/ladder.py", "pages/tensor_cores.py"):
-        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-        at.run()
-        if page:
-            at.switch_page(page)
-            at.run()
-        assert not at.exception, (page, [e.value for e in at.exception])
+    _each_opens((None, "pages/ladder.py", "pages/tensor_cores.py"))
     at = _open()
     warnings = [w.value for w in at.warning]
     assert any(w.startswith(cut) and "left out" in w for w in warnings)
@@ -463,13 +468,7 @@ def test_a_shipped_run_grown_huge_or_replaced_by_a_pipe_is_left_out_not_read(mon
     reader.join(60)
     assert listed, "the listing was still reading"
     assert [d for d in listed[0] if d.startswith(f"{spoilt.name} is left out")], listed[0]
-    for page in (None, "pages/ladder.py", "pages/tensor_cores.py", "pages/benchmarks.py"):
-        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-        at.run()
-        if page:
-            at.switch_page(page)
-            at.run()
-        assert not at.exception, (page, [e.value for e in at.exception])
+    _each_opens((None, "pages/ladder.py", "pages/tensor_cores.py", "pages/benchmarks.py"))
 
 
 def test_a_run_of_the_right_shape_with_a_value_the_schema_refuses_is_left_out_in_one_line(monkeypatch, tmp_path):

@@ -99,9 +99,8 @@ def test_the_cli_defaults_are_the_pages():
 
 # ------------------------------------------------------------------------------ in Chromium
 
-def player_shots(chrome, fig, tmp_path) -> list[np.ndarray]:
-    """What the HTML player shows at each frame in capture mode, stepped with Plotly.animate, as
-    Playwright sees it: the reference the video frames are checked against."""
+def capture_page(chrome, fig, tmp_path):
+    """(context, page): the HTML player of fig opened in capture mode, as the export opens it, ready."""
     page_file = tmp_path / "player.html"
     page_file.write_text(movie.player_html(fig, "reference"))
     context = chrome.new_context(viewport={"width": 1280, "height": 720})
@@ -109,6 +108,13 @@ def player_shots(chrome, fig, tmp_path) -> list[np.ndarray]:
     page.goto(page_file.as_uri() + "#capture")
     page.wait_for_function("() => window.__ready && document.querySelector('.js-plotly-plot')")
     page.evaluate("() => window.__ready")
+    return context, page
+
+
+def player_shots(chrome, fig, tmp_path) -> list[np.ndarray]:
+    """What the HTML player shows at each frame in capture mode, stepped with Plotly.animate, as
+    Playwright sees it: the reference the video frames are checked against."""
+    context, page = capture_page(chrome, fig, tmp_path)
     shots = []
     for name in movie.frame_names(fig):
         page.evaluate("(n) => Plotly.animate('figure', [n], {frame: {duration: 0, redraw: false}, "
@@ -144,13 +150,7 @@ def test_each_captured_frame_has_the_sliders_knob_on_its_own_tick(chrome, tmp_pa
     glided to its tick for 150 ms (Plotly's default slider transition), so the GIF's knob lagged its
     headline ('instruction 8' with the knob at 7.7) and, dealt out to windows in turn, stepped backwards."""
     fig, _ = animations.coalescing(speed="fast", m=20, n=24, k=8)
-    page_file = tmp_path / "player.html"
-    page_file.write_text(movie.player_html(fig, "knob"))
-    context = chrome.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    page.goto(page_file.as_uri() + "#capture")
-    page.wait_for_function("() => window.__ready && document.querySelector('.js-plotly-plot')")
-    page.evaluate("() => window.__ready")
+    context, page = capture_page(chrome, fig, tmp_path)
     names = movie.frame_names(fig)
     assert len(names) > 3
     for i, name in enumerate(names):
