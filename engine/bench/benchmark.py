@@ -451,8 +451,8 @@ def _kernels(path: Path, mtime_ns: int, size: int) -> frozenset | str:
     a page that reads it."""
     try:
         doc = json.loads(schema.read_bounded(path))
-    except EngineError as exc:   # no regular file (a FIFO had held every page that lists runs), or too big
-        return str(exc).removeprefix(f"cannot read {path}: ").removeprefix(f"{path}: ")
+    except schema.Unreadable as exc:   # no regular file (a FIFO had held every page that lists runs), or too big
+        return exc.reason
     except (ValueError, RecursionError) as exc:
         return f"it is not a JSON file this explorer can read ({type(exc).__name__})"
     if not isinstance(doc, dict) or doc.get("format") not in schema.FORMATS:

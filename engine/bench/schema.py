@@ -494,25 +494,38 @@ def plain(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, " ".join(str(text).split())))
 
 
+NOT_REGULAR = "not a regular file (an export is a .json file)"
+
+
+class Unreadable(EngineError):
+    """read_bounded's refusal, naming the file; `reason` says why without it, for a caller that names
+    the file its own way (a listing's line, a page's)."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 def read_bounded(path: Path) -> bytes:
     """A run's file (an export to read back, a recorded run, a sweep): at most MAX_BYTES of a regular
-    file, else a one-line EngineError. Checked before it is opened (opening a FIFO
+    file, else a one-line Unreadable. Checked before it is opened (opening a FIFO
     nobody writes waits for ever; a device may never end, /dev/zero grew to gigabytes), then opened
     without blocking and checked again, in case the name was swapped in between."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            raise EngineError(f"cannot read {path}: not a regular file (an export is a .json file)")
+            raise Unreadable(f"cannot read {path}: {NOT_REGULAR}", NOT_REGULAR)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise Unreadable(f"cannot read {path}: {exc.strerror or exc}", str(exc.strerror or exc)) from None
     with open(fd, "rb") as f:
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise EngineError(f"cannot read {path}: not a regular file (an export is a .json file)")
+                raise Unreadable(f"cannot read {path}: {NOT_REGULAR}", NOT_REGULAR)
             data = f.read(MAX_BYTES + 1)
         except OSError as exc:
-            raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+            raise Unreadable(f"cannot read {path}: {exc.strerror or exc}", str(exc.strerror or exc)) from None
     if len(data) > MAX_BYTES:
-        raise EngineError(f"{path}: {too_big(max(st.st_size, len(data)), more=st.st_size < len(data))}")
+        why = too_big(max(st.st_size, len(data)), more=st.st_size < len(data))
+        raise Unreadable(f"{path}: {why}", why)
     return data

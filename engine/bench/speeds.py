@@ -313,8 +313,8 @@ def costs_from_file(path) -> Costs:
         raise EngineError(f"{Path(path).name} could not be read: it has no {exc}") from None
     except (OSError, ValueError, TypeError, AttributeError, ZeroDivisionError) as exc:
         raise EngineError(f"{Path(path).name} could not be read: {exc}") from None
-    except EngineError as exc:   # schema.read_bounded: no regular file, or too big
-        raise EngineError(f"{Path(path).name} could not be read: {str(exc).rsplit(': ', 1)[-1]}") from None
+    except schema.Unreadable as exc:   # no regular file, or too big
+        raise EngineError(f"{Path(path).name} could not be read: {exc.reason}") from None
 
 
 def mma_costs(run: dict) -> Costs:

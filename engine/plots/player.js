@@ -36,7 +36,8 @@
   // cancels only the loop it can see) the loop threw TypeErrors sixty times a second, on every page
   // after it, until a reload. So a figure's loop is stopped before react replaces it; playing on after
   // a rerun is the player's to decide (replay, below). Installed before any animation can start: on a
-  // person's first pointer or key, and by each of the player's own animations.
+  // person's first pointer or key (reaching: the figure's own Play, slider and steps go through it), and
+  // by the poll, which the player's own replay runs in.
   function stopsOnReact() {
     const P = window.Plotly;
     if (!P || P.__matmulReact) return;
@@ -66,7 +67,6 @@
     const names = frameNames(gd);
     const slider = ((gd._fullLayout || {}).sliders || [])[0];
     if (!names.length || !slider || !window.Plotly) return;
-    stopsOnReact();
     const next = Math.min(names.length - 1, Math.max(0, (slider.active || 0) + delta));
     window.Plotly.animate(gd, [names[next]], {
       frame: { duration: 0, redraw: redraws(gd) },
@@ -121,7 +121,6 @@
   function play(gd) {
     const button = ((((gd.layout || {}).updatemenus || [])[0] || {}).buttons || [])[0];
     if (!button || !window.Plotly) return;
-    stopsOnReact();
     fromShown(gd);
     window.Plotly.animate(gd, button.args[0], button.args[1]).catch(() => {});
   }
