@@ -127,6 +127,24 @@ def test_a_hung_compiler_is_stopped_with_a_one_line_error(cache, tmp_path, monke
     assert _running_in_group(group) == []   # the compiler and what it started (sleep) are gone
 
 
+def test_a_compiler_killed_halfway_leaves_no_temporary_files_behind(cache, tmp_path, monkeypatch):
+    # nvcc and g++ write their intermediate files (tmpxft_*, cc*.s) in TMPDIR and remove them only
+    # when they finish; killed (a timeout, the server stopping), they left them in /tmp for good.
+    system_tmp = tmp_path / "tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
+    fake = tmp_path / "slow-g++"
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "slow-g++ 1.0"; exit 0; fi\n'
+                    'echo intermediate > "${TMPDIR:-/tmp}/cc$$.s"\nsleep 60\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    monkeypatch.setattr(build, "COMPILE_TIMEOUT", 1)
+    with pytest.raises(EngineError, match="took longer than 1 s and was stopped"):
+        build.build_cpu_library("naive_x_cols.cu", {})
+    assert list(system_tmp.iterdir()) == []
+    assert [p.name for p in cache.iterdir() if p.is_dir()] == []   # nor in the cache: its folder went with the build
+
+
 def _running_in_group(pgid: int) -> list[int]:
     """Processes of a process group that are not zombies (a killed grandchild is reaped by init
     a moment later)."""

@@ -82,9 +82,13 @@ _RUNNING_LOCK = threading.Lock()
 _STOPPING = threading.Event()
 
 
-def _run(cmd: list[str], what: str) -> str:
-    """Runs a compiler; its stdout, or a one-line EngineError (not found, failed, hung or stopped)."""
+def _run(cmd: list[str], what: str, scratch: Path | None = None) -> str:
+    """Runs a compiler; its stdout, or a one-line EngineError (not found, failed, hung or stopped).
+    scratch: a folder for the compiler's temporary files (nvcc's tmpxft_*, g++'s cc*.s), given as
+    its TMPDIR. A compiler killed at a stop or a timeout leaves them behind; in the build's own
+    folder they go with it (the cache removes that folder, at shutdown too), not into /tmp for good."""
     nice = (lambda: os.nice(19)) if getattr(BACKGROUND, "on", False) and hasattr(os, "nice") else None
+    env = {**os.environ, "TMPDIR": str(scratch)} if scratch else None
     with _RUNNING_LOCK:
         if _STOPPING.is_set():
             raise EngineError(f"{what} was not started: the app is stopping")
@@ -93,7 +97,7 @@ def _run(cmd: list[str], what: str) -> str:
             # (nvcc and g++ run cc1plus, ptxas, ... as children), and a Ctrl-C in the terminal
             # reaches the app, which stops it, rather than the compiler halfway through a file.
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    preexec_fn=nice, start_new_session=True)
+                                    preexec_fn=nice, start_new_session=True, env=env)
         except FileNotFoundError:
             raise EngineError(f"{cmd[0]} was not found; it is needed to {what}") from None
         except OSError as exc:
@@ -211,7 +215,7 @@ def build_cubin(file: str, params: Mapping[str, int], traced: bool, arch: str | 
             out.with_suffix(".h").write_text(header)
             include += ["-include", str(out.with_suffix(".h"))]
         _run([compiler, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *defs, *include,
-              f"-I{sources.CUDA_DIR}", "-o", str(out), str(src.path)], f"nvcc on {file}")
+              f"-I{sources.CUDA_DIR}", "-o", str(out), str(src.path)], f"nvcc on {file}", scratch=out.parent)
 
     return _built(target, build, f"Compiling {src.name} for the GPU" if traced else
                   f"Compiling {src.name} with nvcc for its SASS listing")
@@ -281,6 +285,7 @@ def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
     def build(out: Path) -> None:
         unit_file = out.with_suffix(".cpp")
         unit_file.write_text(unit + key_source(target, device=False))
-        _run([compiler, *CPU_FLAGS, f"-I{cuda}", "-o", str(out), str(unit_file)], f"the C++ compiler on {file}")
+        _run([compiler, *CPU_FLAGS, f"-I{cuda}", "-o", str(out), str(unit_file)], f"the C++ compiler on {file}",
+             scratch=out.parent)
 
     return _built(target, build, f"Compiling {src.name} for the CPU")
