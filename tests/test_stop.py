@@ -233,6 +233,23 @@ def test_a_workers_compiler_stops_with_the_worker(tmp_path, target, how):
         subprocess.run(["pkill", "-f", "^sleep 37"], check=False)
 
 
+def test_no_worker_starts_once_the_app_has_begun_stopping():
+    """The web server still answers for a moment after a Ctrl-C (pages/lib/server.py's grace), and a
+    rerun then started a CPU trace worker after stop_all had stopped the others: nothing stopped it."""
+    code = ("from engine.devices import workers\n"
+            "from engine.errors import EngineError\n"
+            "from engine.tracing import tracer\n"
+            "workers.stop_all()\n"
+            "try:\n"
+            "    tracer.CPU_WORKERS.call('trace', None, 5)\n"
+            "except EngineError as exc:\n"
+            "    print('refused:', exc)\n"
+            "print('started:', len(tracer.CPU_WORKERS.pids()))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=server.ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["refused: the CPU trace worker was not started: the app is stopping",
+                                        "started: 0"], done.stdout + done.stderr
+
+
 def test_a_build_folder_written_into_while_it_is_removed_is_still_removed(tmp_path, monkeypatch):
     """A build thread can put its next file in after rmtree has listed the folder: rmtree then leaves
     the folder, and the interpreter exits before that thread removes it."""
@@ -405,7 +422,7 @@ def test_a_signal_stops_the_server_while_a_page_reads_a_large_upload(fresh_quiet
         page.wait_for_selector("h1", timeout=120000)
         browser.wait_idle(page, 120000)
         page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(upload))
-        page.wait_for_selector("[data-testid='stStatusWidget']", timeout=30000)   # the page reruns with it
+        page.wait_for_selector("[data-testid='stStatusWidget']", timeout=90000)   # the page reruns with it (11 MB sent first)
         time.sleep(8.0)   # well into reading it and drawing what it read
         pids = server.descendants(proc.pid)
         start = time.monotonic()

@@ -162,6 +162,10 @@ def _without_main():
 
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()     # every Worker of this process, for stop_all()
+# Set by stop_all: no worker starts after it. The web server still answers for a moment after the
+# app starts stopping (pages/lib/server.py), and a rerun then started a worker that nothing stopped.
+_STOPPED = threading.Event()
+_LIVE_LOCK = threading.Lock()
 
 
 class Worker:
@@ -182,10 +186,15 @@ class Worker:
         resource_tracker.ensure_running()
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            with _without_main():
-                self.process.start()
-            child.close()
-            _LIVE.add(self)   # before a Ctrl-C held back meanwhile is raised: stop_all() finds this worker
+            with _LIVE_LOCK:   # started and listed in one step, or refused once stop_all has begun
+                if _STOPPED.is_set():
+                    self.conn.close()
+                    child.close()
+                    raise EngineError(f"the {what} was not started: the app is stopping")
+                with _without_main():
+                    self.process.start()
+                child.close()
+                _LIVE.add(self)   # before a Ctrl-C held back meanwhile is raised: stop_all() finds this worker
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
@@ -251,8 +260,10 @@ STOP_GRACE_S = 0.5
 def stop_all() -> None:
     """Stops every worker this process started (a request in progress gets WorkerCrashed) and frees
     what they were handing over: for an app that is stopping, which waits for no request. All are
-    asked at once, and those not ended within one STOP_GRACE_S are killed."""
-    workers = list(_LIVE)
+    asked at once, and those not ended within one STOP_GRACE_S are killed; none starts afterwards."""
+    with _LIVE_LOCK:
+        _STOPPED.set()
+        workers = list(_LIVE)
     for worker in workers:
         worker.ask_to_stop()
     deadline = time.monotonic() + STOP_GRACE_S
