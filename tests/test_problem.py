@@ -59,6 +59,23 @@ def test_a_malformed_seed_or_block_is_one_line(kwargs, message):
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    ({"m": 0, "n": 8, "k": 8}, "M must be at least 1, got 0"),
+    ({"m": 8, "n": 8.5, "k": 8}, f"N must be an integer from 1 to {MAX_DIM:,}, got 8.5"),
+    ({"m": 8, "n": 8, "k": 8, "block": (64, 64)}, "a block of 64x64 = 4096 threads is over CUDA's limit of 1024"),
+    ({"m": 8, "n": 8, "k": 8, "params": {"TILE": "16"}}, "TILE must be a whole number, got '16'"),
+    ({"m": 8, "n": 8, "k": 8, "params": [16]}, "the parameters must be given by name, like {'TILE': 32}, got [16]"),
+])
+def test_a_problem_built_by_hand_is_checked_as_make_problem_checks(kwargs, message):
+    """A Problem made directly (the engine's API, dataclasses.replace) had reached the tracer unchecked:
+    M = 0 there was a ZeroDivisionError, parameters as strings a TypeError."""
+    from engine.kernels.problem import Problem
+    from engine.tracing import tracer
+    with pytest.raises(EngineError) as info:
+        tracer.trace("tiled_guarded", Problem(**kwargs), source="cpu")
+    assert str(info.value) == message
+
+
 def test_a_block_given_as_a_list_or_a_whole_float_seed_is_taken():
     p = make_problem(8, 8, 8, block=[32, 8], seed=3.0)
     assert p.block == (32, 8) and p.seed == 3 and isinstance(p.seed, int)

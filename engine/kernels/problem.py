@@ -43,7 +43,21 @@ class Problem:
     params: Mapping[str, int] = field(default_factory=Params)
 
     def __post_init__(self):
-        object.__setattr__(self, "params", Params(self.params))
+        # Checked however it is made (make_problem, a caller of the engine's own, dataclasses.replace):
+        # one built by hand with M = 0 had reached the tracer and failed there with a ZeroDivisionError.
+        for name in ("m", "n", "k"):
+            object.__setattr__(self, name, check_size(name.upper(), getattr(self, name)))
+        bx, by = (check_size(f"block {axis}", v) for axis, v in zip("xy", pair("block", self.block)))
+        if bx * by > 1024:
+            raise EngineError(f"a block of {bx}x{by} = {bx * by} threads is over CUDA's limit of 1024")
+        seed = whole("the seed", self.seed)
+        if seed < 0:   # numpy's generators take none below 0: the trace worker had died of it
+            raise EngineError(f"the seed must be 0 or more, got {_short(seed)}")
+        if not isinstance(self.params, Mapping):
+            raise EngineError(f"the parameters must be given by name, like {{'TILE': 32}}, got {_short(self.params)}")
+        object.__setattr__(self, "block", (bx, by))
+        object.__setattr__(self, "seed", seed)
+        object.__setattr__(self, "params", Params({name: whole(name, v) for name, v in self.params.items()}))
 
     def describe(self) -> str:
         return f"{self.m}x{self.n}x{self.k}"
@@ -89,14 +103,7 @@ def _short(value) -> str:
 def make_problem(m, n, k, block=(16, 16), seed=0, params=None) -> Problem:
     """params: compile-time parameters by name. Those not given take the kernel's defaults when the
     problem is bound to a kernel (registry.bind)."""
-    m, n, k = check_size("M", m), check_size("N", n), check_size("K", k)
-    bx, by = (check_size(f"block {axis}", v) for axis, v in zip("xy", pair("block", block)))
-    if bx * by > 1024:
-        raise EngineError(f"a block of {bx}x{by} = {bx * by} threads is over CUDA's limit of 1024")
-    seed = whole("the seed", seed)
-    if seed < 0:   # numpy's generators take none below 0: the trace worker had died of it
-        raise EngineError(f"the seed must be 0 or more, got {_short(seed)}")
-    return Problem(m, n, k, (bx, by), seed, {name: whole(name, v) for name, v in dict(params or {}).items()})
+    return Problem(m, n, k, block, seed, params or {})   # (Problem checks what it is given)
 
 
 def pair(name: str, value, like: str = "(32, 8)") -> tuple:

@@ -115,7 +115,7 @@ def _tile(grid, problem: Problem, dim: str) -> tuple[int, int] | None:
     one axis and does not depend on `dim` along the other; else None."""
     def axes(size):
         return grid(dataclasses.replace(problem, **{dim: size}))
-    big = 1 << 16
+    big = 1 << 15   # (the largest power of two a Problem may name: MAX_DIM is 65,535)
     for axis in (0, 1):
         count = axes(big)[axis]
         tile = big // count if count else 0
