@@ -67,7 +67,19 @@ def test_coalescing_counts_the_sectors_that_would_do_from_the_bytes_the_warp_tou
     A): 64 bytes, which 2 sectors hold; it said '(4 would do)', counting 4 bytes a lane."""
     at = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "16", "block": "16x16"})
     first = notes(figures(at)[0], 0)
-    assert "uncoalesced (2 would do)" in first and "4 would do" not in first, first
+    assert "uncoalesced: its 64 B would fit in 2" in first, first
+
+
+def test_the_whole_kernel_table_names_the_launch_each_site_is_in():
+    """naive_transposed_b runs transpose_b first: that launch's load B and store BT (lines 15 and 16 of
+    transpose_b.cu) were listed as naive_transposed_b's, whose lines 15 and 16 hold no access."""
+    at = open_page("pages/coalescing.py", {"kernel": "naive_transposed_b", "compare": "(none)", "block": "32x32",
+                                           "m": "32", "n": "32", "k": "16"})
+    rows = at.dataframe[0].value
+    named = {(r.kernel, r.line, r.access) for r in rows.itertuples()}
+    assert {("naive_transposed_b, launch transpose_b", 15, "load B"),
+            ("naive_transposed_b, launch transpose_b", 16, "store BT"),
+            ("naive_transposed_b", 20, "load BT")} <= named, named
 
 
 def test_coalescing_follows_its_controls_and_url():

@@ -228,11 +228,14 @@ def warp_panel(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp:
 
 def global_accesses(summaries: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Each kernel's global access sites as Nsight Compute counts them, with the metric that counts
-    their sectors; summaries: kernel name -> analysis.site_summary of its whole trace."""
+    their sectors; summaries: kernel name -> analysis.site_summary of its whole trace. A site of another
+    launch of the kernel's pipeline (naive_transposed_b's transpose_b) is named with that launch: its
+    line is in that launch's source, and Nsight Compute lists each launch on its own."""
     rows = []
     for kernel, summary in summaries.items():
         for r in summary[summary["space"] == "global"].itertuples():
-            rows.append({"kernel": kernel, "line": r.line, "access": f"{r.op} {r.array}", "requests": r.requests,
+            launch = kernel if r.kernel == kernel else f"{kernel}, launch {r.kernel}"
+            rows.append({"kernel": launch, "line": r.line, "access": f"{r.op} {r.array}", "requests": r.requests,
                          "sectors": r.sectors, "sectors per request": round(r.sectors_per_request, 2),
                          "ncu metric": NCU_METRICS[("global", r.op, "sectors")]})
     return pd.DataFrame(rows)

@@ -296,12 +296,15 @@ def _strip_lanes(step: Step, place: _StripPlace | None = None) -> dict:
 def coalescing_verdict(step: Step) -> str:
     """Coalesced when the warp needs no more sectors than the distinct bytes it touches fill: lanes that
     read one address share its bytes (in a 16x16 block two rows of threads read one column of A: 16
-    floats, 64 bytes, 2 sectors, not the 4 that 32 lanes x 4 bytes would fill)."""
+    floats, 64 bytes, 2 sectors, not the 4 that 32 lanes x 4 bytes would fill). Else the verdict says
+    how many sectors those bytes would fit in side by side: a least for the data, not for these
+    addresses (two floats of two rows of A take 2 sectors wherever they are; side by side, 1)."""
     if step.sectors == 1 and len(np.unique(step.offsets)) == 1 and len(step.lanes) > 1:
         return "one address for all lanes: a broadcast"
     touched = np.unique(step.offsets[:, None] + np.arange(4 * step.width))   # each lane: width 4-byte words
     ideal = max(1, -(-len(touched) // 32))
-    return "coalesced" if step.sectors <= ideal else f"uncoalesced ({ideal} would do)"
+    return ("coalesced" if step.sectors <= ideal else
+            f"uncoalesced: its {len(touched):,} B would fit in {ideal}")
 
 
 def _coalescing_note(panel: WarpPanel, step: Step) -> str:
