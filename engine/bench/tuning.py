@@ -43,14 +43,27 @@ FAMILIES = (Family("FP32 ladder", RUNGS, "cublas_sgemm", "cuBLAS FP32"),
 def combine(runs: list[tuple[pd.DataFrame, dict]]) -> pd.DataFrame:
     """Several sweep files of one GPU (rows and provenance, as benchmark.load_document gives them) as
     one sweep: a configuration timed in more than one file keeps its latest timing (by the files'
-    dates), so each is ranked once."""
-    ordered = [df for df, prov in sorted(runs, key=lambda run: run[1]["date"])]
+    dates), so each is ranked once; one timed twice in a file (cuBLAS, which the sweeps time per
+    family) its fastest, as benchmark.derive takes it."""
+    ordered = [_fastest_each(df) for df, prov in sorted(runs, key=lambda run: run[1]["date"])]
     df = pd.concat(ordered, ignore_index=True) if ordered else pd.DataFrame()
     if df.empty:
         return df
-    key = df[["kernel", "m", "n", "k"]].astype(str).agg(" ".join, axis=1) + " " + \
+    return df[~_configuration(df).duplicated(keep="last")].reset_index(drop=True)
+
+
+def _configuration(df: pd.DataFrame) -> pd.Series:
+    return df[["kernel", "m", "n", "k"]].astype(str).agg(" ".join, axis=1) + " " + \
         df["params"].map(lambda p: json.dumps(p, sort_keys=True))
-    return df[~key.duplicated(keep="last")].reset_index(drop=True)
+
+
+def _fastest_each(df: pd.DataFrame) -> pd.DataFrame:
+    """One file's rows, each configuration once: its fastest timing (untimed rows last), in file order."""
+    if df.empty:
+        return df
+    fastest = df.sort_values("gflops", ascending=False, na_position="last", kind="stable",
+                             key=lambda g: pd.to_numeric(g, errors="coerce"))   # (untimed: None)
+    return fastest[~_configuration(fastest).duplicated(keep="first")].sort_index()
 
 
 def sweep_size(df: pd.DataFrame, rungs: tuple[str, ...] = RUNGS) -> int | None:
