@@ -239,6 +239,30 @@ def test_the_lit_source_line_stays_under_its_text_while_stepping(server, page, s
     assert not page.errors, page.errors
 
 
+REDRAW_JS = """async () => { const gd = document.querySelector('.js-plotly-plot');
+    const layout = JSON.parse(JSON.stringify(gd.layout));   // a new object, as a rerun's figure is
+    delete layout.__matmulSeen;
+    const frames = gd._transitionData._frames.map(f => ({name: f.name, data: f.data, layout: f.layout}));
+    await Plotly.react(gd, {data: JSON.parse(JSON.stringify(gd.data)), layout: layout, frames: frames}); }"""
+ACTIVE_JS = "() => document.querySelector('.js-plotly-plot')._fullLayout.sliders[0].active"
+
+
+def test_a_figure_playing_as_the_page_redraws_it_twice_plays_on(server, page):
+    """Streamlit draws a rerun's figure with two or three Plotly.react calls tens of milliseconds apart.
+    The player stopped the figure's animation at each and played it on after the first: the next one
+    stopped it for good, in 1 rerun in 3 (a play-through: the speed or the warp changed while playing)."""
+    open_page(page, f"{server}/bank_conflicts?speed=fast")
+    browser.click_button(page, "Play")
+    page.wait_for_function(f"() => ({ACTIVE_JS})() >= 1", timeout=20000)
+    page.evaluate(REDRAW_JS)
+    page.wait_for_function("() => !!document.querySelector('.js-plotly-plot')._transitionData._animationRaf", timeout=5000)
+    page.evaluate(REDRAW_JS)   # the second draw, with the figure playing on after the first
+    before = page.evaluate(ACTIVE_JS)
+    page.wait_for_timeout(2000)
+    assert page.evaluate(ACTIVE_JS) > before, "the figure stopped at the second draw of one rerun"
+    assert not page.errors, page.errors[:3]
+
+
 def test_a_figure_drawn_anew_while_it_plays_leaves_no_animation_running(server, page):
     """Streamlit hands a rerun's figure to Plotly.react, which makes the figure's frames anew and leaves
     a playing animation's loop running on the old ones: it drew the old figure's frames over the new

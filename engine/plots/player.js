@@ -34,8 +34,10 @@
   // _transitionData and leaves a playing animation's loop running on the old one: it went on drawing
   // the old figure's frames over the new one, and once the figure was purged (its element gone; purge
   // cancels only the loop it can see) the loop threw TypeErrors sixty times a second, on every page
-  // after it, until a reload. So a figure's loop is stopped before react replaces it; playing on after
-  // a rerun is the player's to decide (replay, below). Installed before any animation can start: on a
+  // after it, until a reload. So a figure's loop is stopped before react replaces it, and one that was
+  // playing (more than a step's one frame queued) plays on once drawn anew (replay, below): Streamlit
+  // draws a rerun's figure with two or three reacts tens of milliseconds apart, and the player's replay
+  // after the first was stopped by the next in 1 rerun in 3. Installed before any animation can start: on a
   // person's first pointer or key (reaching: the figure's own Play, slider and steps go through it), and
   // by the poll, which the player's own replay runs in.
   function stopsOnReact() {
@@ -46,6 +48,10 @@
       const div = typeof gd === "string" ? document.getElementById(gd) : gd;
       const trans = div && div._transitionData;
       if (trans && trans._animationRaf) {
+        const key = div.layout && urlKey(div);
+        if (key && (trans._frameQueue || []).length > 1) {
+          replay.set(window.location.pathname + "|" + key, {until: Date.now() + 8000, since: Date.now()});
+        }
         window.cancelAnimationFrame(trans._animationRaf);
         trans._animationRaf = null;
         trans._frameQueue = [];
