@@ -36,7 +36,7 @@ def register(sub) -> None:
     a.add_argument("--by", type=int, help="block y (default: the page's)")
     a.add_argument("--warp", type=int, default=0)
     a.add_argument("--from", dest="start", type=int, default=1,
-                   help=f"coalescing: the first instruction (1-based; {animations.COALESCING_WINDOW} at most are shown)")
+                   help=f"coalescing, bank_conflicts: the first instruction (1-based; {animations.WINDOW} at most are shown)")
     a.add_argument("--stores", action="store_true", help="bank_conflicts: loads and stores (default: loads)")
     a.add_argument("--operand", default="mma_a", help="tensor_cores: mma_a, mma_b, mma_c, ... (default mma_a)")
     a.add_argument("--lane", type=int, default=0, help="tensor_cores: the lane the map opens on")
@@ -57,7 +57,7 @@ def build(args):
                                       **sizes)
     if args.view == "bank_conflicts":
         return animations.bank_conflicts(args.kernel, warp=args.warp, pad=args.pad, size=args.size,
-                                         loads_only=not args.stores, speed=args.speed, source=args.source,
+                                         loads_only=not args.stores, start=args.start, speed=args.speed, source=args.source,
                                          **given(tile=args.tile))
     return animations.tensor_cores(args.operand, args.lane, args.speed)
 

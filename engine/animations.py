@@ -20,7 +20,7 @@ SPEEDS = {"coalescing": {"slow": 700, "normal": 300, "fast": 60},
           "bank_conflicts": {"slow": 900, "normal": 400, "fast": 80},
           "tensor_cores": {"slow": 1200, "normal": 600, "fast": 250}}
 VIEWS = tuple(SPEEDS)
-COALESCING_WINDOW = 160   # instructions per animation on the Coalescing page: long traces are windowed
+WINDOW = 160   # instructions per animation (Coalescing, Bank conflicts, the Playground): long traces are windowed
 
 
 def ms(view: str, speed: str) -> int:
@@ -58,7 +58,7 @@ def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 3
                block: tuple[int, int] = (32, 32), tile: int = 16, bx: int = 0, by: int = 0, warp: int = 0,
                start: int = 1, speed: str = "normal", presenter: bool = True, source: str = "auto"):
     """The Coalescing page's figure: kernel (default the catalog's first) beside compare (default the
-    second; "(none)" for one panel), from instruction `start` (1-based), COALESCING_WINDOW at most."""
+    second; "(none)" for one panel), from instruction `start` (1-based), WINDOW at most."""
     kernels = registry.showing("coalescing")
     kernel = kernel or kernels[0]
     compare = kernels[1] if compare is None else compare
@@ -75,7 +75,7 @@ def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 3
         g = grid(name, m, n, k, params, block)
         at = (min(bx, g[0] - 1), min(by, g[1] - 1))
         t, inst = _block_trace(name, m, n, k, params, block, at, source)
-        panel = views.warp_panel(t, inst, *at, warp, start - 1, COALESCING_WINDOW)
+        panel = views.warp_panel(t, inst, *at, warp, start - 1, WINDOW)
         most = max(most, panel.total)
         if panel.steps:
             panels.append(panel)
@@ -107,16 +107,23 @@ def tile_phases(kernel: str | None = None, m: int = 40, n: int = 40, k: int = 40
 
 
 def bank_conflicts(kernel: str | None = None, tile: int = 32, pad: int = 0, size: int = 64, warp: int = 0,
-                   loads_only: bool = True, speed: str = "normal", presenter: bool = True, source: str = "auto"):
+                   loads_only: bool = True, start: int = 1, speed: str = "normal", presenter: bool = True,
+                   source: str = "auto"):
     """The Bank conflicts page's figure: one warp of block (0, 0), its shared loads (or all its shared
-    instructions) on the 32 banks. The default kernel is the first that can pad its rows."""
+    instructions) on the 32 banks, from instruction `start` (1-based), WINDOW at most. The default
+    kernel is the first that can pad its rows."""
+    if start < 1:
+        raise EngineError(f"the first instruction is numbered 1; got {start}")
     _not_negative("warp", warp)
     shared = registry.showing("bank_conflicts")
     kernel = kernel or next((s for s in shared if "PAD" in registry.get(s).params), shared[0])
     spec = registry.get(kernel)
     params = spec.takes({"TILE": tile, "PAD": pad})
     t, inst = _block_trace(kernel, size, size, size, params, spec.default_block, (0, 0), source)
-    shown = views.bank_steps(t, inst, 0, 0, warp, loads_only=loads_only)
+    shown = views.bank_steps(t, inst, 0, 0, warp, loads_only=loads_only, start=start - 1, limit=WINDOW)
+    if not shown.steps and start > shown.total > 0:
+        raise EngineError(f"warp {warp} of block (0, 0) issues {shown.total} {shown.what}s at {size}³: "
+                          f"instruction {start} is past its last")
     if not shown.steps:
         raise EngineError(f"warp {warp} of block (0, 0) has no shared-memory instructions at {size}³")
     label = (kernel + (f", TILE {tile}" if "TILE" in spec.params else "")

@@ -11,6 +11,7 @@ ui.setup_page("bank_conflicts", "Bank conflicts", "Shared memory serves a warp f
               "reading different words of one bank are served one after another: each extra word is one more "
               "wavefront.")
 
+WINDOW = animations.WINDOW   # long traces are windowed, never sent whole
 shared = registry.showing("bank_conflicts")
 # Opens on the first kernel that can pad its rows: the conflicts and what removes them.
 padded_first = next((name for name in shared if "PAD" in registry.get(name).params), shared[0])
@@ -29,15 +30,23 @@ with ui.controls():
     trace, inst = ui.trace_or_stop(kernel, m, n, k, params, spec.default_block, ((0, 0),))
     # The other kernels, TILEs and padding, compiled ahead (with the SASS their as-compiled counts read).
     server.offer(shared, {"TILE": registry.TILES, "PAD": (0, 1)}, listing=True)
-    d1, d2, d3 = st.columns([1, 1, 2])
+    d1, d2, d3, d4 = st.columns([1, 1.3, 1, 1.4])
     warps = views.warps_of(trace, 0, 0)
     warp = d1.selectbox("Warp of block (0, 0)", warps, key=view_state.state("warp", 0, warps))
     shows = ["loads", "loads and stores"]
     kinds = d2.radio("Show", shows, horizontal=True, key=view_state.state("show", "loads", shows))
-    duration = view_state.speed_control(d3, animations.SPEEDS["bank_conflicts"])
-    view_state.remember(warp=warp, show=kinds)
+    total = views.count_steps(trace, inst, 0, 0, warp, "shared", op="load" if kinds == "loads" else None)
+    # As on Coalescing: a long kernel's instructions are shown WINDOW at a time, from this one (at 128^3
+    # a warp issues 256 shared loads; the animation had stopped at 160 with no way to the others).
+    view_state.restart_past("from", max(total, 1), 1)
+    view_state.window_of("step", "from", WINDOW, total)   # a link's ?step=200 alone opens the window holding it
+    first_step = d3.number_input("From instruction", 1, max(total, 1), step=WINDOW if total > WINDOW else 1,
+                                 key=view_state.state("from", 1, lo=1, hi=max(total, 1)),
+                                 help=f"the animation shows up to {WINDOW} instructions at a time") - 1
+    duration = view_state.speed_control(d4, animations.SPEEDS["bank_conflicts"])
+    view_state.remember(warp=warp, show=kinds, **{"from": first_step + 1})
 
-shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads")
+shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads", start=first_step, limit=WINDOW)
 if shown.steps:
     label = ", ".join([kernel] + [f"{name} {value}" for name, value in params.items()]) + f", warp {warp}"
     fig = cached.figure(lambda: bank_figures.bank_figure(shown, label, view_state.presenter(), duration, "step"))

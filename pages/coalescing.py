@@ -11,7 +11,7 @@ ui.setup_page("coalescing", "Coalescing", "What one warp's 32 lanes read and wri
               "instruction: the 32-byte sectors their addresses fall in decide how many memory transactions one "
               "load costs.")
 
-WINDOW = animations.COALESCING_WINDOW   # long traces are windowed, never sent whole
+WINDOW = animations.WINDOW   # long traces are windowed, never sent whole
 kernels = registry.showing("coalescing")
 top = ui.figure_first()
 with ui.controls():

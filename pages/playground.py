@@ -149,7 +149,7 @@ good = trace.rel_error <= spec.tolerance
 config = {"displaylogo": False, "displayModeBar": False}
 if show == "global memory":
     duration = view_state.speed_control(e4, animations.SPEEDS["coalescing"])
-    panel = views.warp_panel(trace, inst, bx, by, warp, 0, animations.COALESCING_WINDOW)
+    panel = views.warp_panel(trace, inst, bx, by, warp, 0, animations.WINDOW)
     if panel.steps:
         st.plotly_chart(coalescing_figures.coalescing_figure([panel], view_state.presenter(), duration), width="stretch",
                         config=config, key="playground-coalescing")

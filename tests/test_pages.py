@@ -117,6 +117,22 @@ def test_bank_conflicts_vanish_with_padding():
     assert at.query_params["PAD"] == "1"
 
 
+def test_bank_conflicts_reaches_every_shared_load_of_a_long_kernel():
+    """At 128^3 warp 0 issues 256 shared loads: the animation stopped at 160 with no way to the others,
+    and its headline ('shared load 160 of 256') did not say why."""
+    at = open_page("pages/bank_conflicts.py", {"k": "128"})
+    fig = figures(at)[0]
+    assert len(fig["frames"]) == 160 and "shared load 1 of 256 (animation: 1–160)" in notes(fig, 0), notes(fig, 0)
+    at.number_input(key="bank_conflicts.from").set_value(161).run()
+    fig = figures(at)[0]
+    assert len(fig["frames"]) == 96 and "shared load 161 of 256 (animation: 161–256)" in notes(fig, 0), notes(fig, 0)
+    assert "shared load 256 of 256" in notes(fig, 95) and at.query_params["from"] == "161"
+    # a link to a load past the first window opens the window that holds it
+    at = open_page("pages/bank_conflicts.py", {"k": "128", "step": "200"})
+    assert at.number_input(key="bank_conflicts.from").value == 161
+    assert not at.warning and not at.error
+
+
 def test_bank_conflicts_histogram_has_both_views_when_nvcc_merges_loads():
     from engine.kernels import sass
     at = open_page("pages/bank_conflicts.py", {"TILE": "16", "PAD": "0", "m": "32", "n": "32", "k": "32"})

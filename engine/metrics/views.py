@@ -288,11 +288,11 @@ class BankSteps:
 
 
 def bank_steps(trace: Trace, inst: np.ndarray, block_x: int, block_y: int, warp: int, loads_only: bool,
-               limit: int = 160) -> BankSteps:
+               start: int = 0, limit: int = 160) -> BankSteps:
     """The warp's shared loads (or all its shared instructions), numbered among themselves, so that the
-    headline's count and the slider agree."""
+    headline's count and the slider agree: `limit` of them from the 0-based `start`."""
     op = "load" if loads_only else None
-    steps, total = warp_steps(trace, inst, block_x, block_y, warp, "shared", 0, limit, op=op)
+    steps, total = warp_steps(trace, inst, block_x, block_y, warp, "shared", start, limit, op=op)
     return BankSteps(steps, [bank_layers(s) for s in steps], total,
                      "shared load" if loads_only else "shared instruction", trace.launches[-1].file)
 

@@ -53,6 +53,8 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     cx, cy = axis(fig, 3, x_code, body, (0, 1), (listing.rows_shown(windows, body_px, font) - .5, -.5))
     fig.add_trace(highlight_trace(view, steps[0].line, cx, cy))
     fig.add_trace(code_trace(view, cx, cy, font))
+    first, last = steps[0].index + 1, steps[-1].index + 1
+    window = f" (animation: {first:,}–{last:,})" if last - first + 1 < total else ""
     frames = []
     for step, lay, at in zip(steps, layers, window_at):
         view = windows[at]
@@ -66,7 +68,7 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
                 for b, w, lanes in zip(lay["bank"], lay["word"], lay["lane"])]
         # named by the instruction's number among the warp's (the slider's label): a link names it (url_key)
         frames.append({"name": str(step.index + 1), "traces": [0, 2, 3, 4, 5], "data": [
-            {"text": [bank_note(label, step, total, what)]},
+            {"text": [bank_note(label, step, total, what, window)]},
             {"x": wx, "y": wy},
             {"x": [int(b) for b in lay["bank"]], "y": [int(y) for y in lay["layer"]], "marker": {"color": colors},
              "customdata": info},
@@ -78,11 +80,14 @@ def bank_figure(shown: BankSteps, label: str, presenter: bool = False, duration:
     return with_frames(fig, frames, controls(names, names, duration, st, False, plot_px, url_key))
 
 
-def bank_note(label: str, step: Step, total: int, what: str = "shared instruction") -> str:
+def bank_note(label: str, step: Step, total: int, what: str = "shared instruction", window: str = "") -> str:
+    """window: which of the `total` the animation holds, where it does not hold them all (" (animation:
+    161–256)"), as the Coalescing headline says it."""
     w = step.wavefronts
     extra = w - step.ideal
     verdict = "no conflict" if extra <= 0 else f"{extra} bank conflict{'s' if extra > 1 else ''}"
-    head = f"<b>{label}</b> · {what} {step.index + 1:,} of {total:,} · line {step.line}, {step.op} {step.array}<br>"
+    head = (f"<b>{label}</b> · {what} {step.index + 1:,} of {total:,}{window} · line {step.line}, {step.op} "
+            f"{step.array}<br>")
     if step.width > 1:   # served a group of lanes at a time: "n-way" would not say what it costs
         first = np.full((1, 32), -1, dtype=np.int64)
         first[0, step.lanes] = step.offsets // 4
