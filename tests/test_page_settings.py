@@ -70,6 +70,15 @@ def test_a_bad_size_in_the_url_is_named_with_the_size_shown_instead(raw, why):
     assert not any(w.startswith(f"?m={raw}") for w in _said(at))
 
 
+@pytest.mark.parametrize("raw, shown", [(" 64", '" 64"'), ("64 ", '"64 "'), ("64\x00", '"64\\\\u0000"'),
+                                        ("6\t4", '"6\\\\t4"')])
+def test_a_value_with_spaces_or_unprintable_characters_is_quoted_as_it_is(raw, shown):
+    """Quoted bare, ?m=%20%2064 read '?m=64 is not a whole number; showing m=32', a message that
+    contradicts itself, and a NUL byte showed as a box."""
+    said = _said(open_page("pages/coalescing.py", {"m": raw}))
+    assert f"?m={shown} is not a whole number; showing m=32" in said, said
+
+
 @pytest.mark.parametrize("page, key, hi", [("pages/coalescing.py", "coalescing.m", 128),
                                            ("pages/ladder.py", "ladder.k", None)])
 def test_a_size_fields_help_names_the_sizes_the_page_takes(page, key, hi):

@@ -274,8 +274,11 @@ _MARKUP = re.compile(r"([\\\[\]()<>!`*$:#|~{}])")
 def quoted(raw) -> str:
     """A link's value (or name) as a one-line message quotes it: at most 40 characters (a 5,000-digit
     ?step= had been quoted whole), every character shown as itself (?warp=[answers](https://...) had
-    been drawn as a link), and a bare address not made a link (a word joiner after "www" and in "://")."""
-    text = " ".join(str(raw).split())
+    been drawn as a link), and a bare address not made a link (a word joiner after "www" and in "://").
+    A value with spaces around it or a character that does not print is quoted in JSON's escapes:
+    shown bare, ?m=%20%2064 read "?m=64 is not a whole number" and a NUL byte was a box."""
+    raw = str(raw)
+    text = json.dumps(raw, ensure_ascii=False) if raw != raw.strip() or not raw.isprintable() else raw
     text = text if len(text) <= 40 else text[:40] + "…"
     return _MARKUP.sub(r"\\\1", text).replace("\\://", "\\:\u2060//").replace("www.", "www\u2060.")
 
