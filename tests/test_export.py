@@ -1,4 +1,6 @@
 """Benchmark exports are real files, made by the command line from a run recorded on a GPU."""
+import csv
+import io
 import json
 import re
 import struct
@@ -51,6 +53,17 @@ def test_csv_round_trips_with_provenance(exported):
     ok = df[df["status"] == "ok"]
     want = pd.DataFrame(doc["results"]).query("status == 'ok'")
     assert ok["gflops"].round(6).tolist() == want["gflops"].round(6).tolist()
+
+
+def test_csv_writes_whole_numbers_whole_beside_a_failed_row(exported):
+    """A failed row has no reps nor clock: pandas made those columns floats, written 20.0 and 1980.0."""
+    doc = json.loads(RECORDED.read_text())
+    assert any(r["status"] != "ok" for r in doc["results"]), "the recorded run has no failed row to test with"
+    rows = list(csv.DictReader(io.StringIO((exported / "results.csv").read_text())))
+    ok = [r for r in rows if r["status"] == "ok"]
+    for column in ("reps", "launches_per_sample", "m"):
+        assert all(re.fullmatch(r"[0-9]+", r[column]) for r in ok), {r[column] for r in ok}
+    assert all(r["reps"] == "" for r in rows if r["status"] != "ok")
 
 
 def test_json_round_trips_with_provenance(exported):

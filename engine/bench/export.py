@@ -41,6 +41,12 @@ def results_csv(rows: list[dict], prov: dict) -> str:
     """One row per point, each carrying the provenance, so a CSV alone still says where it came from;
     a row's compile-time parameters as JSON, like the settings."""
     df = pd.DataFrame(rows)
+    # A column of whole numbers with a gap (a failed row has no reps) is floats to pandas: written
+    # "20.0" and "1980.0". Those the run recorded as whole numbers stay whole, the gaps left empty.
+    for column in df.columns[(df.dtypes == "float64").to_numpy() & df.isna().any().to_numpy()]:
+        given = [row[column] for row in rows if row.get(column) is not None]
+        if given and all(type(value) is int for value in given):
+            df[column] = df[column].astype("Int64")
     if "params" in df:
         df["params"] = df["params"].map(lambda p: json.dumps(p) if isinstance(p, dict) else p)
     for key in PROVENANCE_COLUMNS:
