@@ -304,5 +304,9 @@ def test_the_table_never_writes_a_power_of_ten():
         counts[name] = rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0))
     table = rung_counts.metrics_table(counts)
     assert not table.map(lambda v: bool(re.search(r"\de[+-]\d", str(v)))).any().any(), table
+    # one style along a row: TILE 8's 64 threads had read 0.0156 outputs each beside the others' 1/256
+    t = tracer.trace("tiled_guarded", make_problem(1, 1, 1, params={"TILE": 8}), [(0, 0)], "cpu")
+    few = rung_counts.metrics_table({**counts, "tiled_guarded": rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0))})
+    assert few.loc["outputs per thread"].tolist() == ["1/64", "1/128", "1/256"], few
     step, _ = rung_counts.step(counts["tiled_guarded"], counts["blocktile_2d"])   # the step's table too (7.373e+04)
     assert not step.map(lambda v: bool(re.search(r"\de[+-]\d", str(v)))).any().any(), step

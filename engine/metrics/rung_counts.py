@@ -287,8 +287,8 @@ def timeline(counts: RungCounts, warp: int) -> Timeline:
 # --------------------------------------------------------------------------- the table across the rungs
 
 def _ratio(count: int | None, fmas: int, why: str = "—") -> str:
-    """A count per FMA as the fraction it is where that reads well (1/32: a load per 32 FMAs; 9/8),
-    else to 4 significant digits."""
+    """A count per FMA (or per thread) as the fraction it is where that reads well (1/32: a load per 32
+    FMAs; 9/8), else as _num writes it."""
     if count is None:
         return why
     exact = Fraction(count, fmas)
@@ -313,7 +313,8 @@ def _num(v: float) -> str:
 METRICS = {   # row of the table -> its value for one rung, as shown
     "block traced": lambda c: f"({c.block[0]}, {c.block[1]})",
     "threads per block": lambda c: f"{c.threads:,}",
-    "outputs per thread": lambda c: _num(c.outputs_per_thread),
+    # as the fraction it is, as loads per FMA are: at 1^3 TILE 8 (64 threads) read 0.0156 beside 1/256
+    "outputs per thread": lambda c: _ratio(c.outputs, c.threads),
     "FMAs per block": lambda c: f"{c.fmas:,}",
     "global loads per FMA": lambda c: _ratio(c.global_loads, c.fmas),
     "shared loads per FMA": lambda c: _ratio(c.shared_loads, c.fmas),
