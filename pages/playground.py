@@ -13,6 +13,8 @@ from engine.metrics import views
 from engine.plots import bank_figures, coalescing_figures, tile_phase_figures
 from pages.lib import cached, query, ui, view_state
 
+WINDOW = animations.WINDOW   # long traces are windowed, never sent whole
+
 ui.setup_page("playground", "Playground", "Start from any traced kernel of the catalog, or a blank one, change it, "
               "and build: compile errors at their lines, the result checked against float64, and the same "
               "animations and counts the catalog's kernels get, from a trace of your kernel.")
@@ -146,10 +148,27 @@ good = trace.rel_error <= spec.tolerance
     f"{trace.rel_error:.1e} ({'within' if good else 'over'} {spec.tolerance:.0e}). {len(trace):,} accesses traced "
     f"on the CPU, in the sandbox.", icon=":material/check:" if good else ":material/error:")
 
+
+
+def first_shown(space: str) -> int:
+    """The first of the warp's `space` instructions the animation shows (0-based): a kernel's later
+    ones are reached WINDOW at a time, as on Coalescing and Bank conflicts, where there are more."""
+    total = views.count_steps(trace, inst, bx, by, warp, space)
+    view_state.uses("from")   # (a link's ?from= is this view's, whether or not the warp needs windows)
+    view_state.restart_past("from", max(total, 1), 1)
+    if total <= WINDOW:
+        return 0
+    first = st.columns([1, 3])[0].number_input(
+        "From instruction", 1, total, step=WINDOW, key=view_state.state("from", 1, lo=1, hi=total),
+        help=f"the animation shows up to {WINDOW} instructions at a time") - 1
+    view_state.remember(**{"from": first + 1})
+    return first
+
+
 config = {"displaylogo": False, "displayModeBar": False}
 if show == "global memory":
     duration = view_state.speed_control(e4, animations.SPEEDS["coalescing"])
-    panel = views.warp_panel(trace, inst, bx, by, warp, 0, animations.WINDOW)
+    panel = views.warp_panel(trace, inst, bx, by, warp, first_shown("global"), WINDOW)
     if panel.steps:
         st.plotly_chart(coalescing_figures.coalescing_figure([panel], view_state.presenter(), duration), width="stretch",
                         config=config, key="playground-coalescing")
@@ -157,7 +176,7 @@ if show == "global memory":
         st.warning(f"Warp {warp} of block ({bx}, {by}) makes no global access at this size.")
 elif show == "shared memory":
     duration = view_state.speed_control(e4, animations.SPEEDS["bank_conflicts"])
-    shown = views.bank_steps(trace, inst, bx, by, warp, loads_only=False)
+    shown = views.bank_steps(trace, inst, bx, by, warp, loads_only=False, start=first_shown("shared"), limit=WINDOW)
     if shown.steps:
         st.plotly_chart(bank_figures.bank_figure(shown, f"{saved.kernel}, warp {warp}", view_state.presenter(), duration),
                         width="stretch", config=config, key="playground-banks")

@@ -80,3 +80,14 @@ def test_counts_and_sass_of_the_whole_kernel(switched_on):
     at = open_page(PAGE, {"m": "32", "n": "32", "k": "32", "show": "counts and SASS"})
     tables = [t.value for t in at.dataframe]
     assert tables and "sectors" in " ".join(map(str, tables[0].columns))
+
+
+def test_a_long_kernels_later_accesses_are_reached_a_window_at_a_time(switched_on):
+    """The global and shared views showed a warp's first 160 instructions and no more: a naive kernel at
+    K = 256 makes 513 global accesses a warp."""
+    at = open_page(PAGE, {"start": "naive_x_cols", "k": "256"})
+    assert "instruction 1 of 513 (animation: 1–160)" in notes(figures(at)[0], 0), notes(figures(at)[0], 0)
+    at.number_input(key="playground.from").set_value(481).run()
+    fig = figures(at)[0]
+    assert len(fig["frames"]) == 33 and "instruction 513 of 513 (animation: 481–513)" in notes(fig, 32), notes(fig, 32)
+    assert at.query_params["from"] == "481"
