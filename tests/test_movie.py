@@ -223,11 +223,13 @@ def test_cli_writes_each_format_and_refuses_what_it_did_not_write(tmp_path):
 @pytest.mark.parametrize("start, message", [("0", "the first instruction is numbered 1; got 0"),
                                             ("-5", "the first instruction is numbered 1; got -5"),
                                             ("100000", "instruction 100000 is past its last")])
-def test_the_first_instruction_out_of_range_is_one_line(capsys, tmp_path, start, message):
+@pytest.mark.parametrize("view", ["coalescing", "bank_conflicts"])
+def test_the_first_instruction_out_of_range_is_one_line(capsys, tmp_path, start, message, view):
     """--from 0 had drawn one frame of "instruction 0 of 33" and -5 the last five instructions (Python's
-    negative indexing); 100000 had said the warp had no active lanes."""
+    negative indexing); 100000 had said the warp had no active lanes. (Bank conflicts takes --from too:
+    its animation had held a warp's first 160 shared loads and no more.)"""
     from engine.cli import main
-    assert main(["animate", "coalescing", "--from", start, "--source", "cpu", "--out", str(tmp_path / "x.html")]) == 2
+    assert main(["animate", view, "--from", start, "--source", "cpu", "--out", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "x.html").exists()
