@@ -71,7 +71,8 @@ def test_a_bad_size_in_the_url_is_named_with_the_size_shown_instead(raw, why):
 
 
 @pytest.mark.parametrize("raw, shown", [(" 64", '" 64"'), ("64 ", '"64 "'), ("64\x00", '"64\\\\u0000"'),
-                                        ("6\t4", '"6\\\\t4"')])
+                                        ("6\t4", '"6\\\\t4"'), ("64\u200b", '"64\\\\u200b"'),
+                                        ("\u202e46", '"\\\\u202e46"'), ("64\x7f", '"64\\\\u007f"')])
 def test_a_value_with_spaces_or_unprintable_characters_is_quoted_as_it_is(raw, shown):
     """Quoted bare, ?m=%20%2064 read '?m=64 is not a whole number; showing m=32', a message that
     contradicts itself, and a NUL byte showed as a box."""

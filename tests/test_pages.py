@@ -67,7 +67,7 @@ def test_coalescing_counts_the_sectors_that_would_do_from_the_bytes_the_warp_tou
     A): 64 bytes, which 2 sectors hold; it said '(4 would do)', counting 4 bytes a lane."""
     at = open_page("pages/coalescing.py", {"m": "32", "n": "32", "k": "16", "block": "16x16"})
     first = notes(figures(at)[0], 0)
-    assert "uncoalesced: its 64 B would fit in 2" in first, first
+    assert "uncoalesced: its 64 B would fit in 2 sectors" in first, first
 
 
 def test_the_whole_kernel_table_names_the_launch_each_site_is_in():

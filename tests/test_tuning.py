@@ -96,3 +96,13 @@ def test_a_sweep_in_two_files_is_one_sweep_each_configuration_at_its_latest_timi
         assert one["label"].tolist() == [label("blocktile_1d", p) for p in (DEFAULT_1D, WIN_1D, SLOW_1D, added)]
         assert one["gflops"].tolist() == [13000.0, 12000.0, 6000.0, 5000.0]
         assert {v.rung: v.default_wins for v in tuning.verdicts(r)}["blocktile_1d"]
+
+
+def test_a_sweep_file_whose_every_row_failed_is_combined_not_refused():
+    """Such a file has no gflops column (a row that failed has none): combining it raised KeyError
+    once each file's configurations were taken at their fastest."""
+    import pandas as pd
+    failed = pd.DataFrame([{"kernel": "prefetched", "m": 4096, "n": 4096, "k": 4096, "params": {"BM": 64},
+                            "status": "failed", "error": "out of memory"}] * 2)
+    kept = tuning.combine([(failed, {"date": "2026-01-01"})])
+    assert len(kept) == 1 and kept["status"].tolist() == ["failed"] and "_configuration" not in kept

@@ -5,6 +5,7 @@ import hashlib
 import json
 import logging
 import math
+import numbers
 import os
 import re
 import signal
@@ -45,7 +46,7 @@ def results_csv(rows: list[dict], prov: dict) -> str:
     # "20.0" and "1980.0". Those the run recorded as whole numbers stay whole, the gaps left empty.
     for column in df.columns[(df.dtypes == "float64").to_numpy() & df.isna().any().to_numpy()]:
         given = [row[column] for row in rows if row.get(column) is not None]
-        if given and all(type(value) is int for value in given):
+        if given and all(isinstance(value, numbers.Integral) and not isinstance(value, bool) for value in given):
             df[column] = df[column].astype("Int64")
     if "params" in df:
         df["params"] = df["params"].map(lambda p: json.dumps(p) if isinstance(p, dict) else p)

@@ -49,21 +49,25 @@ def combine(runs: list[tuple[pd.DataFrame, dict]]) -> pd.DataFrame:
     df = pd.concat(ordered, ignore_index=True) if ordered else pd.DataFrame()
     if df.empty:
         return df
-    return df[~_configuration(df).duplicated(keep="last")].reset_index(drop=True)
+    return df[~df.pop(_KEY).duplicated(keep="last")].reset_index(drop=True)
 
 
-def _configuration(df: pd.DataFrame) -> pd.Series:
-    return df[["kernel", "m", "n", "k"]].astype(str).agg(" ".join, axis=1) + " " + \
-        df["params"].map(lambda p: json.dumps(p, sort_keys=True))
+_KEY = "_configuration"   # a column while combining: each row's configuration, worked out once
 
 
 def _fastest_each(df: pd.DataFrame) -> pd.DataFrame:
-    """One file's rows, each configuration once: its fastest timing (untimed rows last), in file order."""
+    """One file's rows, each configuration once: its fastest timing (untimed rows last), in file order;
+    with its configuration in the column _KEY."""
     if df.empty:
         return df
+    key = df[["kernel", "m", "n", "k"]].astype(str).agg(" ".join, axis=1) + " " + \
+        df["params"].map(lambda p: json.dumps(p, sort_keys=True))
+    df = df.assign(**{_KEY: key})
+    if "gflops" not in df:   # (a file whose every row failed has no such column)
+        return df[~key.duplicated(keep="first")]
     fastest = df.sort_values("gflops", ascending=False, na_position="last", kind="stable",
                              key=lambda g: pd.to_numeric(g, errors="coerce"))   # (untimed: None)
-    return fastest[~_configuration(fastest).duplicated(keep="first")].sort_index()
+    return fastest[~fastest[_KEY].duplicated(keep="first")].sort_index()
 
 
 def sweep_size(df: pd.DataFrame, rungs: tuple[str, ...] = RUNGS) -> int | None:

@@ -310,11 +310,13 @@ class Pool:
                 taken.append(self.idle.get_nowait())
             except queue.Empty:
                 break
-        for i, worker in enumerate(taken):
-            if worker is None:
-                taken[i] = self._start()
-        for worker in taken:
-            self.idle.put(worker)
+        try:
+            for i, worker in enumerate(taken):
+                if worker is None:
+                    taken[i] = self._start()
+        finally:   # every slot back, started or not (a start refused as the app stops), or calls wait for good
+            for worker in taken:
+                self.idle.put(worker)
 
     def _start(self) -> Worker:
         worker = Worker(self.target, self.what)

@@ -45,6 +45,16 @@ class Problem:
     def __post_init__(self):
         # Checked however it is made (make_problem, a caller of the engine's own, dataclasses.replace):
         # one built by hand with M = 0 had reached the tracer and failed there with a ZeroDivisionError.
+        m, n, k, block, params = self.m, self.n, self.k, self.block, self.params
+        if (type(m) is int and type(n) is int and type(k) is int and 0 < m <= MAX_DIM and 0 < n <= MAX_DIM
+                and 0 < k <= MAX_DIM and type(block) is tuple and len(block) == 2 and type(block[0]) is int
+                and type(block[1]) is int and 0 < block[0] and 0 < block[1] and block[0] * block[1] <= 1024
+                and type(self.seed) is int and self.seed >= 0 and isinstance(params, Mapping)
+                and all(type(v) is int for v in params.values())):
+            # the usual case, checked in one pass (a kernel's combinations() makes thousands)
+            if type(params) is not Params:
+                object.__setattr__(self, "params", Params(params))
+            return
         for name in ("m", "n", "k"):
             object.__setattr__(self, name, check_size(name.upper(), getattr(self, name)))
         bx, by = (check_size(f"block {axis}", v) for axis, v in zip("xy", pair("block", self.block)))

@@ -304,7 +304,7 @@ def coalescing_verdict(step: Step) -> str:
     touched = np.unique(step.offsets[:, None] + np.arange(4 * step.width))   # each lane: width 4-byte words
     ideal = max(1, -(-len(touched) // 32))
     return ("coalesced" if step.sectors <= ideal else
-            f"uncoalesced: its {len(touched):,} B would fit in {ideal}")
+            f"uncoalesced: its {len(touched):,} B would fit in {style.count(ideal, 'sector')}")
 
 
 def _coalescing_note(panel: WarpPanel, step: Step) -> str:

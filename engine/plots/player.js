@@ -10,7 +10,8 @@
 //    an error, so it is not reported as one. Every other rejection still is;
 //  - Play continues from the frame shown: Plotly's "fromcurrent" starts after the last frame it
 //    animated itself, which a figure opened on a frame (a shared link) has not got, so Play began at 0;
-//  - a figure drawn anew while it plays stops playing (stopsOnReact, below);
+//  - a figure drawn anew while it plays (a rerun's new figure) plays on, from the frame it shows, not
+//    from the old figure's frames (stopsOnReact, below);
 //  - a figure whose layout.meta.url_key names a query parameter tells the server and the address
 //    which frame it stands on, so a rerun, a reload or a copied link opens it there (below);
 //  - it starts loading Streamlit's Plotly module straight away (see pages/lib/ui.py), next to the
@@ -35,7 +36,8 @@
   // the old figure's frames over the new one, and once the figure was purged (its element gone; purge
   // cancels only the loop it can see) the loop threw TypeErrors sixty times a second, on every page
   // after it, until a reload. So a figure's loop is stopped before react replaces it, and one that was
-  // playing (more than a step's one frame queued) plays on once drawn anew (replay, below): Streamlit
+  // playing (frames still queued: a step's one frame leaves the queue as its loop starts) plays on once
+  // drawn anew (replay, below): Streamlit
   // draws a rerun's figure with two or three reacts tens of milliseconds apart, and the player's replay
   // after the first was stopped by the next in 1 rerun in 3. Installed before any animation can start: on a
   // person's first pointer or key (reaching: the figure's own Play, slider and steps go through it), and
@@ -49,7 +51,8 @@
       const trans = div && div._transitionData;
       if (trans && trans._animationRaf) {
         const key = div.layout && urlKey(div);
-        if (key && (trans._frameQueue || []).length > 1) {
+        // (only a figure of the page shown: one left from the page before must not set this one playing)
+        if (key && (trans._frameQueue || []).length > 0 && pageOf(div) === pageName()) {
           replay.set(window.location.pathname + "|" + key, {until: Date.now() + 8000, since: Date.now()});
         }
         window.cancelAnimationFrame(trans._animationRaf);

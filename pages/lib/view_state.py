@@ -278,7 +278,12 @@ def quoted(raw) -> str:
     A value with spaces around it or a character that does not print is quoted in JSON's escapes:
     shown bare, ?m=%20%2064 read "?m=64 is not a whole number" and a NUL byte was a box."""
     raw = str(raw)
-    text = json.dumps(raw, ensure_ascii=False) if raw != raw.strip() or not raw.isprintable() else raw
+    text = raw
+    if raw != raw.strip() or not raw.isprintable():
+        # JSON escapes only ASCII's controls: the rest that do not print (a zero-width space, a
+        # right-to-left override that turned the message around, U+2028) as \\uXXXX too
+        text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+                       for c in json.dumps(raw, ensure_ascii=False))
     text = text if len(text) <= 40 else text[:40] + "…"
     return _MARKUP.sub(r"\\\1", text).replace("\\://", "\\:\u2060//").replace("www.", "www\u2060.")
 
