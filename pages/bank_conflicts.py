@@ -36,15 +36,11 @@ with ui.controls():
     shows = ["loads", "loads and stores"]
     kinds = d2.radio("Show", shows, horizontal=True, key=view_state.state("show", "loads", shows))
     total = views.count_steps(trace, inst, 0, 0, warp, "shared", op="load" if kinds == "loads" else None)
-    # As on Coalescing: a long kernel's instructions are shown WINDOW at a time, from this one (at 128^3
-    # a warp issues 256 shared loads; the animation had stopped at 160 with no way to the others).
-    view_state.restart_past("from", max(total, 1), 1)
-    view_state.window_of("step", "from", WINDOW, total)   # a link's ?step=200 alone opens the window holding it
-    first_step = d3.number_input("From instruction", 1, max(total, 1), step=WINDOW if total > WINDOW else 1,
-                                 key=view_state.state("from", 1, lo=1, hi=max(total, 1)),
-                                 help=f"the animation shows up to {WINDOW} instructions at a time") - 1
+    # A long kernel's instructions WINDOW at a time, as on Coalescing (at 128^3 a warp issues 256 shared
+    # loads: the animation had stopped at 160 with no way to the others)
+    first_step = view_state.window_start(d3, total, WINDOW)
     duration = view_state.speed_control(d4, animations.SPEEDS["bank_conflicts"])
-    view_state.remember(warp=warp, show=kinds, **{"from": first_step + 1})
+    view_state.remember(warp=warp, show=kinds)
 
 shown = views.bank_steps(trace, inst, 0, 0, warp, loads_only=kinds == "loads", start=first_step, limit=WINDOW)
 if shown.steps:

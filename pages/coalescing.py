@@ -48,17 +48,9 @@ with ui.controls():
     t0, inst0 = traced[first]
     warps = views.warps_of(t0, bx, by)
     warp = d3.selectbox("Warp", warps, key=view_state.state("warp", warps[0], warps), help="warp of that block")
-    total0 = views.count_steps(t0, inst0, bx, by, warp, "global")
-    # A start kept from another kernel or size that is past this warp's last instruction goes back to
-    # the first: brought within range, it had been the last, an animation of one frame.
-    view_state.restart_past("from", max(total0, 1), 1)
-    view_state.window_of("step", "from", WINDOW, total0)   # a link's ?step=200 alone opens the window holding it
-    # A window's width a click where there is more than one window; else one (a click had jumped to the end)
-    first_step = d4.number_input("From instruction", 1, max(total0, 1), step=WINDOW if total0 > WINDOW else 1,
-                                 key=view_state.state("from", 1, lo=1, hi=max(total0, 1)),
-                                 help=f"the animation shows up to {WINDOW} instructions at a time") - 1
+    first_step = view_state.window_start(d4, views.count_steps(t0, inst0, bx, by, warp, "global"), WINDOW)
     duration = view_state.speed_control(d5, animations.SPEEDS["coalescing"])
-    view_state.remember(bx=bx, by=by, warp=warp, **{"from": first_step + 1})
+    view_state.remember(bx=bx, by=by, warp=warp)
 
 panels = []
 for name in chosen:

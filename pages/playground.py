@@ -155,14 +155,7 @@ def first_shown(space: str) -> int:
     ones are reached WINDOW at a time, as on Coalescing and Bank conflicts, where there are more."""
     total = views.count_steps(trace, inst, bx, by, warp, space)
     view_state.uses("from")   # (a link's ?from= is this view's, whether or not the warp needs windows)
-    view_state.restart_past("from", max(total, 1), 1)
-    if total <= WINDOW:
-        return 0
-    first = st.columns([1, 3])[0].number_input(
-        "From instruction", 1, total, step=WINDOW, key=view_state.state("from", 1, lo=1, hi=total),
-        help=f"the animation shows up to {WINDOW} instructions at a time") - 1
-    view_state.remember(**{"from": first + 1})
-    return first
+    return view_state.window_start(st.columns([1, 3])[0], total, WINDOW) if total > WINDOW else 0
 
 
 config = {"displaylogo": False, "displayModeBar": False}

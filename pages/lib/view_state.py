@@ -438,6 +438,21 @@ def frame_or_control(name: str, value: int, names: list[str]) -> int:
     return int(shown) if shown in names else value
 
 
+def window_start(where, total: int, width: int) -> int:
+    """The "From instruction" control of an animation of `total` instructions shown `width` at a time
+    (Coalescing, Bank conflicts, the Playground), in `where`: the first one shown, 0-based. A start kept
+    from another kernel or size past the last goes back to the first (brought within range it had been
+    the last, an animation of one frame); a link's ?step= alone opens the window that holds it; a click
+    moves a window's width where there is more than one (else one: a click had jumped to the end)."""
+    restart_past("from", max(total, 1), 1)
+    window_of("step", "from", width, total)
+    first = where.number_input("From instruction", 1, max(total, 1), step=width if total > width else 1,
+                               key=state("from", 1, lo=1, hi=max(total, 1)),
+                               help=f"the animation shows up to {width} instructions at a time") - 1
+    remember(**{"from": first + 1})
+    return first
+
+
 def speed_control(where, durations: dict[str, int]) -> int:
     """The animation speed select, returning milliseconds per frame."""
     speed = where.select_slider("Speed", SPEEDS, key=state("speed", "normal", SPEEDS))
