@@ -296,7 +296,7 @@ def test_the_table_never_writes_a_power_of_ten():
     """At 1^3 a block's table read 1.393e+05, 4.915e+04 and 3.59e-06 beside 1/32, and 0.00391 outputs per thread."""
     from engine.metrics.rung_counts import _num
     assert [_num(v) for v in (139300.5, 49152.2, 3.59e-06, 1 / 256, 16, 2.5, 0.0123, float("nan"), 1e-300)] == [
-        "139,300", "49,152", "1/278,552", "1/256", "16", "2.5", "0.0123", "—", "0"]
+        "139,300", "49,152", "≈1/278,552", "1/256", "16", "2.5", "0.0123", "—", "0"]
     # the table itself, at 1^3: a block of one output (its loads per FMA are whole numbers or 4-digit counts)
     counts = {}
     for name in ("tiled_guarded", "blocktile_2d", "warptile"):
@@ -308,5 +308,9 @@ def test_the_table_never_writes_a_power_of_ten():
     t = tracer.trace("tiled_guarded", make_problem(1, 1, 1, params={"TILE": 8}), [(0, 0)], "cpu")
     few = rung_counts.metrics_table({**counts, "tiled_guarded": rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0))})
     assert few.loc["outputs per thread"].tolist() == ["1/64", "1/128", "1/256"], few
+    # and FLOP per byte: 0.0312 (1/32) had stood beside 1/3,439, which is 81/278,528 rounded
+    t = tracer.trace("tiled_guarded", make_problem(9, 9, 1, params={"TILE": 8}), [(0, 0)], "cpu")
+    nine = rung_counts.metrics_table({"tiled_guarded": rung_counts.rung_counts(t, analysis.warp_instructions(t), (0, 0))})
+    assert nine.loc["FLOP per shared byte"].tolist() == ["1/32"], nine
     step, _ = rung_counts.step(counts["tiled_guarded"], counts["blocktile_2d"])   # the step's table too (7.373e+04)
     assert not step.map(lambda v: bool(re.search(r"\de[+-]\d", str(v)))).any().any(), step

@@ -297,7 +297,8 @@ def _ratio(count: int | None, fmas: int, why: str = "—") -> str:
 
 def _num(v: float) -> str:
     """A count or ratio in one style, never in powers of ten (a 1^3 block had read 1.393e+05 and 3.59e-06
-    beside 1/32): whole from 100 up, 3 significant digits below, and under 0.01 as 1/N."""
+    beside 1/32): whole from 100 up, 3 significant digits below, and under 0.01 as 1/N, "≈" where N is
+    rounded (81/278,528 is not 1/3,439)."""
     v = float(v)
     if math.isnan(v):
         return "—"
@@ -307,7 +308,8 @@ def _num(v: float) -> str:
         return f"{v:.3g}"
     if abs(v) < 1e-12:   # past any count a block makes: not a 13-digit fraction
         return "0"
-    return f"1/{1 / v:,.0f}" if v > 0 else f"-1/{-1 / v:,.0f}"
+    about = "" if abs(1 / v - round(1 / v)) <= 1e-9 * abs(1 / v) else "≈"
+    return f"{about}1/{1 / v:,.0f}" if v > 0 else f"-{about}1/{-1 / v:,.0f}"
 
 
 METRICS = {   # row of the table -> its value for one rung, as shown
@@ -319,8 +321,9 @@ METRICS = {   # row of the table -> its value for one rung, as shown
     "global loads per FMA": lambda c: _ratio(c.global_loads, c.fmas),
     "shared loads per FMA": lambda c: _ratio(c.shared_loads, c.fmas),
     "… as compiled (nvcc's LDS.64, LDS.128)": lambda c: _ratio(c.compiled_shared_loads, c.fmas, c.compiled_why),
-    "FLOP per global byte": lambda c: _num(c.global_intensity),
-    "FLOP per shared byte": lambda c: _num(c.shared_intensity),
+    # as fractions where they are (TILE 8 at 9^3 had read 0.0312 beside 1/3,439)
+    "FLOP per global byte": lambda c: _ratio(2 * c.fmas, c.global_bytes) if c.global_bytes else "—",
+    "FLOP per shared byte": lambda c: _ratio(2 * c.fmas, c.shared_bytes) if c.shared_bytes else "—",
     "sectors per global request (ideal)": lambda c: f"{_num(c.sectors_per_request)} "
                                                          f"({_num(c.ideal_sectors_per_request)})",
     "wavefronts per shared load, as written (ideal)": lambda c: f"{_num(c.wavefronts_per_request)} "
