@@ -2,6 +2,8 @@
 screen and M, N, K apart, in the URL and back, kept per page, checked against the kernel's rules as
 they change; and a URL value a page cannot take named in one line, never replaced without a word
 (pages/lib/view_state.py). AppTest, CPU mode."""
+import json
+
 import pytest
 
 from engine.kernels import registry, sass
@@ -60,6 +62,7 @@ def test_a_link_value_is_quoted_short_and_as_the_characters_it_holds(page, param
 def test_a_bad_size_in_the_url_is_named_with_the_size_shown_instead(raw, why):
     """?m=0 became 1 without a word (and the headline then read '1 lanes -> 1 sector ... coalesced')."""
     at = open_page("pages/coalescing.py", {"m": raw, "n": "24", "k": "8"})
+    raw = raw if raw.isascii() else json.dumps(raw).replace("\\", "\\\\")   # quoted in escapes (Markdown's too)
     assert f"?m={raw} {why}; showing m=32" in _said(at)
     assert at.number_input(key="coalescing.m").value == 32 and at.number_input(key="coalescing.n").value == 24
     assert at.query_params["m"] == "32"
@@ -72,7 +75,8 @@ def test_a_bad_size_in_the_url_is_named_with_the_size_shown_instead(raw, why):
 
 @pytest.mark.parametrize("raw, shown", [(" 64", '" 64"'), ("64 ", '"64 "'), ("64\x00", '"64\\\\u0000"'),
                                         ("6\t4", '"6\\\\t4"'), ("64\u200b", '"64\\\\u200b"'),
-                                        ("\u202e46", '"\\\\u202e46"'), ("64\x7f", '"64\\\\u007f"')])
+                                        ("\u202e46", '"\\\\u202e46"'), ("64\x7f", '"64\\\\u007f"'), ("", '""'),
+                                        ("6 4", '"6 4"'), ("\uff16\uff14", '"\\\\uff16\\\\uff14"')])
 def test_a_value_with_spaces_or_unprintable_characters_is_quoted_as_it_is(raw, shown):
     """Quoted bare, ?m=%20%2064 read '?m=64 is not a whole number; showing m=32', a message that
     contradicts itself, and a NUL byte showed as a box."""

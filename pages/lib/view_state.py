@@ -275,15 +275,15 @@ def quoted(raw) -> str:
     """A link's value (or name) as a one-line message quotes it: at most 40 characters (a 5,000-digit
     ?step= had been quoted whole), every character shown as itself (?warp=[answers](https://...) had
     been drawn as a link), and a bare address not made a link (a word joiner after "www" and in "://").
-    A value with spaces around it or a character that does not print is quoted in JSON's escapes:
-    shown bare, ?m=%20%2064 read "?m=64 is not a whole number" and a NUL byte was a box."""
+    A value that is empty, holds a space, or a character that is not ASCII or does not print is quoted
+    in JSON's escapes: shown bare, ?m=%20%2064 read "?m=64 is not a whole number", full-width digits
+    read as 64, and a NUL byte was a box."""
     raw = str(raw)
     text = raw
-    if raw != raw.strip() or not raw.isprintable():
-        # JSON escapes only ASCII's controls: the rest that do not print (a zero-width space, a
-        # right-to-left override that turned the message around, U+2028) as \\uXXXX too
-        text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
-                       for c in json.dumps(raw, ensure_ascii=False))
+    if not raw or not raw.isascii() or not raw.isprintable() or any(c.isspace() for c in raw):
+        # (JSON escapes every character past ASCII, a zero-width space and a right-to-left override,
+        # which turned the message around, among them, and ASCII's controls but DEL)
+        text = json.dumps(raw).replace("\x7f", "\\u007f")
     text = text if len(text) <= 40 else text[:40] + "…"
     return _MARKUP.sub(r"\\\1", text).replace("\\://", "\\:\u2060//").replace("www.", "www\u2060.")
 
