@@ -321,9 +321,8 @@ METRICS = {   # row of the table -> its value for one rung, as shown
     "global loads per FMA": lambda c: _ratio(c.global_loads, c.fmas),
     "shared loads per FMA": lambda c: _ratio(c.shared_loads, c.fmas),
     "… as compiled (nvcc's LDS.64, LDS.128)": lambda c: _ratio(c.compiled_shared_loads, c.fmas, c.compiled_why),
-    # as fractions where they are (TILE 8 at 9^3 had read 0.0312 beside 1/3,439)
-    "FLOP per global byte": lambda c: _ratio(2 * c.fmas, c.global_bytes) if c.global_bytes else "—",
-    "FLOP per shared byte": lambda c: _ratio(2 * c.fmas, c.shared_bytes) if c.shared_bytes else "—",
+    "FLOP per global byte": lambda c: _num(c.global_intensity),
+    "FLOP per shared byte": lambda c: _num(c.shared_intensity),
     "sectors per global request (ideal)": lambda c: f"{_num(c.sectors_per_request)} "
                                                          f"({_num(c.ideal_sectors_per_request)})",
     "wavefronts per shared load, as written (ideal)": lambda c: f"{_num(c.wavefronts_per_request)} "
