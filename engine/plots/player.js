@@ -37,11 +37,10 @@
   // cancels only the loop it can see) the loop threw TypeErrors sixty times a second, on every page
   // after it, until a reload. So a figure's loop is stopped before react replaces it, and one that was
   // playing (frames still queued: a step's one frame leaves the queue as its loop starts) plays on once
-  // drawn anew (replay, below): Streamlit
-  // draws a rerun's figure with two or three reacts tens of milliseconds apart, and the player's replay
-  // after the first was stopped by the next in 1 rerun in 3. Installed before any animation can start: on a
-  // person's first pointer or key (reaching: the figure's own Play, slider and steps go through it), and
-  // by the poll, which the player's own replay runs in.
+  // drawn anew (replay, below): Streamlit draws a rerun's figure with two or three reacts tens of
+  // milliseconds apart, and the player's replay after the first was stopped by the next in 1 rerun in 3.
+  // Installed before any animation can start: on a person's first pointer or key (reaching: the figure's
+  // own Play, slider and steps go through it), and by the poll, which the player's own replay runs in.
   function stopsOnReact() {
     const P = window.Plotly;
     if (!P || P.__matmulReact) return;
