@@ -28,38 +28,55 @@ def register(sub) -> None:
     a.add_argument("--compare", help="coalescing: the kernel side by side, or (none) (default: the page's)")
     for size in ("m", "n", "k"):
         a.add_argument(f"--{size}", type=int, help=f"{size.upper()} (coalescing, tile_phases; default: the page's)")
-    a.add_argument("--size", type=int, default=64, help="bank_conflicts: M = N = K (default 64)")
-    a.add_argument("--block", default="32x32", help="coalescing: threads per block of the naive kernels (default 32x32)")
+    # Options without a default here (None: not given) so that one a view does not use is refused
+    # (OPTIONS); build() gives each view its page's defaults.
+    a.add_argument("--size", type=int, help="bank_conflicts: M = N = K (default 64)")
+    a.add_argument("--block", help="coalescing: threads per block of the naive kernels (default 32x32)")
     a.add_argument("--tile", type=int, help="TILE (default: the page's)")
-    a.add_argument("--pad", type=int, default=0, help="bank_conflicts: PAD 0 or 1")
+    a.add_argument("--pad", type=int, help="bank_conflicts: PAD 0 or 1 (default 0)")
     a.add_argument("--bx", type=int, help="block x (default: the page's)")
     a.add_argument("--by", type=int, help="block y (default: the page's)")
-    a.add_argument("--warp", type=int, default=0)
-    a.add_argument("--from", dest="start", type=int, default=1,
-                   help=f"coalescing, bank_conflicts: the first instruction (1-based; {animations.WINDOW} at most are shown)")
-    a.add_argument("--stores", action="store_true", help="bank_conflicts: loads and stores (default: loads)")
-    a.add_argument("--operand", default="mma_a", help="tensor_cores: mma_a, mma_b, mma_c, ... (default mma_a)")
-    a.add_argument("--lane", type=int, default=0, help="tensor_cores: the lane the map opens on")
+    a.add_argument("--warp", type=int, help="coalescing, bank_conflicts: the warp (default 0)")
+    a.add_argument("--from", dest="start", type=int,
+                   help=f"coalescing, bank_conflicts: the first instruction (1-based, default 1; {animations.WINDOW} at most are shown)")
+    a.add_argument("--stores", action="store_true", default=None, help="bank_conflicts: loads and stores (default: loads)")
+    a.add_argument("--operand", help="tensor_cores: mma_a, mma_b, mma_c, ... (default mma_a)")
+    a.add_argument("--lane", type=int, help="tensor_cores: the lane the map opens on (default 0)")
     a.add_argument("--source", choices=("gpu", "cpu", "auto"), default="auto", help="where traces come from")
     a.set_defaults(fn=cmd_animate)
 
 
+# The options each view draws with (beside --out, --speed and --source); any other given is refused.
+OPTIONS = {
+    "coalescing": ("kernel", "compare", "m", "n", "k", "block", "tile", "bx", "by", "warp", "start"),
+    "tile_phases": ("kernel", "m", "n", "k", "tile", "bx", "by"),
+    "bank_conflicts": ("kernel", "size", "tile", "pad", "warp", "start", "stores"),
+    "tensor_cores": ("operand", "lane"),
+}
+
+
+def _flag(name: str) -> str:
+    return "--from" if name == "start" else f"--{name}"
+
+
 def build(args):
     """The view's figure and title from the options (None: the page's default)."""
-    given = lambda **kw: {k: v for k, v in kw.items() if v is not None}   # noqa: E731
+    own = OPTIONS[args.view]
+    stray = [_flag(name) for name in dict.fromkeys(n for opts in OPTIONS.values() for n in opts)
+             if name not in own and getattr(args, name) is not None]
+    if stray:
+        raise EngineError(f"{args.view} has no {', '.join(stray)} (it takes {', '.join(map(_flag, own))})")
+    given = {name: getattr(args, name) for name in own if getattr(args, name) is not None}
+    common = {"speed": args.speed, "source": args.source}
     if args.view == "coalescing":
-        sizes = given(m=args.m, n=args.n, k=args.k, tile=args.tile, bx=args.bx, by=args.by)
-        return animations.coalescing(args.kernel, args.compare, block=parse_block(args.block), warp=args.warp,
-                                     start=args.start, speed=args.speed, source=args.source, **sizes)
+        if "block" in given:
+            given["block"] = parse_block(given["block"])
+        return animations.coalescing(**given, **common)
     if args.view == "tile_phases":
-        sizes = given(m=args.m, n=args.n, k=args.k, tile=args.tile)
-        return animations.tile_phases(args.kernel, bx=args.bx, by=args.by, speed=args.speed, source=args.source,
-                                      **sizes)
+        return animations.tile_phases(**given, **common)
     if args.view == "bank_conflicts":
-        return animations.bank_conflicts(args.kernel, warp=args.warp, pad=args.pad, size=args.size,
-                                         loads_only=not args.stores, start=args.start, speed=args.speed, source=args.source,
-                                         **given(tile=args.tile))
-    return animations.tensor_cores(args.operand, args.lane, args.speed)
+        return animations.bank_conflicts(loads_only=not given.pop("stores", False), **given, **common)
+    return animations.tensor_cores(**given, speed=args.speed)
 
 
 def cmd_animate(args) -> int:

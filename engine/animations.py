@@ -54,15 +54,27 @@ def _not_negative(name: str, value: int) -> None:
         raise EngineError(f"{name} must be 0 or more, not {value}")
 
 
+def _asked_of(kernels: list[str], asked: dict[str, int | None]) -> None:
+    """A parameter asked for (not None) that none of the kernels has is refused: drawn without it, the
+    animation would not be the one asked for."""
+    kernels = list(dict.fromkeys(kernels))   # a kernel beside itself is named once
+    for name, value in asked.items():
+        if value is not None and not any(name in registry.get(k).params for k in kernels):
+            raise EngineError(f"{' and '.join(kernels)} {'has' if len(kernels) == 1 else 'have'} no parameter {name}")
+
+
 def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 32, n: int = 32, k: int = 16,
-               block: tuple[int, int] = (32, 32), tile: int = 16, bx: int = 0, by: int = 0, warp: int = 0,
+               block: tuple[int, int] = (32, 32), tile: int | None = None, bx: int = 0, by: int = 0, warp: int = 0,
                start: int = 1, speed: str = "normal", presenter: bool = True, source: str = "auto"):
     """The Coalescing page's figure: kernel (default the catalog's first) beside compare (default the
-    second; "(none)" for one panel), from instruction `start` (1-based), WINDOW at most."""
+    second; "(none)" for one panel), from instruction `start` (1-based), WINDOW at most. tile: TILE of
+    the kernels that have one (default 16); asked for where neither has, it is refused."""
     kernels = registry.showing("coalescing")
     kernel = kernel or kernels[0]
     compare = kernels[1] if compare is None else compare
     chosen = [kernel] + ([compare] if compare != "(none)" else [])
+    _asked_of(chosen, {"TILE": tile})
+    tile = 16 if tile is None else tile
     if start < 1:   # 0 or less had read the last instructions, Python's negative indexing
         raise EngineError(f"the first instruction is numbered 1; got {start}")
     _not_negative("warp", warp)
@@ -106,18 +118,21 @@ def tile_phases(kernel: str | None = None, m: int = 40, n: int = 40, k: int = 40
     return fig, f"Tile phases: {kernel} at {m}x{n}x{k}, TILE {tile}, block ({bx}, {by})"
 
 
-def bank_conflicts(kernel: str | None = None, tile: int = 32, pad: int = 0, size: int = 64, warp: int = 0,
+def bank_conflicts(kernel: str | None = None, tile: int | None = None, pad: int | None = None, size: int = 64, warp: int = 0,
                    loads_only: bool = True, start: int = 1, speed: str = "normal", presenter: bool = True,
                    source: str = "auto"):
     """The Bank conflicts page's figure: one warp of block (0, 0), its shared loads (or all its shared
     instructions) on the 32 banks, from instruction `start` (1-based), WINDOW at most. The default
-    kernel is the first that can pad its rows."""
+    kernel is the first that can pad its rows. tile and pad (default 32 and 0) are refused where the
+    kernel has no such parameter."""
     if start < 1:
         raise EngineError(f"the first instruction is numbered 1; got {start}")
     _not_negative("warp", warp)
     shared = registry.showing("bank_conflicts")
     kernel = kernel or next((s for s in shared if "PAD" in registry.get(s).params), shared[0])
     spec = registry.get(kernel)
+    _asked_of([kernel], {"TILE": tile, "PAD": pad})
+    tile, pad = 32 if tile is None else tile, 0 if pad is None else pad
     params = spec.takes({"TILE": tile, "PAD": pad})
     t, inst = _block_trace(kernel, size, size, size, params, spec.default_block, (0, 0), source)
     shown = views.bank_steps(t, inst, 0, 0, warp, loads_only=loads_only, start=start - 1, limit=WINDOW)

@@ -18,7 +18,7 @@ from engine.kernels import cache, documents, registry, sass
 from engine.kernels.problem import add_param_options, block_given, make_problem, params_given
 from engine.metrics import analysis
 from engine.tracing import tracer
-from engine.tracing.plan import DEFAULT_RECORD_CAP, parse_blocks
+from engine.tracing.plan import DEFAULT_RECORD_CAP, parse_blocks, parse_cap
 from engine.tracing.records import TRACE_DTYPE
 
 
@@ -173,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--block", help="launch block of the naive kernels, e.g. 32x8")
     t.add_argument("--blocks", help="which blocks to trace: 'x,y x,y ...' (default: all)")
     t.add_argument("--source", choices=("gpu", "cpu", "auto"), default="auto")
-    t.add_argument("--cap", type=int, default=DEFAULT_RECORD_CAP,
+    t.add_argument("--cap", type=parse_cap, default=DEFAULT_RECORD_CAP,
                    help="most records a trace may hold (default: $MATMUL_EXPLORER_RECORD_CAP, else 30,000,000)")
     t.add_argument("--out", help="write the full trace: .npz (compressed) or .csv, in a folder that exists; written "
                                  "whole through a temporary file, and a file of that name is replaced only if it is "
@@ -217,6 +217,11 @@ def main(argv=None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 141
         print(f"error: {exc}", file=sys.stderr)   # another pipe (a browser's that died), not stdout's
+        return 2
+    except OSError as exc:   # output that cannot be written (`> /dev/full`, a full disk): one line
+        # What stdout still buffers would fail again as Python exits, with a message of its own.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
         gpu_client.shutdown()

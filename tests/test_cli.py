@@ -153,7 +153,7 @@ def test_host_memory_is_refused_before_it_is_allocated(capsys, monkeypatch):
     monkeypatch.setenv("MATMUL_EXPLORER_HOST_MEMORY", "100MiB")
     err = _one_line_error(capsys, ["trace", "naive_x_cols", "--m", "32768", "--n", "32768", "--k", "1024",
                                    "--blocks", "0,0", "--source", "cpu"])
-    # A and B whole; C: the one block's share; records: 256 threads x 2049 at 16 + 31 bytes.
+    # A and B whole; C: the one block's share; records: 256 threads x 2049 at 16 + 32 bytes.
     assert err == ("error: 32768x32768x1024 needs 280 MiB of host memory (A 128 MiB, B 128 MiB, C 1 KiB, "
                    "records 24 MiB); the limit is 100 MiB (MATMUL_EXPLORER_HOST_MEMORY): trace a smaller size")
 
@@ -398,3 +398,20 @@ def test_output_into_a_pipe_nobody_reads_ends_quietly():
     proc.stdout.close()          # before it writes: the reader is gone from the start
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141 and err == "", err
+
+
+@pytest.mark.parametrize("argv", [["kernels"], ["trace", "naive_x_cols", "--m", "4", "--n", "4", "--k", "4", "--source", "cpu"]])
+def test_output_that_cannot_be_written_is_one_line(argv):
+    """`> /dev/full` (a full disk) had ended in a traceback: OSError, No space left on device."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "engine", *argv], cwd=ROOT, stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr == "error: [Errno 28] No space left on device\n", done.stderr
+
+
+def test_a_cap_is_written_as_the_variable_is(capsys):
+    """The README gives the cap as 3e7; --cap took digits only ("invalid int value: '3e7'")."""
+    assert main([*TRACE_32, "--cap", "3e7"]) == 0
+    capsys.readouterr()
+    assert _one_line_error(capsys, [*TRACE_32, "--cap", "2.5e0"]) == (
+        "error: --cap must be a whole number of records like 10000000 or 1e7, got '2.5e0'")

@@ -48,8 +48,9 @@ def test_block_records_are_the_block_mask(case: Trace):
             mask = (r["launch"] == launch) & (r["block_x"] == bx) & (r["block_y"] == by)
             assert np.array_equal(case.block_records(bx, by, launch), np.flatnonzero(mask))
             columns = case.block_columns(bx, by, launch)
-            assert columns.keys() == r.keys()
+            assert columns.keys() == r.keys() | {"space"}   # space: from each record's site, as Trace.spaces()
             assert all(np.array_equal(columns[k], r[k][mask]) and columns[k].dtype == r[k].dtype for k in r)
+            assert np.array_equal(columns["space"], case.spaces()[mask])
             if len(case.block_runs(bx, by, launch)) == 1:   # traced once: views of the trace, read-only
                 assert all(np.shares_memory(columns[k], r[k]) and not columns[k].flags.writeable for k in r)
     site = r["site"]
@@ -98,7 +99,7 @@ def test_warp_instructions_match_their_definition(case: Trace):
 
 
 def test_one_block_views_match_a_whole_trace_scan(case: Trace):
-    r, inst = case.columns, analysis.warp_instructions(case)
+    r, inst = {**case.columns, "space": case.spaces()}, analysis.warp_instructions(case)
     bx, by = (int(v) for v in case.launches[-1].blocks[-1])
     mask = (r["launch"] == len(case.launches) - 1) & (r["block_x"] == bx) & (r["block_y"] == by)
     warps = sorted(set(r["warp"][mask].tolist()))
@@ -118,7 +119,7 @@ def test_one_block_views_match_a_whole_trace_scan(case: Trace):
 
 def test_tile_phases_count_the_block_records():
     t = _trace("tiled_guarded", 37, 45, 29, tile=8, block=(8, 8))
-    r = t.columns
+    r = {**t.columns, "space": t.spaces()}
     bx, by = t.launches[-1].grid[0] - 1, t.launches[-1].grid[1] - 1
     mine = (r["block_x"] == bx) & (r["block_y"] == by)
     for ph in views.tile_phases(t, bx, by):

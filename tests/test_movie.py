@@ -246,6 +246,35 @@ def test_a_kernel_without_a_source_of_ours_is_one_line(capsys, tmp_path, args):
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["coalescing", "--kernel", "naive_x_cols", "--pad", "1"], "coalescing has no --pad (it takes --kernel"),
+    (["coalescing", "--kernel", "naive_x_cols", "--compare", "naive_x_rows", "--tile", "32"],
+     "naive_x_cols and naive_x_rows have no parameter TILE"),
+    (["coalescing", "--kernel", "naive_x_cols", "--tile", "32"], "naive_x_cols has no parameter TILE"),
+    (["bank_conflicts", "--m", "8", "--compare", "naive_x_rows"], "bank_conflicts has no --compare, --m (it takes"),
+    (["bank_conflicts", "--kernel", "blocktile_2d", "--pad", "1"], "blocktile_2d has no parameter PAD"),
+    (["tile_phases", "--stores"], "tile_phases has no --stores"),
+    (["tensor_cores", "--tile", "8", "--warp", "3", "--from", "4"], "tensor_cores has no --tile, --warp, --from"),
+])
+def test_an_option_the_view_does_not_draw_with_is_refused(capsys, tmp_path, args, message):
+    """These had drawn something else than asked and exited 0: bank_conflicts at its default size 64
+    whatever --m said, coalescing's naive kernels with --tile 32 and --pad 1 dropped."""
+    from engine.cli import main
+    assert main(["animate", *args, "--source", "cpu", "--out", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_the_options_a_view_draws_with_still_set_it(tmp_path):
+    """Given, each option reaches the figure (the defaults now come from the view, not the parser)."""
+    from engine.cli import main
+    assert main(["animate", "bank_conflicts", "--size", "32", "--tile", "16", "--pad", "1", "--warp", "1", "--stores",
+                 "--from", "2", "--source", "cpu", "--out", str(tmp_path / "b.html")]) == 0
+    html = (tmp_path / "b.html").read_text()
+    assert "TILE 16, PAD 1, warp 1, M = N = K = 32" in html
+
+
 @pytest.mark.parametrize("fmt", ["gif", "mp4"])
 @pytest.mark.parametrize("after", [0, 2])
 def test_an_export_stopped_while_it_captures_ends_at_once(monkeypatch, fmt, after):

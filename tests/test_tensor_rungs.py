@@ -240,7 +240,7 @@ def test_mma_pipelined_reads_the_next_fragments_before_it_copies(params):
     it. (The kernel that read a step's fragments just before multiplying them began each tile with
     its copies: on an H200 it ran 402 TFLOP/s at 4096^3, this one 441.)"""
     t = tracer.trace("mma_pipelined", make_problem(128, 128, 512, params=params), source="cpu")
-    rec = t.columns
+    rec = {**t.columns, "space": t.spaces()}
     one = (rec["block_x"] == 0) & (rec["block_y"] == 0) & (rec["warp"] == 0) & (rec["lane"] == 0)
     copy = np.array([ts.site.copy for ts in t.sites])[rec["site"][one]]
     ldmatrix = (rec["space"][one] == records.SPACES.index("shared")) & (rec["op"][one] == records.OPS.index("load")) & ~copy

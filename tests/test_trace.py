@@ -78,3 +78,25 @@ def test_recorded_ordinals_count_each_threads_executions_of_a_site():
     thread = df[["block_x", "block_y", "thread_x", "thread_y"]].astype(str).agg("-".join, axis=1)
     expected = df.groupby([thread, df["site"]]).cumcount()
     assert (expected.to_numpy() == df["ordinal"].to_numpy()).all()
+
+
+def test_rows_past_65535_are_recorded_as_they_are():
+    """split_k's partial sums CP have SPLITK x M rows: at M 16,400 and SPLITK 4, 65,600. A row was 16
+    bits, and the export gave row 65,599 as 63 (the offset, and so every count, was right)."""
+    # The sum launch is traced: a block per row of C; the last adds CP rows 16,399 + 16,400 s.
+    t = tracer.trace("split_k", make_problem(16400, 8, 8, params={"SPLITK": 4}), [(0, 16399)], source="cpu")
+    r = t.records
+    assert t.shapes["CP"] == (4 * 16400, 8)
+    cp = r[r["array"] == t.arrays.index("CP")]
+    assert cp["row"].max() > 65535
+    assert np.array_equal(cp["row"].astype(np.int64) * 8 + cp["col"], cp["offset"] // 4)
+    assert t.to_dataframe()["row"].max() == cp["row"].max()
+
+
+def test_space_follows_from_the_site_in_every_view_of_the_records():
+    t = tracer.trace("tiled_guarded", make_problem(20, 20, 20, params={"TILE": 8}), source="cpu")
+    want = np.array([t.sites[s].site.space == "shared" for s in t.columns["site"]], dtype=np.uint8)
+    assert np.array_equal(t.records["space"], want) and np.array_equal(t.spaces(), want)
+    block = t.block_columns(1, 2)
+    assert np.array_equal(block["space"], want[t.block_records(1, 2)])
+    assert list(t.to_dataframe()["space"]) == [("global", "shared")[s] for s in want]

@@ -67,7 +67,7 @@ def test_an_asynchronous_copy_is_a_global_read_and_a_shared_write_each_16_bytes(
     t, raw = async_trace(3, 200, 6)
     assert raw.checked_outputs == 3 * 200 and raw.rel_error < 1e-6
     # The two records of one copy, in order: the read, then the write, of the same thread.
-    r = t.columns
+    r = {**t.columns, "space": t.spaces()}
     first = int(np.flatnonzero(t.lines() == sources.load(ASYNC).sites[0].line)[0])
     assert (r["space"][first], r["op"][first], r["space"][first + 1], r["op"][first + 1]) == (0, 0, 1, 1)
     assert r["thread_x"][first] == r["thread_x"][first + 1]

@@ -692,5 +692,4 @@ def block_phases(trace: Trace, block_x: int, block_y: int, launch: int | None = 
 
 def global_reads(trace: Trace) -> int:
     """Element reads from global memory (every lane's load counts)."""
-    r = trace.columns
-    return int(((r["space"] == 0) & (r["op"] == 0)).sum())
+    return int(((trace.spaces() == 0) & (trace.columns["op"] == 0)).sum())

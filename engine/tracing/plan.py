@@ -30,13 +30,22 @@ def record_cap() -> int:
     raw = os.environ.get(RECORD_CAP_ENV, "").strip()
     if not raw:
         return RECORD_CAP
+    value = parse_cap(raw, RECORD_CAP_ENV)
+    if value < 1:
+        raise EngineError(f"{RECORD_CAP_ENV} must be a whole number of records like 10000000 or 1e7, got {raw!r}")
+    return value
+
+
+def parse_cap(raw: str, name: str = "--cap") -> int:
+    """A record cap as written (by name: the option or variable it came from): a whole number, also
+    written like 1e7 (below 1 it is refused where it is used, with what it would cap)."""
+    raw = raw.strip()
     try:   # digits as an exact integer; 1e7 and the like through float
         value = float(raw) if not raw.lstrip("+-").isdigit() else int(raw)
     except ValueError:
         value = None
-    if value is None or (isinstance(value, float) and not value.is_integer()) or not 0 < value < 2**63:
-        raise EngineError(f"{RECORD_CAP_ENV} must be a whole number of records like 10000000 or 1e7, "
-                          f"got {raw!r}")
+    if value is None or (isinstance(value, float) and not value.is_integer()) or not abs(value) < 2**63:
+        raise EngineError(f"{name} must be a whole number of records like 10000000 or 1e7, got {raw!r}")
     return int(value)
 
 
@@ -223,6 +232,10 @@ def buffer_bytes(problem: Problem, kernel: str) -> int:
     return sum(array_bytes(n, shapes[n], spec.inputs) for n in names)
 
 
+# The longest row a trace record can place an element in: col is 16 bits.
+ROW_LIMIT = 1 << 16
+
+
 def array_shapes(launches: list[LaunchPlan], problem: Problem) -> dict[str, tuple[int, int]]:
     """(rows, cols) of every array the launches touch: the problem's matrices and each kernel's
     shared arrays (a 1-D one is one row)."""
@@ -231,6 +244,9 @@ def array_shapes(launches: list[LaunchPlan], problem: Problem) -> dict[str, tupl
         src = sources.load(lp.file)
         for name in src.shared:
             shapes[name] = src.shared_shape(name, problem.params)
+    for name, (_, cols) in shapes.items():
+        if cols > ROW_LIMIT:   # a record's col is 16 bits (records.TRACE_DTYPE)
+            raise EngineError(f"{name} has rows of {cols:,} elements: a trace records rows of up to {ROW_LIMIT:,}")
     return shapes
 
 
@@ -250,7 +266,7 @@ def format_bytes(n: int) -> str:
 
 
 HOST_MEMORY_ENV = "MATMUL_EXPLORER_HOST_MEMORY"
-# Per record: the 16-byte raw record the kernel writes, then the 31-byte assembled one.
+# Per record: the 16-byte raw record the kernel writes, then the 32-byte assembled one.
 RECORD_HOST_BYTES = RAW_DTYPE.itemsize + STORED_BYTES
 
 

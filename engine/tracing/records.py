@@ -1,8 +1,8 @@
 """The trace: one row per memory access of every traced thread. This docstring is the schema.
 
-Fields of TRACE_DTYPE (kept column by column in Trace.columns, 31 bytes per record in memory:
-`line` is not stored, it follows from `site`; Trace.records packs them all into one numpy
-structured array on demand, for export and tests):
+Fields of TRACE_DTYPE (kept column by column in Trace.columns, 32 bytes per record in memory:
+`line` and `space` are not stored, they follow from `site`; Trace.records packs them all into one
+numpy structured array on demand, for export and tests):
   launch            which launch of the kernel's pipeline (0 unless it has a preparation step)
   block_x, block_y  blockIdx of the thread, in the kernel's full grid
   thread_x, thread_y threadIdx of the thread
@@ -18,7 +18,9 @@ structured array on demand, for export and tests):
   op                0 load, 1 store
   array             index into Trace.arrays (A, B, C, As, ...: the traced arrays of the trace's kernels)
   row, col          the element, in the array's own row-major shape (shared arrays: their padded
-                    pitch, so col can reach TILE + PAD - 1; a 1-D shared array is one row)
+                    pitch, so col can reach TILE + PAD - 1; a 1-D shared array is one row). row is 32
+                    bits: an array may have more rows than a matrix (split_k's partial sums, SPLITK x
+                    M); a row has at most 65,536 elements (plan.array_shapes refuses longer ones)
   offset            byte offset of the element from the start of its array (its allocation, for a
                     global array whose pointer the kernel moved)
 
@@ -50,10 +52,11 @@ RAW_DTYPE = np.dtype([("index", "<u4"), ("site", "<u2"), ("line", "<u2"), ("epoc
 TRACE_DTYPE = np.dtype([
     ("launch", "u1"), ("block_x", "<u2"), ("block_y", "<u2"), ("thread_x", "<u2"), ("thread_y", "<u2"),
     ("warp", "u1"), ("lane", "u1"), ("site", "u1"), ("line", "<u2"), ("ordinal", "<u4"), ("epoch", "<u2"),
-    ("space", "u1"), ("op", "u1"), ("array", "u1"), ("row", "<u2"), ("col", "<u2"), ("offset", "<u4"), ("group", "<u2"),
+    ("space", "u1"), ("op", "u1"), ("array", "u1"), ("row", "<u4"), ("col", "<u2"), ("offset", "<u4"), ("group", "<u2"),
 ])
-# What Trace.columns holds: every field but line, which Trace.sites gives for each site.
-STORED_FIELDS = tuple(name for name in TRACE_DTYPE.names if name != "line")
+# What Trace.columns holds: every field but line and space, which Trace.sites gives for each site.
+DERIVED_FIELDS = ("line", "space")
+STORED_FIELDS = tuple(name for name in TRACE_DTYPE.names if name not in DERIVED_FIELDS)
 STORED_BYTES = sum(TRACE_DTYPE.fields[name][0].itemsize for name in STORED_FIELDS)
 SPACES = ("global", "shared")
 OPS = ("load", "store")
@@ -119,11 +122,17 @@ class Trace:
         for name in STORED_FIELDS:
             out[name] = self.columns[name]
         out["line"] = self.lines()
+        out["space"] = self.spaces()
         return out
 
     def lines(self) -> np.ndarray:
         """Each record's source line (from its site)."""
         return np.array([ts.site.line for ts in self.sites], dtype=np.uint16)[self.columns["site"]]
+
+    def spaces(self, site: np.ndarray | None = None) -> np.ndarray:
+        """Each record's memory space (0 global, 1 shared), from its site (default: every record's)."""
+        of_site = np.array([SPACES.index(ts.site.space) for ts in self.sites], dtype=np.uint8)
+        return of_site[self.columns["site"] if site is None else site]
 
     def thread_starts(self) -> np.ndarray:
         """Where each traced thread's records start (one more entry: the end), computed once."""
@@ -171,17 +180,21 @@ class Trace:
         views = {k: v[start:end] for k, v in self.columns.items()}
         for view in views.values():
             view.flags.writeable = False
+        views["space"] = self.spaces(views["site"])
         return views
 
     def select(self, mask: np.ndarray) -> dict[str, np.ndarray]:
-        return {k: v[mask] for k, v in self.columns.items()}
+        """The records mask picks, column by column, space among them (derived from site)."""
+        out = {k: v[mask] for k, v in self.columns.items()}
+        out["space"] = self.spaces(out["site"])
+        return out
 
     def to_dataframe(self) -> pd.DataFrame:
         """The records with names instead of codes, for display and export."""
         import pandas as pd  # noqa: PLC0415 - here only: the trace workers import this module, and need no pandas
         df = pd.DataFrame(self.columns, copy=False)
         df.insert(list(TRACE_DTYPE.names).index("line"), "line", self.lines())
-        df["space"] = pd.Categorical.from_codes(df["space"], SPACES)
+        df.insert(list(TRACE_DTYPE.names).index("space"), "space", pd.Categorical.from_codes(self.spaces(), SPACES))
         df["op"] = pd.Categorical.from_codes(df["op"], OPS)
         df["array"] = pd.Categorical.from_codes(df["array"], self.arrays)
         return df
@@ -196,14 +209,12 @@ class ArrayTable:
     """What the assembly needs to know of each array of a trace, by its id in Trace.arrays."""
     names: tuple[str, ...]
     pitch: np.ndarray           # uint32: row pitch in elements (1-D: the whole array)
-    shared: np.ndarray          # uint8: 1 if it lives in shared memory
     element_bytes: np.ndarray   # uint32: size of one element
 
     @staticmethod
     def of(arrays: list[Array], shapes: dict[str, tuple[int, int]]) -> ArrayTable:
         return ArrayTable(tuple(a.name for a in arrays),
                           np.array([max(shapes.get(a.name, (1, 1))[1], 1) for a in arrays], dtype=np.uint32),
-                          np.array([a.space == "shared" for a in arrays], dtype=np.uint8),
                           np.array([a.element_bytes for a in arrays], dtype=np.uint32))
 
 
@@ -252,7 +263,6 @@ def assemble_launch(launch: int, raw: np.ndarray, counts: np.ndarray, info: Laun
         np.take(site_of, kernel_site, out=out["site"], mode="clip")   # checked above: clip never clips
         np.take(op_of, kernel_site, out=out["op"], mode="clip")
         array = np.take(array_of, kernel_site, out=out["array"], mode="clip")
-        np.take(table.shared, array, out=out["space"], mode="clip")
         index = r["index"]
         np.divmod(index, table.pitch[array], out=(out["row"], out["col"]), casting="unsafe")
         np.multiply(index, element_bytes[0] if same_size else element_bytes[array], out=out["offset"])
