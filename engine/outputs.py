@@ -73,12 +73,15 @@ def check_folder(folder: Path, flag: str, shown: str) -> None:
     os.unlink(tmp)
 
 
-def make_folder(out: Path, flag: str = "--out") -> None:
-    """bench's folder: made if missing (in a folder that exists), else a directory; then checked."""
+def make_folder(out: Path, flag: str = "--out", make: bool = True) -> None:
+    """bench's folder: made if missing (in a folder that exists), else a directory; then checked.
+    make False: only checked, before the work (a command that then fails leaves no folder behind)."""
     try:
         st = out.stat()
     except FileNotFoundError:
         check_folder(out.parent, flag, str(out))
+        if not make:
+            return
         try:
             out.mkdir()
         except FileExistsError:   # made meanwhile: checked below like any other

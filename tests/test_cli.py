@@ -343,13 +343,27 @@ def test_a_traced_array_past_4_gib_is_refused_not_wrapped(monkeypatch, capsys):
     (["--reps", "-3"], "repetitions must be a whole number of at least 1, got -3"),
     (["--warmup", "-1"], "warm-up launches must be a whole number of at least 0, got -1"),
     (["--sizes", "0"], "M must be at least 1, got 0"),
-    (["--sizes", "64x0x3"], "N must be at least 1, got 0")])
+    (["--sizes", "64x0x3"], "N must be at least 1, got 0"),
+    (["--block", "64x64"], "a block of 64x64 = 4096 threads is over CUDA's limit of 1024"),
+    (["--block", "0x4"], "block x must be at least 1, got 0"),
+    (["--kernels", ""], "--kernels names no kernel (python -m engine kernels lists them)"),
+    (["--kernels", ","], "--kernels names no kernel (python -m engine kernels lists them)")])
 def test_bench_settings_it_cannot_time_are_refused_before_any_gpu_is_asked(monkeypatch, capsys, tmp_path, given, said):
     """--reps 0 timed nothing, and the median of no times failed as a traceback (on a GPU machine);
-    --sizes 0 became an error row per point."""
+    --sizes 0 became an error row per point; --block 64x64 and --kernels "" went on to ask for the GPU.
+    A refused command leaves no --out folder behind (it had made it first)."""
     monkeypatch.setenv("MATMUL_EXPLORER_GPU", "0")
     assert main(["bench", "--kernels", "naive_x_cols", *given, "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == f"error: {said}"
+    assert not (tmp_path / "o").exists()
+
+
+def test_bench_out_is_made_when_there_is_something_to_write(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MATMUL_EXPLORER_GPU", "0")
+    assert main(["bench", "--kernels", "naive_x_cols", "--out", str(tmp_path / "o")]) == 2   # no GPU
+    assert "no GPU to time on" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    assert main(_bench(tmp_path / "o" / "deeper")) == 2   # its folder does not exist: refused, not made
+    assert main(_bench(tmp_path / "o")) == 0 and (tmp_path / "o" / "results.csv").is_file()
 
 
 def test_a_block_named_twice_is_traced_once(capsys):

@@ -59,6 +59,8 @@ def cmd_bench(args) -> int:
         rows, prov = doc.rows, doc.prov
     else:
         kernels = [k for k in args.kernels.split(",") if k]
+        if not kernels:   # had gone on to ask for a GPU, to time nothing
+            raise EngineError("--kernels names no kernel (python -m engine kernels lists them)")
         for k in kernels:
             if not registry.get(k).timed:
                 raise EngineError(f"{k} cannot be timed on the GPU")

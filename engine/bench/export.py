@@ -255,10 +255,13 @@ KINDS = {".csv": "a results CSV", ".json": "a benchmark export", ".html": "a cha
          ".svg": "a chart picture"}
 
 
-def check_out(out: Path, names=("results.csv", "results.json")) -> None:
-    """--out, before any work: a folder (made if missing, in one that exists) that takes new files, where
-    each of names is new or a file bench wrote before. A one-line EngineError otherwise."""
-    outputs.make_folder(out)
+def check_out(out: Path, names=("results.csv", "results.json"), make: bool = False) -> None:
+    """--out: a folder (in one that exists; made if missing where make) that takes new files, where each
+    of names is new or a file bench wrote before. A one-line EngineError otherwise. Checked before any
+    work, made only when there is something to write into it."""
+    outputs.make_folder(out, make=make)
+    if not out.is_dir():   # not made yet: nothing in it to replace
+        return
     for name in names:
         suffix = Path(name).suffix
         outputs.check_replaceable(out / name, OURS[suffix], KINDS[suffix])
@@ -272,7 +275,7 @@ def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: i
     pictures = [f for f in ("png", "svg") if f in formats]
     names = ([f"results.{f}" for f in ("csv", "json") if f in formats]
              + [f"{name}.{fmt}" for name in figs for fmt in ("html", *pictures) if fmt in formats])
-    check_out(out, names)
+    check_out(out, names, make=True)
     written, skipped = [], []
     if "csv" in formats:
         outputs.write(out / "results.csv", results_csv(rows, prov))

@@ -187,7 +187,7 @@ def block_given(spec, text: str | None) -> tuple[int, int] | None:
     if not spec.block_shapes:
         raise EngineError(f"{spec.name}'s block follows from its parameters; --block sets the launch block of "
                           "the kernels that take one (the naive kernels)")
-    return parse_block(text)
+    return Problem(1, 1, 1, block=parse_block(text)).block   # checked as a trace's is (at most 1024 threads)
 
 
 def make_inputs(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
