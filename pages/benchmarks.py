@@ -33,6 +33,14 @@ NUMBER_FORMATS = {"GFLOP/s": "%,.0f", "% of cuBLAS": "%.1f", "% of FP32 peak": "
                   "temperature (°C)": "%.0f"}
 
 
+def camera(fmt: str, filename: str) -> dict:
+    """A chart's camera button: the picture as the page draws it, at its size on the page, twice as
+    many pixels (sharp on a slide). A fixed 1200 x 700 had squeezed a chart drawn taller for a long key
+    (22 kernels: the page figure 1,280 px high) into a picture with no plot left in it."""
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": fmt, "width": None, "height": None, "scale": 2, "filename": filename}}
+
+
 def drawn(df: pd.DataFrame, peaks: dict, provs: list[dict]) -> tuple:
     """What show() draws of the runs: the derived rows, the charts, the headline and the table."""
     df = benchmark.derive(df, peaks)
@@ -51,9 +59,7 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
         fmt = st.radio("Camera button in each chart saves", ["png", "svg"], horizontal=True, key=f"fmt-{key}")
     for name, fig in figs.items():
         filename = export.chart_filename(name, [p.get("gpu") for p in provs], [p.get("date") for p in provs])
-        config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "width": 1200, "height": 700,
-                                                                 "filename": filename}}
-        st.plotly_chart(fig, width="stretch", config=config, key=f"{key}-{name}")
+        st.plotly_chart(fig, width="stretch", config=camera(fmt, filename), key=f"{key}-{name}")
         if name == "percent_of_cublas":   # what every % depends on, under the chart too (and in its picture)
             st.caption("  \n".join(schema.plain(charts.measured_with(p, charts.run_rows(df, p))) for p in provs))
     ui.fitting_table(table, ("GPU", "kernel", "GFLOP/s", "% of cuBLAS"), hide_index=True, width="stretch",
@@ -73,10 +79,12 @@ def exports(rows: list[dict], prov: dict, key: str, run: str = "") -> None:
         stem, dot, suffix = filename.rpartition(".")
         return f"{stem}-{run}{dot}{suffix}" if run else filename
     a, b, c = st.columns([1, 1.4, 1.8])   # each label whole at 1280 px with the sidebar open
+    # on_click="ignore": a download is no rerun, so the chart files made below stay on the page
     a.download_button("Data as CSV", export.results_csv(rows, prov), named(export.file_stem("results", prov) + ".csv"),
-                      "text/csv", key=f"csv-{key}")
+                      "text/csv", on_click="ignore", key=f"csv-{key}")
     b.download_button("Data as JSON (with provenance)", json.dumps(schema.to_document(rows, prov), indent=1,
-                      default=float), named(export.file_stem("results", prov) + ".json"), "application/json", key=f"json-{key}")
+                      default=float), named(export.file_stem("results", prov) + ".json"), "application/json",
+                      on_click="ignore", key=f"json-{key}")
     # The click's place in line is taken as it arrives (callbacks run before the page is drawn again):
     # sessions clicking one after another are served in that order, however long each page takes.
     if not c.button("Make PNG, SVG and HTML files of every chart", key=f"img-{key}", on_click=take_place,
@@ -258,9 +266,8 @@ def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, 
                 f"registry's default ringed; the dotted line: {family.cublas_name} ({family.cublas}).")
     st.caption(schema.plain(f"From {', '.join(name for name, _ in runs)}" + (
         ": a configuration timed in more than one file shows its latest timing." if len(runs) > 1 else ".")))
-    st.plotly_chart(fig, width="stretch", key=f"sweep-figure-{rung}", config={"displaylogo": False, "toImageButtonOptions": {
-        "format": "png", "width": 1200, "height": 700,
-        "filename": export.chart_filename(f"autotuning-{rung.replace(' ', '-')}", [gpu], [p.get("date") for p in provs])}})
+    st.plotly_chart(fig, width="stretch", key=f"sweep-figure-{rung}", config=camera(
+        "png", export.chart_filename(f"autotuning-{rung.replace(' ', '-')}", [gpu], [p.get("date") for p in provs])))
     ui.fitting_table(tuning.summary(found), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
     for v in found:

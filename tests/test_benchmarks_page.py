@@ -154,6 +154,24 @@ def test_percent_of_cublas_axis_is_capped_and_the_outlier_explained(monkeypatch,
     assert "launch latency" in notes and "187%" in notes
 
 
+@pytest.mark.parametrize(("m", "n", "k", "pct", "value", "latency"), [
+    (4096, 4096, 128, 110.04, "110.04%", False),   # the H200 run's prefetched: above the cap, not tiny
+    (128, 128, 128, 187.0, "187%", True)])
+def test_a_point_above_the_cap_reads_above_it_and_is_explained_only_as_what_it_is(m, n, k, pct, value, latency):
+    """110.04% was written "110%" beside its ▲; the sentence on tiny sizes and launch latency was drawn
+    beside a 4096 x 4096 x 128 point; and the note, in the plot's top right corner, covered that point's
+    value. The note now sits with the provenance above the plot."""
+    rows = [synthetic_runs.row("cublas_sgemm", m, n, k, 40000.0), synthetic_runs.row("prefetched", m, n, k, 400 * pct)]
+    df, prov = benchmark.load_document(synthetic_runs.document(rows))
+    fig = charts.pct_of_cublas(benchmark.derive(df, prov["peaks"]), note="NVIDIA H200")
+    texts = [a.text for a in fig.layout.annotations]
+    assert value in texts
+    above = [a for a in fig.layout.annotations if "drawn at the top" in a.text]
+    assert len(above) == 1 and above[0].yref == "paper" and above[0].y == 1 and above[0].yanchor == "bottom"
+    assert above[0].text.startswith("NVIDIA H200<br>▲ above 110%")
+    assert ("launch latency" in above[0].text) is latency
+
+
 def test_the_shipped_run_has_no_kernel_above_the_percent_cap(page):
     c = next(c for t, c in _charts(page).items() if t.startswith("Share of cuBLAS"))
     notes = " ".join(a["text"] for a in c["layout"]["annotations"])

@@ -315,3 +315,50 @@ def test_two_gpus_runs_are_keyed_once_not_named_in_every_entry(server, shots, pr
     assert len(drawn["kernels"]) == len(set(drawn["kernels"])) and not any(" · " in k for k in drawn["kernels"])
     assert drawn["plot"] < drawn["keyTop"] < drawn["kernelsTop"], drawn
     assert drawn["height"] < 1500, drawn["height"]
+
+
+def _png_size(path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]   # the signature, then IHDR: width and height, big-endian
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", head
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def test_the_camera_saves_the_chart_as_drawn_and_a_data_download_keeps_the_made_files(server, shots, tmp_path):
+    """The camera button saved every chart at 1200 x 700: a run of 22 kernels, whose chart the page draws
+    1,280 px tall for its key, came out as its key over its title with no plot left. Now the picture is
+    the chart at its size on the page, at twice the pixels. And "Data as CSV" (a rerun) had wiped the
+    chart files just made with "Make PNG, SVG and HTML files of every chart"."""
+    kernels = {p.name: json.loads(p.read_text())["results"] for p in benchmark.recorded_runs()}
+    longest = max(kernels, key=lambda name: len({r["kernel"] + json.dumps(r.get("params")) for r in kernels[name]}))
+    with browser.chromium() as b:
+        page = b.new_page(viewport={"width": 1280, "height": 720}, accept_downloads=True)
+        page.goto(f"{server}/benchmarks?runs={longest}")
+        page.wait_for_selector("h1", timeout=60000)
+        browser.wait_for_chart(page, 4)
+        browser.wait_idle(page)
+        first = page.locator(".js-plotly-plot").first
+        first.scroll_into_view_if_needed()
+        width, height, entries = first.evaluate(
+            "gd => [gd._fullLayout.width, gd._fullLayout.height, gd.querySelectorAll('.legend .traces').length]")
+        first.hover()
+        with page.expect_download(timeout=60000) as got:
+            first.locator(".modebar-btn[data-title*='Download']").first.click()
+        picture = tmp_path / got.value.suggested_filename
+        got.value.save_as(picture)
+        assert picture.name.startswith("gflops_vs_size-") and picture.suffix == ".png", picture.name
+        assert entries >= 20 and height > 1000, (entries, height)   # the long key this is about
+        assert _png_size(picture) == (2 * width, 2 * height)
+        (shots / "benchmarks-camera-long-key.png").write_bytes(picture.read_bytes())
+
+        make = page.get_by_role("button", name="Make PNG, SVG and HTML files of every chart").first
+        make.scroll_into_view_if_needed()
+        make.click()
+        page.wait_for_function("Array.from(document.querySelectorAll('[data-testid=stStatusWidget], summary, p'))"
+                               ".some(e => /^Made \\d+ files/.test(e.textContent))", timeout=240000)
+        browser.wait_idle(page)
+        files = page.locator("[data-testid='stDownloadButton']").count()
+        with page.expect_download(timeout=60000):
+            page.get_by_role("button", name="Data as CSV").first.click()
+        page.wait_for_timeout(2000)
+        browser.wait_idle(page)
+        assert page.locator("[data-testid='stDownloadButton']").count() == files > 2

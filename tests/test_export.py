@@ -149,6 +149,9 @@ def test_download_names_say_chart_gpu_and_date():
     assert export.chart_filename("roofline", ["NVIDIA H200"], ["2026-11-21T07:44:59+00:00"]) == \
         "roofline-NVIDIA-H200-2026-11-21"
     assert export.chart_filename("roofline", ["A/B: C*", "A/B: C*", None], ["2026-01-02"]) == "roofline-A-B-C-2026-01-02"
+    # the dates of several sweeps oldest first, whatever order the files were read in (it read 26-27-22)
+    assert export.chart_filename("autotuning", ["NVIDIA H200"], ["2026-11-26", "2026-11-27", "2026-11-22T01:00"]) == \
+        "autotuning-NVIDIA-H200-2026-11-22-2026-11-26-2026-11-27"
 
 
 def test_labels_carry_the_block_shape_in_either_spelling():

@@ -117,6 +117,12 @@ def test_not_json_and_wrong_format_are_one_line():
         assert run is None and any(want in m for m in messages), (data, messages)
 
 
+def test_a_file_cut_inside_a_string_is_said_in_plain_words():
+    """It read "not JSON: Unterminated string starting at at line 1, column 39"."""
+    run, messages = benchmark.load_upload("cut.json", b'{"format": 1, "results": [ {"kernel": "naive')
+    assert run is None and messages[1:] == ["not JSON: Unterminated string starting at line 1, column 39"], messages
+
+
 def test_an_empty_file_is_said_to_be_empty():
     """It read "not JSON: Expecting value at line 1, column 1", the parser's words for a file with nothing in it."""
     for data, want in ((b"", "the file is empty"), (b"  \n\t", "the file holds only blank space")):

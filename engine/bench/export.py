@@ -58,10 +58,11 @@ def results_csv(rows: list[dict], prov: dict) -> str:
 
 
 def chart_filename(chart: str, gpus, dates) -> str:
-    """'roofline-NVIDIA-H200-2026-11-21': chart, GPU(s) and date(s), safe as a file name everywhere."""
+    """'roofline-NVIDIA-H200-2026-11-21': chart, GPU(s) and date(s) (oldest first), safe as a file name
+    everywhere."""
     def unique(values):
         return list(dict.fromkeys(str(v) for v in values if v))
-    name = "-".join([chart] + unique(gpus) + unique(str(d)[:10] for d in dates))
+    name = "-".join([chart] + unique(gpus) + sorted(unique(str(d)[:10] for d in dates)))
     return re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._-]+", "-", name)).strip("-.")[:150]
 
 

@@ -304,7 +304,8 @@ def _parse(data: bytes | str):
     except RecursionError:   # the count above missed nothing json reads; kept for safety all the same
         raise BadDocument(["nested too deeply to read; an export nests four levels"]) from None
     except json.JSONDecodeError as exc:
-        raise BadDocument([f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"]) from None
+        # json's "Unterminated string starting at" ends in the "at" the place follows
+        raise BadDocument([f"not JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}"]) from None
     except ValueError as exc:   # anything else json.loads refuses, in one line
         raise BadDocument([f"not JSON: {' '.join(str(exc).split())[:200]}"]) from None
 
