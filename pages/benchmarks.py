@@ -285,7 +285,9 @@ def sweep_family(family: tuning.Family, ranked: pd.DataFrame, df: pd.DataFrame, 
                 + part["default"].map({True: " ○ registry default", False: ""}), "GFLOP/s": part["gflops"],
                 "% of the winner": part["pct_of_winner"], "% of cuBLAS": part.get("pct_cublas"), "status": part["status"]}),
                 hide_index=True, width="stretch",
-                column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()})
+                # the marks wide enough for both ("★ winner ○ registry default" had been cut to "★ winner ○ r…")
+                column_config={"": st.column_config.TextColumn("", width="medium"),
+                               **{c: st.column_config.NumberColumn(c, format=f) for c, f in SWEEP_FORMATS.items()}})
 
 
 # ------------------------------------------------------------------ live, on this machine's GPU

@@ -342,6 +342,9 @@ def test_the_autotuning_sweep_ranks_each_rung_and_flags_a_default_that_loses(mon
     ranked = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
     assert ranked["configuration"].tolist() == [win, default, synthetic_runs.label("blocktile_1d", synthetic_runs.SLOW_1D)]
     assert ranked[""].tolist() == ["★ winner", " ○ registry default", ""]
+    # the marks' column medium wide: Streamlit's default for it had cut "★ winner ○ registry default" to "★ winner ○ r…"
+    grid = next(d for d in at.dataframe if "configuration" in d.value.columns)
+    assert json.loads(grid.proto.columns)[""]["width"] == "medium", grid.proto.columns
 
 
 def test_every_rung_the_tensor_page_calls_swept_is_in_a_sweep_shown_here(page):
