@@ -329,6 +329,9 @@ def test_the_autotuning_sweep_ranks_each_rung_and_flags_a_default_that_loses(mon
     # Its note names the cuBLAS of its dotted line, without a "100% =": the chart has no percentages
     note = " ".join(a["text"] for a in sweep["layout"]["annotations"])
     assert "cuBLAS" in note and "100% =" not in note, note
+    # cuBLAS's number over the first (slowest) rungs: at the right, the fastest's star covered it
+    line = next(a for a in sweep["layout"]["annotations"] if a["text"].endswith(" GFLOP/s"))
+    assert (line["x"], line["xanchor"], line["xref"]) == (0, "left", "paper") and line.get("bgcolor"), line
     stars = [t for t in sweep["data"] if t["name"] == "the winner" and t.get("showlegend") is False]
     assert [_numbers(t["y"]) for t in stars] == [[12000.0], [30000.0], [31000.0]]
     warnings = [str(w.value) for w in at.warning]
