@@ -61,7 +61,7 @@ def show(df: pd.DataFrame, peaks: dict, key: str, heading: str, provs: list[dict
         filename = export.chart_filename(name, [p.get("gpu") for p in provs], [p.get("date") for p in provs])
         st.plotly_chart(fig, width="stretch", config=camera(fmt, filename), key=f"{key}-{name}")
         if name == "percent_of_cublas":   # what every % depends on, under the chart too (and in its picture)
-            st.caption("  \n".join(schema.plain(charts.measured_with(p, charts.run_rows(df, p))) for p in provs))
+            st.caption("  \n".join(schema.plain(line) for line in charts.measured_lines(provs, df)))
     ui.fitting_table(table, ("GPU", "kernel", "GFLOP/s", "% of cuBLAS"), hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format=f) for c, f in NUMBER_FORMATS.items()})
     ladder = df["kernel"].isin([k.name for k in registry.LADDER]).any()

@@ -78,6 +78,25 @@ def test_html_charts_are_written(exported):
         assert "plotly" in (exported / f"{name}.html").read_text().lower()
 
 
+def test_two_runs_measured_alike_are_each_given_what_they_were_measured_with():
+    """An H100 run beside an H200 run, the same cuBLAS, toolkit and driver: the line saying so stood
+    under the H100's provenance only (the H200's, said again, was dropped as a duplicate), and under the
+    Share chart the same line twice, unnamed. Now one line for both; lines that differ are named."""
+    h100 = {"gpu": "NVIDIA H100 80GB HBM3", "date": "2026-11-26T01:00", "cublas_version": 130100,
+            "toolkit": "Cuda compilation tools, V13.0.88", "driver": "580.159.04"}
+    h200 = {**h100, "gpu": "NVIDIA H200", "date": "2026-11-26T02:00"}
+    with_ = "100% = cuBLAS 13.1.0 · nvcc 13.0.88 · driver 580.159.04 · SM clock not recorded"
+    assert charts.notes([h100, h200]).split("<br>") == ["NVIDIA H100 80GB HBM3 · 2026-11-26", "NVIDIA H200 · 2026-11-26",
+                                                        f"both runs: {with_}"]
+    assert charts.measured_lines([h100, h200]) == [f"both runs: {with_}"]
+    newer = {**h200, "driver": "581.1"}
+    assert charts.notes([h100, newer]).split("<br>") == ["NVIDIA H100 80GB HBM3 · 2026-11-26", with_,
+                                                         "NVIDIA H200 · 2026-11-26", with_.replace("580.159.04", "581.1")]
+    assert charts.measured_lines([h100, newer]) == [f"H100 80GB HBM3 2026-11-26: {with_}",
+                                                    f"H200 2026-11-26: {with_.replace('580.159.04', '581.1')}"]
+    assert charts.measured_lines([h100]) == [with_]
+
+
 def test_a_run_recorded_before_the_versions_were_says_not_recorded_beside_its_percentages(exported):
     """The shipped run predates the toolkit and cuBLAS fields: it loads, and says so; its clock is in its rows."""
     line = "100% = cuBLAS (version not recorded) · toolkit not recorded · SM clock 1,980 MHz"

@@ -612,6 +612,27 @@ def notes(provs: Sequence[dict], df: pd.DataFrame | None = None, percent: bool =
     from its rows in `df`; percent=False for a chart without percentages). Plain text: Plotly reads
     some HTML, and a GPU's name comes from a file."""
     # (dict.fromkeys: two runs alike, as the files of one sweep, are said once)
-    lines = list(dict.fromkeys(line for p in provs
-                               for line in (provenance_note(p), measured_with(p, run_rows(df, p), percent))))
+    runs = list(dict.fromkeys((provenance_note(p), measured_with(p, run_rows(df, p), percent)) for p in provs))
+    shared = _said_of_all(runs)
+    lines = [where for where, _ in runs] + [shared] if shared else [line for run in runs for line in run]
     return "<br>".join(html.escape(line, quote=False) for line in lines)
+
+
+def _said_of_all(runs: list[tuple[str, str]]) -> str:
+    """The measured_with line of several runs that all have the same, said once for them all; "" where
+    there is one run or they differ. Deduplicated alone, the line had stood under the first run only,
+    as if the second had none."""
+    if len(runs) < 2 or len({with_ for _, with_ in runs}) > 1:
+        return ""
+    return f"{'both' if len(runs) == 2 else f'all {len(runs)}'} runs: {runs[0][1]}"
+
+
+def measured_lines(provs: Sequence[dict], df: pd.DataFrame | None = None) -> list[str]:
+    """What each run's % of cuBLAS depends on (measured_with), for under a chart: once for all the runs
+    where they agree, else each named by its GPU and day (the same line twice, unnamed, had said nothing
+    of which run was which)."""
+    runs = list(dict.fromkeys((p.get("gpu"), (p.get("date") or "")[:10], measured_with(p, run_rows(df, p))) for p in provs))
+    shared = _said_of_all([(f"{gpu} {day}", with_) for gpu, day, with_ in runs])
+    if shared or len(runs) < 2:
+        return [shared] if shared else [with_ for _, _, with_ in runs]
+    return [f"{short_gpu(str(gpu))} {day}: {with_}" for gpu, day, with_ in runs]
