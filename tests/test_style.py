@@ -5,6 +5,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 
@@ -124,3 +125,23 @@ def test_a_sliders_labels_are_spread_out_and_end_on_the_last_frame(n):
     gaps = [b - a for a, b in zip(shown, shown[1:])]
     assert not gaps or min(gaps) >= max(gaps) / 2, gaps   # no two labels much closer than the rest
     assert all(_sparse(labels)[i] == labels[i] for i in shown)
+
+
+def _lab(hex_colour: str) -> np.ndarray:
+    """sRGB to CIELAB (D65), to measure how far apart two colours look (CIE76: the distance in Lab)."""
+    rgb = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+    linear = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ linear
+    f = lambda t: np.where(t > 0.008856, np.cbrt(t), 7.787 * t + 16 / 116)   # noqa: E731
+    x, y, z = f(xyz / np.array([0.95047, 1.0, 1.08883]))
+    return np.array([116 * y - 16, 500 * (x - y), 200 * (y - z)])
+
+
+def test_the_kernels_of_a_long_run_have_colours_told_apart():
+    """A recorded run of 22 kernels drew cublas_sgemm_tf32 in a dark red beside blocktile_2d's brown
+    (12 apart in Lab) and cublas_sgemm in an olive beside split_k_padded's. Every two of the first 22
+    colours are now at least 15 apart (about where two lines in a legend stop being mistaken for each other)."""
+    lab = [_lab(c) for c in style.PALETTE[:22]]
+    closest = min((float(np.linalg.norm(a - b)), style.PALETTE[i], style.PALETTE[j])
+                  for i, a in enumerate(lab) for j, b in enumerate(lab) if i < j)
+    assert closest[0] >= 15, closest
