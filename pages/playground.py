@@ -22,6 +22,9 @@ ui.setup_page("playground", "Playground", "Start from any traced kernel of the c
 on, why = playground.status()
 if not on:
     st.info(why, icon=":material/lock:")
+    if query.params().get("src"):   # a shared kernel: said, not dropped without a word (the address keeps it)
+        st.warning("This link carries a kernel of its own: it opens on a server whose Playground is on, from "
+                   "the same address.", icon=":material/link:")
     query.stop()
 
 starters = playground.starters()

@@ -30,6 +30,17 @@ def test_off_unless_the_server_turns_it_on(monkeypatch):
     at = open_page(PAGE)
     assert any("--playground" in t and "off" in t for t in texts(at, "info"))
     assert not figures(at) and not at.get("download_button")
+    assert not at.warning
+
+
+def test_a_shared_kernel_on_a_server_with_the_playground_off_is_said(monkeypatch):
+    """?src=... opened on a server with the Playground off had been dropped without a word."""
+    monkeypatch.delenv(sandbox.SWITCH_ENV, raising=False)
+    at = open_page(PAGE, {"src": playground.share_token(playground.starter_source("tiled_guarded"))})
+    assert any("--playground" in t for t in texts(at, "info"))
+    assert texts(at, "warning") == ["This link carries a kernel of its own: it opens on a server whose Playground "
+                                    "is on, from the same address."]
+    assert at.query_params["src"].startswith(playground.SHARE_PREFIX)   # kept, for the server that has it on
 
 
 def test_the_default_kernel_is_built_traced_and_checked(switched_on):
