@@ -42,16 +42,17 @@ def register(sub) -> None:
     a.add_argument("--stores", action="store_true", default=None, help="bank_conflicts: loads and stores (default: loads)")
     a.add_argument("--operand", help="tensor_cores: mma_a, mma_b, mma_c, ... (default mma_a)")
     a.add_argument("--lane", type=int, help="tensor_cores: the lane the map opens on (default 0)")
-    a.add_argument("--source", choices=("gpu", "cpu", "auto"), default="auto", help="where traces come from")
+    a.add_argument("--source", choices=("gpu", "cpu", "auto"),
+                   help="coalescing, tile_phases, bank_conflicts: where traces come from (default auto)")
     a.set_defaults(fn=cmd_animate)
 
 
-# The options each view draws with (beside --out, --speed and --source); any other given is refused.
+# The options each view draws with (beside --out and --speed); any other given is refused.
 OPTIONS = {
-    "coalescing": ("kernel", "compare", "m", "n", "k", "block", "tile", "bx", "by", "warp", "start"),
-    "tile_phases": ("kernel", "m", "n", "k", "tile", "bx", "by"),
-    "bank_conflicts": ("kernel", "size", "tile", "pad", "warp", "start", "stores"),
-    "tensor_cores": ("operand", "lane"),
+    "coalescing": ("kernel", "compare", "m", "n", "k", "block", "tile", "bx", "by", "warp", "start", "source"),
+    "tile_phases": ("kernel", "m", "n", "k", "tile", "bx", "by", "source"),
+    "bank_conflicts": ("kernel", "size", "tile", "pad", "warp", "start", "stores", "source"),
+    "tensor_cores": ("operand", "lane"),   # the fragments recorded on a GPU: no trace, so no --source
 }
 
 
@@ -67,15 +68,14 @@ def build(args):
     if stray:
         raise EngineError(f"{args.view} has no {', '.join(stray)} (it takes {', '.join(map(_flag, own))})")
     given = {name: getattr(args, name) for name in own if getattr(args, name) is not None}
-    common = {"speed": args.speed, "source": args.source}
     if args.view == "coalescing":
         if "block" in given:
             given["block"] = parse_block(given["block"])
-        return animations.coalescing(**given, **common)
+        return animations.coalescing(**given, speed=args.speed)
     if args.view == "tile_phases":
-        return animations.tile_phases(**given, **common)
+        return animations.tile_phases(**given, speed=args.speed)
     if args.view == "bank_conflicts":
-        return animations.bank_conflicts(loads_only=not given.pop("stores", False), **given, **common)
+        return animations.bank_conflicts(loads_only=not given.pop("stores", False), **given, speed=args.speed)
     return animations.tensor_cores(**given, speed=args.speed)
 
 

@@ -64,17 +64,23 @@ def _asked_of(kernels: list[str], asked: dict[str, int | None]) -> None:
 
 
 def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 32, n: int = 32, k: int = 16,
-               block: tuple[int, int] = (32, 32), tile: int | None = None, bx: int = 0, by: int = 0, warp: int = 0,
+               block: tuple[int, int] | None = None, tile: int | None = None, bx: int = 0, by: int = 0, warp: int = 0,
                start: int = 1, speed: str = "normal", presenter: bool = True, source: str = "auto"):
     """The Coalescing page's figure: kernel (default the catalog's first) beside compare (default the
     second; "(none)" for one panel), from instruction `start` (1-based), WINDOW at most. tile: TILE of
-    the kernels that have one (default 16); asked for where neither has, it is refused."""
+    the kernels that have one (default 16); block: the launch block of those that take one (the naive
+    kernels; default 32x32). Either asked for where no kernel shown has it is refused."""
     kernels = registry.showing("coalescing")
     kernel = kernel or kernels[0]
     compare = kernels[1] if compare is None else compare
     chosen = [kernel] + ([compare] if compare != "(none)" else [])
     _asked_of(chosen, {"TILE": tile})
     tile = 16 if tile is None else tile
+    blocked = [name for name in dict.fromkeys(chosen) if registry.get(name).block_shapes]
+    if block is not None and not blocked:   # drawn with their own blocks, the title had named this one
+        raise EngineError(f"{' and '.join(dict.fromkeys(chosen))}: the block follows from the parameters; "
+                          "--block sets the launch block of the kernels that take one (the naive kernels)")
+    block = (32, 32) if block is None else block
     if start < 1:   # 0 or less had read the last instructions, Python's negative indexing
         raise EngineError(f"the first instruction is numbered 1; got {start}")
     _not_negative("warp", warp)
@@ -97,8 +103,9 @@ def coalescing(kernel: str | None = None, compare: str | None = None, m: int = 3
     if not panels:
         raise EngineError(f"warp {warp} of block ({bx}, {by}) has no active lanes at {m}x{n}x{k}")
     fig = coalescing_figures.coalescing_figure(panels, presenter, ms("coalescing", speed))
-    title = (f"Coalescing: {' beside '.join(p.kernel for p in panels)} at {m}x{n}x{k}, block {block[0]}x{block[1]}, "
-             f"warp {warp}")
+    # the block where some kernel shown launches it (the others' follow from their parameters)
+    title = (f"Coalescing: {' beside '.join(p.kernel for p in panels)} at {m}x{n}x{k}"
+             + (f", block {block[0]}x{block[1]}" if blocked else "") + f", warp {warp}")
     return fig, title
 
 

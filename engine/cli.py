@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -202,6 +203,10 @@ def _stdout_reader_gone() -> bool:
         return False
 
 
+# What writing the output meets on a full disk or quota, or a file grown past its limit.
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
 def main(argv=None) -> int:
     try:   # from the first step: a Ctrl-C while the subcommands' modules import (seconds) is stopped too
         args = _parser().parse_args(argv)
@@ -218,9 +223,15 @@ def main(argv=None) -> int:
             return 141
         print(f"error: {exc}", file=sys.stderr)   # another pipe (a browser's that died), not stdout's
         return 2
-    except OSError as exc:   # output that cannot be written (`> /dev/full`, a full disk): one line
-        # What stdout still buffers would fail again as Python exits, with a message of its own.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as exc:
+        if exc.errno not in _FULL:   # anything else is not the output's: as it was, with its traceback
+            raise
+        # Output that cannot be written (`> /dev/full`, a full disk or quota): one line. What stdout still
+        # buffers would fail again as Python exits, with a message of its own.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):   # no real file behind stdout (captured, closed)
+            pass
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:

@@ -162,6 +162,11 @@ def test_a_point_above_the_cap_reads_above_it_and_is_explained_only_as_what_it_i
     beside a 4096 x 4096 x 128 point; and the note, in the plot's top right corner, covered that point's
     value. The note now sits with the provenance above the plot."""
     rows = [synthetic_runs.row("cublas_sgemm", m, n, k, 40000.0), synthetic_runs.row("prefetched", m, n, k, 400 * pct)]
+    if not latency:   # and beside a tiny size's point, its sentence is still said
+        tiny = (128, 128, 128)
+        mixed = rows + [synthetic_runs.row("cublas_sgemm", *tiny, 1000.0), synthetic_runs.row("prefetched", *tiny, 1870.0)]
+        df, prov = benchmark.load_document(synthetic_runs.document(mixed))
+        assert "launch latency" in " ".join(a.text for a in charts.pct_of_cublas(benchmark.derive(df, prov["peaks"])).layout.annotations)
     df, prov = benchmark.load_document(synthetic_runs.document(rows))
     fig = charts.pct_of_cublas(benchmark.derive(df, prov["peaks"]), note="NVIDIA H200")
     texts = [a.text for a in fig.layout.annotations]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.bench import benchmark, export
+from engine.bench import benchmark, export, schema
 from engine.cli import main
 from engine.errors import EngineError
 from engine.plots import charts
@@ -95,6 +95,9 @@ def test_two_runs_measured_alike_are_each_given_what_they_were_measured_with():
     assert charts.measured_lines([h100, newer]) == [f"H100 80GB HBM3 2026-11-26: {with_}",
                                                     f"H200 2026-11-26: {with_.replace('580.159.04', '581.1')}"]
     assert charts.measured_lines([h100]) == [with_]
+    later = {**newer, "date": "2026-11-26T09:30", "driver": "582"}   # two H200 runs of one day: by the minute
+    assert charts.measured_lines([newer, later]) == [f"H200 2026-11-26 02:00: {with_.replace('580.159.04', '581.1')}",
+                                                     f"H200 2026-11-26 09:30: {with_.replace('580.159.04', '582')}"]
 
 
 def test_a_run_recorded_before_the_versions_were_says_not_recorded_beside_its_percentages(exported):
@@ -116,10 +119,25 @@ def test_a_run_recorded_before_the_versions_were_says_not_recorded_beside_its_pe
 
 @pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
 def test_png_decodes_at_the_asked_size_and_svg_parses(exported):
+    doc = schema.read(RECORDED.read_bytes())
+    figs = export.figures(doc.rows, doc.prov)
     for name in ("gflops_vs_size", "roofline"):
-        assert png_size((exported / f"{name}.png").read_bytes()) == (1200, 700)
+        assert png_size((exported / f"{name}.png").read_bytes()) == (1200, figs[name].layout.height)
         root = ET.parse(exported / f"{name}.svg").getroot()
         assert root.tag.endswith("svg") and root.get("width") == "1200"
+
+
+@pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+def test_a_chart_with_a_long_key_is_pictured_at_its_own_height(tmp_path):
+    """The pictures were pressed into 1200 x 700 whatever the chart: a recorded run of 22 tensor-core
+    kernels and configurations, whose charts are drawn 1,145 to 1,251 px tall for their key, lost its plot."""
+    run = max(benchmark.recorded_runs(), key=lambda p: len({(r["kernel"], json.dumps(r.get("params")))
+                                                              for r in json.loads(p.read_text())["results"]}))
+    doc = schema.read(run.read_bytes())
+    fig = export.figures(doc.rows, doc.prov)["gflops_vs_size"]
+    assert fig.layout.height > 1000
+    assert main(["bench", "--from", str(run), "--out", str(tmp_path), "--formats", "png"]) == 0
+    assert png_size((tmp_path / "gflops_vs_size.png").read_bytes()) == (1200, fig.layout.height)
 
 
 def test_html_embeds_plotly_js_so_it_opens_offline(exported):

@@ -254,7 +254,9 @@ def test_a_kernel_without_a_source_of_ours_is_one_line(capsys, tmp_path, args):
     (["bank_conflicts", "--m", "8", "--compare", "naive_x_rows"], "bank_conflicts has no --compare, --m (it takes"),
     (["bank_conflicts", "--kernel", "blocktile_2d", "--pad", "1"], "blocktile_2d has no parameter PAD"),
     (["tile_phases", "--stores"], "tile_phases has no --stores"),
-    (["tensor_cores", "--tile", "8", "--warp", "3", "--from", "4"], "tensor_cores has no --tile, --warp, --from"),
+    (["tensor_cores", "--tile", "8", "--warp", "3", "--from", "4"], "tensor_cores has no --tile, --warp, --from, --source"),
+    (["coalescing", "--kernel", "tiled_guarded", "--compare", "(none)", "--block", "8x4"],
+     "tiled_guarded: the block follows from the parameters"),
 ])
 def test_an_option_the_view_does_not_draw_with_is_refused(capsys, tmp_path, args, message):
     """These had drawn something else than asked and exited 0: bank_conflicts at its default size 64
@@ -273,6 +275,13 @@ def test_the_options_a_view_draws_with_still_set_it(tmp_path):
                  "--from", "2", "--source", "cpu", "--out", str(tmp_path / "b.html")]) == 0
     html = (tmp_path / "b.html").read_text()
     assert "TILE 16, PAD 1, warp 1, M = N = K = 32" in html
+    assert main(["animate", "coalescing", "--kernel", "naive_x_rows", "--compare", "tiled_guarded", "--block", "16x16",
+                 "--m", "40", "--source", "cpu", "--out", str(tmp_path / "c.html")]) == 0
+    assert "Coalescing: naive_x_rows beside tiled_guarded at 40x32x16, block 16x16, warp 0" in (tmp_path / "c.html").read_text()
+    # a kernel whose block follows from its parameters: no block named (it had said "block 32x32")
+    assert main(["animate", "coalescing", "--kernel", "tiled_guarded", "--compare", "(none)", "--source", "cpu",
+                 "--out", str(tmp_path / "t.html")]) == 0
+    assert "Coalescing: tiled_guarded at 32x32x16, warp 0" in (tmp_path / "t.html").read_text()
 
 
 @pytest.mark.parametrize("fmt", ["gif", "mp4"])

@@ -201,9 +201,11 @@ def image_session():
                 kaleido.stop_sync_server(silence_warnings=True)
 
 
-def image(fig, fmt: str, width: int = 1200, height: int = 700, scale: float = 1.0) -> bytes:
+def image(fig, fmt: str, width: int = 1200, height: int | None = None, scale: float = 1.0) -> bytes:
     """PNG or SVG through kaleido, which drives a local Chrome or Chromium; a one-line EngineError
-    saying what is missing when it cannot."""
+    saying what is missing when it cannot. height None: the figure's own (a chart is drawn taller for a
+    long key: pressed into 700 px, one of 22 kernels had its key over its title and no plot left)."""
+    height = height or fig.layout.height or 700
     try:
         picture = _interruptible(lambda: fig.to_image(format=fmt, width=width, height=height, scale=scale))
         _lower_browser()   # its processes and threads as they are once it has drawn
@@ -269,7 +271,7 @@ def check_out(out: Path, names=("results.csv", "results.json"), make: bool = Fal
 
 
 def write_all(rows: list[dict], prov: dict, out: Path, formats=FORMATS, width: int = 1200,
-              height: int = 700) -> tuple[list[Path], list[str]]:
+              height: int | None = None) -> tuple[list[Path], list[str]]:
     """Writes the exports into `out` (each whole, through a temporary file; every name checked first by
     check_out); returns the files written and what could not be (one line each)."""
     figs = figures(rows, prov)

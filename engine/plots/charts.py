@@ -27,10 +27,11 @@ PLOT_HEIGHT = 300   # the plot's own height at the export's font; the margins ar
 PCT_CAP = 110.0
 MAX_VALUE_NOTES = 24   # values written beside the ▲ above PCT_CAP
 TINY_NOTE = "▲ above {cap:.0f}%: drawn at the top, real value beside it"
-# Said of the points above the cap only where every one is this small ((M·N·K)^(1/3)): at 4096 x 4096 x
-# 128 a rung beat cuBLAS by 10% for another reason, and the sentence was drawn beside it all the same.
+# Said of the points above the cap only where one is this small ((M·N·K)^(1/3)): at 4096 x 4096 x 128,
+# or at 4095³ where cuBLAS FP16 collapses, a rung beats cuBLAS for other reasons, and the sentence had
+# been drawn beside them all the same. Two lines: it is longer than a projector's chart has room for.
 LATENCY_SIZE = 512
-LATENCY_WHY = "at tiny sizes cuBLAS is bound by launch latency, not arithmetic, so a simple kernel can beat it there"
+LATENCY_WHY = "at tiny sizes cuBLAS is bound by launch latency, not arithmetic,<br>so a simple kernel can beat it there"
 
 
 LABEL_FIELDS = ("kernel", "block", "block_x", "block_y", "tile", "pad", "params")
@@ -371,7 +372,7 @@ def pct_of_cublas(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> 
     fig = go.Figure()
     # drawn at most at the cap; the hover says the real value
     _curves(fig, ok.assign(pct_shown=ok["pct_cublas"].clip(upper=PCT_CAP)), "pct_shown",
-            "%{customdata:.0f}% of cuBLAS", custom="pct_cublas")
+            "%{customdata:.1f}% of cuBLAS", custom="pct_cublas")
     fig.add_hline(y=100, line={"color": style.ROOF, "dash": "dot", "width": 1})
     if len(high):
         fig.add_scatter(x=high["size"], y=[PCT_CAP] * len(high), mode="markers", showlegend=False,
@@ -387,8 +388,8 @@ def pct_of_cublas(df: pd.DataFrame, font: int = EXPORT_FONT, note: str = "") -> 
                                    font={"size": font - 1, "color": r["color"]})
         # With the provenance above the plot, not in it: in the plot's top right corner it had covered
         # the value of a point drawn there (prefetched at 4096 x 4096 x 128).
-        why = LATENCY_WHY if (high["size"] <= LATENCY_SIZE).all() else ""
-        note = "<br>".join(filter(None, [note, " · ".join(filter(None, [TINY_NOTE.format(cap=PCT_CAP), why]))]))
+        why = LATENCY_WHY if (high["size"] <= LATENCY_SIZE).any() else ""
+        note = "<br>".join(filter(None, [note, TINY_NOTE.format(cap=PCT_CAP), why]))
     fig.update_xaxes(title="size (M·N·K)^(1/3)", **_log_axis(ok["size"], "pow2"))
     fig.update_yaxes(title="% of cuBLAS at the same precision", range=[0, PCT_CAP + 6], ticksuffix="%")
     return _layout(fig, "Share of cuBLAS (dotted: as fast as cuBLAS)", font, note)
@@ -614,7 +615,7 @@ def notes(provs: Sequence[dict], df: pd.DataFrame | None = None, percent: bool =
     # (dict.fromkeys: two runs alike, as the files of one sweep, are said once)
     runs = list(dict.fromkeys((provenance_note(p), measured_with(p, run_rows(df, p), percent)) for p in provs))
     shared = _said_of_all(runs)
-    lines = [where for where, _ in runs] + [shared] if shared else [line for run in runs for line in run]
+    lines = ([where for where, _ in runs] + [shared]) if shared else [line for run in runs for line in run]
     return "<br>".join(html.escape(line, quote=False) for line in lines)
 
 
@@ -631,8 +632,11 @@ def measured_lines(provs: Sequence[dict], df: pd.DataFrame | None = None) -> lis
     """What each run's % of cuBLAS depends on (measured_with), for under a chart: once for all the runs
     where they agree, else each named by its GPU and day (the same line twice, unnamed, had said nothing
     of which run was which)."""
-    runs = list(dict.fromkeys((p.get("gpu"), (p.get("date") or "")[:10], measured_with(p, run_rows(df, p))) for p in provs))
-    shared = _said_of_all([(f"{gpu} {day}", with_) for gpu, day, with_ in runs])
+    runs = list(dict.fromkeys((p.get("gpu"), p.get("date") or "", measured_with(p, run_rows(df, p))) for p in provs))
+    shared = _said_of_all([(f"{gpu} {date}", with_) for gpu, date, with_ in runs])
     if shared or len(runs) < 2:
         return [shared] if shared else [with_ for _, _, with_ in runs]
-    return [f"{short_gpu(str(gpu))} {day}: {with_}" for gpu, day, with_ in runs]
+    # a run by its GPU and day; by the minute where two of one GPU share a day
+    days = [(gpu, date[:10]) for gpu, date, _ in runs]
+    when = [date[:16].replace("T", " ") if days.count(day) > 1 else day[1] for day, (_, date, _) in zip(days, runs)]
+    return [f"{short_gpu(str(gpu))} {at}: {with_}" for (gpu, _, with_), at in zip(runs, when)]

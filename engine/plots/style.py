@@ -21,13 +21,13 @@ CODE_FAMILY = "monospace"   # kernel source listings
 # Tableau's ten, without grey (the roofline's roofs are black and grey), then the lighter shades of
 # nine of them, then three of ColorBrewer's Dark2 and PiYG (a run of 22 kernels had Tableau 20b's dark
 # red and olive beside Tableau's brown and olive, told apart by nobody), then darker and middle ones
-# (Tableau's 20b and 20c) and three more of ColorBrewer's: a benchmark chart gives each kernel of a run
-# one of these (charts.colors), and the catalog times 30 kernels; every other figure takes them in order
-# (the template's colorway). tests/test_style.py keeps the first 22 apart.
+# (Tableau's 20b and 20c), a navy, a dark teal, a dark olive and a ColorBrewer green: a benchmark chart
+# gives each kernel of a run one of these (charts.colors), and the catalog times 30 kernels; every other
+# figure takes them in order (the template's colorway). tests/test_style.py keeps every two apart.
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b", "#bcbd22",
            "#393b79", "#aec7e8", "#ff9896", "#98df8a", "#c5b0d5", "#ffbb78", "#9edae5", "#c49c94", "#f7b6d2",
            "#dbdb8d", "#1b9e77", "#e6ab02", "#8e0152", "#7b4173", "#bd9e39", "#ad494a", "#a55194", "#6b6ecf",
-           "#b5cf6b", "#e7ba52", "#756bb1", "#fd8d3c", "#31a354"]
+           "#b5cf6b", "#000080", "#003c30", "#4d4d00", "#31a354"]
 BLUE, RED, GREEN = PALETTE[0], PALETTE[1], PALETTE[2]
 BLUE_FILL = "rgba(31,119,180,0.25)"        # BLUE, see-through: a tile being loaded
 RED_FILL = "rgba(214,39,40,0.25)"          # RED, see-through: a tile's zero-filled overhang

@@ -233,7 +233,7 @@ def buffer_bytes(problem: Problem, kernel: str) -> int:
 
 
 # The longest row a trace record can place an element in: col is 16 bits.
-ROW_LIMIT = 1 << 16
+ROW_LENGTH_LIMIT = 1 << 16
 
 
 def array_shapes(launches: list[LaunchPlan], problem: Problem) -> dict[str, tuple[int, int]]:
@@ -245,8 +245,8 @@ def array_shapes(launches: list[LaunchPlan], problem: Problem) -> dict[str, tupl
         for name in src.shared:
             shapes[name] = src.shared_shape(name, problem.params)
     for name, (_, cols) in shapes.items():
-        if cols > ROW_LIMIT:   # a record's col is 16 bits (records.TRACE_DTYPE)
-            raise EngineError(f"{name} has rows of {cols:,} elements: a trace records rows of up to {ROW_LIMIT:,}")
+        if cols > ROW_LENGTH_LIMIT:   # a record's col is 16 bits (records.TRACE_DTYPE)
+            raise EngineError(f"{name} has rows of {cols:,} elements: a trace records rows of up to {ROW_LENGTH_LIMIT:,}")
     return shapes
 
 

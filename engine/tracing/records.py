@@ -172,7 +172,7 @@ class Trace:
         """One block's records in one launch (default: the last), column by column. A block traced
         once is one run of the trace: its columns are views of the trace's, so a one-block trace of
         millions of records is not copied to be looked at (the views are read-only: the trace is
-        shared)."""
+        shared). space, derived from the sites, is the one column made anew."""
         runs = self.block_runs(block_x, block_y, launch)
         if len(runs) != 1:
             return self.select(self.block_records(block_x, block_y, launch))
