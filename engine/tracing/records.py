@@ -130,9 +130,17 @@ class Trace:
         return np.array([ts.site.line for ts in self.sites], dtype=np.uint16)[self.columns["site"]]
 
     def spaces(self, site: np.ndarray | None = None) -> np.ndarray:
-        """Each record's memory space (0 global, 1 shared), from its site (default: every record's)."""
+        """Each record's memory space (0 global, 1 shared), from its site (default: every record's,
+        worked out once and kept, read-only, as the stored columns are: a byte a record, as when it
+        was stored, and the analyses ask for it again and again)."""
         of_site = np.array([SPACES.index(ts.site.space) for ts in self.sites], dtype=np.uint8)
-        return of_site[self.columns["site"] if site is None else site]
+        if site is not None:
+            return of_site[site]
+        if "spaces" not in self.derived:
+            every = of_site[self.columns["site"]]
+            every.flags.writeable = False
+            self.derived["spaces"] = every
+        return self.derived["spaces"]
 
     def thread_starts(self) -> np.ndarray:
         """Where each traced thread's records start (one more entry: the end), computed once."""
@@ -172,15 +180,15 @@ class Trace:
         """One block's records in one launch (default: the last), column by column. A block traced
         once is one run of the trace: its columns are views of the trace's, so a one-block trace of
         millions of records is not copied to be looked at (the views are read-only: the trace is
-        shared). space, derived from the sites, is the one column made anew."""
+        shared; space is a view of Trace.spaces())."""
         runs = self.block_runs(block_x, block_y, launch)
         if len(runs) != 1:
             return self.select(self.block_records(block_x, block_y, launch))
         start, end = runs[0]
         views = {k: v[start:end] for k, v in self.columns.items()}
+        views["space"] = self.spaces()[start:end]
         for view in views.values():
             view.flags.writeable = False
-        views["space"] = self.spaces(views["site"])
         return views
 
     def select(self, mask: np.ndarray) -> dict[str, np.ndarray]:
