@@ -121,6 +121,10 @@ with ui.controls("Sizes and parameters"):
     view_state.remember(start=start, m=m, n=n, k=k, **params)
 problem = ui.or_stop("Checking your kernel's contract", playground.problem_for, spec, m, n, k, params, plain=True)
 grid = spec.launches[-1].grid(problem)
+if min(grid) < 1:   # LAUNCH_GRID(0, ...): no block to trace or pick (the block pickers had crashed the page)
+    st.error(f"{saved.kernel} launches a grid of {grid[0]} x {grid[1]} blocks at {m}x{n}x{k}: no block runs, "
+             "so there is nothing to trace (see its LAUNCH_GRID).", icon=":material/error:")
+    query.stop()
 
 e0, e1, e2, e3, e4 = st.columns([1, 1, 1, 1.3, 1.6])
 bx = e0.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))

@@ -102,3 +102,31 @@ def test_a_long_kernels_later_accesses_are_reached_a_window_at_a_time(switched_o
     fig = figures(at)[0]
     assert len(fig["frames"]) == 33 and "instruction 513 of 513 (animation: 481–513)" in notes(fig, 32), notes(fig, 32)
     assert at.query_params["from"] == "481"
+
+
+@pytest.mark.parametrize(("start", "show", "said"), [
+    (playground.BLANK, "tile phases", "does not store tiles in shared memory: there are no tile phases to draw"),
+    ("naive_x_rows", "tile phases", "does not store tiles in shared memory"),
+    ("blocktile_1d", "tile phases", "tile phases are drawn for TILE x TILE tiles, and blocktile_1d has no TILE parameter"),
+    (playground.BLANK, "counts and SASS", None)])
+def test_a_kernel_without_tiles_in_shared_memory_is_said_not_crashed(switched_on, start, show, said):
+    """The blank kernel (the page's own template) crashed two of its four views: a StopIteration from
+    tile phases, a KeyError 'wavefronts' from counts and SASS; a starter without TILE said "No tile
+    phases to show: 'TILE'"."""
+    at = open_page(PAGE, {"start": start, "m": "32", "n": "32", "k": "32", "show": show})
+    assert not at.exception, [e.value for e in at.exception]
+    if said:
+        assert any(said in t for t in texts(at, "warning")), texts(at, "warning")
+    else:   # the global sites counted; no shared table
+        assert [t.value for t in at.dataframe] and not any("wavefronts" in " ".join(map(str, t.value.columns))
+                                                           for t in at.dataframe)
+
+
+def test_a_grid_of_no_blocks_is_one_line(switched_on):
+    """LAUNCH_GRID(..., CDIV(M - 64, BY)) at M = 64 is a grid of 0 rows: the block pickers had crashed
+    the page (min_value 0 > max_value -1), and its share link carried the crash."""
+    source = playground.starter_source(playground.BLANK).replace("LAUNCH_GRID(CDIV(N, BX), CDIV(M, BY));",
+                                                                  "LAUNCH_GRID(CDIV(N, BX), CDIV(M - 64, BY));")
+    at = open_page(PAGE, {"src": playground.share_token(source), "m": "64"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("launches a grid of 2 x 0 blocks at 64x64x64" in t for t in texts(at, "error")), texts(at, "error")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from engine.errors import EngineError
 from engine.kernels import registry
 from engine.kernels.problem import make_inputs
 from engine.kernels.reference import matmul
@@ -262,9 +263,17 @@ class TileView:
 
 
 def tile_view(trace: Trace, block_x: int, block_y: int) -> TileView:
+    """A tiled kernel's block, phase by phase. A kernel that is not one (no TILE parameter, or no
+    tile stored into shared memory and read back: a Playground kernel may be anything) is refused in
+    one line; a StopIteration and a KeyError 'TILE' had reached the page."""
     sites = [s.site for s in trace.sites]
-    load = next(s.line for s in sites if s.space == "shared" and s.op == "store")
-    compute = next(s.line for s in sites if s.space == "shared" and s.op == "load")
+    load = next((s.line for s in sites if s.space == "shared" and s.op == "store"), None)
+    compute = next((s.line for s in sites if s.space == "shared" and s.op == "load"), None)
+    if load is None or compute is None:
+        raise EngineError(f"{trace.kernel} does not {'store' if load is None else 'read back'} tiles in shared "
+                          "memory: there are no tile phases to draw")
+    if "TILE" not in trace.problem.params:
+        raise EngineError(f"tile phases are drawn for TILE x TILE tiles, and {trace.kernel} has no TILE parameter")
     rows, cols = block_rows_cols(trace, block_x, block_y)
     return TileView({a: trace.shapes[a] for a in ("A", "B", "C")}, tile_phases(trace, block_x, block_y),
                     partial_sums(trace, block_x, block_y), rows, cols, load, compute, trace.launches[-1].file)
@@ -311,6 +320,9 @@ class SharedKernel:
 def shared_kernel(trace: Trace, inst: np.ndarray, summary: pd.DataFrame, sass_info: dict) -> SharedKernel:
     """trace, inst: the whole kernel's; summary: analysis.site_summary of them; sass_info: its listing."""
     hw, notes, per_site = analysis.as_compiled(trace, summary, sass_info)
+    sass_note = sass_info.get("note") if sass_info.get("available") is False else None
+    if not (summary["space"] == "shared").any():   # no shared site, no wavefront column (a KeyError before)
+        return SharedKernel(pd.DataFrame(), {}, None, notes, sass_note)
     loads = summary[(summary["space"] == "shared") & (summary["op"] == "load")]["site"].to_numpy()
     written = inst["wavefronts"][np.isin(inst["site"], loads)]
     compiled = None
@@ -326,7 +338,6 @@ def shared_kernel(trace: Trace, inst: np.ndarray, summary: pd.DataFrame, sass_in
                           "as compiled: instructions": h["requests"].astype(int).to_numpy(),
                           "as compiled: wavefronts": h["wavefronts"].astype(int).to_numpy(),
                           "as compiled: bank conflicts": h["bank_conflicts"].astype(int).to_numpy()})
-    sass_note = sass_info.get("note") if sass_info.get("available") is False else None
     return SharedKernel(table, _histogram(written), compiled, notes, sass_note)
 
 
