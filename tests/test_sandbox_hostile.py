@@ -319,3 +319,11 @@ def test_an_honest_kernel_after_all_of_them():
     honest_still_works()
     assert sandbox_processes() == []
     assert signal.SIGKILL   # (the module's kills never reached the test process)
+
+
+def test_a_result_over_the_limit_reads_as_a_sentence():
+    """The page says "your kernel " and the reason: "your kernel its result is over 256 MiB" before."""
+    from engine import sandbox as box
+    reason = box._reason(0, False, True, box.Limits(), "")
+    assert f"your kernel {reason}" == ("your kernel made a result over 256 MiB, the most the sandbox hands back: "
+                                       "try a smaller size")

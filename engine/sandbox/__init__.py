@@ -289,7 +289,8 @@ def _reason(code: int, timed_out: bool, result_cut: bool, limits: Limits, output
     if timed_out:
         return f"stopped after {limits.wall_s:g} s (the sandbox's time limit): does it loop forever?"
     if result_cut:
-        return f"its result is over {limits.result_bytes >> 20} MiB"
+        # said after "your kernel": "your kernel its result is over ..." had read as a broken sentence
+        return f"made a result over {limits.result_bytes >> 20} MiB, the most the sandbox hands back: try a smaller size"
     if code == 0:
         return ""
     # bwrap passes on the job's exit status; a job killed by a signal exits 128 + the signal.
