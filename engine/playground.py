@@ -257,8 +257,14 @@ def spec_of(saved: Saved) -> KernelSpec:
 
 
 def problem_for(spec: KernelSpec, m: int, n: int, k: int, params: dict[str, int]) -> Problem:
-    """The problem bound to the kernel's contract: what it cannot take is a one-line reason."""
-    return registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
+    """The problem bound to the kernel's contract: what it cannot take is a one-line reason, a launch
+    block of no threads among them (LAUNCH_BLOCK(0, 0) had failed in the trace's arrays: "cannot
+    reshape array of size 0")."""
+    problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
+    bx, by = spec.launches[-1].block(problem)
+    if bx < 1 or by < 1 or bx * by > 1024:
+        raise EngineError(f"{spec.name}'s LAUNCH_BLOCK is {bx} x {by} threads at these parameters: a block has 1 to 1,024")
+    return problem
 
 
 def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[int, int]] | None = None) -> Trace:

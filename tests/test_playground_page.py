@@ -130,3 +130,19 @@ def test_a_grid_of_no_blocks_is_one_line(switched_on):
     at = open_page(PAGE, {"src": playground.share_token(source), "m": "64"})
     assert not at.exception, [e.value for e in at.exception]
     assert any("launches a grid of 2 x 0 blocks at 64x64x64" in t for t in texts(at, "error")), texts(at, "error")
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (("LAUNCH_BLOCK(BX, BY);", "LAUNCH_BLOCK(0, 0);"), "my_kernel's LAUNCH_BLOCK is 0 x 0 threads at these parameters"),
+    (("LAUNCH_BLOCK(BX, BY);", "LAUNCH_BLOCK(2048, 1);"), "my_kernel's LAUNCH_BLOCK is 2048 x 1 threads"),
+    (("int M, int N, int K)", "int M, int N, int K, int Z)"),
+     "line 19: the kernel's parameter int Z is none the engine passes: its whole numbers are M, N, K")])
+def test_a_launch_or_signature_the_engine_cannot_run_is_one_line(switched_on, change, said):
+    """LAUNCH_BLOCK(0, 0) had said "cannot reshape array of size 0 into shape (0,4)"; 2048 threads (a
+    block no GPU launches) had been traced and shown green; an int parameter the engine does not pass
+    had failed in the sandbox, "KeyError: 'Z'"."""
+    source = playground.starter_source(playground.BLANK).replace(*change)
+    at = open_page(PAGE, {"src": playground.share_token(source), "m": "32", "n": "32", "k": "32"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(said in t for t in texts(at, "error")), texts(at, "error")
+    assert not texts(at, "success")

@@ -177,6 +177,10 @@ def _element(ctype: str) -> str | None:
     return next((w for w in ctype.replace("*", " ").split() if w in ELEMENT_TYPES), None)
 
 
+# The kernel's parameters that are not arrays: the sizes, by these names (engine/tracing/plan.py's sizes).
+SIZE_PARAMETERS = ("M", "N", "K")
+
+
 # Bounded: the Playground reads a new source for every edit a student builds (each a few KB read).
 @lru_cache(maxsize=512)
 def load(file: str) -> KernelSource:
@@ -190,6 +194,11 @@ def load(file: str) -> KernelSource:
         words = p.replace("*", " * ").split()
         params.append((" ".join(words[:-1]), words[-1]))
     arrays = [Array(name, "global", _element(ctype) or "") for ctype, name in params if "*" in ctype]
+    for ctype, name in params:   # the engine passes M, N and K (plan.sizes): another had failed in the run, a KeyError
+        if "*" not in ctype and "CUtensorMap" not in ctype and name not in SIZE_PARAMETERS:
+            number = text.count("\n", 0, sig.start()) + 1   # the signature's line, for the editor's gutter
+            raise ValueError(f"{file}:{number}: the kernel's parameter {ctype} {name} is none the engine passes: "
+                             f"its whole numbers are {', '.join(SIZE_PARAMETERS)}")
     if not re.search(r'^\s*#include\s+"trace\.cuh"', text, re.M):
         return KernelSource(sig.group(1), path, text, tuple(params), (), tuple(arrays), traced=False)
     code = "\n".join(_code_lines(text))
