@@ -240,13 +240,16 @@ def array_shapes(launches: list[LaunchPlan], problem: Problem) -> dict[str, tupl
     """(rows, cols) of every array the launches touch: the problem's matrices and each kernel's
     shared arrays (a 1-D one is one row)."""
     shapes = global_shapes(problem)
+    used = set()   # the arrays the launches have (global_shapes names every kernel's: WS is wgmma_stream_k's)
     for lp in launches:
         src = sources.load(lp.file)
+        used |= {a.name for a in src.arrays}
         for name in src.shared:
             shapes[name] = src.shared_shape(name, problem.params)
-    for name, (_, cols) in shapes.items():
-        if cols > ROW_LENGTH_LIMIT:   # a record's col is 16 bits (records.TRACE_DTYPE)
-            raise EngineError(f"{name} has rows of {cols:,} elements: a trace records rows of up to {ROW_LENGTH_LIMIT:,}")
+    for name in sorted(used & shapes.keys()):
+        if shapes[name][1] > ROW_LENGTH_LIMIT:   # a record's col is 16 bits (records.TRACE_DTYPE)
+            raise EngineError(f"{name} has rows of {shapes[name][1]:,} elements: a trace records rows of up to "
+                              f"{ROW_LENGTH_LIMIT:,}")
     return shapes
 
 
