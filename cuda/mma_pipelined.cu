@@ -94,10 +94,11 @@ LAUNCH_BLOCK(kThreads, 1);
 LAUNCH_SHARED(RING_BYTES);
 // Per K tile its 16-byte copies of A's and B's tiles (two records each: a load and a store, or a
 // cp.async's pair; nine where the rows are not 16-byte aligned and a copy goes half by half), its
-// lane's ldmatrix rows, then its outputs (per 16 x 8 tile two float2 stores, or four floats where N is odd).
+// lane's ldmatrix rows, then the one k step's ldmatrix rows read after the last tile (see the header),
+// then its outputs (per 16 x 8 tile two float2 stores, or four floats where N is odd).
 TRACE_RECORDS(CDIV(K, BK) * ((K % 8 == 0 ? 2 : 9) * CDIV(BM * BK / 8, kThreads) +
                               (N % 8 == 0 ? 2 : 9) * CDIV(BK * BN / 8, kThreads) + BK / 16 * (kTilesM + kTilesN / 2)) +
-              (N % 2 == 0 ? 2 : 4) * kTilesM * kTilesN);
+              (kTilesM + kTilesN / 2) + (N % 2 == 0 ? 2 : 4) * kTilesM * kTilesN);
 
 // Where column c (a multiple of 8: a 16-byte chunk) of row r is stored. The 8 rows one ldmatrix
 // matrix reads land in 8 different 16-byte bank groups: A's rows hold BK / 8 chunks, so 8 / (BK / 8)

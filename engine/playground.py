@@ -28,7 +28,8 @@ from engine.kernels import cache, declared, registry, sources
 from engine.kernels.contract import KernelSpec
 from engine.kernels.problem import Problem, make_problem
 from engine.sandbox import runs
-from engine.tracing.plan import check_fits_host, plan_for
+from engine.tracing.execute import WholeResult
+from engine.tracing.plan import check_fits_host, check_geometry, plan_for
 from engine.tracing.records import Trace
 from engine.tracing.tracer import assemble
 
@@ -45,6 +46,8 @@ _EVICT_LOCK = threading.Lock()
 # Share links carry the source compressed; this marks the format, so a later one can be told apart.
 SHARE_PREFIX = "v1."
 BLANK = "blank"
+# The record cap of a plan that records nothing (check_whole): past any count a thread can make.
+NO_RECORDS_CAP = 1 << 62
 BLANK_FILE = sources.CUDA_DIR / "playground" / "blank.cu"
 # "file.cu:12: message" (the source reader's rules) and "file.cu(12): error: message" (nvcc) or
 # "file.cu:12:5: error: message" (g++): the line a message is about.
@@ -257,13 +260,10 @@ def spec_of(saved: Saved) -> KernelSpec:
 
 
 def problem_for(spec: KernelSpec, m: int, n: int, k: int, params: dict[str, int]) -> Problem:
-    """The problem bound to the kernel's contract: what it cannot take is a one-line reason, a launch
-    block of no threads among them (LAUNCH_BLOCK(0, 0) had failed in the trace's arrays: "cannot
-    reshape array of size 0")."""
+    """The problem bound to the kernel's contract: what it cannot take, a launch no GPU makes among
+    them (plan.check_geometry), is a one-line reason."""
     problem = registry.bind(spec, make_problem(m, n, k, block=spec.default_block, params=params))
-    bx, by = spec.launches[-1].block(problem)
-    if bx < 1 or by < 1 or bx * by > 1024:
-        raise EngineError(f"{spec.name}'s LAUNCH_BLOCK is {bx} x {by} threads at these parameters: a block has 1 to 1,024")
+    check_geometry(spec, problem)
     return problem
 
 
@@ -283,6 +283,31 @@ def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[i
         # Records the kernel wrote over (its own memory is its own to corrupt): its trace only.
         raise EngineError("your kernel's trace is not readable: did it write over its own records (out of "
                           "bounds through a pointer the access macros do not see)?") from None
+
+
+def check_whole(saved: Saved, spec: KernelSpec, problem: Problem) -> WholeResult:
+    """All of C after every block of the grid ran, against float64, in a sandbox: the block a trace
+    shows is checked only on the outputs it stored, so a kernel that wrote one of them had passed."""
+    try:
+        # Every block, recorded by none: the cap on a trace's records does not apply.
+        plan = plan_for(spec, problem, cap=NO_RECORDS_CAP)
+    except ValueError as exc:   # a shared array's size the reader cannot compute (sources.shared_shape)
+        raise EngineError(str(exc)) from None
+    _used(saved.path)
+    return runs.whole(plan)
+
+
+def whole_summary(whole: WholeResult, grid: tuple[int, int], tolerance: float) -> str:
+    """check_whole's answer in a sentence."""
+    blocks = f"the grid's {grid[0] * grid[1]:,} block{'s' if grid[0] * grid[1] != 1 else ''}"
+    if whole.written < whole.total:
+        left = whole.total - whole.written
+        return (f"All of C: {left:,} of its {whole.total:,} elements {'is' if left == 1 else 'are'} written by none of "
+                f"{blocks} (C starts as NaN here: a GPU's new memory holds whatever was there, so a kernel "
+                "writes every element).")
+    said = "within" if whole.rel_error <= tolerance else "over"
+    return (f"All of C: its {whole.total:,} elements written by {blocks}, relative error {whole.rel_error:.1e} "
+            f"({said} {tolerance:.0e}).")
 
 
 def listing(saved: Saved, problem: Problem) -> dict:

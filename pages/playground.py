@@ -120,11 +120,7 @@ with ui.controls("Sizes and parameters"):
         params[name] = col.selectbox(name, allowed, key=view_state.state(name, spec.default_params()[name], allowed))
     view_state.remember(start=start, m=m, n=n, k=k, **params)
 problem = ui.or_stop("Checking your kernel's contract", playground.problem_for, spec, m, n, k, params, plain=True)
-grid = spec.launches[-1].grid(problem)
-if min(grid) < 1:   # LAUNCH_GRID(0, ...): no block to trace or pick (the block pickers had crashed the page)
-    st.error(f"{saved.kernel} launches a grid of {grid[0]} x {grid[1]} blocks at {m}x{n}x{k}: no block runs, "
-             "so there is nothing to trace (see its LAUNCH_GRID).", icon=":material/error:")
-    query.stop()
+grid = spec.launches[-1].grid(problem)   # (at least one block each way: problem_for checked the launch)
 
 e0, e1, e2, e3, e4 = st.columns([1, 1, 1, 1.3, 1.6])
 bx = e0.number_input("Block x", 0, grid[0] - 1, key=view_state.state("bx", 0, lo=0, hi=grid[0] - 1))
@@ -150,10 +146,14 @@ shows = ["global memory", "shared memory", "tile phases", "counts and SASS"]
 show = e3.selectbox("Show", shows, key=view_state.state("show", shows[0], shows))
 view_state.remember(bx=bx, by=by, warp=warp, show=show)
 good = trace.rel_error <= spec.tolerance
-(st.success if good else st.error)(
+# The block's trace checks the outputs it stored; all of C, after every block ran, shows what no block wrote.
+whole = ui.or_stop(f"Running every block of {saved.kernel}", cached.playground_whole, saved, spec, problem, plain=True)
+whole_good = whole.written == whole.total and whole.rel_error <= spec.tolerance
+(st.success if good and whole_good else st.error)(
     f"Block ({bx}, {by}): {trace.checked_outputs:,} outputs checked against float64 numpy, relative error "
     f"{trace.rel_error:.1e} ({'within' if good else 'over'} {spec.tolerance:.0e}). {len(trace):,} accesses traced "
-    f"on the CPU, in the sandbox.", icon=":material/check:" if good else ":material/error:")
+    f"on the CPU, in the sandbox.  \n" + playground.whole_summary(whole, grid, spec.tolerance),
+    icon=":material/check:" if good and whole_good else ":material/error:")
 
 
 

@@ -207,3 +207,38 @@ def test_the_catalog_lists_no_geometry_of_its_own():
         fields = declared.entry_fields(*spec.launches)
         assert spec.params == fields["params"] and spec.default_params() == fields["defaults"], spec.name
         assert [r.says for r in spec.rules] == [r.says for r in fields["rules"]], spec.name
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (("LAUNCH_GRID(CDIV(N, BX), CDIV(M, BY));", "LAUNCH_GRID(1, M * N);"),
+     "my_kernel launches a grid of 1 x 409,600 blocks at 640x640x8: a GPU launches at most 2,147,483,647 across "
+     "and 65,535 down"),
+    (("LAUNCH_GRID(CDIV(N, BX), CDIV(M, BY));", "LAUNCH_GRID(CDIV(N, BX), CDIV(M - 640, BY));"),
+     "my_kernel launches a grid of 20 x 0 blocks at 640x640x8: no block runs"),
+    (("LAUNCH_BLOCK(BX, BY);", "LAUNCH_BLOCK(BX * 64, BY);"), "my_kernel's LAUNCH_BLOCK is 2048 x 8 threads"),
+    (("extern \"C\"", "__shared__ float big[128][128];\nextern \"C\""),
+     "my_kernel's __shared__ arrays take 64.0 KB at these parameters: a block declares at most 48 KB of them"),
+])
+def test_a_launch_no_gpu_makes_is_refused_before_it_is_traced(tmp_path, change, said):
+    """plan_for checks every launch as a GPU would take it: the CPU tracer has none of its limits, and
+    had traced a block of 2,048 threads and 64 KB of static shared memory and shown them green."""
+    from engine.tracing.plan import plan_for
+    text = (sources.CUDA_DIR / "playground" / "blank.cu").read_text()
+    assert change[0] in text
+    path = tmp_path / "my_kernel.cu"
+    path.write_text(text.replace(*change, 1))
+    spec = declared.spec_from_source(path, name="my_kernel")
+    with pytest.raises(EngineError, match=re.escape(said)):
+        plan_for(spec, make_problem(640, 640, 8, block=spec.default_block))
+
+
+def test_a_source_of_two_kernels_is_refused_at_the_second(tmp_path):
+    """Of two __global__ kernels in one source the first had been traced without a word."""
+    text = (sources.CUDA_DIR / "playground" / "blank.cu").read_text()
+    lines = len(text.splitlines())
+    path = tmp_path / "my_kernel.cu"
+    path.write_text(text + "// extern \"C\" __global__ void in_a_comment(float *C) {}\n"
+                    "extern \"C\" __global__ void __launch_bounds__(256) other(float *C, int M) {}\n")
+    with pytest.raises(ValueError, match=re.escape(f"my_kernel.cu:{lines + 2}: a second __global__ kernel, other: a "
+                                                   "source holds one kernel, here my_kernel")):
+        sources.load(str(path))

@@ -122,6 +122,28 @@ def test_a_kernel_without_tiles_in_shared_memory_is_said_not_crashed(switched_on
                                                            for t in at.dataframe)
 
 
+@pytest.mark.parametrize(("stored", "said"), [
+    ("if (row < M && col < N && threadIdx.x == 0 && threadIdx.y == 0) {",
+     "All of C: 1,020 of its 1,024 elements are written by none of the grid's 4 blocks"),
+    ("if (row < M && col < N && !(row == 5 && col == 7)) {",
+     "All of C: 1 of its 1,024 elements is written by none of the grid's 4 blocks")])
+def test_outputs_no_block_writes_are_said_whichever_block_is_shown(switched_on, stored, said):
+    """The check read only the outputs the traced block stored: a kernel writing 1 of its block's 256
+    was green ("1 outputs checked ... within 1e-04"), and one missing an element of another block
+    was green in every block but that one."""
+    blank = playground.starter_source(playground.BLANK)
+    assert "if (row < M && col < N) {" in blank
+    source = blank.replace("if (row < M && col < N) {", stored)
+    at = open_page(PAGE, {"src": playground.share_token(source), "m": "32", "n": "32", "k": "8"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert not texts(at, "success"), texts(at, "success")
+    assert any(said in t for t in texts(at, "error")), texts(at, "error")
+    # As written, every element: green, and said so.
+    at = open_page(PAGE, {"src": playground.share_token(blank), "m": "32", "n": "32", "k": "8"})
+    assert any("All of C: its 1,024 elements written by the grid's 4 blocks, relative error" in t
+               for t in texts(at, "success")), texts(at, "success")
+
+
 def test_a_grid_of_no_blocks_is_one_line(switched_on):
     """LAUNCH_GRID(..., CDIV(M - 64, BY)) at M = 64 is a grid of 0 rows: the block pickers had crashed
     the page (min_value 0 > max_value -1), and its share link carried the crash."""

@@ -100,3 +100,55 @@ def test_space_follows_from_the_site_in_every_view_of_the_records():
     block = t.block_columns(1, 2)
     assert np.array_equal(block["space"], want[t.block_records(1, 2)])
     assert list(t.to_dataframe()["space"]) == [("global", "shared")[s] for s in want]
+
+
+def test_a_thread_past_its_declared_records_is_refused_before_they_are_made(tmp_path):
+    """TRACE_RECORDS bounds the host memory a trace is given: a kernel that declared 1 record a thread
+    and made 15 M had been traced, and the server grew by 360 MB. The count pass finds it, so nothing
+    is allocated for the records; the message names the thread and TRACE_RECORDS's line."""
+    import pytest
+
+    from engine.devices.cpu import CpuDevice
+    from engine.errors import EngineError
+    from engine.kernels import declared, sources
+    from engine.tracing.execute import execute
+    from engine.tracing.plan import plan_for
+    text = (sources.CUDA_DIR / "playground" / "blank.cu").read_text()
+    assert "TRACE_RECORDS(2 * K + 1);" in text
+    path = tmp_path / "my_kernel.cu"
+    path.write_text(text.replace("TRACE_RECORDS(2 * K + 1);", "TRACE_RECORDS(K);"))
+    line = 1 + text.splitlines().index(next(t for t in text.splitlines() if t.startswith("TRACE_RECORDS")))
+    spec = declared.spec_from_source(path, name="my_kernel")
+    plan = plan_for(spec, make_problem(8, 40, 6, block=spec.default_block, params=spec.default_params()))
+    with pytest.raises(EngineError, match=rf"^my_kernel.cu:{line}: thread \(0, 0\) of block \(0, 0\) made 13 trace "
+                                          r"records, more than my_kernel's TRACE_RECORDS allows a thread \(6 here\)$"):
+        execute(plan, CpuDevice())
+    # As declared, it traces (another folder: sources are read once per path, as the Playground's digests name them).
+    path = tmp_path / "as_declared" / "my_kernel.cu"
+    path.parent.mkdir()
+    path.write_text(text)
+    spec = declared.spec_from_source(path, name="my_kernel")
+    run = execute(plan_for(spec, make_problem(8, 40, 6, block=spec.default_block, params=spec.default_params())),
+                  CpuDevice())
+    assert run.checked_outputs == 8 * 40
+
+
+def test_all_of_c_is_checked_after_every_block_ran(tmp_path):
+    """whole_result: C starts as NaN and every block runs; what no block wrote is counted, and the rest
+    is checked against float64 (a trace checks only the outputs its traced blocks stored)."""
+    from engine.devices.cpu import CpuDevice
+    from engine.kernels import declared, sources
+    from engine.tracing.execute import whole_result
+    from engine.tracing.plan import plan_for
+    text = (sources.CUDA_DIR / "playground" / "blank.cu").read_text()
+    for name, body, written in (("as_written", text, 40 * 24),
+                                ("one_a_block", text.replace("if (row < M && col < N) {",
+                                                             "if (row < M && col < N && threadIdx.x == 1 && threadIdx.y == 2) {"),
+                                 2 * 3)):
+        path = tmp_path / name / "my_kernel.cu"
+        path.parent.mkdir()
+        path.write_text(body)
+        spec = declared.spec_from_source(path, name="my_kernel")   # BX 32, BY 8: a grid of 2 x 3 blocks
+        got = whole_result(plan_for(spec, make_problem(24, 40, 5, block=spec.default_block)), CpuDevice())
+        assert (got.written, got.total) == (written, 24 * 40)
+        assert got.rel_error < 1e-6

@@ -12,6 +12,7 @@ from engine.errors import EngineError
 
 # Largest side a request may name. Traces store rows and columns as 16-bit numbers (engine/tracing/records.py).
 MAX_DIM = 65535
+MAX_BLOCK_THREADS = 1024   # a GPU block's most threads (compute capability 9.0, as every other since 2.0)
 
 
 class Params(dict):
@@ -48,7 +49,7 @@ class Problem:
         m, n, k, block, params = self.m, self.n, self.k, self.block, self.params
         if (type(m) is int and type(n) is int and type(k) is int and 0 < m <= MAX_DIM and 0 < n <= MAX_DIM
                 and 0 < k <= MAX_DIM and type(block) is tuple and len(block) == 2 and type(block[0]) is int
-                and type(block[1]) is int and 0 < block[0] and 0 < block[1] and block[0] * block[1] <= 1024
+                and type(block[1]) is int and 0 < block[0] and 0 < block[1] and block[0] * block[1] <= MAX_BLOCK_THREADS
                 and type(self.seed) is int and self.seed >= 0 and isinstance(params, Mapping)
                 and all(type(v) is int for v in params.values())):
             # the usual case, checked in one pass (a kernel's combinations() makes thousands)
@@ -57,9 +58,7 @@ class Problem:
             return
         for name in ("m", "n", "k"):
             object.__setattr__(self, name, check_size(name.upper(), getattr(self, name)))
-        bx, by = (check_size(f"block {axis}", v) for axis, v in zip("xy", pair("block", self.block)))
-        if bx * by > 1024:
-            raise EngineError(f"a block of {bx}x{by} = {bx * by} threads is over CUDA's limit of 1024")
+        bx, by = check_block(self.block)
         seed = whole("the seed", self.seed)
         if seed < 0:   # numpy's generators take none below 0: the trace worker had died of it
             raise EngineError(f"the seed must be 0 or more, got {_short(seed)}")
@@ -71,6 +70,14 @@ class Problem:
 
     def describe(self) -> str:
         return f"{self.m}x{self.n}x{self.k}"
+
+
+def check_block(block) -> tuple[int, int]:
+    """A launch block given by the user (x, y): whole numbers, at most MAX_BLOCK_THREADS threads."""
+    bx, by = (check_size(f"block {axis}", v) for axis, v in zip("xy", pair("block", block)))
+    if bx * by > MAX_BLOCK_THREADS:
+        raise EngineError(f"a block of {bx}x{by} = {bx * by} threads is over CUDA's limit of {MAX_BLOCK_THREADS}")
+    return bx, by
 
 
 def check_size(name: str, value) -> int:
@@ -187,7 +194,7 @@ def block_given(spec, text: str | None) -> tuple[int, int] | None:
     if not spec.block_shapes:
         raise EngineError(f"{spec.name}'s block follows from its parameters; --block sets the launch block of "
                           "the kernels that take one (the naive kernels)")
-    return Problem(1, 1, 1, block=parse_block(text)).block   # checked as a trace's is (at most 1024 threads)
+    return check_block(parse_block(text))
 
 
 def make_inputs(problem: Problem) -> tuple[np.ndarray, np.ndarray]:

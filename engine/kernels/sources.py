@@ -48,6 +48,8 @@ _BOUNDS_CALL = r"(?:__launch_bounds__|__cluster_dims__)\s*\((?:[^()]|\([^()]*\))
 _BOUNDS = rf"(?:{_BOUNDS_CALL}\s*)*"
 _SIG_RE = re.compile(rf'extern\s+"C"\s+__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)\s*\(([^)]*)\)', re.S)
 
+_KERNEL_RE = re.compile(rf"\b__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)")
+
 
 def kernel_name(text: str) -> str | None:
     """The name of the extern "C" __global__ kernel a source declares (its file's stem), or None."""
@@ -124,7 +126,7 @@ class KernelSource:
     def uses(self, name: str) -> bool:
         """Whether the code names the macro (comments aside): a parameter it does not name cannot
         change its build."""
-        return any(re.search(rf"\b{name}\b", line) for line in _code_lines(self.text))
+        return any(re.search(rf"\b{name}\b", line) for line in code_lines(self.text))
 
     @property
     def counters(self) -> int:
@@ -143,6 +145,10 @@ class KernelSource:
         """(rows, cols) of a shared array; a 1-D one is one row."""
         dims = [_eval_int(d, params) for d in self.array(array).dims]
         return (dims[0], dims[1]) if len(dims) == 2 else (1, dims[0])
+
+    def static_shared_bytes(self, params: Mapping[str, int]) -> int:
+        """The shared memory its __shared__ arrays of fixed size declare (not the dynamic buffer's views)."""
+        return sum(a.element_bytes * _product(a.dims, params) for a in self.arrays if a.space == "shared" and not a.dynamic)
 
     def dynamic_shared_bytes(self, params: Mapping[str, int]) -> int:
         """The dynamic shared memory a launch must give the block: its views, one after the other."""
@@ -177,7 +183,8 @@ def _element(ctype: str) -> str | None:
     return next((w for w in ctype.replace("*", " ").split() if w in ELEMENT_TYPES), None)
 
 
-# The kernel's parameters that are not arrays: the sizes, by these names (engine/tracing/plan.py's sizes).
+# The kernel's parameters that are not arrays: the sizes M, N and K, by these names (what
+# engine/tracing/plan.py's size_arguments passes).
 SIZE_PARAMETERS = ("M", "N", "K")
 
 
@@ -189,6 +196,13 @@ def load(file: str) -> KernelSource:
     sig = _SIG_RE.search(text)
     if not sig:
         raise ValueError(f"{file}: no extern \"C\" __global__ kernel found")
+    # One kernel a source: of two, the first had been traced without a word about the second.
+    # (Any __global__ function outside comments: code_lines blanks the "C" of extern "C" too.)
+    kernels = list(_KERNEL_RE.finditer("\n".join(code_lines(text))))
+    if len(kernels) > 1:
+        number = text.count("\n", 0, kernels[1].start()) + 1
+        raise ValueError(f"{file}:{number}: a second __global__ kernel, {kernels[1].group(1)}: a source holds one "
+                         f"kernel, here {kernels[0].group(1)} (make the other a __device__ function)")
     params = []
     for p in sig.group(2).split(","):
         words = p.replace("*", " * ").split()
@@ -201,7 +215,7 @@ def load(file: str) -> KernelSource:
                              f"its whole numbers are {', '.join(SIZE_PARAMETERS)}")
     if not re.search(r'^\s*#include\s+"trace\.cuh"', text, re.M):
         return KernelSource(sig.group(1), path, text, tuple(params), (), tuple(arrays), traced=False)
-    code = "\n".join(_code_lines(text))
+    code = "\n".join(code_lines(text))
     buffer = ""
     for m in _SHARED_RE.finditer(code):
         extern, element, name = m.group(1), " ".join(m.group(2).split()), m.group(3)
@@ -239,7 +253,7 @@ def load(file: str) -> KernelSource:
         return spaces[name]
 
     sites = []
-    for number, line in enumerate(_code_lines(text), start=1):
+    for number, line in enumerate(code_lines(text), start=1):
         shown = text.splitlines()[number - 1].strip()
         for m in re.finditer(rf"\b(?:LDG|STG|LDS|STS)[248]?\(|\bCP_ASYNC4(?:_ZFILL)?\(|{_MATRIX}", line):
             rest = line[m.end():]
@@ -336,7 +350,7 @@ _MACRO_ARRAY_RE = re.compile(r"\b(?:LDG|STG|LDS|STS)[248]?\(\s*(\w+)|" + _SKIP_R
 
 
 @lru_cache(maxsize=64)   # build.used_defines asks of a source on every build lookup
-def _code_lines(text: str) -> tuple[str, ...]:
+def code_lines(text: str) -> tuple[str, ...]:
     """The kernel's statements, line by line: comments, string literals and function parameter lists
     (however many lines they span) blanked out, line numbers kept."""
     blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))   # noqa: E731
@@ -483,7 +497,7 @@ def _check_traced_arrays(file: str, text: str, pointers: list[str], shared: list
     anywhere = re.compile(rf"\b({alt})\b")
     helpers = _helpers(text)
     spaces = {**{n: "global" for n in pointers}, **{n: "shared" for n in shared}}
-    for number, line in enumerate(_code_lines(text), start=1):
+    for number, line in enumerate(code_lines(text), start=1):
         declared = _SHARED_RE.findall(line)
         if len(re.findall(r"\b__shared__\b", line)) != len(declared) or \
                 (declared and line.count("[") > sum(m[3].count("[") for m in declared)):

@@ -58,6 +58,16 @@ def trace(plan, library: str | None = None) -> None:
              "device": run.device, "seconds": run.seconds}, arrays)
 
 
+def whole(plan, library: str | None = None) -> None:
+    """All of C after every block ran (execute.whole_result): how much of it the kernel wrote."""
+    from engine.devices.cpu import CpuDevice
+    from engine.tracing.execute import whole_result
+    if library:
+        _use_library(library)
+    r = whole_result(plan, CpuDevice())
+    _answer({"written": r.written, "total": r.total, "rel_error": r.rel_error})
+
+
 def listing(file: str, params: dict) -> None:
     from engine.kernels import sass
     _answer({"listing": sass.memory_instructions(file, params)})
@@ -89,6 +99,8 @@ def main() -> None:
     try:
         if request["op"] == "trace":
             trace(request["plan"], request.get("library"))
+        elif request["op"] == "whole":
+            whole(request["plan"], request.get("library"))
         elif request["op"] == "build":
             build(request["file"], request["params"], request["out"])
         elif request["op"] == "listing":

@@ -21,7 +21,7 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.sandbox import Limits, engine_binds, run_sandboxed
-from engine.tracing.execute import RawLaunch, RawRun
+from engine.tracing.execute import RawLaunch, RawRun, WholeResult
 from engine.tracing.plan import TracePlan
 from engine.tracing.records import RAW_DTYPE
 
@@ -124,6 +124,21 @@ def trace(plan: TracePlan, limits: Limits | None = None) -> RawRun:
     except (KeyError, ValueError, TypeError, IndexError):
         raise EngineError("the sandbox's answer does not fit the trace asked for (did your kernel write to "
                           "its output?)") from None
+
+
+def whole(plan: TracePlan, limits: Limits | None = None) -> WholeResult:
+    """execute.whole_result(plan) on the CPU, in a sandbox (the plan's one launch built first, or
+    found built), its answer checked against the plan's size."""
+    file = Path(plan.launches[-1].file)
+    so = library(file, plan.launches[-1].defines, limits)
+    meta, _ = _job({"op": "whole", "plan": plan, "library": str(so)}, file.parent, limits)
+    try:
+        written, total, err = int(meta["written"]), int(meta["total"]), float(meta["rel_error"])
+        if not 0 <= written <= total == plan.problem.m * plan.problem.n:
+            raise ValueError("sizes")
+        return WholeResult(written, total, err)
+    except (KeyError, ValueError, TypeError):
+        raise EngineError("the sandbox's check of all of C is not readable") from None
 
 
 def listing(file: Path, params: dict[str, int], limits: Limits | None = None) -> dict:

@@ -6,14 +6,14 @@ at its offset in program order. Both devices run exactly this code, so they fill
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from engine.errors import EngineError
 from engine.kernels import reference, sources
 from engine.kernels.problem import make_inputs
-from engine.tracing.plan import TracePlan, check_fits_host, global_shapes, size_arguments
+from engine.tracing.plan import LaunchPlan, TracePlan, all_blocks, check_fits_host, global_shapes, size_arguments
 
 
 @dataclass
@@ -62,6 +62,23 @@ def _stored_elements(file: str, records: np.ndarray, name: str) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+def _check_bound(lp: LaunchPlan, counts: np.ndarray) -> None:
+    """Refuses a launch one of whose threads counted more records than its TRACE_RECORDS declares: the
+    host memory a trace may take is judged by that bound before anything runs (plan.check_fits_host),
+    so a kernel that declared 1 a thread and made 15 M records had grown the server by 360 MB."""
+    if lp.records_bound is None or not len(counts) or int(counts.max()) <= lp.records_bound:
+        return
+    slot, tpb = int(counts.argmax()), lp.block[0] * lp.block[1]
+    (bx, by), t = lp.blocks[slot // tpb], slot % tpb
+    src = sources.load(lp.file)
+    line = next((i for i, code in enumerate(sources.code_lines(src.text), 1) if "TRACE_RECORDS" in code), 0)
+    # "file.cu:LINE: ...": where the Playground puts a message in its editor's gutter
+    at = f"{src.path.name}:{line}: " if line else ""
+    raise EngineError(f"{at}thread ({t % lp.block[0]}, {t // lp.block[0]}) of block ({bx}, {by}) made "
+                      f"{int(counts[slot]):,} trace records, more than {lp.kernel}'s TRACE_RECORDS allows a thread "
+                      f"({lp.records_bound:,} here)")
+
+
 def execute(plan: TracePlan, device) -> RawRun:
     """device: upload(buffers), run(launch_plan, offsets, total) -> the count pass's counts, or the
     write pass's (records, ordinals: uint32 per slot and site counter), read(name, idx)."""
@@ -75,6 +92,7 @@ def execute(plan: TracePlan, device) -> RawRun:
         if not lp.traced:
             raws.append(None)
             continue
+        _check_bound(lp, counts)
         total = int(counts.sum(dtype=np.int64))
         if total > plan.cap:
             raise EngineError(f"this trace holds {total:,} records, over the cap of {plan.cap:,}: "
@@ -93,3 +111,32 @@ def execute(plan: TracePlan, device) -> RawRun:
     else:
         err = float("nan")
     return RawRun(raws, err, int(len(stored)), device.name, dict(device.seconds))
+
+
+@dataclass
+class WholeResult:
+    """All of C after every block of the grid ran (whole_result)."""
+    written: int       # elements of C some block wrote (C starts as NaN)
+    total: int         # M x N
+    rel_error: float   # of the written elements against float64 numpy (NaN: none written)
+
+
+def whole_result(plan: TracePlan, device) -> WholeResult:
+    """Runs every block of every launch of the plan for its result only (the count pass: nothing is
+    recorded) on a C that starts as NaN, and checks all of C against float64. A trace checks only the
+    outputs its blocks stored, so a kernel that wrote 1 of its block's 256 outputs had passed as
+    right: here an element no block writes stays NaN and is counted. (NaN, not zeros: a GPU's new
+    memory holds whatever was there, so a kernel must write every element of C.)"""
+    a, b = make_inputs(plan.problem)
+    shapes = global_shapes(plan.problem)
+    c = np.full(shapes["C"], np.nan, dtype=np.float32)
+    device.upload({"A": a, "B": b, "C": c}, shapes, size_arguments(plan.problem), plan.inputs)
+    for lp in plan.launches:
+        counts = device.run(replace(lp, blocks=all_blocks(lp.grid), traced=False), None, 0)
+        _check_bound(replace(lp, blocks=all_blocks(lp.grid)), counts)
+    p = plan.problem
+    got = np.asarray(device.read("C", np.arange(p.m * p.n)), dtype=np.float64)
+    written = ~np.isnan(got)
+    idx = np.flatnonzero(written)
+    err = reference.relative_error(got[idx], reference.elements(a, b, idx, p.n)) if len(idx) else float("nan")
+    return WholeResult(int(len(idx)), p.m * p.n, err)

@@ -10,7 +10,7 @@ import numpy as np
 from engine.devices import line
 from engine.errors import EngineError
 from engine.kernels import registry, sources
-from engine.kernels.problem import Problem, pair, whole
+from engine.kernels.problem import MAX_BLOCK_THREADS, Problem, pair, whole
 from engine.tracing.records import RAW_DTYPE, STORED_BYTES
 
 RECORD_CAP_ENV = "MATMUL_EXPLORER_RECORD_CAP"
@@ -59,6 +59,9 @@ class LaunchPlan:
     blocks: np.ndarray      # (n, 2) uint32: the blocks to run, in trace order
     traced: bool            # False: run for its result only (a preparation step outside the selection)
     defines: Mapping[str, int]   # the kernel's compile-time parameters (its build takes those its source uses)
+    # The most records a thread may make, as its TRACE_RECORDS declares (None: not declared, a test's
+    # own kernel): what the host memory is reserved by, so a thread past it is refused (execute.py).
+    records_bound: int | None = None
 
     @property
     def threads(self) -> int:
@@ -137,8 +140,8 @@ def source_inputs(src: sources.KernelSource) -> registry.Precision:
 
 
 def size_arguments(p: Problem) -> dict[str, int]:
-    """The int parameters of a kernel's signature, by name."""
-    return {"M": p.m, "N": p.n, "K": p.k}
+    """The int parameters of a kernel's signature, by name (the only ones a source may have)."""
+    return dict(zip(sources.SIZE_PARAMETERS, (p.m, p.n, p.k), strict=True))
 
 
 def all_blocks(grid: tuple[int, int]) -> np.ndarray:
@@ -176,6 +179,7 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
     if not spec.traceable:
         raise EngineError(f"{kernel} is not one of the explorer's CUDA sources ({spec.kind}): it has no trace")
     problem = registry.bind(spec, problem)
+    check_geometry(spec, problem)
     runs = spec.launches_for(problem)
     last = runs[-1]
     main_blocks = all_blocks(last.grid(problem)) if blocks is None else _chosen_blocks(blocks, last.grid(problem), problem)
@@ -192,7 +196,8 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
             chosen = all_blocks(launch.grid(problem))
         src = sources.load(launch.file)
         launches.append(LaunchPlan(launch.file, src.name, src.params, launch.grid(problem), launch.block(problem),
-                                   chosen, traced=main or blocks is None, defines=problem.params))
+                                   chosen, traced=main or blocks is None, defines=problem.params,
+                                   records_bound=launch.records_per_thread(problem)))
     shapes = array_shapes(launches, problem)
     estimate = sum(lp.threads * launch.records_per_thread(problem)
                    for lp, launch in zip(launches, runs) if lp.traced)
@@ -206,6 +211,45 @@ def plan_for(spec, problem: Problem, blocks: list[tuple[int, int]] | None = None
             f"this trace would hold up to {estimate:,} records{bound}, over the cap of {cap:,}: "
             f"trace {fewer}a smaller size")
     return TracePlan(kernel, problem, launches, shapes, cap, estimate, spec.inputs)
+
+
+# What a GPU launches (the CUDA programming guide's limits for compute capability 9.0): a block of 1 to
+# MAX_BLOCK_THREADS threads, a grid of 1 to 2^31 - 1 blocks across and 1 to 65,535 down, and shared
+# memory of at most 48 KB declared statically (__shared__ arrays of fixed size) and 227 KB in all.
+MAX_GRID = (2**31 - 1, 65535)
+MAX_STATIC_SHARED = 48 * 1024
+MAX_SHARED = 227 * 1024
+
+
+def check_geometry(spec, problem: Problem) -> None:
+    """Refuses, in one line, a launch of the kernel at this problem that no GPU makes. A block of no
+    threads had failed as "cannot reshape array of size 0", one of 2,048 had been traced and shown
+    green, and a grid of no blocks left nothing to trace (the Playground's block pickers crashed)."""
+    for launch in spec.launches_for(problem):
+        src = sources.load(launch.file).name   # (the name in messages: a Playground kernel's is the student's)
+        (bx, by), (gx, gy) = launch.block(problem), launch.grid(problem)
+        if bx < 1 or by < 1 or bx * by > MAX_BLOCK_THREADS:
+            raise EngineError(f"{src}'s LAUNCH_BLOCK is {bx} x {by} threads at these parameters: a block has 1 to "
+                              f"{MAX_BLOCK_THREADS:,}")
+        if gx < 1 or gy < 1:
+            raise EngineError(f"{src} launches a grid of {gx} x {gy} blocks at {problem.describe()}: no block runs, so "
+                              "there is nothing to trace (see its LAUNCH_GRID)")
+        if gx > MAX_GRID[0] or gy > MAX_GRID[1]:
+            raise EngineError(f"{src} launches a grid of {gx:,} x {gy:,} blocks at {problem.describe()}: a GPU "
+                              f"launches at most {MAX_GRID[0]:,} across and {MAX_GRID[1]:,} down (see its LAUNCH_GRID)")
+        # nvcc refuses the first (ptxas: "uses too much shared data") and the launch fails on the second,
+        # while the CPU tracer, which has no such limit, had traced both and shown them green.
+        try:
+            fixed = sources.load(launch.file).static_shared_bytes(problem.params)
+        except ValueError as exc:   # a size the reader cannot compute (sources.shared_shape says why)
+            raise EngineError(str(exc)) from None
+        if fixed > MAX_STATIC_SHARED:
+            raise EngineError(f"{src}'s __shared__ arrays take {fixed / 1024:,.1f} KB at these parameters: a block "
+                              f"declares at most {MAX_STATIC_SHARED // 1024} KB of them (more must be dynamic shared "
+                              "memory: extern __shared__, sized by LAUNCH_SHARED)")
+        if fixed + launch.shared_bytes(problem) > MAX_SHARED:
+            raise EngineError(f"{src} takes {(fixed + launch.shared_bytes(problem)) / 1024:,.1f} KB of shared memory "
+                              f"at these parameters: a block has at most {MAX_SHARED // 1024} KB")
 
 
 def _chosen_blocks(blocks: list[tuple[int, int]], grid: tuple[int, int], problem: Problem) -> np.ndarray:

@@ -324,6 +324,14 @@ def playground_trace(saved, spec, problem, blocks: tuple | None):
                       f"Building and tracing {saved.kernel} in the sandbox")
 
 
+def playground_whole(saved, spec, problem):
+    """All of C after every block of a Playground kernel ran, against float64 (playground.check_whole):
+    one per source, size and parameters, whichever block the page shows."""
+    key = ("playground-whole", saved.digest, problem.m, problem.n, problem.k, _params_key(problem.params))
+    return _heavy_get(RESULTS, key, lambda: playground.check_whole(saved, spec, problem), "playground-whole",
+                      lambda: 0, f"Running every block of {saved.kernel} in the sandbox")
+
+
 def playground_listing(saved, problem) -> dict:
     key = ("playground-sass", saved.digest, _params_key(problem.params))
     return _heavy_get(RESULTS, key, lambda: playground.listing(saved, problem), "playground-sass", lambda: 0,
