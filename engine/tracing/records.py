@@ -133,7 +133,9 @@ class Trace:
         """Each record's memory space (0 global, 1 shared), from its site (default: every record's,
         worked out once and kept, read-only, as the stored columns are: a byte a record, as when it
         was stored, and the analyses ask for it again and again)."""
-        of_site = np.array([SPACES.index(ts.site.space) for ts in self.sites], dtype=np.uint8)
+        if "site_spaces" not in self.derived:   # per site: select() asks for it on every masked view
+            self.derived["site_spaces"] = np.array([SPACES.index(ts.site.space) for ts in self.sites], dtype=np.uint8)
+        of_site = self.derived["site_spaces"]
         if site is not None:
             return of_site[site]
         if "spaces" not in self.derived:
