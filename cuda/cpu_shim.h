@@ -5,12 +5,15 @@
 // and gives the host thread back only where it must wait for others, saying why:
 //   __syncthreads()        at the block's barrier: it waits until every live thread of the block
 //                          has reached a barrier (or returned), as on the GPU;
-//   a warp-collective op   (ldmatrix, mma, __syncwarp): it waits until every live thread of its
-//                          warp has arrived at the same one; the last to arrive computes every
-//                          lane's result into that lane's own slot, so lanes that then run on ahead
-//                          cannot change what another lane reads.
+//   a warp-collective op   (ldmatrix, mma, __syncwarp, the shuffles and votes): it waits until every
+//                          live thread of its mask (the whole warp for ldmatrix and mma) has arrived
+//                          at the same one; the last to arrive computes every lane's result into
+//                          that lane's own slot, so lanes that then run on ahead cannot change what
+//                          another lane reads.
 // cpu_run_block resumes the threads that are ready, round after round, and releases the barrier
-// when all the block's live threads wait there. Blocks run one after another: they never talk to
+// when all the block's live threads wait there; threads that meet there from different SYNC()s, or
+// that returned while others wait there, make the block's barrier fault (cpu.barrier_fault), which
+// the GPU would not report but hang on or run wrongly. Blocks run one after another: they never talk to
 // each other in these kernels. State is thread_local, so several host threads (several app
 // sessions) can trace at the same time.
 #pragma once
@@ -18,7 +21,19 @@
 #include <stdint.h>
 #include <string.h>
 #include <ucontext.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <algorithm>
+// What device code calls and the host has under the same names (sqrtf, fmaxf, expf, fabsf, ...;
+// printf, assert): a student's kernel uses them as nvcc allows. printf writes to the process's
+// stdout, which is never a channel of the engine's: the sandbox job answers on a descriptor of its
+// own (engine/sandbox/job.py) and keeps what is printed only to quote it; a failed assert aborts
+// the job with its message, as a GPU's assert ends the kernel.
+#include <math.h>
+#include <stdio.h>
+#include <assert.h>
+#include <float.h>    // FLT_MAX, INT_MAX: nvcc's own headers bring them
+#include <limits.h>
 
 struct dim3 {
     unsigned int x, y, z;
@@ -117,12 +132,54 @@ static inline unsigned short __half_as_ushort(__half h) { return h.x; }
 static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
 #define __align__(n) __attribute__((aligned(n)))   // alignas cannot follow `thread_local`
 
+// CUDA's fast-math and bit intrinsics that the host lacks, computed the host's way: in float, with
+// the host's rounding (the GPU's approximate __expf and friends may differ in the last bits).
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+// (glibc's math.h declares __expf and the like itself, as its own names for expf: macros, defined
+// after it, so that they mean expf wherever the C library is another.)
+#define __expf expf
+#define __logf logf
+#define __log2f log2f
+#define __log10f log10f
+#define __sinf sinf
+#define __cosf cosf
+#define __tanf tanf
+#define __powf powf
+static inline float __fdividef(float x, float y) { return x / y; }
+static inline float fdividef(float x, float y) { return x / y; }
+static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x == x ? x : 0.0f; }
+static inline float __fadd_rn(float x, float y) { return x + y; }
+static inline float __fsub_rn(float x, float y) { return x - y; }
+static inline float __fmul_rn(float x, float y) { return x * y; }
+static inline float __fdiv_rn(float x, float y) { return x / y; }
+static inline float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
+static inline float __frcp_rn(float x) { return 1.0f / x; }
+static inline float __fsqrt_rn(float x) { return sqrtf(x); }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
+static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
+static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(int x) { return x ? __builtin_clz((unsigned int)x) : 32; }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+static inline unsigned int __brev(unsigned int x) {
+    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+    x = ((x >> 4) & 0x0f0f0f0fu) | ((x & 0x0f0f0f0fu) << 4);
+    return __builtin_bswap32(x);
+}
+template <typename T> static inline T __ldg(const T *p) { return *p; }
+
 #define __global__
 #define __device__
 #define __launch_bounds__(...)   // a register-allocation hint for nvcc; nothing on the CPU
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __restrict__ __restrict
+// Constant memory is read-only to every thread of every block: one static the host threads share.
+#define __constant__ static
 using std::max;   // min and max of two ints or floats: built-ins in CUDA device code
 using std::min;
 // A block's threads are fibers of one host thread, so a host-thread static is the block's shared
@@ -156,8 +213,9 @@ enum CpuFiberState { CPU_READY, CPU_AT_BARRIER, CPU_AT_COLLECTIVE, CPU_DONE };
 
 struct CpuFiber;
 // A warp-collective operation's meaning: computes every lane's result from every lane's input.
-// `lanes` are the warp's `count` threads; a lane that never arrived (it returned) has input 0.
-typedef void (*CpuCollective)(CpuFiber *lanes, unsigned int count);
+// `lanes` are the warp's `count` threads, of which those in `group` (a lane mask) met at it; a lane
+// of the mask that never arrived (it returned) has input 0.
+typedef void (*CpuCollective)(CpuFiber *lanes, unsigned int count, unsigned int group);
 
 struct CpuFiber {
 #ifdef CPU_FAST_SWITCH
@@ -171,11 +229,13 @@ struct CpuFiber {
     // input, and its result, which the last lane to arrive writes.
     CpuCollective collective;
     int tag;
+    unsigned int mask;          // the lanes that take part (__shfl_sync's mask; all of them for ldmatrix)
     const void *input;
     unsigned int result[4];
+    unsigned int barrier_line;  // at __syncthreads(): the line of its SYNC() (0: a bare __syncthreads())
 };
 
-// Per warp: threads that have not returned, and how many of them wait at a collective.
+// Per warp, as lane masks: threads that have not returned, and those that wait at a collective.
 struct CpuWarp {
     unsigned int live, arrived;
 };
@@ -191,6 +251,12 @@ struct CpuBlockRunner {
     CpuFiber *current;
     unsigned int at_barrier;    // threads waiting at __syncthreads()
     int stuck;                  // the block's threads wait for each other forever (the GPU would hang)
+    // Threads met at a barrier they do not all reach: 1 + kind + 2 (line + CPU_LINES line2), where
+    // kind 0: they wait at SYNC()s of different lines (line, line2); kind 1: a thread returned while
+    // others wait at the SYNC() of `line`. Lines past CPU_LINES - 1 read 0 (unknown): the code must
+    // fit an int (cpu_entry.h returns it negated; engine/devices/cpu.py reads it back).
+    int barrier_fault;
+    size_t stack_stride;        // fiber stacks: CPU_FIBER_STACK each, a guard page below each (cpu_entry.h)
     dim3 block, block_dim, grid_dim;
     unsigned int launched_block;
     void (*body)(void);
@@ -203,7 +269,8 @@ static thread_local CpuBlockRunner cpu;
 #define gridDim (cpu.grid_dim)
 
 static inline unsigned int trace_launched_block() { return cpu.launched_block; }
-enum { CPU_FIBER_STACK = 64 * 1024, CPU_WARP = 32 };
+enum { CPU_FIBER_STACK = 64 * 1024, CPU_WARP = 32, CPU_LINES = 16384 };
+static constexpr int warpSize = CPU_WARP;
 
 #ifdef CPU_FAST_SWITCH
 // Back to the scheduler; returns when the scheduler resumes this fiber.
@@ -254,54 +321,152 @@ static void cpu_fiber_init(CpuFiber *f, char *stack) {
 static inline void cpu_resume(CpuFiber *f) { swapcontext(&cpu.scheduler, &f->context); }
 #endif
 
-static inline void __syncthreads() {
+// A thread arrives at the block's barrier from the SYNC() of `line` (0: a bare __syncthreads()).
+static inline void cpu_syncthreads(unsigned int line) {
     cpu.current->state = CPU_AT_BARRIER;
+    cpu.current->barrier_line = line;
     ++cpu.at_barrier;
     cpu_yield();
 }
+static inline void __syncthreads() { cpu_syncthreads(0); }
 
-// Every lane of warp w that waits at a collective has arrived: the operation happens now, all at
-// once, and they are ready again. False (and the block stuck) if they wait at different ones.
-static bool cpu_complete_collective(unsigned int w) {
+// The lanes of warp w that wait at a collective with lane `from`: if every live lane of its mask
+// has arrived, at the same one, the operation happens now, all at once, and they are ready again
+// (true). Otherwise they wait on: lanes of the mask still running may yet arrive, and lanes waiting
+// at another collective may yet come here once theirs is done; where no thread of the block can
+// go on, cpu_run_block finds the block stuck.
+static bool cpu_complete_collective(unsigned int w, unsigned int from) {
     unsigned int n = cpu.block_dim.x * cpu.block_dim.y * cpu.block_dim.z;
     CpuFiber *lanes = cpu.fibers + w * CPU_WARP;
     unsigned int count = n - w * CPU_WARP < CPU_WARP ? n - w * CPU_WARP : CPU_WARP;
-    CpuFiber *first = 0;
+    CpuWarp *warp = &cpu.warps[w];
+    const CpuFiber *first = &lanes[from];
+    unsigned int group = first->mask & warp->live;
+    if (group & ~warp->arrived) return false;
     for (unsigned int t = 0; t < count; ++t) {
-        if (lanes[t].state != CPU_AT_COLLECTIVE) {
+        if (!(first->mask >> t & 1)) continue;
+        if (!(group >> t & 1)) {
             lanes[t].input = 0;      // returned: it names nothing
             continue;
         }
-        if (!first) first = &lanes[t];
-        if (lanes[t].collective != first->collective || lanes[t].tag != first->tag) {
-            cpu.stuck = 1;           // .aligned: every lane must be at the same instruction
+        // .aligned (ldmatrix, mma), or shfl.sync's "same qualifiers and same membermask": every lane
+        // of the mask must be at the same operation
+        if (lanes[t].collective != first->collective || lanes[t].tag != first->tag || lanes[t].mask != first->mask)
             return false;
-        }
     }
-    first->collective(lanes, count);
-    cpu.warps[w].arrived = 0;
+    first->collective(lanes, count, group);
+    warp->arrived &= ~group;
     for (unsigned int t = 0; t < count; ++t)
-        if (lanes[t].state == CPU_AT_COLLECTIVE) lanes[t].state = CPU_READY;
+        if (group >> t & 1) lanes[t].state = CPU_READY;
     return true;
 }
 
-// The calling thread arrives at a warp-collective operation (tag: which one, e.g. its source
-// line) with its input; returns once the warp's operation is done, its result in
-// cpu.current->result.
-static void cpu_warp_collective(CpuCollective collective, int tag, const void *input) {
-    CpuFiber *me = cpu.current;
-    unsigned int w = (unsigned int)(me - cpu.fibers) / CPU_WARP;
-    me->collective = collective;
-    me->tag = tag;
-    me->input = input;
-    me->state = CPU_AT_COLLECTIVE;
-    // The last to arrive completes it and runs on; the others wait to be made ready.
-    if (++cpu.warps[w].arrived < cpu.warps[w].live || !cpu_complete_collective(w)) cpu_yield();
+// Lane `gone` of warp w returned: lanes waiting at a collective no longer wait for it.
+static void cpu_lane_returned(unsigned int w, unsigned int gone) {
+    CpuWarp *warp = &cpu.warps[w];
+    warp->live &= ~(1u << gone);
+    for (unsigned int t = 0; t < CPU_WARP && warp->arrived; ++t)
+        if ((warp->arrived >> t & 1) && (cpu.fibers[w * CPU_WARP + t].mask >> gone & 1)) cpu_complete_collective(w, t);
 }
 
-static void cpu_no_result(CpuFiber *, unsigned int) {}
-// __syncwarp(): the warp's lanes wait for each other (the mask is taken to be the whole warp).
-static inline void __syncwarp(unsigned int = 0xffffffffu) { cpu_warp_collective(cpu_no_result, -1, 0); }
+// The calling thread arrives at a warp-collective operation (tag: which one, e.g. its source
+// line) with its input and the lanes that take part (mask; the caller is always one); returns once
+// they have all done it, its result in cpu.current->result.
+static void cpu_warp_collective(CpuCollective collective, int tag, const void *input, unsigned int mask = ~0u) {
+    CpuFiber *me = cpu.current;
+    unsigned int t = (unsigned int)(me - cpu.fibers), w = t / CPU_WARP, lane = t % CPU_WARP;
+    me->collective = collective;
+    me->tag = tag;
+    me->mask = mask | 1u << lane;
+    me->input = input;
+    me->state = CPU_AT_COLLECTIVE;
+    cpu.warps[w].arrived |= 1u << lane;
+    // The last to arrive completes it and runs on; the others wait to be made ready.
+    if (!cpu_complete_collective(w, lane)) cpu_yield();
+}
+
+static void cpu_no_result(CpuFiber *, unsigned int, unsigned int) {}
+// __syncwarp(mask): the mask's lanes wait for each other.
+static inline void __syncwarp(unsigned int mask = 0xffffffffu) { cpu_warp_collective(cpu_no_result, -1, 0, mask); }
+
+// The warp shuffles (shfl.sync), as the PTX ISA defines them: each lane reads `var` of lane j, where
+// for lane l, with b its lane operand and c = ((32 - width) << 8) | clamp its width operand as CUDA's
+// __shfl_*_sync build it (clamp 31, 0 for up), segmask = c[12:8]:
+//   maxLane = (l & segmask) | (clamp & ~segmask)   minLane = l & segmask
+//   idx  j = minLane | (b & ~segmask)   pval = j <= maxLane    (srcLane modulo width, in l's segment)
+//   up   j = l - b                      pval = j >= maxLane    (maxLane: the segment's first lane)
+//   down j = l + b                      pval = j <= maxLane    (the segment's last lane)
+//   bfly j = l ^ b                      pval = j <= maxLane    (earlier segments readable, later not)
+// and where !pval it reads its own var (j = l). A source lane outside the mask, or returned, gives
+// 0 bits: the GPU leaves that value undefined.
+enum CpuShflMode { CPU_SHFL_IDX, CPU_SHFL_UP, CPU_SHFL_DOWN, CPU_SHFL_BFLY };
+struct CpuShflInput {
+    unsigned long long bits;
+    unsigned int b, c;
+};
+
+template <int MODE> static void cpu_shfl(CpuFiber *lanes, unsigned int count, unsigned int group) {
+    for (unsigned int l = 0; l < count; ++l) {
+        if (!(group >> l & 1)) continue;
+        const CpuShflInput *in = (const CpuShflInput *)lanes[l].input;
+        int b = (int)(in->b & 31), segmask = (int)((in->c >> 8) & 31), clamp = (int)(in->c & 31), lane = (int)l;
+        int max_lane = (lane & segmask) | (clamp & ~segmask), min_lane = lane & segmask, j;
+        bool pval;
+        if (MODE == CPU_SHFL_IDX) { j = min_lane | (b & ~segmask); pval = j <= max_lane; }
+        else if (MODE == CPU_SHFL_UP) { j = lane - b; pval = j >= max_lane; }
+        else if (MODE == CPU_SHFL_DOWN) { j = lane + b; pval = j <= max_lane; }
+        else { j = lane ^ b; pval = j <= max_lane; }
+        if (!pval) j = lane;
+        unsigned long long bits = 0;
+        if (j >= 0 && j < (int)count && (group >> j & 1)) bits = ((const CpuShflInput *)lanes[j].input)->bits;
+        memcpy(lanes[l].result, &bits, sizeof bits);
+    }
+}
+
+template <int MODE, typename T> static inline T cpu_shfl_sync(unsigned int mask, T var, int b, unsigned int c) {
+    static_assert(sizeof(T) <= 8, "a shuffle moves at most 64 bits (int, float, double, __half2, ...)");
+    CpuShflInput mine = {0, (unsigned int)b, c};
+    memcpy(&mine.bits, &var, sizeof(T));
+    cpu_warp_collective(cpu_shfl<MODE>, -2 - MODE, &mine, mask);
+    T out;
+    memcpy(&out, cpu.current->result, sizeof(T));
+    return out;
+}
+template <typename T> static inline T __shfl_sync(unsigned int mask, T var, int src_lane, int width = CPU_WARP) {
+    return cpu_shfl_sync<CPU_SHFL_IDX>(mask, var, src_lane, ((CPU_WARP - width) << 8) | 0x1f);
+}
+template <typename T> static inline T __shfl_up_sync(unsigned int mask, T var, unsigned int delta, int width = CPU_WARP) {
+    return cpu_shfl_sync<CPU_SHFL_UP>(mask, var, (int)delta, (CPU_WARP - width) << 8);
+}
+template <typename T> static inline T __shfl_down_sync(unsigned int mask, T var, unsigned int delta, int width = CPU_WARP) {
+    return cpu_shfl_sync<CPU_SHFL_DOWN>(mask, var, (int)delta, ((CPU_WARP - width) << 8) | 0x1f);
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned int mask, T var, int lane_mask, int width = CPU_WARP) {
+    return cpu_shfl_sync<CPU_SHFL_BFLY>(mask, var, lane_mask, ((CPU_WARP - width) << 8) | 0x1f);
+}
+
+// The warp votes (vote.sync): every lane of the mask receives the ballot of their predicates (and,
+// for __all_sync, which lanes voted).
+static void cpu_ballot(CpuFiber *lanes, unsigned int count, unsigned int group) {
+    unsigned int ballot = 0;
+    for (unsigned int l = 0; l < count; ++l)
+        if ((group >> l & 1) && *(const int *)lanes[l].input) ballot |= 1u << l;
+    for (unsigned int l = 0; l < count; ++l) {
+        if (!(group >> l & 1)) continue;
+        lanes[l].result[0] = ballot;
+        lanes[l].result[1] = group;
+    }
+}
+static inline unsigned int __ballot_sync(unsigned int mask, int predicate) {
+    int mine = predicate != 0;
+    cpu_warp_collective(cpu_ballot, -6, &mine, mask);
+    return cpu.current->result[0];
+}
+static inline int __any_sync(unsigned int mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+static inline int __all_sync(unsigned int mask, int predicate) {
+    __ballot_sync(mask, predicate);
+    return cpu.current->result[0] == cpu.current->result[1];
+}
 
 // The tensor cores' warp instructions, as warp collectives: ldmatrix (trace.cuh's trace_load_matrix
 // records each lane's row, then meets its warp in cpu_ldmatrix) and mma.sync (MMA_16816).
@@ -322,7 +487,7 @@ static unsigned int cpu_named_element(CpuFiber *lanes, unsigned int count, unsig
 //           holds it);
 //   .trans  element t / 4 of rows 2 (t % 4) and 2 (t % 4) + 1: the same places of the transposed
 //           matrix (PTX ISA: .trans loads the matrix "in column-major format").
-template <int N, bool TRANS> static void cpu_ldmatrix(CpuFiber *lanes, unsigned int count) {
+template <int N, bool TRANS> static void cpu_ldmatrix(CpuFiber *lanes, unsigned int count, unsigned int) {
     for (unsigned int t = 0; t < count; ++t) {
         for (unsigned int m = 0; m < N; ++m) {
             unsigned int i = t / 4, j = 2 * (t % 4), word = 0;   // (i, j) and (i, j + 1) of the matrix
@@ -356,7 +521,7 @@ static double cpu_half_of(unsigned int word, unsigned int h) {
     return (double)__half2float(__ushort_as_half((unsigned short)(word >> (16 * h))));
 }
 
-static void cpu_mma_16816(CpuFiber *lanes, unsigned int count) {
+static void cpu_mma_16816(CpuFiber *lanes, unsigned int count, unsigned int) {
     double a[16][16] = {}, b[16][8] = {};   // a lane that never arrived holds zeros
     for (unsigned int t = 0; t < count; ++t) {
         const CpuMmaOperands *in = (const CpuMmaOperands *)lanes[t].input;
@@ -387,9 +552,38 @@ static inline void cpu_mma_sync_16816(float (&d)[4], const unsigned int (&a)[4],
     for (int i = 0; i < 4; ++i) d[i] = cpu_bits_float(cpu.current->result[i]);
 }
 
+// Fiber t's stack: CPU_FIBER_STACK bytes above a guard page (cpu_entry.h maps them so).
+static inline char *cpu_stack(char *stacks, unsigned int t) {
+    return stacks + (size_t)t * cpu.stack_stride + (cpu.stack_stride - CPU_FIBER_STACK);
+}
+
+// The barrier opens for every live thread of the block, all waiting there: a fault (cpu.barrier_fault)
+// unless all came from the same SYNC() and none returned. CUDA allows __syncthreads() in conditional
+// code only where the condition is the same across the whole block: elsewhere the GPU may hang, or
+// let threads of different barriers through together, and what the trace would show is not what the
+// kernel does.
+static void cpu_open_barrier(unsigned int n, unsigned int alive) {
+    const CpuFiber *first = 0;
+    for (unsigned int t = 0; t < n; ++t) {
+        CpuFiber *f = &cpu.fibers[t];
+        if (f->state != CPU_AT_BARRIER) continue;
+        if (!first) first = f;
+        if (f->barrier_line != first->barrier_line && !cpu.barrier_fault) {
+            unsigned int a = first->barrier_line < CPU_LINES ? first->barrier_line : 0;
+            unsigned int b = f->barrier_line < CPU_LINES ? f->barrier_line : 0;
+            cpu.barrier_fault = 1 + 2 * (int)(a + CPU_LINES * b);
+        }
+        f->state = CPU_READY;
+    }
+    if (alive < n && !cpu.barrier_fault)
+        cpu.barrier_fault = 2 + 2 * (int)(first->barrier_line < CPU_LINES ? first->barrier_line : 0);
+    cpu.at_barrier = 0;
+}
+
 // Runs every thread of the current block to completion: round after round it resumes the threads
 // that are ready; when none is, either every live thread waits at the barrier (it opens) or the
-// block is stuck (cpu.stuck: threads wait at collectives their warp never completes).
+// block is stuck (cpu.stuck: threads wait at collectives their warp never completes). A barrier
+// fault stops the block where it is found.
 static void cpu_run_block(char *stacks) {
     unsigned int n = cpu.block_dim.x * cpu.block_dim.y * cpu.block_dim.z;
     for (unsigned int t = 0; t < n; ++t) {
@@ -397,14 +591,16 @@ static void cpu_run_block(char *stacks) {
         f->thread = uint3(t % cpu.block_dim.x, (t / cpu.block_dim.x) % cpu.block_dim.y,
                           t / (cpu.block_dim.x * cpu.block_dim.y));
         f->state = CPU_READY;
-        cpu_fiber_init(f, stacks + (size_t)t * CPU_FIBER_STACK);
+        cpu_fiber_init(f, cpu_stack(stacks, t));
     }
     for (unsigned int w = 0; w * CPU_WARP < n; ++w) {
-        cpu.warps[w].live = n - w * CPU_WARP < CPU_WARP ? n - w * CPU_WARP : CPU_WARP;
+        unsigned int lanes = n - w * CPU_WARP < CPU_WARP ? n - w * CPU_WARP : CPU_WARP;
+        cpu.warps[w].live = lanes == CPU_WARP ? ~0u : (1u << lanes) - 1;
         cpu.warps[w].arrived = 0;
     }
     cpu.at_barrier = 0;
     cpu.stuck = 0;
+    cpu.barrier_fault = 0;
     unsigned int alive = n;
     while (alive) {
         bool ran = false;
@@ -416,16 +612,13 @@ static void cpu_run_block(char *stacks) {
             ran = true;
             if (f->state != CPU_DONE) continue;
             --alive;
-            // A lane that returns no longer holds up its warp's collective.
-            CpuWarp *warp = &cpu.warps[t / CPU_WARP];
-            --warp->live;
-            if (warp->arrived && warp->arrived == warp->live) cpu_complete_collective(t / CPU_WARP);
+            // A lane that returns no longer holds up its warp's collectives.
+            cpu_lane_returned(t / CPU_WARP, t % CPU_WARP);
         }
         if (cpu.stuck) return;
         if (alive && cpu.at_barrier == alive) {        // everyone left is at the barrier: it opens
-            for (unsigned int t = 0; t < n; ++t)
-                if (cpu.fibers[t].state == CPU_AT_BARRIER) cpu.fibers[t].state = CPU_READY;
-            cpu.at_barrier = 0;
+            cpu_open_barrier(n, alive);
+            if (cpu.barrier_fault) return;
         } else if (alive && !ran) {
             cpu.stuck = 1;
             return;

@@ -285,11 +285,14 @@ TRACE_FN void trace_record(unsigned long long index, unsigned int line, unsigned
 
 // Where an array's records count from: a shared array (an array type) from its own first byte; a
 // global one (a pointer, maybe moved) from its allocation. The pointer is taken by reference so
-// that an array never decays into it: each array picks exactly one of the two.
+// that an array never decays into it: each array picks exactly one of the two (for an array the
+// first is the more specialised). Any pointer type: `T *const &` did not match a
+// `const float *__restrict__` parameter (restrict is a qualifier neither g++ nor nvcc deduces
+// through), and a student's kernel commonly declares its pointers so.
 template <typename T, unsigned long long N>
 TRACE_FN const char *trace_origin(T (&arr)[N], unsigned int) { return (const char *)arr; }
-template <typename T>
-TRACE_FN const char *trace_origin(T *const &, unsigned int array) { return trace_bases[array]; }
+template <typename P>
+TRACE_FN const char *trace_origin(const P &, unsigned int array) { return trace_bases[array]; }
 
 // An element's index: its distance from the origin, in elements of its type.
 template <typename T>
@@ -418,8 +421,14 @@ TRACE_FN void trace_copy_async_zfill(bool copy, T *dst, const char *dst_origin, 
 #endif
 }
 
-TRACE_FN void trace_sync() {
+// line: the SYNC()'s own, so that the CPU tracer can tell threads that meet at different barriers
+// (cpu_shim.h cpu_syncthreads).
+TRACE_FN void trace_sync(unsigned int line) {
+#ifdef MATMUL_CPU
+    cpu_syncthreads(line);
+#else
     __syncthreads();
+#endif
     trace_epochs[trace_slot()]++;
 }
 
@@ -470,7 +479,7 @@ TRACE_FN void trace_commit() {
 #else
 #define CP_ASYNC_WAIT(n) __pipeline_wait_prior(n)
 #endif
-#define SYNC() trace_sync()
+#define SYNC() trace_sync(__LINE__)
 #define TRACE_LDMATRIX(N, regs, ...) trace_load_matrix<N>(regs, &TRACE_LDS_ELEM(__VA_ARGS__), \
                                                           TRACE_SHARED_AT(0, __VA_ARGS__))
 #define TRACE_LDMATRIX_T(N, regs, ...) trace_load_matrix<N, true>(regs, &TRACE_LDS_ELEM(__VA_ARGS__), \

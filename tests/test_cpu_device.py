@@ -111,3 +111,69 @@ def test_a_one_block_trace_of_the_transposed_b_pipeline_transposes_only_what_it_
     assert [tuple(b) for b in t.launches[0].blocks.tolist()] == [(5, y) for y in range(96 // 8)]
     assert not t.launches[0].traced
     assert t.checked_outputs == 32 * 8 and t.rel_error < 1e-6     # BT was complete where it was read
+
+
+_CUDA = __import__("pathlib").Path(__file__).parent / "cuda"
+
+
+def test_a_kernel_written_for_nvcc_compiles_and_computes_on_the_cpu(capfd):
+    """Math functions, printf, assert, __restrict__ pointers, __constant__ and __device__ helpers had
+    each failed the CPU build ("was not declared"; __restrict__ with a message from trace.cuh)."""
+    run = execute(single_launch_plan(str(_CUDA / "host_functions.cu"), make_problem(37, 45, 29), (2, 6), (32, 8)),
+                  CpuDevice())
+    assert run.checked_outputs == 37 * 45 and run.rel_error < 1e-6
+    assert "host_functions: K = 29" in capfd.readouterr().out   # printf goes to stdout, nowhere else
+
+
+def test_warp_shuffles_are_warp_collectives_with_ptx_semantics():
+    """__shfl_*_sync (idx, up, down, bfly; width; out-of-segment lanes read their own value), the
+    votes and __syncwarp: the kernel's result is right only where each answers as the PTX ISA says."""
+    run = execute(single_launch_plan(str(_CUDA / "warp_shuffles.cu"), make_problem(8, 8, 70), (8, 2), (32, 4)),
+                  CpuDevice())
+    assert run.checked_outputs == 64 and run.rel_error < 1e-6
+
+
+@pytest.mark.parametrize("kernel, says", [
+    ("sync_in_branch", r"waited at the SYNC\(\) of line 7 that others had returned without reaching"),
+    ("sync_two_sites", r"met at different SYNC\(\)s \(line 8 and line 10\)"),
+])
+def test_a_barrier_not_every_thread_of_the_block_reaches_is_an_error(kernel, says):
+    """SYNC() in a branch not every thread takes had traced green: CUDA allows __syncthreads() in
+    conditional code only where the condition is the same across the block."""
+    plan = single_launch_plan(str(_CUDA / f"{kernel}.cu"), make_problem(64, 64, 64), (1, 1), (64, 1))
+    with pytest.raises(EngineError, match=says) as exc:
+        execute(plan, CpuDevice())
+    assert "\n" not in str(exc.value)
+
+
+def test_local_arrays_past_a_threads_stack_are_refused_at_their_line(tmp_path, monkeypatch):
+    """An 80 KB local array overflowed the 64 KB fiber stack and crashed the process; now the build
+    refuses it, at the function's line, in words the Playground shows there."""
+    from engine import playground
+    from engine.kernels import build
+    monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
+    with pytest.raises(EngineError, match="local arrays") as exc:
+        build.build_cpu_library(str(_CUDA / "big_local_array.cu"), {})
+    [found] = playground.diagnostics(str(exc.value))
+    assert found.line == 11 and "80,096 bytes" in found.message and "64 KB each emulated thread has" in found.message
+
+
+def test_a_stack_overflow_past_the_build_check_faults_in_its_guard_page():
+    """Calls nested past the fiber stack (no one function over the build's limit) had run on over
+    the next fiber's stack; the guard page below each stack stops it there (a segfault, which the
+    sandbox reports as one line; no catalog kernel comes near)."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    script = f"""
+from engine.devices.cpu import CpuDevice
+from engine.tracing.execute import execute
+from engine.tracing.plan import single_launch_plan
+from engine.kernels.problem import make_problem
+execute(single_launch_plan({str(_CUDA / "deep_stack.cu")!r}, make_problem(8, 8, 8), (1, 1), (32, 1)), CpuDevice())
+print("ran on")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGSEGV and "ran on" not in done.stdout, (done.returncode, done.stderr[-2000:])

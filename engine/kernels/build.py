@@ -25,7 +25,16 @@ from engine.errors import EngineError
 from engine.kernels import cache, sources
 
 GPU_ARCH = os.environ.get("MATMUL_EXPLORER_ARCH", "sm_90")
-CPU_FLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-Wno-unknown-pragmas")
+# Each CUDA thread runs on a fiber stack of 64 KB (cuda/cpu_shim.h CPU_FIBER_STACK). A function whose
+# locals (a thread's local arrays) take more than CPU_FRAME_BYTES of it is refused when it is built,
+# at its line, rather than overflowing the stack when it runs (the rest is left to the calls it
+# makes, printf's among them); what gets past (deep calls) faults in the guard page below each stack
+# (cuda/cpu_entry.h), which -fstack-clash-protection keeps a large frame from stepping over.
+CPU_FIBER_STACK_KB = 64
+CPU_FRAME_BYTES = 48 * 1024
+CPU_FLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-Wno-unknown-pragmas",
+             f"-Werror=frame-larger-than={CPU_FRAME_BYTES}", "-fstack-clash-protection")
+_FRAME_RE = re.compile(r"error: the frame size of (\d+) bytes is larger than \d+ bytes \[-Werror=frame-larger-than=\]")
 COMPILE_TIMEOUT = 300   # seconds; a compiler that takes longer is killed
 
 
@@ -285,7 +294,18 @@ def build_cpu_library(file: str, params: Mapping[str, int]) -> Path:
     def build(out: Path) -> None:
         unit_file = out.with_suffix(".cpp")
         unit_file.write_text(unit + key_source(target, device=False))
-        _run([compiler, *CPU_FLAGS, f"-I{cuda}", "-o", str(out), str(unit_file)], f"the C++ compiler on {file}",
-             scratch=out.parent)
+        try:
+            _run([compiler, *CPU_FLAGS, f"-I{cuda}", "-o", str(out), str(unit_file)], f"the C++ compiler on {file}",
+                 scratch=out.parent)
+        except EngineError as exc:
+            # g++'s words are about frames; the student's are local arrays and threads. The line (the
+            # function's closing brace) stays, so that the Playground shows it there.
+            found = _FRAME_RE.search(str(exc))
+            if not found:
+                raise
+            raise EngineError(_FRAME_RE.sub(
+                f"error: this function's local variables (its local arrays) take {int(found.group(1)):,} bytes "
+                f"of a thread's stack, more than the CPU tracer gives them ({CPU_FRAME_BYTES // 1024} KB of the "
+                f"{CPU_FIBER_STACK_KB} KB each emulated thread has): make them smaller", str(exc))) from None
 
     return _built(target, build, f"Compiling {src.name} for the CPU")
