@@ -19,6 +19,7 @@ import shutil
 import threading
 import time
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -267,6 +268,20 @@ def problem_for(spec: KernelSpec, m: int, n: int, k: int, params: dict[str, int]
     return problem
 
 
+def shown(message: str, saved: Saved) -> str:
+    """A message from the compiler or the sandbox with the server's paths left out: the student's
+    file by its name, the engine's headers (cuda/trace.cuh) by theirs."""
+    return message.replace(str(saved.path), saved.path.name).replace(str(sources.CUDA_DIR) + os.sep, "")
+
+
+@contextmanager
+def _names_not_paths(saved: Saved):
+    try:
+        yield
+    except EngineError as exc:
+        raise EngineError(shown(str(exc), saved)) from None
+
+
 def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[int, int]] | None = None) -> Trace:
     """The kernel's trace (of the given blocks, or all), built and run in a sandbox: the same Trace
     the catalog's kernels give, so every view of the app draws it."""
@@ -276,7 +291,8 @@ def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[i
         raise EngineError(str(exc)) from None
     check_fits_host(plan)
     _used(saved.path)
-    raw = runs.trace(plan)
+    with _names_not_paths(saved):
+        raw = runs.trace(plan)
     try:
         return assemble(plan, raw, "cpu")
     except (IndexError, ValueError, KeyError, TypeError):
@@ -294,7 +310,8 @@ def check_whole(saved: Saved, spec: KernelSpec, problem: Problem) -> WholeResult
     except ValueError as exc:   # a shared array's size the reader cannot compute (sources.shared_shape)
         raise EngineError(str(exc)) from None
     _used(saved.path)
-    return runs.whole(plan)
+    with _names_not_paths(saved):
+        return runs.whole(plan)
 
 
 def whole_summary(whole: WholeResult, grid: tuple[int, int], tolerance: float) -> str:
@@ -313,7 +330,8 @@ def whole_summary(whole: WholeResult, grid: tuple[int, int], tolerance: float) -
 def listing(saved: Saved, problem: Problem) -> dict:
     """Its SASS memory instructions per source line (what the as-compiled counts read), compiled and
     listed in a sandbox."""
-    return runs.listing(saved.path, problem.params)
+    with _names_not_paths(saved):
+        return runs.listing(saved.path, problem.params)
 
 
 def time_on_gpu(saved: Saved, problem: Problem) -> dict:
@@ -321,7 +339,8 @@ def time_on_gpu(saved: Saved, problem: Problem) -> dict:
     sandbox of its own (a GPU machine only): {'gpu', 'times_ms', 'correct', 'rel_error', 'worst_error',
     'tolerance'}. A wrong result is an EngineError saying how wrong: the gate times nothing then, and
     the page had taken the median of no times."""
-    out = runs.time_on_gpu(saved.path, saved.kernel, problem)
+    with _names_not_paths(saved):
+        out = runs.time_on_gpu(saved.path, saved.kernel, problem)
     if not out["correct"]:
         raise EngineError(f"its result on the {out['gpu']} is wrong (relative error {out['rel_error']:.1e}, "
                           f"worst element off by {out['worst_error']:.1e} × max |C|; the tolerance is "

@@ -138,7 +138,7 @@ try:
         trace, inst = cached.playground_trace(saved, spec, problem, ((bx, by),))
 except EngineError as exc:
     # A compiler's message or a fault, at its line of the student's source where it names one.
-    st.session_state[FAILED] = (asked, str(exc).replace(str(saved.path), saved.path.name))
+    st.session_state[FAILED] = (asked, str(exc))
     st.rerun()
 warps = views.warps_of(trace, bx, by) or [0]
 warp = e2.selectbox("Warp", warps, key=view_state.state("warp", warps[0], warps))
@@ -221,7 +221,7 @@ if status.available:
             try:
                 mine = playground.time_on_gpu(saved, problem)
             except EngineError as exc:
-                st.error(schema.plain(str(exc).replace(str(saved.path), saved.path.name)), icon=":material/error:")
+                st.error(schema.plain(str(exc)), icon=":material/error:")
                 query.stop()
             settings = benchmark.Settings()
             rows = [benchmark.measure(name, m, n, k, settings) for name in others]

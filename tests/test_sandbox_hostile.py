@@ -31,7 +31,7 @@ def small_limits(monkeypatch, tmp_path):
     """Small limits, so a kernel that runs away is stopped in a second or two; a cache of its own;
     and a secret in the server's environment, which no kernel may see."""
     monkeypatch.setattr(sandbox, "LIMITS", Limits(cpu_s=2, wall_s=15, memory_bytes=4 << 30, processes=32,
-                                                  file_bytes=8 << 20, tmp_bytes=64 << 20))
+                                                  file_bytes=8 << 20, tmp_bytes=64 << 20, idle_s=3))
     monkeypatch.setenv("MATMUL_EXPLORER_CACHE", str(tmp_path))
     monkeypatch.setenv("SERVER_SECRET", SECRET)
 
@@ -167,6 +167,19 @@ def test_an_infinite_loop_runs_out_of_cpu_time():
     assert "CPU time" in message or "time limit" in message, message
 
 
+@pytest.mark.parametrize("statement", ["    if (threadIdx.x == 0) sleep(100);",
+                                       "    for (;;) usleep(20000);"])
+def test_a_kernel_that_sleeps_is_stopped_long_before_the_time_limit(statement):
+    """A sleep uses no CPU time: it had run to the sandbox's wall-clock limit (45 s), holding its place
+    in the server's line of heavy work all that time."""
+    started = time.perf_counter()
+    message = refused(kernel(statement=statement, top="#include <unistd.h>"))
+    assert "computed nothing for 3 s" in message, message
+    # The build before it (a compiler, busy throughout) is not taken for idle; the sleep is stopped at 3 s.
+    assert time.perf_counter() - started < 12
+    assert sandbox_processes() == []
+
+
 def test_an_infinite_loop_before_main_is_stopped_too():
     message = refused(kernel(top="static int never = [] { volatile int spin = 1; while (spin) {} return 0; }();"))
     assert "CPU time" in message or "time limit" in message, message
@@ -266,6 +279,16 @@ def test_a_compile_error_comes_back_at_its_line():
     message = refused(text)
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "int x = 1;" in t)
     assert [d.line for d in playground.diagnostics(message)][:1] == [line], message
+
+
+def test_a_compile_error_inside_the_engines_headers_names_no_server_path():
+    """An error g++ reports in cuda/trace.cuh (an access macro given what it cannot store) had shown
+    the header's path on the server."""
+    from engine.kernels import sources
+    text = kernel().replace("STG(C, row * N + col, sum);", 'STG(C, row * N + col, "a string");')
+    message = refused(text)
+    assert "trace.cuh:" in message and str(sources.CUDA_DIR) not in message, message
+    assert "/" not in message.split("trace.cuh:")[0].split()[-1], message
 
 
 def test_a_huge_source_is_refused_before_anything_reads_it():

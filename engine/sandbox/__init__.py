@@ -63,6 +63,10 @@ class Limits:
     tmp_bytes: int = 512 << 20       # its /tmp
     output_bytes: int = 64 << 10     # what it prints, kept
     result_bytes: int = 256 << 20    # its result, read
+    # A job (not a GPU one: it may wait on the GPU) that computes next to nothing this long is stopped:
+    # a sleep used no CPU time and held its place in the server's line of heavy work for the whole
+    # wall_s, so a student's sleep(100) kept another's build waiting 45 s.
+    idle_s: float = 10.0
 
 
 LIMITS = Limits()
@@ -256,11 +260,20 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        timed_out = False
-        try:
-            proc.wait(timeout=limits.wall_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out = idle = False
+        watch = _IdleWatch(uid, limits.idle_s if not gpu else 0.0)
+        while True:
+            try:
+                proc.wait(timeout=min(_POLL_S, max(0.0, started + limits.wall_s - time.perf_counter())))
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if time.perf_counter() >= started + limits.wall_s:
+                timed_out = True
+                break
+            if watch.idle():
+                idle = True
+                break
         # Whatever of it is left: a process it forked that outlived bwrap holds its user id.
         _kill(proc, uid)
         proc.wait()
@@ -268,7 +281,7 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
             t.join(timeout=5)
         seconds = time.perf_counter() - started
         text = b"".join(output).decode("utf-8", errors="replace")
-        reason = _reason(proc.returncode, timed_out, bool(result_cut), limits, text)
+        reason = _reason(proc.returncode, timed_out, bool(result_cut), limits, text, idle)
         return Outcome(not reason, reason, text + ("\n[output cut]" if out_cut else ""), b"".join(result), seconds)
     finally:
         for fd in (read_end, write_end):
@@ -285,7 +298,10 @@ def run_sandboxed(argv: list[str], *, binds: list[tuple[Path, Path]] = (), limit
                     path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _reason(code: int, timed_out: bool, result_cut: bool, limits: Limits, output: str) -> str:
+def _reason(code: int, timed_out: bool, result_cut: bool, limits: Limits, output: str, idle: bool = False) -> str:
+    if idle:
+        return (f"computed nothing for {limits.idle_s:g} s (a sleep, or a wait for something that never comes): "
+                "the sandbox stops a job that does")
     if timed_out:
         return f"stopped after {limits.wall_s:g} s (the sandbox's time limit): does it loop forever?"
     if result_cut:
@@ -304,6 +320,46 @@ def _reason(code: int, timed_out: bool, result_cut: bool, limits: Limits, output
     if sig:
         return f"was killed by signal {sig}"
     return f"exited with status {code}"
+
+
+# How often a running job is looked at (its end, its time limits).
+_POLL_S = 0.25
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class _IdleWatch:
+    """Whether a sandbox's processes (its user id's) have used less than 1% of a core over the last
+    idle_s seconds (0: never). CPU time is counted in clock ticks, the job's own and what its waited-for
+    children used (a compiler's passes): a busy job, even one on a crowded machine at a lower priority,
+    gets more than that."""
+
+    def __init__(self, uid: int, idle_s: float):
+        self.uid, self.idle_s = uid, idle_s
+        self.since, self.ticks = time.perf_counter(), 0
+        self.least = max(1, int(0.01 * idle_s * _TICKS))
+
+    def idle(self) -> bool:
+        if not self.idle_s:
+            return False
+        now, ticks = time.perf_counter(), _cpu_ticks(self.uid)
+        if ticks >= self.ticks + self.least:
+            self.since, self.ticks = now, ticks
+        elif ticks < self.ticks:   # a process ended before its parent counted it: the sum drops, not the time
+            self.ticks = ticks
+        return now - self.since >= self.idle_s
+
+
+def _cpu_ticks(uid: int) -> int:
+    """The CPU time, in clock ticks, of a user id's live processes and of the children they waited for
+    (utime, stime, cutime and cstime of /proc/PID/stat)."""
+    total = 0
+    for pid in _processes_of(uid):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
 
 
 def _kill(proc: subprocess.Popen, uid: int) -> None:
