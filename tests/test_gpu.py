@@ -390,3 +390,16 @@ def test_trans_and_mma_fragments_are_the_ptx_tables_on_the_gpu_as_on_the_cpu(fil
     # place moves it by far more.
     assert graw.checked_outputs == size[0] * size[1]
     assert abs(graw.rel_error - craw.rel_error) <= 1e-5 * craw.rel_error
+
+
+@pytest.mark.parametrize("file, size, grid, block", [("warp_shuffles.cu", (8, 8, 70), (8, 2), (32, 4)),
+                                                     ("host_functions.cu", (37, 45, 29), (2, 6), (32, 8))])
+def test_shuffles_votes_and_host_functions_do_on_the_cpu_what_they_do_on_the_gpu(file, size, grid, block):
+    """The CPU tracer's warp shuffles, votes, __syncwarp, math functions, __constant__ and __restrict__
+    pointers (cuda/cpu_shim.h), against the GPU's: the same records and, each kernel's C checking its
+    shuffles against the PTX ISA's shfl.sync, a right result on both."""
+    plan = single_launch_plan(str(TEST_CUDA / file), make_problem(*size), grid, block)
+    (graw, gpu), (craw, cpu) = _on_gpu_and_cpu(plan)
+    assert graw.checked_outputs == craw.checked_outputs == size[0] * size[1]
+    assert graw.rel_error < 1e-5 and craw.rel_error < 1e-5
+    assert gpu.records.tobytes() == cpu.records.tobytes()
