@@ -147,6 +147,10 @@ def cmd_trace(args) -> int:
 
 def cmd_cache(args) -> int:
     """The compile cache: where it is, how big against its budget, and `--clear` to empty it."""
+    path = cache.cache_root()
+    if not path.exists():   # said, not made: looking at the cache had created it
+        print(f"{path}: no builds yet (it is made at the first build)")
+        return 0
     path = cache.cache_dir()
     if args.clear:
         nbytes, count = cache.clear(path)

@@ -137,10 +137,13 @@ def test_info_json_is_strict_json(capsys):
 def test_record_cap_from_the_environment(capsys, monkeypatch):
     monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", "1e2")
     assert "over the cap of 100:" in _one_line_error(capsys, TRACE_32)
-    for bad in ("2.5", "ten", "-3", "0", "inf"):
+    for bad in ("2.5", "ten", "inf"):
         monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", bad)
         assert _one_line_error(capsys, TRACE_32) == ("error: MATMUL_EXPLORER_RECORD_CAP must be a whole number of "
                                                      f"records like 10000000 or 1e7, got {bad!r}")
+    for bad in ("-3", "0"):
+        monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", bad)
+        assert _one_line_error(capsys, TRACE_32) == f"error: MATMUL_EXPLORER_RECORD_CAP must be at least 1 record, got {bad}"
 
 
 def test_a_bad_record_cap_does_not_stop_the_engine_from_importing():
@@ -387,7 +390,7 @@ def test_a_trace_over_the_cap_says_its_bound_and_only_advice_that_helps(capsys):
 
 def test_a_cap_below_one_and_a_negative_warp_are_named(capsys):
     assert main(["trace", "tiled_guarded", "--m", "8", "--n", "8", "--k", "8", "--source", "cpu", "--cap", "-5"]) == 2
-    assert capsys.readouterr().err.strip() == "error: the record cap must be at least 1, got -5"
+    assert capsys.readouterr().err.strip() == "error: --cap must be at least 1 record, got -5"
     from engine import animations
     for make in (animations.coalescing, animations.bank_conflicts):
         with pytest.raises(EngineError, match=r"^warp must be 0 or more, not -1$"):
@@ -421,6 +424,12 @@ def test_output_that_cannot_be_written_is_one_line(argv):
         done = subprocess.run([sys.executable, "-m", "engine", *argv], cwd=ROOT, stdout=full, stderr=subprocess.PIPE,
                               text=True, timeout=300)
     assert done.returncode == 2 and done.stderr == "error: [Errno 28] No space left on device\n", done.stderr
+
+
+def test_a_cap_of_0_is_refused_alike_from_the_variable_and_the_option(capsys, monkeypatch):
+    assert _one_line_error(capsys, [*TRACE_32, "--cap", "0"]) == "error: --cap must be at least 1 record, got 0"
+    monkeypatch.setenv("MATMUL_EXPLORER_RECORD_CAP", "0")
+    assert _one_line_error(capsys, TRACE_32) == "error: MATMUL_EXPLORER_RECORD_CAP must be at least 1 record, got 0"
 
 
 def test_a_cap_is_written_as_the_variable_is(capsys):

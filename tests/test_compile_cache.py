@@ -236,6 +236,14 @@ def test_the_cli_shows_the_cache_and_clears_it(cache, capsys):
     assert list(folder.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv", [["cache"], ["cache", "--clear"]])
+def test_looking_at_a_cache_that_is_not_there_does_not_make_it(cache, capsys, argv):
+    from engine.cli import main
+    assert main(argv) == 0
+    assert f"{cache}: no builds yet" in capsys.readouterr().out
+    assert not cache.exists()
+
+
 def test_builds_that_could_not_be_removed_are_not_reported_cleared(cache, capsys, monkeypatch):
     """`cache --clear` ignored a failed unlink and said "cleared 2 builds" with one of them still there."""
     from engine.cli import main

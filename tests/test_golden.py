@@ -35,6 +35,10 @@ def test_cpu_trace_equals_gpu_trace(golden, case):
         if field == "array":   # each file numbers arrays its own way (meta "arrays"): compare names
             column, gpu = np.array(cpu.arrays)[column], np.array(recorded_arrays)[gpu]
         assert np.array_equal(column, gpu), field
+    # Each record's memory space, no longer stored but derived from its site (Trace.spaces), against the
+    # space the GPU recorded where the file has it.
+    if f"{case[0]}/space" in golden.files:
+        assert np.array_equal(cpu.spaces(), golden[f"{case[0]}/space"]), "space"
     issued = json.loads(str(golden["meta"]))[case[0]].get("issued")   # recorded since the SKIP_ counts
     if issued is not None:
         assert {str(site): n for site, n in cpu.issued.items()} == issued

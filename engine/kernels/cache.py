@@ -51,9 +51,14 @@ _BUILDERS: dict[Path, bool] = {}    # targets being built now: True where the ba
 _EVICT_LOCK = threading.Lock()
 
 
+def cache_root() -> Path:
+    """Where the cache is, made or not."""
+    return Path(os.environ.get(ENV) or Path.home() / ".cache" / "cuda-matmul-explorer")
+
+
 def cache_dir() -> Path:
-    root = os.environ.get(ENV) or Path.home() / ".cache" / "cuda-matmul-explorer"
-    path = Path(root)
+    """The cache, made (private) where it is not yet."""
+    path = cache_root()
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         _make_private(path)

@@ -30,15 +30,12 @@ def record_cap() -> int:
     raw = os.environ.get(RECORD_CAP_ENV, "").strip()
     if not raw:
         return RECORD_CAP
-    value = parse_cap(raw, RECORD_CAP_ENV)
-    if value < 1:
-        raise EngineError(f"{RECORD_CAP_ENV} must be a whole number of records like 10000000 or 1e7, got {raw!r}")
-    return value
+    return parse_cap(raw, RECORD_CAP_ENV)
 
 
 def parse_cap(raw: str, name: str = "--cap") -> int:
-    """A record cap as written (by name: the option or variable it came from): a whole number, also
-    written like 1e7 (below 1 it is refused where it is used, with what it would cap)."""
+    """A record cap as written (by name: the option or variable it came from): a whole number of at
+    least 1, also written like 1e7. (The variable's 0 and --cap 0 had been refused in two wordings.)"""
     raw = raw.strip()
     try:   # digits as an exact integer; 1e7 and the like through float
         value = float(raw) if not raw.lstrip("+-").isdigit() else int(raw)
@@ -46,6 +43,8 @@ def parse_cap(raw: str, name: str = "--cap") -> int:
         value = None
     if value is None or (isinstance(value, float) and not value.is_integer()) or not abs(value) < 2**63:
         raise EngineError(f"{name} must be a whole number of records like 10000000 or 1e7, got {raw!r}")
+    if value < 1:
+        raise EngineError(f"{name} must be at least 1 record, got {raw}")
     return int(value)
 
 
