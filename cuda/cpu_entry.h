@@ -35,7 +35,7 @@ static char *cpu_map_stacks(unsigned int n) {
 // Runs the traced blocks. Returns 0, or 1 + the id of the array an access fell outside of
 // (1 + TRACE_ARRAY_COUNT + id: a misaligned vector access), -1 when memory for the fibers could not
 // be had, -2 when a block's threads waited for each other forever (cpu_shim.h cpu.stuck), or
-// -2 - cpu.barrier_fault (-3 and below) when threads met at a barrier not all of them reached.
+// -2 - cpu.barrier_fault (-3 and below) when threads met at SYNC()s of different lines.
 extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigned int grid_x,
                              unsigned int grid_y, const unsigned int *block_map, unsigned int blocks,
                              unsigned int *counts, unsigned int *epochs,

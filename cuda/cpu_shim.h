@@ -11,9 +11,10 @@
 //                          that lane's own slot, so lanes that then run on ahead cannot change what
 //                          another lane reads.
 // cpu_run_block resumes the threads that are ready, round after round, and releases the barrier
-// when all the block's live threads wait there; threads that meet there from different SYNC()s, or
-// that returned while others wait there, make the block's barrier fault (cpu.barrier_fault), which
-// the GPU would not report but hang on or run wrongly. Blocks run one after another: they never talk to
+// when all the block's live threads wait there (threads that returned do not hold it: since compute
+// capability 7.0 __syncthreads() waits for the block's threads that have not exited); threads that
+// meet there from different SYNC()s make the block's barrier fault (cpu.barrier_fault), which the GPU
+// would not report but run as it happens to. Blocks run one after another: they never talk to
 // each other in these kernels. State is thread_local, so several host threads (several app
 // sessions) can trace at the same time.
 #pragma once
@@ -176,7 +177,8 @@ template <typename T> static inline T __ldg(const T *p) { return *p; }
 #define __launch_bounds__(...)   // a register-allocation hint for nvcc; nothing on the CPU
 #define __host__
 #define __forceinline__ inline
-#define __noinline__ __attribute__((noinline))
+// (No __noinline__: libstdc++ writes __attribute__((__noinline__)), which a macro of that name breaks
+// for a kernel that includes <memory> after this header.)
 #define __restrict__ __restrict
 // Constant memory is read-only to every thread of every block: one static the host threads share.
 #define __constant__ static
@@ -251,10 +253,9 @@ struct CpuBlockRunner {
     CpuFiber *current;
     unsigned int at_barrier;    // threads waiting at __syncthreads()
     int stuck;                  // the block's threads wait for each other forever (the GPU would hang)
-    // Threads met at a barrier they do not all reach: 1 + kind + 2 (line + CPU_LINES line2), where
-    // kind 0: they wait at SYNC()s of different lines (line, line2); kind 1: a thread returned while
-    // others wait at the SYNC() of `line`. Lines past CPU_LINES - 1 read 0 (unknown): the code must
-    // fit an int (cpu_entry.h returns it negated; engine/devices/cpu.py reads it back).
+    // Threads met at SYNC()s of different lines, line and line2: 1 + 2 (line + CPU_LINES line2). Lines
+    // past CPU_LINES - 1 read 0 (unknown): the code must fit an int (cpu_entry.h returns it negated;
+    // engine/devices/cpu.py reads it back).
     int barrier_fault;
     size_t stack_stride;        // fiber stacks: CPU_FIBER_STACK each, a guard page below each (cpu_entry.h)
     dim3 block, block_dim, grid_dim;
@@ -558,11 +559,13 @@ static inline char *cpu_stack(char *stacks, unsigned int t) {
 }
 
 // The barrier opens for every live thread of the block, all waiting there: a fault (cpu.barrier_fault)
-// unless all came from the same SYNC() and none returned. CUDA allows __syncthreads() in conditional
-// code only where the condition is the same across the whole block: elsewhere the GPU may hang, or
-// let threads of different barriers through together, and what the trace would show is not what the
-// kernel does.
-static void cpu_open_barrier(unsigned int n, unsigned int alive) {
+// unless all came from the same SYNC(). CUDA allows __syncthreads() in conditional code only where the
+// condition is the same across the whole block: elsewhere what a GPU does is undefined (one since
+// compute capability 7.0 lets threads of different barriers through together), and the trace would
+// show one way of it as if it were the kernel's. Threads that returned are no fault: the barrier waits
+// for the threads that have not exited (the CUDA programming guide, compute capability 7.x), so
+// `if (row >= M) return;` before a tiled loop's SYNC()s is a kernel the GPU runs as written.
+static void cpu_open_barrier(unsigned int n) {
     const CpuFiber *first = 0;
     for (unsigned int t = 0; t < n; ++t) {
         CpuFiber *f = &cpu.fibers[t];
@@ -575,8 +578,6 @@ static void cpu_open_barrier(unsigned int n, unsigned int alive) {
         }
         f->state = CPU_READY;
     }
-    if (alive < n && !cpu.barrier_fault)
-        cpu.barrier_fault = 2 + 2 * (int)(first->barrier_line < CPU_LINES ? first->barrier_line : 0);
     cpu.at_barrier = 0;
 }
 
@@ -617,7 +618,7 @@ static void cpu_run_block(char *stacks) {
         }
         if (cpu.stuck) return;
         if (alive && cpu.at_barrier == alive) {        // everyone left is at the barrier: it opens
-            cpu_open_barrier(n, alive);
+            cpu_open_barrier(n);
             if (cpu.barrier_fault) return;
         } else if (alive && !ran) {
             cpu.stuck = 1;

@@ -51,6 +51,12 @@
 // stalled on the long scoreboard 2.6 cycles per issued instruction against 0.7. Why was not pinned
 // down; one producer warp per scheduler issues 24 cp.async a thread a tile where 8 warps issued 12
 // each between their multiplies. The same producer asking TMA for the tile is mma_tma.
+// Tried and not offered: copies without the inside test where a block's tile lies inside C and K is
+// whole K tiles (a copy_tiles template per case, picked by a branch a tile the same for the whole
+// block): 7% fewer SASS instructions at 128 x 256 tiles, STAGES 4, BK 64 (4,832 -> 4,480 with the test
+// removed outright), but with both cases in the kernel 6,960, and 11 to 14% slower (H200, medians of
+// 7 rounds, tests/benchmarks/source_ab.py: 451.5 -> 400.5 TFLOP/s at 4096^3, 473.8 -> 422.2 at 8192^3,
+// 386.1 -> 331.0 at 4096 x 4096 x 1024).
 #include "trace.cuh"
 
 #ifndef BM

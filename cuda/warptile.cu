@@ -60,11 +60,11 @@ REQUIRE(4 * BK * (BM + BN) <= 48 * 1024,
 REQUIRE(BK % 4 == 0 && TM % 4 == 0 && TN % 4 == 0, "needs BK, TM and TN multiples of 4 (it moves float4s)");
 LAUNCH_GRID(CDIV(N, BN), CDIV(M, BM));
 LAUNCH_BLOCK(kThreads, 1);
-// Per K tile its share of the tiles' elements, each loaded and stored once (at an edge a float4 is
-// four scalar loads; a cp.async is one record of a copy and one of its store), its shared loads
-// (4 elements each), then its outputs.
-TRACE_RECORDS(CDIV(K, BK) * (2 * (CDIV(BM * BK, kThreads) + CDIV(BK * BN, kThreads)) + BK * (OUTPUTS_DOWN + OUTPUTS_ACROSS) / 4) +
-              OUTPUTS_DOWN * OUTPUTS_ACROSS);
+// Per K tile its share of the tiles' 4-float chunks (counted in chunks: a thread with any copies a whole
+// one), A's a float4 load (four where K % 4) and four transposed stores, B's a float4 load (four where
+// N % 4) and store; its shared loads (4 elements each), then its outputs (one float each where N % 4).
+TRACE_RECORDS(CDIV(K, BK) * ((K % 4 ? 8 : 5) * CDIV(BM * BK / 4, kThreads) + (N % 4 ? 5 : 2) * CDIV(BK * BN / 4, kThreads) +
+                             BK * (OUTPUTS_DOWN + OUTPUTS_ACROSS) / 4) + (N % 4 ? 4 : 1) * OUTPUTS_DOWN * OUTPUTS_ACROSS / 4);
 
 extern "C" __global__ void __launch_bounds__(kThreads) warptile(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float As[BK][BM];   // transposed: As[k][m] = A[row0 + m][k0 + k]

@@ -314,6 +314,15 @@ def check_whole(saved: Saved, spec: KernelSpec, problem: Problem) -> WholeResult
         return runs.whole(plan)
 
 
+def block_summary(trace: Trace, bx: int, by: int, tolerance: float) -> tuple[bool, str]:
+    """(right, in a sentence) of the outputs a block's trace stored, against float64."""
+    if not trace.checked_outputs:   # "0 outputs checked ..., relative error nan (over 1e-04)" had read as a wrong sum
+        return True, f"Block ({bx}, {by}) stores none of C."
+    good = trace.rel_error <= tolerance
+    return good, (f"Block ({bx}, {by}): {trace.checked_outputs:,} outputs checked against float64 numpy, relative "
+                  f"error {trace.rel_error:.1e} ({'within' if good else 'over'} {tolerance:.0e}).")
+
+
 def whole_summary(whole: WholeResult, grid: tuple[int, int], tolerance: float) -> str:
     """check_whole's answer in a sentence."""
     blocks = f"the grid's {grid[0] * grid[1]:,} block{'s' if grid[0] * grid[1] != 1 else ''}"

@@ -237,8 +237,14 @@ def test_a_source_of_two_kernels_is_refused_at_the_second(tmp_path):
     text = (sources.CUDA_DIR / "playground" / "blank.cu").read_text()
     lines = len(text.splitlines())
     path = tmp_path / "my_kernel.cu"
+    # Neither in a comment nor in #if 0 (code the preprocessor drops, as a kept old version) is a kernel.
     path.write_text(text + "// extern \"C\" __global__ void in_a_comment(float *C) {}\n"
+                    "#if 0\nextern \"C\" __global__ void old_version(float *C, int M) {}\n#endif\n"
                     "extern \"C\" __global__ void __launch_bounds__(256) other(float *C, int M) {}\n")
-    with pytest.raises(ValueError, match=re.escape(f"my_kernel.cu:{lines + 2}: a second __global__ kernel, other: a "
+    with pytest.raises(ValueError, match=re.escape(f"my_kernel.cu:{lines + 5}: a second __global__ kernel, other: a "
                                                    "source holds one kernel, here my_kernel")):
         sources.load(str(path))
+    kept = tmp_path / "kept" / "my_kernel.cu"
+    kept.parent.mkdir()
+    kept.write_text(text + "#if 0\nextern \"C\" __global__ void old_version(float *C, int M) {}\n#endif\n")
+    assert sources.load(str(kept)).name == "my_kernel"

@@ -393,13 +393,17 @@ def test_trans_and_mma_fragments_are_the_ptx_tables_on_the_gpu_as_on_the_cpu(fil
 
 
 @pytest.mark.parametrize("file, size, grid, block", [("warp_shuffles.cu", (8, 8, 70), (8, 2), (32, 4)),
-                                                     ("host_functions.cu", (37, 45, 29), (2, 6), (32, 8))])
-def test_shuffles_votes_and_host_functions_do_on_the_cpu_what_they_do_on_the_gpu(file, size, grid, block):
+                                                     ("host_functions.cu", (37, 45, 29), (2, 6), (32, 8)),
+                                                     ("sync_after_return.cu", (64, 64, 64), (1, 1), (64, 1))])
+def test_shuffles_votes_host_functions_and_barriers_do_on_the_cpu_what_they_do_on_the_gpu(file, size, grid, block):
     """The CPU tracer's warp shuffles, votes, __syncwarp, math functions, __constant__ and __restrict__
-    pointers (cuda/cpu_shim.h), against the GPU's: the same records and, each kernel's C checking its
-    shuffles against the PTX ISA's shfl.sync, a right result on both."""
+    pointers, and its barrier that threads which returned do not hold up (cuda/cpu_shim.h), against the
+    GPU's: the same records, and the same C (each of the first two checks its shuffles against the PTX
+    ISA's shfl.sync, so a right result)."""
     plan = single_launch_plan(str(TEST_CUDA / file), make_problem(*size), grid, block)
     (graw, gpu), (craw, cpu) = _on_gpu_and_cpu(plan)
-    assert graw.checked_outputs == craw.checked_outputs == size[0] * size[1]
-    assert graw.rel_error < 1e-5 and craw.rel_error < 1e-5
+    assert graw.checked_outputs == craw.checked_outputs
+    assert graw.rel_error == craw.rel_error or abs(graw.rel_error - craw.rel_error) < 1e-6
+    if file != "sync_after_return.cu":   # (that one stores A, not a product)
+        assert graw.checked_outputs == size[0] * size[1] and graw.rel_error < 1e-5
     assert gpu.records.tobytes() == cpu.records.tobytes()

@@ -144,6 +144,28 @@ def test_outputs_no_block_writes_are_said_whichever_block_is_shown(switched_on, 
                for t in texts(at, "success")), texts(at, "success")
 
 
+def test_a_fault_in_a_block_not_shown_is_said_and_the_shown_block_still_draws(switched_on):
+    """The run of every block (the check of all of C) had stopped the page on a fault in another
+    block: the block shown, traced and right, drew nothing."""
+    blank = playground.starter_source(playground.BLANK)
+    source = blank.replace("STG(C, row * N + col, sum);",
+                           "STG(C, row * N + col, sum);\n        if (blockIdx.x == 1) STG(C, M * N + col, sum);")
+    at = open_page(PAGE, {"src": playground.share_token(source), "m": "32", "n": "64", "k": "8"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Block (0, 0): 256 outputs checked" in t and "All of C: running every block failed: my_kernel "
+               "accessed C outside its bounds" in t for t in texts(at, "error")), texts(at, "error")
+    assert figures(at)
+
+
+def test_a_block_that_stores_nothing_says_so(switched_on):
+    blank = playground.starter_source(playground.BLANK)
+    source = blank.replace("if (row < M && col < N) {", "if (row < M && col < N && blockIdx.x == 0) {")
+    at = open_page(PAGE, {"src": playground.share_token(source), "m": "32", "n": "64", "k": "8", "bx": "1"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(t.startswith("Block (1, 0) stores none of C.") and "1,024 of its 2,048 elements are written by none"
+               in t for t in texts(at, "error")), texts(at, "error")
+
+
 def test_a_grid_of_no_blocks_is_one_line(switched_on):
     """LAUNCH_GRID(..., CDIV(M - 64, BY)) at M = 64 is a grid of 0 rows: the block pickers had crashed
     the page (min_value 0 > max_value -1), and its share link carried the crash."""

@@ -283,12 +283,14 @@ def test_a_compile_error_comes_back_at_its_line():
 
 def test_a_compile_error_inside_the_engines_headers_names_no_server_path():
     """An error g++ reports in cuda/trace.cuh (an access macro given what it cannot store) had shown
-    the header's path on the server."""
+    the header's path on the server, and no line of the student's: it is now said at the line that
+    reached it, the header named."""
     from engine.kernels import sources
     text = kernel().replace("STG(C, row * N + col, sum);", 'STG(C, row * N + col, "a string");')
+    line = 1 + text.splitlines().index(next(t for t in text.splitlines() if '"a string"' in t))
     message = refused(text)
-    assert "trace.cuh:" in message and str(sources.CUDA_DIR) not in message, message
-    assert "/" not in message.split("trace.cuh:")[0].split()[-1], message
+    assert str(sources.CUDA_DIR) not in message, message
+    assert [(d.line, "(in trace.cuh:" in d.message) for d in playground.diagnostics(message)] == [(line, True)], message
 
 
 def test_a_huge_source_is_refused_before_anything_reads_it():

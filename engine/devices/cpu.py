@@ -158,16 +158,16 @@ class CpuDevice:
             raise EngineError(f"{lp.kernel}: threads of a block waited for each other forever (a warp-collective "
                               "operation such as ldmatrix that not every thread of the warp reached, or reached "
                               "at different places): the GPU would hang or do anything; the kernel is wrong")
-        if rc <= -3:   # cuda/cpu_shim.h cpu.barrier_fault: 1 + kind + 2 (line + 16384 line2), 0 for a line not known
-            kind, at = (-rc - 3) % 2, (-rc - 3) // 2
-            line, other = (f"line {n}" if n else "a bare __syncthreads()" for n in (at % 16384, at // 16384))
-            if kind == 0:
-                raise EngineError(f"{lp.kernel}: threads of a block met at different SYNC()s ({line} and {other}): "
-                                  "__syncthreads() in conditional code is allowed only where the condition is the "
-                                  "same for every thread of the block (the GPU may hang); the kernel is wrong")
-            raise EngineError(f"{lp.kernel}: threads of a block waited at the SYNC() of {line} that others had "
-                              "returned without reaching: __syncthreads() must be reached by every thread of the "
-                              "block (the GPU may hang); the kernel is wrong")
+        if rc <= -3:   # cuda/cpu_shim.h cpu.barrier_fault: 1 + 2 (line + 16384 line2), 0 for a line not known
+            at = (-rc - 3) // 2
+            first, second = at % 16384, at // 16384
+            said = lambda n: f"line {n}" if n else "a bare __syncthreads()"   # noqa: E731
+            # "file.cu:LINE: ..." where the line is known: the Playground marks it in its editor's gutter
+            where = f"{Path(lp.file).name}:{first}: " if first else ""
+            raise EngineError(f"{where}{lp.kernel}: threads of a block met at different SYNC()s ({said(first)} and "
+                              f"{said(second)}): CUDA allows __syncthreads() in conditional code only where every "
+                              "thread of the block takes the same branch, so what a GPU does here is undefined; the "
+                              "kernel is wrong")
         if rc < 0:
             raise EngineError(f"{lp.kernel}: not enough host memory for {lp.block[0] * lp.block[1]} CPU threads")
         if rc > len(names):   # cuda/trace.cuh TRACE_MISALIGNED

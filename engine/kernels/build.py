@@ -127,8 +127,24 @@ def _run(cmd: list[str], what: str, scratch: Path | None = None) -> str:
         lines = (err or out).strip().splitlines()
         # "error:", not "error": a folder of the path may be named so, on the compiler's context lines too
         first = next((l for l in lines if "error:" in l), lines[0] if lines else "no message")
-        raise EngineError(f"{what} failed: {first.strip()}")
+        raise EngineError(f"{what} failed: {_at_the_source(first.strip(), lines)}")
     return out
+
+
+# g++'s and nvcc's words for where in the kernel's own source (.cu) an error inside a header was reached from.
+_HEADER_ERROR_RE = re.compile(r"(\S+?\.(?:cuh|h|hpp)):(\d+):(?:\d+:)? error: (.*)")
+_REACHED_FROM_RE = re.compile(r"^\s*(\S+?\.cu):(\d+)(?::\d+)?:\s+(?:required from here|note: in expansion of macro)")
+
+
+def _at_the_source(first: str, lines: list[str]) -> str:
+    """An error the compiler reports inside a header (trace.cuh, for an access macro given what it
+    cannot store) said where the kernel's own line reached it, "kernel.cu:27: error: ... (in
+    trace.cuh:334)": the Playground then marks the student's line, not a line of ours."""
+    header = _HEADER_ERROR_RE.match(first)
+    here = next((m for m in map(_REACHED_FROM_RE.match, lines) if m), None) if header else None
+    if not here:
+        return first
+    return f"{here.group(1)}:{here.group(2)}: error: {header.group(3)} (in {Path(header.group(1)).name}:{header.group(2)})"
 
 
 # Who is told that a view waits for a compiler: the app sets ANNOUNCE.fn, for its script threads,

@@ -48,7 +48,25 @@ _BOUNDS_CALL = r"(?:__launch_bounds__|__cluster_dims__)\s*\((?:[^()]|\([^()]*\))
 _BOUNDS = rf"(?:{_BOUNDS_CALL}\s*)*"
 _SIG_RE = re.compile(rf'extern\s+"C"\s+__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)\s*\(([^)]*)\)', re.S)
 
-_KERNEL_RE = re.compile(rf"\b__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)")
+_KERNEL_RE = re.compile(rf"\b__global__\s+{_BOUNDS}void\s+{_BOUNDS}(\w+)\s*\([^)]*\)\s*\{{")
+
+
+def _compiled_lines(lines: tuple[str, ...]) -> list[str]:
+    """The lines with those inside #if 0 ... #endif (nested #if's counted) blanked, numbering kept."""
+    out, depth = [], 0   # depth: inside #if 0, how many #if's deep
+    for line in lines:
+        directive = re.match(r"\s*#\s*(if|ifdef|ifndef|else|elif|endif)\b(.*)", line)
+        if depth:
+            if directive and directive.group(1).startswith("if"):
+                depth += 1
+            elif directive and directive.group(1) == "endif" or (directive and depth == 1 and directive.group(1) in ("else", "elif")):
+                depth -= 1
+            out.append("")
+            continue
+        if directive and directive.group(1) == "if" and directive.group(2).strip() == "0":
+            depth = 1
+        out.append(line)
+    return out
 
 
 def kernel_name(text: str) -> str | None:
@@ -197,10 +215,12 @@ def load(file: str) -> KernelSource:
     if not sig:
         raise ValueError(f"{file}: no extern \"C\" __global__ kernel found")
     # One kernel a source: of two, the first had been traced without a word about the second.
-    # (Any __global__ function outside comments: code_lines blanks the "C" of extern "C" too.)
-    kernels = list(_KERNEL_RE.finditer("\n".join(code_lines(text))))
+    # (Any __global__ function defined outside comments and #if 0: code_lines blanks the "C" of extern
+    # "C" too; a declaration, ending in ';', is no second kernel.)
+    compiled = "\n".join(_compiled_lines(code_lines(text)))
+    kernels = list(_KERNEL_RE.finditer(compiled))
     if len(kernels) > 1:
-        number = text.count("\n", 0, kernels[1].start()) + 1
+        number = compiled.count("\n", 0, kernels[1].start()) + 1
         raise ValueError(f"{file}:{number}: a second __global__ kernel, {kernels[1].group(1)}: a source holds one "
                          f"kernel, here {kernels[0].group(1)} (make the other a __device__ function)")
     params = []

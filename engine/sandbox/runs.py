@@ -130,8 +130,9 @@ def whole(plan: TracePlan, limits: Limits | None = None) -> WholeResult:
     """execute.whole_result(plan) on the CPU, in a sandbox (the plan's one launch built first, or
     found built), its answer checked against the plan's size."""
     file = Path(plan.launches[-1].file)
-    so = library(file, plan.launches[-1].defines, limits)
-    meta, _ = _job({"op": "whole", "plan": plan, "library": str(so)}, file.parent, limits)
+    # As trace(): one launch's library, built here; a plan of several launches builds each inside.
+    so = library(file, plan.launches[-1].defines, limits) if len(plan.launches) == 1 else None
+    meta, _ = _job({"op": "whole", "plan": plan, "library": str(so) if so else None}, file.parent, limits)
     try:
         written, total, err = int(meta["written"]), int(meta["total"]), float(meta["rel_error"])
         if not 0 <= written <= total == plan.problem.m * plan.problem.n:

@@ -113,6 +113,13 @@ def execute(plan: TracePlan, device) -> RawRun:
     return RawRun(raws, err, int(len(stored)), device.name, dict(device.seconds))
 
 
+# What C starts as in whole_result: a NaN whose payload no arithmetic makes (a NaN a kernel computes is
+# the default one, 0x7fc00000 or 0xffc00000, or carries an input NaN's payload, and the inputs have
+# none), so an element still holding it was written by no block, and one a kernel wrote NaN to is
+# told apart from it (it had been counted as unwritten).
+UNWRITTEN = 0x7FC0DEAD
+
+
 @dataclass
 class WholeResult:
     """All of C after every block of the grid ran (whole_result)."""
@@ -123,20 +130,20 @@ class WholeResult:
 
 def whole_result(plan: TracePlan, device) -> WholeResult:
     """Runs every block of every launch of the plan for its result only (the count pass: nothing is
-    recorded) on a C that starts as NaN, and checks all of C against float64. A trace checks only the
-    outputs its blocks stored, so a kernel that wrote 1 of its block's 256 outputs had passed as
-    right: here an element no block writes stays NaN and is counted. (NaN, not zeros: a GPU's new
-    memory holds whatever was there, so a kernel must write every element of C.)"""
+    recorded) on a C that starts as NaN (UNWRITTEN), and checks all of C against float64. A trace checks
+    only the outputs its blocks stored, so a kernel that wrote 1 of its block's 256 outputs had passed
+    as right: here an element no block writes keeps UNWRITTEN and is counted. (NaN, not zeros: a GPU's
+    new memory holds whatever was there, so a kernel must write every element of C.)"""
     a, b = make_inputs(plan.problem)
     shapes = global_shapes(plan.problem)
-    c = np.full(shapes["C"], np.nan, dtype=np.float32)
+    c = np.full(shapes["C"], UNWRITTEN, dtype=np.uint32).view(np.float32)
     device.upload({"A": a, "B": b, "C": c}, shapes, size_arguments(plan.problem), plan.inputs)
     for lp in plan.launches:
         counts = device.run(replace(lp, blocks=all_blocks(lp.grid), traced=False), None, 0)
         _check_bound(replace(lp, blocks=all_blocks(lp.grid)), counts)
     p = plan.problem
-    got = np.asarray(device.read("C", np.arange(p.m * p.n)), dtype=np.float64)
-    written = ~np.isnan(got)
-    idx = np.flatnonzero(written)
-    err = reference.relative_error(got[idx], reference.elements(a, b, idx, p.n)) if len(idx) else float("nan")
+    got = np.ascontiguousarray(device.read("C", np.arange(p.m * p.n)), dtype=np.float32)
+    idx = np.flatnonzero(got.view(np.uint32) != UNWRITTEN)
+    err = (reference.relative_error(got[idx].astype(np.float64), reference.elements(a, b, idx, p.n)) if len(idx)
+           else float("nan"))
     return WholeResult(int(len(idx)), p.m * p.n, err)

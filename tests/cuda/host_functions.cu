@@ -3,6 +3,7 @@
 // __constant__ table and a __device__ __forceinline__ helper. The CPU build must take each as nvcc does.
 #include "trace.cuh"
 #include <cfloat>   // FLT_MAX, which nvcc too needs this for
+#include <memory>   // a C++ header after trace.cuh (a __noinline__ macro of the CPU shim had broken it)
 
 __constant__ float kOne[2] = {1.0f, 0.0f};
 
