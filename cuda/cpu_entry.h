@@ -42,7 +42,7 @@ extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigne
                              const unsigned long long *offsets, void *records,
                              unsigned int *ordinals, void *const *ptrs,
                              const int *ints, const unsigned long long *bounds,
-                             const unsigned long long *bases) {
+                             const unsigned long long *bases, unsigned int *fault_at) {
     for (int i = 0; i < 8; ++i) {
         cpu_args.ptrs[i] = ptrs[i];
         cpu_args.ints[i] = ints[i];
@@ -81,5 +81,6 @@ extern "C" int cpu_trace_run(unsigned int block_x, unsigned int block_y, unsigne
     munmap(stacks, (size_t)n * cpu.stack_stride);
     free(cpu.fibers);
     free(cpu.warps);
+    for (int i = 0; i < 5; ++i) fault_at[i] = trace_fault_at[i];   // (the fault's line, thread and block)
     return trace_fault ? trace_fault : stuck ? -2 : barrier ? -2 - barrier : 0;
 }

@@ -254,6 +254,9 @@ TRACE_GLOBAL const char *trace_bases[TRACE_ARRAY_COUNT];
 // into an error.
 TRACE_GLOBAL unsigned long long trace_bounds[TRACE_ARRAY_COUNT];
 TRACE_GLOBAL int trace_fault;
+// CPU builds only: where the launch's first fault was, its line, thread (x, y) and block (x, y), for
+// the message (a student's kernel is told its line, not only the array).
+TRACE_GLOBAL unsigned int trace_fault_at[5];
 
 #ifndef MATMUL_CPU
 TRACE_FN unsigned int trace_launched_block() { return blockIdx.x; }
@@ -305,13 +308,23 @@ TRACE_FN long long trace_index(const T *p, const char *origin) {
 // there: a stray store overwrites the host thread's own state), so a wrong index is reported as an
 // error instead of crashing the process that hosts the tracer; the access itself is then skipped.
 // Elements index .. index + n - 1 must all lie in the array (a negative index wraps to a huge one).
+// The first fault of a launch is the one reported, with where it was (`line`: every access function's own).
+TRACE_FN bool trace_note_fault(int code, unsigned int line) {
+    if (!trace_fault) {
+        trace_fault = code;
+        trace_fault_at[0] = line;
+        trace_fault_at[1] = threadIdx.x, trace_fault_at[2] = threadIdx.y;
+        trace_fault_at[3] = blockIdx.x, trace_fault_at[4] = blockIdx.y;
+    }
+    return true;
+}
 #define TRACE_OUT_OF_BOUNDS(array, index, n) \
     (((unsigned long long)(index) >= trace_bounds[array] || (unsigned long long)(index) + (n) > trace_bounds[array]) \
-     && (trace_fault = 1 + (array)))
+     && trace_note_fault(1 + (array), line))
 // A vector access must be aligned to its size (the GPU faults otherwise, with "misaligned
 // address"): reported as its own fault, after the out-of-bounds ones.
 #define TRACE_MISALIGNED(array, address, bytes) \
-    (((unsigned long long)(address) & ((bytes) - 1)) != 0 && (trace_fault = 1 + TRACE_ARRAY_COUNT + (array)))
+    (((unsigned long long)(address) & ((bytes) - 1)) != 0 && trace_note_fault(1 + TRACE_ARRAY_COUNT + (array), line))
 #else
 #define TRACE_OUT_OF_BOUNDS(array, index, n) false
 #define TRACE_MISALIGNED(array, address, bytes) false

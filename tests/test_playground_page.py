@@ -150,10 +150,12 @@ def test_a_fault_in_a_block_not_shown_is_said_and_the_shown_block_still_draws(sw
     blank = playground.starter_source(playground.BLANK)
     source = blank.replace("STG(C, row * N + col, sum);",
                            "STG(C, row * N + col, sum);\n        if (blockIdx.x == 1) STG(C, M * N + col, sum);")
+    line = 1 + next(i for i, t in enumerate(source.splitlines()) if "blockIdx.x == 1" in t)
     at = open_page(PAGE, {"src": playground.share_token(source), "m": "32", "n": "64", "k": "8"})
     assert not at.exception, [e.value for e in at.exception]
-    assert any("Block (0, 0): 256 outputs checked" in t and "All of C: running every block failed: my_kernel "
-               "accessed C outside its bounds" in t for t in texts(at, "error")), texts(at, "error")
+    assert any("Block (0, 0): 256 outputs checked" in t and f"All of C: running every block failed: my_kernel.cu:{line}: "
+               "my_kernel accessed C outside its bounds (thread (0, 0) of block (1, 0))" in t
+               for t in texts(at, "error")), texts(at, "error")
     assert figures(at)
 
 

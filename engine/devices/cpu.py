@@ -55,7 +55,7 @@ def _library(file: str, params):
             fn.restype = ctypes.c_int
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, _u32p, ctypes.c_uint,
                            _u32p, _u32p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, _u32p]
             _LIBS[path] = lib
         return _LIBS[path].cpu_trace_run
 
@@ -133,18 +133,21 @@ class CpuDevice:
         blocks = np.ascontiguousarray(lp.blocks, dtype=np.uint32)
         tpb = lp.block[0] * lp.block[1]
 
-        def run_blocks(span: tuple[int, int]) -> int:
+        def run_blocks(span: tuple[int, int]) -> tuple[int, np.ndarray]:
             """Blocks lo..hi-1 on this host thread: a block's slots are j * tpb + t (trace.cuh
             trace_slot), so each share gets its own slice of the per-slot arrays and writes its
-            records at the offsets the whole launch's scan gave it."""
+            records at the offsets the whole launch's scan gave it. Returns its code and where its
+            first fault was (line, thread x, y, block x, y)."""
             lo, hi = span
             s0, s1 = lo * tpb, hi * tpb
-            return fn(lp.block[0], lp.block[1], lp.grid[0], lp.grid[1], blocks[lo:hi].ravel(), hi - lo,
+            at = np.zeros(5, dtype=np.uint32)
+            code = fn(lp.block[0], lp.block[1], lp.grid[0], lp.grid[1], blocks[lo:hi].ravel(), hi - lo,
                       counts[s0:s1], epochs[s0:s1],
                       offsets[s0:].ctypes.data if offsets is not None else None,
                       records.ctypes.data if records is not None else None,
                       ordinals[s0 * src.counters:].ctypes.data if ordinals is not None else None,
-                      ptr_arr, int_arr, bounds.ctypes.data, bases.ctypes.data)
+                      ptr_arr, int_arr, bounds.ctypes.data, bases.ctypes.data, at)
+            return code, at
 
         start = time.perf_counter()
         # Blocks never talk to each other and the tracer's state is per host thread, so big launches
@@ -152,7 +155,7 @@ class CpuDevice:
         shares = parallel.THREADS if slots >= _PARALLEL_SLOTS else 1
         codes = parallel.each(run_blocks, parallel.spans(len(blocks), shares))
         # The first failing share, in block order, is the fault a sequential run stops at.
-        rc = next((code for code in codes if code), 0)
+        rc, at = next(((code, at) for code, at in codes if code), (0, None))
         self.seconds["kernel"] += time.perf_counter() - start
         if rc == -2:   # cuda/cpu_shim.h: no thread could go on, short of a barrier all had reached
             raise EngineError(f"{lp.kernel}: threads of a block waited for each other forever (a warp-collective "
@@ -170,12 +173,16 @@ class CpuDevice:
                               "kernel is wrong")
         if rc < 0:
             raise EngineError(f"{lp.kernel}: not enough host memory for {lp.block[0] * lp.block[1]} CPU threads")
-        if rc > len(names):   # cuda/trace.cuh TRACE_MISALIGNED
-            raise EngineError(f"{lp.kernel} made a vector access of {names[rc - 1 - len(names)]} at an address "
-                              "that is not a multiple of its size (the GPU faults on it): the kernel is wrong")
         if rc > 0:
-            raise EngineError(f"{lp.kernel} accessed {names[rc - 1]} outside its bounds: the kernel is wrong "
-                              "for this size")
+            # "file.cu:LINE: ...": the Playground marks the line in its editor's gutter
+            line, tx, ty, bx, by = (int(v) for v in at)
+            where, who = f"{Path(lp.file).name}:{line}: " if line else "", f"thread ({tx}, {ty}) of block ({bx}, {by})"
+            if rc > len(names):   # cuda/trace.cuh TRACE_MISALIGNED
+                raise EngineError(f"{where}{lp.kernel} made a vector access of {names[rc - 1 - len(names)]} at an "
+                                  f"address that is not a multiple of its size ({who}; the GPU faults on it): the "
+                                  "kernel is wrong")
+            raise EngineError(f"{where}{lp.kernel} accessed {names[rc - 1]} outside its bounds ({who}): the kernel is "
+                              "wrong for this size")
         return (records, ordinals) if offsets is not None else counts
 
     def read(self, name: str, index: np.ndarray) -> np.ndarray:
