@@ -47,8 +47,6 @@ _EVICT_LOCK = threading.Lock()
 # Share links carry the source compressed; this marks the format, so a later one can be told apart.
 SHARE_PREFIX = "v1."
 BLANK = "blank"
-# The record cap of a plan that records nothing (check_whole): past any count a thread can make.
-NO_RECORDS_CAP = 1 << 62
 BLANK_FILE = sources.CUDA_DIR / "playground" / "blank.cu"
 # "file.cu:12: message" (the source reader's rules) and "file.cu(12): error: message" (nvcc) or
 # "file.cu:12:5: error: message" (g++): the line a message is about.
@@ -282,9 +280,12 @@ def _names_not_paths(saved: Saved):
         raise EngineError(shown(str(exc), saved)) from None
 
 
-def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[int, int]] | None = None) -> Trace:
+def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[int, int]] | None = None,
+          whole: bool = False):
     """The kernel's trace (of the given blocks, or all), built and run in a sandbox: the same Trace
-    the catalog's kernels give, so every view of the app draws it."""
+    the catalog's kernels give, so every view of the app draws it. whole: (trace, all of C after every
+    block ran, checked against float64 in the same sandbox: a WholeResult, or why that run failed).
+    A block's trace checks only the outputs it stored, so a kernel that wrote one of them had passed."""
     try:
         plan = plan_for(spec, problem, blocks)
     except ValueError as exc:   # a shared array's size the reader cannot compute (sources.shared_shape)
@@ -292,26 +293,14 @@ def trace(saved: Saved, spec: KernelSpec, problem: Problem, blocks: list[tuple[i
     check_fits_host(plan)
     _used(saved.path)
     with _names_not_paths(saved):
-        raw = runs.trace(plan)
+        raw = runs.trace(plan, whole=whole)
     try:
-        return assemble(plan, raw, "cpu")
+        t = assemble(plan, raw, "cpu")
+        return (t, raw.whole if isinstance(raw.whole, WholeResult) else shown(str(raw.whole), saved)) if whole else t
     except (IndexError, ValueError, KeyError, TypeError):
         # Records the kernel wrote over (its own memory is its own to corrupt): its trace only.
         raise EngineError("your kernel's trace is not readable: did it write over its own records (out of "
                           "bounds through a pointer the access macros do not see)?") from None
-
-
-def check_whole(saved: Saved, spec: KernelSpec, problem: Problem) -> WholeResult:
-    """All of C after every block of the grid ran, against float64, in a sandbox: the block a trace
-    shows is checked only on the outputs it stored, so a kernel that wrote one of them had passed."""
-    try:
-        # Every block, recorded by none: the cap on a trace's records does not apply.
-        plan = plan_for(spec, problem, cap=NO_RECORDS_CAP)
-    except ValueError as exc:   # a shared array's size the reader cannot compute (sources.shared_shape)
-        raise EngineError(str(exc)) from None
-    _used(saved.path)
-    with _names_not_paths(saved):
-        return runs.whole(plan)
 
 
 def block_summary(trace: Trace, bx: int, by: int, tolerance: float) -> tuple[bool, str]:
@@ -324,7 +313,7 @@ def block_summary(trace: Trace, bx: int, by: int, tolerance: float) -> tuple[boo
 
 
 def whole_summary(whole: WholeResult, grid: tuple[int, int], tolerance: float) -> str:
-    """check_whole's answer in a sentence."""
+    """trace(..., whole=True)'s check of all of C in a sentence."""
     blocks = f"the grid's {grid[0] * grid[1]:,} block{'s' if grid[0] * grid[1] != 1 else ''}"
     if whole.written < whole.total:
         left = whole.total - whole.written

@@ -135,7 +135,7 @@ if failed and failed[0] == asked:
     query.stop()
 try:
     with st.spinner(f"Building and tracing block ({bx}, {by}) of {saved.kernel} at {m}x{n}x{k} in the sandbox..."):
-        trace, inst = cached.playground_trace(saved, spec, problem, ((bx, by),))
+        trace, inst, whole = cached.playground_trace(saved, spec, problem, ((bx, by),))
 except EngineError as exc:
     # A compiler's message or a fault, at its line of the student's source where it names one.
     st.session_state[FAILED] = (asked, str(exc))
@@ -147,13 +147,11 @@ show = e3.selectbox("Show", shows, key=view_state.state("show", shows[0], shows)
 view_state.remember(bx=bx, by=by, warp=warp, show=show)
 # The block's trace checks the outputs it stored; all of C, after every block ran, shows what no block
 # wrote. A fault in another block is said here: the block shown was traced, and its views still draw.
-try:
-    with st.spinner(f"Running every block of {saved.kernel}..."):
-        whole = cached.playground_whole(saved, spec, problem)
+if isinstance(whole, str):
+    whole_good, whole_said = False, f"All of C: running every block failed: {whole}"
+else:
     whole_good, whole_said = (whole.written == whole.total and whole.rel_error <= spec.tolerance,
                               playground.whole_summary(whole, grid, spec.tolerance))
-except EngineError as exc:
-    whole_good, whole_said = False, f"All of C: running every block failed: {exc}"
 good, said = playground.block_summary(trace, bx, by, spec.tolerance)
 (st.success if good and whole_good else st.error)(
     schema.plain(f"{said} {len(trace):,} accesses traced on the CPU, in the sandbox.") + "  \n" + schema.plain(whole_said),

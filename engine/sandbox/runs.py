@@ -100,13 +100,15 @@ def library(file: Path, params: dict[str, int], limits: Limits | None = None) ->
         return so
 
 
-def trace(plan: TracePlan, limits: Limits | None = None) -> RawRun:
+def trace(plan: TracePlan, limits: Limits | None = None, whole: bool = False) -> RawRun:
     """execute(plan) on the CPU, in a sandbox: the RawRun the CPU trace workers give for the
     catalog's kernels, its arrays checked against the plan. Its one launch's library is built first
-    (or found built)."""
+    (or found built). whole: its .whole is all of C after every block ran (a WholeResult), or why
+    that run failed (a str)."""
     folder = Path(plan.launches[-1].file).parent
     so = library(Path(plan.launches[-1].file), plan.launches[-1].defines, limits) if len(plan.launches) == 1 else None
-    meta, arrays = _job({"op": "trace", "plan": plan, "library": str(so) if so else None}, folder, limits)
+    meta, arrays = _job({"op": "trace", "plan": plan, "library": str(so) if so else None, "whole": whole},
+                        folder, limits)
     try:
         launches = []
         for i, lp in enumerate(plan.launches):
@@ -120,26 +122,21 @@ def trace(plan: TracePlan, limits: Limits | None = None) -> RawRun:
                 raise ValueError("arrays")
             launches.append(RawLaunch(counts, records))
         return RawRun(launches, float(meta["rel_error"]), int(meta["checked_outputs"]), str(meta["device"])[:100],
-                      {str(k): float(v) for k, v in dict(meta["seconds"]).items()})
+                      {str(k): float(v) for k, v in dict(meta["seconds"]).items()},
+                      _whole(meta["whole"], plan) if whole else None)
     except (KeyError, ValueError, TypeError, IndexError):
         raise EngineError("the sandbox's answer does not fit the trace asked for (did your kernel write to "
                           "its output?)") from None
 
 
-def whole(plan: TracePlan, limits: Limits | None = None) -> WholeResult:
-    """execute.whole_result(plan) on the CPU, in a sandbox (the plan's one launch built first, or
-    found built), its answer checked against the plan's size."""
-    file = Path(plan.launches[-1].file)
-    # As trace(): one launch's library, built here; a plan of several launches builds each inside.
-    so = library(file, plan.launches[-1].defines, limits) if len(plan.launches) == 1 else None
-    meta, _ = _job({"op": "whole", "plan": plan, "library": str(so) if so else None}, file.parent, limits)
-    try:
-        written, total, err = int(meta["written"]), int(meta["total"]), float(meta["rel_error"])
-        if not 0 <= written <= total == plan.problem.m * plan.problem.n:
-            raise ValueError("sizes")
-        return WholeResult(written, total, err)
-    except (KeyError, ValueError, TypeError):
-        raise EngineError("the sandbox's check of all of C is not readable") from None
+def _whole(answer: dict, plan: TracePlan) -> WholeResult | str:
+    """The job's check of all of C, checked against the plan's size (ValueError where it does not fit)."""
+    if "error" in answer:
+        return str(answer["error"])[:1000]
+    written, total, err = int(answer["written"]), int(answer["total"]), float(answer["rel_error"])
+    if not 0 <= written <= total == plan.problem.m * plan.problem.n:
+        raise ValueError("sizes")
+    return WholeResult(written, total, err)
 
 
 def listing(file: Path, params: dict[str, int], limits: Limits | None = None) -> dict:

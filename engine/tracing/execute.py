@@ -49,6 +49,9 @@ class RawRun:
     checked_outputs: int
     device: str
     seconds: dict[str, float]
+    # All of C after every block ran (whole_result), where it was asked for (the Playground's sandbox
+    # job): a WholeResult, or why that run failed.
+    whole: object = None
 
 
 def _stored_elements(file: str, records: np.ndarray, name: str) -> np.ndarray:

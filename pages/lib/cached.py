@@ -314,22 +314,17 @@ def _playground_need(spec, problem, blocks):
 
 
 def playground_trace(saved, spec, problem, blocks: tuple | None):
-    """(trace, warp instructions) of a Playground kernel, of the given blocks or all."""
+    """(trace, warp instructions, all of C) of a Playground kernel, of the given blocks or all. All of C:
+    with blocks, after every block ran (a WholeResult, or why that run failed), from the same sandbox
+    job; None for a trace of all blocks (its own check is of all of C)."""
     def compute():
-        t = playground.trace(saved, spec, problem, list(blocks) if blocks else None)
-        return t, analysis.warp_instructions(t)
+        got = playground.trace(saved, spec, problem, list(blocks) if blocks else None, whole=bool(blocks))
+        t, whole = got if blocks else (got, None)
+        return t, analysis.warp_instructions(t), whole
     key = ("playground", saved.digest, problem.m, problem.n, problem.k, _params_key(problem.params),
            blocks and tuple(blocks))
     return _heavy_get(TRACES, key, compute, "playground", _playground_need(spec, problem, blocks),
                       f"Building and tracing {saved.kernel} in the sandbox")
-
-
-def playground_whole(saved, spec, problem):
-    """All of C after every block of a Playground kernel ran, against float64 (playground.check_whole):
-    one per source, size and parameters, whichever block the page shows."""
-    key = ("playground-whole", saved.digest, problem.m, problem.n, problem.k, _params_key(problem.params))
-    return _heavy_get(RESULTS, key, lambda: playground.check_whole(saved, spec, problem), "playground-whole",
-                      lambda: 0, f"Running every block of {saved.kernel} in the sandbox")
 
 
 def playground_listing(saved, problem) -> dict:
@@ -342,7 +337,7 @@ def playground_counts(saved, spec, problem) -> tuple:
     """The whole kernel's counts per access site as written and as compiled (site summary, the
     shared-memory table)."""
     def compute():
-        t, inst = playground_trace(saved, spec, problem, None)
+        t, inst, _ = playground_trace(saved, spec, problem, None)
         summary = analysis.site_summary(t, inst)
         listing = playground_listing(saved, problem) if sass.nvdisasm() else sass.unavailable(
             "SASS not inspected: nvcc or nvdisasm not found")
