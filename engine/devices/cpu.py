@@ -165,18 +165,15 @@ class CpuDevice:
             at = (-rc - 3) // 2
             first, second = at % 16384, at // 16384
             said = lambda n: f"line {n}" if n else "a bare __syncthreads()"   # noqa: E731
-            # "file.cu:LINE: ..." where the line is known: the Playground marks it in its editor's gutter
-            where = f"{Path(lp.file).name}:{first}: " if first else ""
-            raise EngineError(f"{where}{lp.kernel}: threads of a block met at different SYNC()s ({said(first)} and "
+            raise EngineError(f"{sources.at_line(lp.file, first)}{lp.kernel}: threads of a block met at different SYNC()s ({said(first)} and "
                               f"{said(second)}): CUDA allows __syncthreads() in conditional code only where every "
                               "thread of the block takes the same branch, so what a GPU does here is undefined; the "
                               "kernel is wrong")
         if rc < 0:
             raise EngineError(f"{lp.kernel}: not enough host memory for {lp.block[0] * lp.block[1]} CPU threads")
         if rc > 0:
-            # "file.cu:LINE: ...": the Playground marks the line in its editor's gutter
             line, tx, ty, bx, by = (int(v) for v in at)
-            where, who = f"{Path(lp.file).name}:{line}: " if line else "", f"thread ({tx}, {ty}) of block ({bx}, {by})"
+            where, who = sources.at_line(lp.file, line), f"thread ({tx}, {ty}) of block ({bx}, {by})"
             if rc > len(names):   # cuda/trace.cuh TRACE_MISALIGNED
                 raise EngineError(f"{where}{lp.kernel} made a vector access of {names[rc - 1 - len(names)]} at an "
                                   f"address that is not a multiple of its size ({who}; the GPU faults on it): the "

@@ -69,6 +69,12 @@ def _compiled_lines(lines: tuple[str, ...]) -> list[str]:
     return out
 
 
+def at_line(file: str | Path, line: int) -> str:
+    """"file.cu:LINE: ", the lead of a message about that line of a source (what the Playground's
+    reader, engine/playground.py diagnostics, puts in its editor's gutter); "" where no line is known."""
+    return f"{Path(file).name}:{line}: " if line else ""
+
+
 def kernel_name(text: str) -> str | None:
     """The name of the extern "C" __global__ kernel a source declares (its file's stem), or None."""
     sig = _SIG_RE.search(text)

@@ -51,7 +51,7 @@ class RawRun:
     seconds: dict[str, float]
     # All of C after every block ran (whole_result), where it was asked for (the Playground's sandbox
     # job): a WholeResult, or why that run failed.
-    whole: object = None
+    whole: WholeResult | str | None = None
 
 
 def _stored_elements(file: str, records: np.ndarray, name: str) -> np.ndarray:
@@ -75,9 +75,7 @@ def _check_bound(lp: LaunchPlan, counts: np.ndarray) -> None:
     (bx, by), t = lp.blocks[slot // tpb], slot % tpb
     src = sources.load(lp.file)
     line = next((i for i, code in enumerate(sources.code_lines(src.text), 1) if "TRACE_RECORDS" in code), 0)
-    # "file.cu:LINE: ...": where the Playground puts a message in its editor's gutter
-    at = f"{src.path.name}:{line}: " if line else ""
-    raise EngineError(f"{at}thread ({t % lp.block[0]}, {t // lp.block[0]}) of block ({bx}, {by}) made "
+    raise EngineError(f"{sources.at_line(src.path, line)}thread ({t % lp.block[0]}, {t // lp.block[0]}) of block ({bx}, {by}) made "
                       f"{int(counts[slot]):,} trace records, more than {lp.kernel}'s TRACE_RECORDS allows a thread "
                       f"({lp.records_bound:,} here)")
 
